@@ -1,0 +1,23 @@
+# Helpers shared by every component's CMakeLists.txt.
+include(GoogleTest)
+
+# ek_library(NAME SOURCES... DEPS ...) -> static library ek_NAME with src/ on its include path.
+function(ek_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(ek_${name} STATIC ${ARG_SOURCES})
+  target_include_directories(ek_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(ek_${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# ek_test(NAME SOURCES... DEPS ... LABELS ...) -> one gtest binary per component, labelled.
+function(ek_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE
+    EK_SOURCE_DIR="${PROJECT_SOURCE_DIR}" EK_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,27 @@
+#include "cli/commands.h"
+
+#include <cstdio>
+#include <string>
+
+namespace ek::cli {
+
+namespace {
+// Keep rows in the order a user meets them in a run's life.
+constexpr Command kCommands[] = {
+    {"version", "print the evenkeel version", RunVersion},
+};
+}  // namespace
+
+std::span<const Command> Commands() { return kCommands; }
+
+int ReportError(const Status& status) {
+  std::fprintf(stderr, "evenkeel: error: %s\n", status.message().c_str());
+  return 1;
+}
+
+void Warn(std::string_view message) {
+  std::fprintf(stderr, "evenkeel: warning: %.*s\n", static_cast<int>(message.size()),
+               message.data());
+}
+
+}  // namespace ek::cli

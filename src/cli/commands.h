@@ -1,0 +1,28 @@
+// The command table: one row per subcommand, one cmd_<name>.cc per row.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "core/status.h"
+
+namespace ek::cli {
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  // argv[0] is the subcommand's name ("tokenize"); returns the exit code.
+  int (*run)(int argc, char** argv);
+};
+
+std::span<const Command> Commands();
+
+// Prints "evenkeel: error: <message>" to stderr and returns exit code 1.
+int ReportError(const Status& status);
+void Warn(std::string_view message);
+
+int RunVersion(int argc, char** argv);
+int RunTokenize(int argc, char** argv);
+int RunDetokenize(int argc, char** argv);
+
+}  // namespace ek::cli
