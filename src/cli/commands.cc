@@ -8,6 +8,8 @@ namespace ek::cli {
 namespace {
 // Keep rows in the order a user meets them in a run's life.
 constexpr Command kCommands[] = {
+    {"tokenize", "encode JSON lines of text into token ids with a tokenizer.json", RunTokenize},
+    {"detokenize", "decode JSON lines of token ids back into text", RunDetokenize},
     {"version", "print the evenkeel version", RunVersion},
 };
 }  // namespace

@@ -58,6 +58,8 @@ class AtomicFile {
   void Abandon();
   const std::string& path() const { return path_; }
   const std::string& temp_path() const { return temp_path_; }
+  // The temp file's descriptor, for callers that stream with WriteAll().
+  int fd() const { return fd_; }
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:

@@ -1,0 +1,202 @@
+#include "tokenize/bpe.h"
+
+#include <xxhash.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/core.h>
+
+namespace ek::tokenize {
+
+namespace {
+uint64_t HashBytes(std::string_view s) { return XXH3_64bits(s.data(), s.size()); }
+
+size_t PowerOfTwoAtLeast(size_t n) {
+  size_t p = 16;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+// Words up to this many bytes use the quadratic scan; longer ones the heap.
+constexpr size_t kShortWord = 48;
+}  // namespace
+
+void BytesToId::Build(const std::vector<std::string>& keys, const std::vector<bool>& present) {
+  keys_ = &keys;
+  size_t count = 0;
+  for (size_t i = 0; i < keys.size(); ++i) count += present[i];
+  size_t cap = PowerOfTwoAtLeast(count * 2 + 1);
+  slots_.assign(cap, Slot{0, -1});
+  mask_ = cap - 1;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!present[i]) continue;
+    uint64_t h = HashBytes(keys[i]);
+    size_t pos = h & mask_;
+    while (slots_[pos].id >= 0) {
+      if (slots_[pos].hash == h && keys[static_cast<size_t>(slots_[pos].id)] == keys[i]) break;
+      pos = (pos + 1) & mask_;
+    }
+    if (slots_[pos].id < 0) slots_[pos] = Slot{h, static_cast<int32_t>(i)};
+  }
+}
+
+int32_t BytesToId::Find(std::string_view key) const {
+  if (slots_.empty()) return -1;
+  uint64_t h = HashBytes(key);
+  size_t pos = h & mask_;
+  while (true) {
+    const Slot& s = slots_[pos];
+    if (s.id < 0) return -1;
+    if (s.hash == h && (*keys_)[static_cast<size_t>(s.id)] == key) return s.id;
+    pos = (pos + 1) & mask_;
+  }
+}
+
+Status BpeModel::Init(std::vector<std::string> tokens, std::vector<bool> present,
+                      const std::vector<std::pair<int32_t, int32_t>>& merges,
+                      bool ignore_merges) {
+  tokens_ = std::move(tokens);
+  present_ = std::move(present);
+  ignore_merges_ = ignore_merges;
+  vocab_count_ = static_cast<size_t>(std::count(present_.begin(), present_.end(), true));
+  vocab_.Build(tokens_, present_);
+  for (int b = 0; b < 256; ++b) {
+    char c = static_cast<char>(b);
+    byte_id_[b] = vocab_.Find(std::string_view(&c, 1));
+    if (byte_id_[b] < 0) {
+      return UnsupportedError(fmt::format(
+          "model.vocab has no token for byte 0x{:02X}: not a complete byte-level vocabulary", b));
+    }
+  }
+  size_t cap = PowerOfTwoAtLeast(merges.size() * 2 + 1);
+  merge_slots_.assign(cap, MergeSlot{kEmptyKey, 0});
+  merge_mask_ = cap - 1;
+  shift_ = 64 - __builtin_ctzll(cap);
+  std::string joined;
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    auto [a, b] = merges[rank];
+    joined = tokens_[static_cast<size_t>(a)];
+    joined += tokens_[static_cast<size_t>(b)];
+    int32_t m = vocab_.Find(joined);
+    if (m < 0) {
+      return InvalidArgumentError(
+          fmt::format("model.merges[{}]: the merged token is not in model.vocab", rank));
+    }
+    uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+    uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> shift_;
+    while (merge_slots_[h].key != kEmptyKey && merge_slots_[h].key != key) h = (h + 1) & merge_mask_;
+    // A repeated pair keeps the later rank, as HF's HashMap collect does.
+    merge_slots_[h] = MergeSlot{key, (static_cast<uint64_t>(rank) << 32) | static_cast<uint32_t>(m)};
+  }
+  merge_count_ = merges.size();
+  return Status::Ok();
+}
+
+void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* out,
+                          BpeScratch* scratch) const {
+  size_t n = word.size();
+  if (n == 1) {
+    out->push_back(byte_id_[static_cast<unsigned char>(word[0])]);
+    return;
+  }
+  if (ignore_merges_) {
+    int32_t id = vocab_.Find(word);
+    if (id >= 0) {
+      out->push_back(id);
+      return;
+    }
+  }
+  scratch->sym.resize(n);
+  for (size_t i = 0; i < n; ++i) scratch->sym[i] = byte_id_[static_cast<unsigned char>(word[i])];
+  if (n <= kShortWord) {
+    MergeShort(n, out, scratch);
+  } else {
+    MergeLong(n, out, scratch);
+  }
+}
+
+// Quadratic scan: find the lowest-rank adjacent pair (leftmost on ties), merge,
+// repeat. Same order as the heap in HF's merge_all.
+void BpeModel::MergeShort(size_t n, std::vector<int32_t>* out, BpeScratch* s) const {
+  int32_t* sym = s->sym.data();
+  uint64_t pair[kShortWord];
+  for (size_t i = 0; i + 1 < n; ++i) pair[i] = LookupMerge(sym[i], sym[i + 1]);
+  while (n > 1) {
+    uint64_t best = ~0ull;
+    size_t at = 0;
+    for (size_t i = 0; i + 1 < n; ++i) {
+      if ((pair[i] >> 32) < (best >> 32)) {
+        best = pair[i];
+        at = i;
+      }
+    }
+    if (best == ~0ull) break;
+    sym[at] = static_cast<int32_t>(best & 0xFFFFFFFFu);
+    // Remove sym[at + 1] and pair[at] (the pair just merged).
+    std::memmove(sym + at + 1, sym + at + 2, (n - at - 2) * sizeof(int32_t));
+    if (at + 1 < n - 1) std::memmove(pair + at, pair + at + 1, (n - at - 2) * sizeof(uint64_t));
+    --n;
+    if (at + 1 < n) pair[at] = LookupMerge(sym[at], sym[at + 1]);
+    if (at > 0) pair[at - 1] = LookupMerge(sym[at - 1], sym[at]);
+  }
+  out->insert(out->end(), sym, sym + n);
+}
+
+// Heap of (rank, position) with linked symbols, as HF's merge_all; stale
+// entries are detected by re-looking up the pair.
+void BpeModel::MergeLong(size_t n, std::vector<int32_t>* out, BpeScratch* s) const {
+  std::vector<int32_t>& sym = s->sym;
+  std::vector<int32_t>& prev = s->prev;
+  std::vector<int32_t>& next = s->next;
+  std::vector<uint64_t>& heap = s->heap;
+  prev.resize(n);
+  next.resize(n);
+  heap.clear();
+  auto greater = [](uint64_t a, uint64_t b) { return a > b; };
+  for (size_t i = 0; i < n; ++i) {
+    prev[i] = static_cast<int32_t>(i) - 1;
+    next[i] = i + 1 < n ? static_cast<int32_t>(i + 1) : -1;
+    if (i + 1 < n) {
+      uint64_t m = LookupMerge(sym[i], sym[i + 1]);
+      if (m != ~0ull) heap.push_back(((m >> 32) << 32) | i);
+    }
+  }
+  std::make_heap(heap.begin(), heap.end(), greater);
+  std::vector<bool> dead(n, false);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), greater);
+    uint64_t top = heap.back();
+    heap.pop_back();
+    size_t pos = top & 0xFFFFFFFFu;
+    uint32_t rank = static_cast<uint32_t>(top >> 32);
+    if (dead[pos] || next[pos] < 0) continue;
+    size_t right = static_cast<size_t>(next[pos]);
+    uint64_t m = LookupMerge(sym[pos], sym[right]);
+    if (m == ~0ull || static_cast<uint32_t>(m >> 32) != rank) continue;  // stale
+    sym[pos] = static_cast<int32_t>(m & 0xFFFFFFFFu);
+    dead[right] = true;
+    next[pos] = next[right];
+    if (next[right] >= 0) prev[static_cast<size_t>(next[right])] = static_cast<int32_t>(pos);
+    if (prev[pos] >= 0) {
+      size_t p = static_cast<size_t>(prev[pos]);
+      uint64_t pm = LookupMerge(sym[p], sym[pos]);
+      if (pm != ~0ull) {
+        heap.push_back(((pm >> 32) << 32) | p);
+        std::push_heap(heap.begin(), heap.end(), greater);
+      }
+    }
+    if (next[pos] >= 0) {
+      uint64_t nm = LookupMerge(sym[pos], sym[static_cast<size_t>(next[pos])]);
+      if (nm != ~0ull) {
+        heap.push_back(((nm >> 32) << 32) | pos);
+        std::push_heap(heap.begin(), heap.end(), greater);
+      }
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (!dead[i]) out->push_back(sym[i]);
+  }
+}
+
+}  // namespace ek::tokenize

@@ -1,0 +1,61 @@
+#include "tokenize/bpe.h"
+
+#include <gtest/gtest.h>
+
+namespace ek::tokenize {
+namespace {
+
+// A toy byte-level model: all 256 bytes, then merges a+b, ab+c, b+c, a+bc.
+class BpeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::vector<std::string> tokens;
+    for (int b = 0; b < 256; ++b) tokens.emplace_back(1, static_cast<char>(b));
+    tokens.push_back("ab");   // 256
+    tokens.push_back("abc");  // 257
+    tokens.push_back("bc");   // 258
+    tokens.push_back("aa");   // 259
+    std::vector<bool> present(tokens.size(), true);
+    std::vector<std::pair<int32_t, int32_t>> merges = {{'b', 'c'}, {'a', 'b'}, {256, 'c'}, {'a', 258}, {'a', 'a'}};
+    ASSERT_TRUE(model_.Init(tokens, present, merges, false).ok());
+  }
+  std::vector<int32_t> Encode(std::string_view w) {
+    std::vector<int32_t> out;
+    BpeScratch s;
+    model_.EncodeWord(w, &out, &s);
+    return out;
+  }
+  BpeModel model_;
+};
+
+TEST_F(BpeTest, LowestRankFirst) {
+  // bc (rank 0) merges before ab (rank 1), then a+bc (rank 3) -> abc.
+  EXPECT_EQ(Encode("abc"), (std::vector<int32_t>{257}));
+  EXPECT_EQ(Encode("ab"), (std::vector<int32_t>{256}));
+  EXPECT_EQ(Encode("x"), (std::vector<int32_t>{'x'}));
+}
+
+TEST_F(BpeTest, LeftmostOnTies) {
+  EXPECT_EQ(Encode("aaa"), (std::vector<int32_t>{259, 'a'}));
+}
+
+TEST_F(BpeTest, LongWordsMatchShortAlgorithm) {
+  // Words above the short threshold use the heap; the result must be the same
+  // as concatenating the independent short encodings when separated by 'x'.
+  std::string w;
+  std::vector<int32_t> expect;
+  for (int i = 0; i < 40; ++i) {
+    w += "abcaax";
+    expect.insert(expect.end(), {257, 259, 'x'});
+  }
+  EXPECT_EQ(Encode(w), expect);
+}
+
+TEST(BpeInitTest, MissingByteIsUnsupported) {
+  BpeModel m;
+  std::vector<std::string> tokens = {"a"};
+  EXPECT_EQ(m.Init(tokens, {true}, {}, false).code(), StatusCode::kUnsupported);
+}
+
+}  // namespace
+}  // namespace ek::tokenize

@@ -1,0 +1,299 @@
+#include "tokenize/pattern.h"
+
+#include <oniguruma.h>
+
+#include <mutex>
+
+#include "tokenize/unicode.h"
+
+namespace ek::tokenize {
+
+namespace {
+
+// Shared scanning helpers over valid UTF-8.
+class Scanner {
+ public:
+  Scanner(std::string_view text)
+      : s_(reinterpret_cast<const unsigned char*>(text.data())),
+        n_(text.size()),
+        cls_(CharClasses::Get()) {}
+
+  size_t size() const { return n_; }
+  // Code point and length at i (i < n).
+  size_t At(size_t i, uint32_t* cp) const { return DecodeUtf8(s_ + i, cp); }
+  uint8_t ClassAt(size_t i, uint32_t* cp, size_t* len) const {
+    *len = At(i, cp);
+    return cls_.Of(*cp);
+  }
+  // End of the run of code points starting at i whose class has `bit`.
+  size_t RunOf(size_t i, uint8_t bit) const {
+    while (i < n_) {
+      uint32_t cp;
+      size_t len;
+      if (!(ClassAt(i, &cp, &len) & bit)) break;
+      i += len;
+    }
+    return i;
+  }
+  // End of the run of "other" code points: not \s, not \p{L}, not \p{N}.
+  size_t RunOfOther(size_t i) const {
+    while (i < n_) {
+      uint32_t cp;
+      size_t len;
+      if (ClassAt(i, &cp, &len) & (kClassLetter | kClassNumber | kClassSpace)) break;
+      i += len;
+    }
+    return i;
+  }
+  unsigned char byte(size_t i) const { return s_[i]; }
+
+ private:
+  const unsigned char* s_;
+  size_t n_;
+  const CharClasses& cls_;
+};
+
+inline bool IsNewline(uint32_t cp) { return cp == '\r' || cp == '\n'; }
+
+// Whitespace alternatives shared by all three patterns, at i where the code
+// point is whitespace. `newline_rule` enables \s*[\r\n]+ (Llama 3 / Qwen).
+size_t MatchWhitespace(const Scanner& sc, size_t i, bool newline_rule) {
+  size_t j = i, last_nl_end = 0, last_len = 0, count = 0;
+  while (j < sc.size()) {
+    uint32_t cp;
+    size_t len;
+    if (!(sc.ClassAt(j, &cp, &len) & kClassSpace)) break;
+    j += len;
+    last_len = len;
+    ++count;
+    if (IsNewline(cp)) last_nl_end = j;
+  }
+  // \s*[\r\n]+ : ends right after the last newline of the run.
+  if (newline_rule && last_nl_end != 0) return last_nl_end;
+  // \s+(?!\S) : the whole run at end of text, else all but its last char.
+  if (j == sc.size()) return j;
+  if (count >= 2) return j - last_len;
+  // \s+
+  return j;
+}
+
+// (?i:'s|'t|'re|'ve|'m|'ll|'d) at i (text[i] == '\''); 0 if none.
+// Case-insensitive with Oniguruma's case folding: U+017F (long s) folds to s.
+size_t MatchContraction(const Scanner& sc, size_t i, bool ignore_case) {
+  size_t n = sc.size();
+  if (i + 1 >= n) return 0;
+  uint32_t c1;
+  size_t l1 = sc.At(i + 1, &c1);
+  auto lower = [&](uint32_t c) -> uint32_t {
+    if (!ignore_case) return c;
+    if (c >= 'A' && c <= 'Z') return c + 32;
+    if (c == 0x17F) return 's';
+    return c;
+  };
+  uint32_t a = lower(c1);
+  if (a == 's' || a == 't' || a == 'm' || a == 'd') return 1 + l1;
+  if (a == 'r' || a == 'v' || a == 'l') {
+    size_t k = i + 1 + l1;
+    if (k >= n) return 0;
+    uint32_t c2;
+    size_t l2 = sc.At(k, &c2);
+    uint32_t b = lower(c2);
+    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) {
+      return 1 + l1 + l2;
+    }
+  }
+  return 0;
+}
+
+// Llama 3 / Qwen2 family.
+class Cl100kPattern final : public Pattern {
+ public:
+  Cl100kPattern(int max_digits, std::string_view name) : max_digits_(max_digits), name_(name) {}
+
+  void FindMatches(std::string_view text, std::vector<Span>* out) const override {
+    Scanner sc(text);
+    size_t i = 0, n = sc.size();
+    while (i < n) {
+      size_t end = MatchAt(sc, i);
+      out->push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(end)});
+      i = end;
+    }
+  }
+  std::string_view kind() const override { return name_; }
+
+ private:
+  size_t MatchAt(const Scanner& sc, size_t i) const {
+    size_t n = sc.size();
+    uint32_t c0;
+    size_t l0;
+    uint8_t k0 = sc.ClassAt(i, &c0, &l0);
+    if (c0 == '\'') {
+      if (size_t m = MatchContraction(sc, i, true)) return i + m;
+    }
+    // [^\r\n\p{L}\p{N}]?\p{L}+
+    if (k0 & kClassLetter) return sc.RunOf(i + l0, kClassLetter);
+    if (!(k0 & kClassNumber) && !IsNewline(c0) && i + l0 < n) {
+      uint32_t c1;
+      size_t l1;
+      if (sc.ClassAt(i + l0, &c1, &l1) & kClassLetter) return sc.RunOf(i + l0 + l1, kClassLetter);
+    }
+    // \p{N}{1,max}
+    if (k0 & kClassNumber) {
+      size_t j = i + l0;
+      for (int d = 1; d < max_digits_ && j < n; ++d) {
+        uint32_t c;
+        size_t l;
+        if (!(sc.ClassAt(j, &c, &l) & kClassNumber)) break;
+        j += l;
+      }
+      return j;
+    }
+    // ' '?[^\s\p{L}\p{N}]+[\r\n]*
+    size_t j = c0 == ' ' ? i + 1 : i;
+    if (j < n) {
+      uint32_t c;
+      size_t l;
+      if (!(sc.ClassAt(j, &c, &l) & (kClassLetter | kClassNumber | kClassSpace))) {
+        size_t e = sc.RunOfOther(j + l);
+        while (e < n && (sc.byte(e) == '\r' || sc.byte(e) == '\n')) ++e;
+        return e;
+      }
+    }
+    // \s*[\r\n]+ | \s+(?!\S) | \s+
+    if (k0 & kClassSpace) return MatchWhitespace(sc, i, true);
+    // Unreachable for valid input: every code point is L, N, \s or other.
+    return i + l0;
+  }
+
+  int max_digits_;
+  std::string_view name_;
+};
+
+class Gpt2Pattern final : public Pattern {
+ public:
+  void FindMatches(std::string_view text, std::vector<Span>* out) const override {
+    Scanner sc(text);
+    size_t i = 0, n = sc.size();
+    while (i < n) {
+      size_t end = MatchAt(sc, i);
+      out->push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(end)});
+      i = end;
+    }
+  }
+  std::string_view kind() const override { return "gpt2"; }
+
+ private:
+  static size_t MatchAt(const Scanner& sc, size_t i) {
+    size_t n = sc.size();
+    uint32_t c0;
+    size_t l0;
+    uint8_t k0 = sc.ClassAt(i, &c0, &l0);
+    if (c0 == '\'') {
+      if (size_t m = MatchContraction(sc, i, false)) return i + m;
+    }
+    size_t j = i;
+    uint8_t kj = k0;
+    size_t lj = l0;
+    if (c0 == ' ' && i + 1 < n) {
+      uint32_t c1;
+      j = i + 1;
+      kj = sc.ClassAt(j, &c1, &lj);
+    }
+    if (j < n) {
+      if (kj & kClassLetter) return sc.RunOf(j + lj, kClassLetter);
+      if (kj & kClassNumber) return sc.RunOf(j + lj, kClassNumber);
+      if (!(kj & kClassSpace)) return sc.RunOfOther(j + lj);
+    }
+    if (k0 & kClassSpace) return MatchWhitespace(sc, i, false);
+    return i + l0;
+  }
+};
+
+class OnigPattern final : public Pattern {
+ public:
+  explicit OnigPattern(regex_t* reg) : reg_(reg) {}
+  ~OnigPattern() override { onig_free(reg_); }
+
+  void FindMatches(std::string_view text, std::vector<Span>* out) const override {
+    const auto* str = reinterpret_cast<const OnigUChar*>(text.data());
+    const OnigUChar* end = str + text.size();
+    OnigRegion* region = onig_region_new();
+    size_t last_end = 0;
+    bool have_last = false;
+    size_t last_match_end = 0;
+    while (last_end <= text.size()) {
+      onig_region_clear(region);
+      int r = onig_search(reg_, str, end, str + last_end, end, region, ONIG_OPTION_NONE);
+      if (r < 0) break;  // ONIG_MISMATCH, or an engine error: no more matches
+      size_t s = static_cast<size_t>(region->beg[0]), e = static_cast<size_t>(region->end[0]);
+      if (s == e && have_last && last_match_end == e) {
+        if (last_end >= text.size()) break;
+        uint32_t cp;
+        last_end += DecodeUtf8(str + last_end, &cp);
+        continue;
+      }
+      last_end = e;
+      have_last = true;
+      last_match_end = e;
+      out->push_back({static_cast<uint32_t>(s), static_cast<uint32_t>(e)});
+      if (s == e && e >= text.size()) break;
+    }
+    onig_region_free(region, 1);
+  }
+  std::string_view kind() const override { return "oniguruma"; }
+
+ private:
+  regex_t* reg_;
+};
+
+class LiteralPattern final : public Pattern {
+ public:
+  explicit LiteralPattern(std::string lit) : lit_(std::move(lit)) {}
+  void FindMatches(std::string_view text, std::vector<Span>* out) const override {
+    if (lit_.empty()) return;
+    size_t pos = 0;
+    while ((pos = text.find(lit_, pos)) != std::string_view::npos) {
+      out->push_back({static_cast<uint32_t>(pos), static_cast<uint32_t>(pos + lit_.size())});
+      pos += lit_.size();
+    }
+  }
+  std::string_view kind() const override { return "literal"; }
+
+ private:
+  std::string lit_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Pattern>> CompileOnigRegex(std::string_view regex) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    OnigEncoding encs[] = {ONIG_ENCODING_UTF8};
+    onig_initialize(encs, 1);
+  });
+  regex_t* reg = nullptr;
+  OnigErrorInfo einfo;
+  const auto* p = reinterpret_cast<const OnigUChar*>(regex.data());
+  int r = onig_new(&reg, p, p + regex.size(), ONIG_OPTION_NONE, ONIG_ENCODING_UTF8,
+                   ONIG_SYNTAX_DEFAULT, &einfo);
+  if (r != ONIG_NORMAL) {
+    OnigUChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
+    onig_error_code_to_str(msg, r, &einfo);
+    return InvalidArgumentError("invalid regex " + std::string(regex) + ": " +
+                                reinterpret_cast<char*>(msg));
+  }
+  return std::unique_ptr<Pattern>(new OnigPattern(reg));
+}
+
+Result<std::unique_ptr<Pattern>> CompileRegex(std::string_view regex) {
+  if (regex == kQwen2Regex) return std::unique_ptr<Pattern>(new Cl100kPattern(1, "qwen2"));
+  if (regex == kLlama3Regex) return std::unique_ptr<Pattern>(new Cl100kPattern(3, "llama3"));
+  if (regex == kGpt2Regex) return std::unique_ptr<Pattern>(new Gpt2Pattern());
+  return CompileOnigRegex(regex);
+}
+
+std::unique_ptr<Pattern> MakeLiteralPattern(std::string literal) {
+  return std::unique_ptr<Pattern>(new LiteralPattern(std::move(literal)));
+}
+
+}  // namespace ek::tokenize

@@ -1,0 +1,73 @@
+#include "tokenize/pattern.h"
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "tokenize/unicode.h"
+
+namespace ek::tokenize {
+namespace {
+
+std::vector<std::string> Pieces(const Pattern& p, std::string_view text) {
+  std::vector<Span> spans;
+  p.FindMatches(text, &spans);
+  std::vector<std::string> out;
+  for (auto s : spans) out.emplace_back(text.substr(s.begin, s.end - s.begin));
+  return out;
+}
+
+TEST(PatternTest, KnownRegexesGetFastMatchers) {
+  EXPECT_EQ((*CompileRegex(kQwen2Regex))->kind(), "qwen2");
+  EXPECT_EQ((*CompileRegex(kLlama3Regex))->kind(), "llama3");
+  EXPECT_EQ((*CompileRegex(kGpt2Regex))->kind(), "gpt2");
+  EXPECT_EQ((*CompileRegex("\\s+"))->kind(), "oniguruma");
+}
+
+TEST(PatternTest, Qwen2Examples) {
+  auto p = *CompileRegex(kQwen2Regex);
+  EXPECT_EQ(Pieces(*p, "Hello world's 123  \n\n  x"),
+            (std::vector<std::string>{"Hello", " world", "'s", " ", "1", "2", "3", "  \n\n", " ", " x"}));
+}
+
+TEST(PatternTest, InvalidRegexIsAnError) {
+  auto r = CompileRegex("(unclosed");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("(unclosed"), std::string::npos);
+}
+
+// The hand-written matchers must agree with Oniguruma on any text.
+class DifferentialTest : public ::testing::TestWithParam<std::string_view> {};
+
+std::string RandomText(std::mt19937& rng, size_t len) {
+  static const std::vector<uint32_t> kAlphabet = {
+      'a', 'Z', 'q', 's', 'S', 't', 'T', 'r', 'R', 'e', 'E', 'v', 'V', 'm', 'M', 'l', 'L', 'd', 'D',
+      '\'', ' ', ' ', ' ', '\t', '\n', '\r', '\v', '\f', '0', '7', '9', '.', ',', '!', '-', '"', '$',
+      0x017F /* ſ */, 0x212A /* Kelvin */, 0x00A0, 0x3000, 0x2028, 0x0085, 0x200B, 0x1680, 0x00B2,
+      0x216B, 0x00BD, 0x0660 /* Arabic-indic 0 */, 0x4E2D, 0x6587, 0x3042 /* あ */, 0xAC00,
+      0x0E01 /* Thai */, 0x0E34 /* Thai vowel Mn */, 0x0627, 0x064E /* Arabic fatha Mn */,
+      0x05D0, 0x0928, 0x094D /* virama */, 0x093F /* Mc */, 0x0995, 0x0301, 0x1F600, 0x1F3FD,
+      0x200D, 0x2019 /* ’ */, 0x00E9, 0x02B0, 0xFEFF, 0x1100, 0x1161};
+  std::uniform_int_distribution<size_t> pick(0, kAlphabet.size() - 1);
+  std::string s;
+  for (size_t i = 0; i < len; ++i) AppendUtf8(&s, kAlphabet[pick(rng)]);
+  return s;
+}
+
+TEST_P(DifferentialTest, FastMatcherAgreesWithOniguruma) {
+  auto fast = *CompileRegex(GetParam());
+  auto onig = *CompileOnigRegex(GetParam());
+  ASSERT_NE(fast->kind(), "oniguruma");
+  std::mt19937 rng(1234);
+  for (int iter = 0; iter < 20000; ++iter) {
+    std::string text = RandomText(rng, 1 + iter % 40);
+    auto a = Pieces(*fast, text), b = Pieces(*onig, text);
+    ASSERT_EQ(a, b) << "text: " << text;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(KnownRegexes, DifferentialTest,
+                         ::testing::Values(kQwen2Regex, kLlama3Regex, kGpt2Regex));
+
+}  // namespace
+}  // namespace ek::tokenize

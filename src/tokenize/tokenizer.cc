@@ -1,0 +1,719 @@
+#include "tokenize/tokenizer.h"
+
+#include <simdjson.h>
+#include <xxhash.h>
+
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/core.h>
+
+#include "core/file.h"
+#include "core/json_check.h"
+#include "tokenize/unicode.h"
+
+namespace ek::tokenize {
+
+// ---------------------------------------------------------------------------
+// Per-thread state: a cache from piece bytes to ids, and reusable buffers.
+
+namespace {
+
+// Open-addressing cache of pre-tokenized pieces. Most pieces repeat (words,
+// spaces, punctuation), so most skip BPE. Cleared wholesale when full.
+class PieceCache {
+ public:
+  static constexpr size_t kCapacity = 1 << 17;
+  static constexpr size_t kMaxKey = 96;
+
+  PieceCache() : table_(kCapacity) {}
+
+  const int32_t* Find(std::string_view key, uint64_t h, uint32_t* n) const {
+    size_t pos = h & (kCapacity - 1);
+    while (true) {
+      const Entry& e = table_[pos];
+      if (e.key_len == 0) return nullptr;
+      if (e.hash == h && e.key_len == key.size() &&
+          std::memcmp(keys_.data() + e.key_off, key.data(), key.size()) == 0) {
+        *n = e.ids_len;
+        return ids_.data() + e.ids_off;
+      }
+      pos = (pos + 1) & (kCapacity - 1);
+    }
+  }
+
+  void Insert(std::string_view key, uint64_t h, const int32_t* ids, uint32_t n) {
+    if (used_ * 2 >= kCapacity || keys_.size() > (8u << 20)) Clear();
+    size_t pos = h & (kCapacity - 1);
+    while (table_[pos].key_len != 0) pos = (pos + 1) & (kCapacity - 1);
+    table_[pos] = Entry{h, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(key.size()),
+                        static_cast<uint32_t>(ids_.size()), n};
+    keys_.append(key);
+    ids_.insert(ids_.end(), ids, ids + n);
+    ++used_;
+  }
+
+ private:
+  struct Entry {
+    uint64_t hash = 0;
+    uint32_t key_off = 0;
+    uint32_t key_len = 0;  // 0: empty slot (pieces are never empty)
+    uint32_t ids_off = 0;
+    uint32_t ids_len = 0;
+  };
+  void Clear() {
+    std::fill(table_.begin(), table_.end(), Entry{});
+    keys_.clear();
+    ids_.clear();
+    used_ = 0;
+  }
+  std::vector<Entry> table_;
+  std::string keys_;
+  std::vector<int32_t> ids_;
+  size_t used_ = 0;
+};
+
+std::atomic<uint64_t> g_generation{1};
+
+}  // namespace
+
+struct EncodeScratch {
+  uint64_t generation = 0;
+  PieceCache cache;
+  BpeScratch bpe;
+  std::string norm;
+  std::vector<AddedSplit> raw_splits, norm_splits;
+  std::vector<Span> spans;
+  std::vector<std::string_view> pieces, next_pieces;
+  std::deque<std::string> arena;
+  std::vector<int32_t> word_ids;
+};
+
+// ---------------------------------------------------------------------------
+// Pre-tokenizer steps.
+
+enum class SplitBehavior { kRemoved, kIsolated, kMergedWithPrevious, kMergedWithNext, kContiguous };
+
+struct Tokenizer::PreStep {
+  enum Kind { kSplit, kByteLevel } kind = kSplit;
+  std::unique_ptr<Pattern> pattern;  // Split, or ByteLevel with use_regex
+  SplitBehavior behavior = SplitBehavior::kIsolated;
+  bool invert = false;
+  bool add_prefix_space = false;
+};
+
+namespace {
+
+struct Marked {
+  Span span;
+  bool is_match;
+};
+
+// HF pattern.rs find_matches + SplitDelimiterBehavior, over one piece.
+void ApplySplit(std::string_view piece, const Pattern& pattern, SplitBehavior behavior,
+                bool invert, std::vector<Span>* spans, std::vector<std::string_view>* out) {
+  spans->clear();
+  pattern.FindMatches(piece, spans);
+  if (behavior == SplitBehavior::kIsolated) {  // the hot path: no need to mark
+    uint32_t prev = 0;
+    for (const Span& m : *spans) {
+      if (m.begin > prev) out->push_back(piece.substr(prev, m.begin - prev));
+      if (m.end > m.begin) out->push_back(piece.substr(m.begin, m.end - m.begin));
+      prev = m.end;
+    }
+    if (prev < piece.size()) out->push_back(piece.substr(prev));
+    return;
+  }
+  std::vector<Marked> marked;
+  uint32_t prev = 0;
+  for (const Span& m : *spans) {
+    if (m.begin != prev) marked.push_back({{prev, m.begin}, invert});
+    marked.push_back({m, !invert});
+    prev = m.end;
+  }
+  if (prev != piece.size()) marked.push_back({{prev, static_cast<uint32_t>(piece.size())}, invert});
+  std::vector<Span> result;
+  bool previous_match = false;
+  switch (behavior) {
+    case SplitBehavior::kIsolated: break;
+    case SplitBehavior::kRemoved:
+      for (auto& m : marked)
+        if (!m.is_match) result.push_back(m.span);
+      break;
+    case SplitBehavior::kMergedWithPrevious:
+      for (auto& m : marked) {
+        if (m.is_match && !previous_match && !result.empty()) {
+          result.back().end = m.span.end;
+        } else {
+          result.push_back(m.span);
+        }
+        previous_match = m.is_match;
+      }
+      break;
+    case SplitBehavior::kMergedWithNext:
+      for (auto it = marked.rbegin(); it != marked.rend(); ++it) {
+        if (it->is_match && !previous_match && !result.empty()) {
+          result.back().begin = it->span.begin;
+        } else {
+          result.push_back(it->span);
+        }
+        previous_match = it->is_match;
+      }
+      std::reverse(result.begin(), result.end());
+      break;
+    case SplitBehavior::kContiguous:
+      for (auto& m : marked) {
+        if (m.is_match == previous_match && !result.empty()) {
+          result.back().end = m.span.end;
+        } else {
+          result.push_back(m.span);
+        }
+        previous_match = m.is_match;
+      }
+      break;
+  }
+  for (const Span& s : result) {
+    if (s.end > s.begin) out->push_back(piece.substr(s.begin, s.end - s.begin));
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Encoding.
+
+Tokenizer::Tokenizer() : generation_(g_generation.fetch_add(1)) {}
+Tokenizer::~Tokenizer() = default;
+
+EncodeScratch& Tokenizer::Scratch() const {
+  thread_local std::unique_ptr<EncodeScratch> tls;
+  if (!tls || tls->generation != generation_) {
+    tls = std::make_unique<EncodeScratch>();
+    tls->generation = generation_;
+  }
+  return *tls;
+}
+
+Result<std::vector<int32_t>> Tokenizer::Encode(std::string_view text) const {
+  std::vector<int32_t> ids;
+  EK_RETURN_IF_ERROR(Encode(text, &ids));
+  return ids;
+}
+
+Status Tokenizer::Encode(std::string_view text, std::vector<int32_t>* ids) const {
+  if (!simdjson::validate_utf8(text.data(), text.size())) {
+    size_t at = FirstInvalidUtf8(text);
+    return InvalidArgumentError(fmt::format("invalid UTF-8 at byte {}", at));
+  }
+  if (text.empty()) return Status::Ok();
+  EncodeScratch& s = Scratch();
+  if (raw_matcher_.empty()) {
+    EncodeNormalizable(text, ids, s);
+    return Status::Ok();
+  }
+  s.raw_splits.clear();
+  raw_matcher_.Split(text, &s.raw_splits);
+  for (const AddedSplit& sp : s.raw_splits) {
+    if (sp.token_id >= 0) {
+      ids->push_back(sp.token_id);
+    } else {
+      EncodeNormalizable(text.substr(sp.begin, sp.end - sp.begin), ids, s);
+    }
+  }
+  return Status::Ok();
+}
+
+void Tokenizer::EncodeNormalizable(std::string_view text, std::vector<int32_t>* ids,
+                                   EncodeScratch& s) const {
+  if (nfc_ && !IsNfcQuick(text)) {
+    s.norm.clear();
+    AppendNfc(text, &s.norm);
+    text = s.norm;
+  }
+  if (normalized_matcher_.empty()) {
+    EncodePlain(text, ids, s);
+    return;
+  }
+  s.norm_splits.clear();
+  normalized_matcher_.Split(text, &s.norm_splits);
+  for (const AddedSplit& sp : s.norm_splits) {
+    if (sp.token_id >= 0) {
+      ids->push_back(sp.token_id);
+    } else {
+      EncodePlain(text.substr(sp.begin, sp.end - sp.begin), ids, s);
+    }
+  }
+}
+
+void Tokenizer::EncodePlain(std::string_view text, std::vector<int32_t>* ids,
+                            EncodeScratch& s) const {
+  s.pieces.clear();
+  s.pieces.push_back(text);
+  s.arena.clear();
+  for (const auto& step : steps_) {
+    s.next_pieces.clear();
+    for (std::string_view piece : s.pieces) {
+      if (step->kind == PreStep::kByteLevel && step->add_prefix_space && piece[0] != ' ') {
+        s.arena.push_back(" ");
+        s.arena.back().append(piece);
+        piece = s.arena.back();
+      }
+      if (step->pattern) {
+        ApplySplit(piece, *step->pattern, step->behavior, step->invert, &s.spans, &s.next_pieces);
+      } else {
+        s.next_pieces.push_back(piece);
+      }
+    }
+    s.pieces.swap(s.next_pieces);
+  }
+  for (std::string_view piece : s.pieces) EncodePiece(piece, ids, s);
+}
+
+void Tokenizer::EncodePiece(std::string_view piece, std::vector<int32_t>* ids,
+                            EncodeScratch& s) const {
+  if (piece.size() == 1 || piece.size() > PieceCache::kMaxKey) {
+    bpe_.EncodeWord(piece, ids, &s.bpe);
+    return;
+  }
+  uint64_t h = XXH3_64bits(piece.data(), piece.size());
+  uint32_t n;
+  if (const int32_t* hit = s.cache.Find(piece, h, &n)) {
+    ids->insert(ids->end(), hit, hit + n);
+    return;
+  }
+  size_t before = ids->size();
+  bpe_.EncodeWord(piece, ids, &s.bpe);
+  s.cache.Insert(piece, h, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
+}
+
+Status Tokenizer::Decode(std::span<const int32_t> ids, std::string* out) const {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int32_t id = ids[i];
+    if (id < 0 || id >= vocab_size_ || !has_id_[static_cast<size_t>(id)]) {
+      return InvalidArgumentError(fmt::format("id {} at position {} is not in the vocabulary", id, i));
+    }
+    if (join_with_space_) {
+      if (i) out->push_back(' ');
+      out->append(raw_token_text_[static_cast<size_t>(id)]);
+    } else {
+      out->append(decode_bytes_[static_cast<size_t>(id)]);
+    }
+  }
+  return Status::Ok();
+}
+
+std::optional<int32_t> Tokenizer::TokenToId(std::string_view token) const {
+  for (const AddedToken& t : added_) {
+    if (t.content == token) return t.id;
+  }
+  int32_t id = bpe_.Find(token);
+  if (id >= 0) return id;
+  return std::nullopt;
+}
+
+std::string Tokenizer::Describe() const {
+  std::string pre;
+  for (const auto& step : steps_) {
+    if (!pre.empty()) pre += "+";
+    if (step->kind == PreStep::kByteLevel) {
+      pre += step->pattern ? "bytelevel(gpt2)" : "bytelevel";
+    } else {
+      pre += "split(" + std::string(step->pattern->kind()) + ")";
+    }
+  }
+  if (pre.empty()) pre = "bytelevel";
+  return fmt::format("byte-level BPE: {} vocab, {} merges, {} added tokens, normalizer {}, "
+                     "pre-tokenizer {}",
+                     bpe_.vocab_count(), bpe_.merge_count(), added_.size(), nfc_ ? "NFC" : "none",
+                     pre);
+}
+
+// ---------------------------------------------------------------------------
+// Loading.
+
+namespace {
+
+// GPT-2's byte <-> printable code point table (HF byte_level.rs bytes_char).
+struct ByteTable {
+  uint32_t byte_to_cp[256];
+  int16_t cp_to_byte[512];
+  ByteTable() {
+    std::fill(std::begin(cp_to_byte), std::end(cp_to_byte), -1);
+    int n = 0;
+    for (int b = 0; b < 256; ++b) {
+      bool keep = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      byte_to_cp[b] = keep ? static_cast<uint32_t>(b) : static_cast<uint32_t>(256 + n++);
+      cp_to_byte[byte_to_cp[b]] = static_cast<int16_t>(b);
+    }
+  }
+};
+const ByteTable& Bytes() {
+  static const ByteTable t;
+  return t;
+}
+
+// Maps a byte-level token string to raw bytes; false if a char is outside the table.
+bool ByteLevelToBytes(std::string_view s, std::string* out) {
+  out->clear();
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t i = 0;
+  while (i < s.size()) {
+    uint32_t cp;
+    i += DecodeUtf8(p + i, &cp);
+    if (cp >= 512 || Bytes().cp_to_byte[cp] < 0) return false;
+    out->push_back(static_cast<char>(Bytes().cp_to_byte[cp]));
+  }
+  return true;
+}
+
+// HF ByteLevel decoder: a token whose chars all map gives those bytes, any
+// other token gives its own UTF-8.
+std::string DecodeByteLevelToken(std::string_view s) {
+  std::string out;
+  if (ByteLevelToBytes(s, &out)) return out;
+  return std::string(s);
+}
+
+using simdjson::dom::element;
+
+std::string TypeOf(element e) {
+  if (!e.is_object()) return "";
+  std::string_view t;
+  if (e["type"].get(t) != simdjson::SUCCESS) return "";
+  return std::string(t);
+}
+
+}  // namespace
+
+class TokenizerLoader {
+ public:
+  TokenizerLoader(Tokenizer* t, std::string_view name) : t_(t), name_(name) {}
+
+  Status Load(std::string_view json) {
+    simdjson::dom::parser parser;
+    simdjson::padded_string padded(json);
+    element root;
+    if (auto err = parser.parse(padded).get(root); err) {
+      std::string where = LocateJsonError(json);
+      if (where.empty()) where = simdjson::error_message(err);
+      return Err("", "malformed JSON: " + where);
+    }
+    if (!root.is_object()) return Err("", "not a tokenizer.json: the top level is not an object");
+    element model;
+    if (root["model"].get(model) != simdjson::SUCCESS || !model.is_object()) {
+      return Err("model", "missing: not a tokenizer.json");
+    }
+    element trunc;
+    if (root["truncation"].get(trunc) == simdjson::SUCCESS && !trunc.is_null()) {
+      return Unsupported("truncation", "is set; evenkeel encodes whole records (set it to null)");
+    }
+    EK_RETURN_IF_ERROR(LoadModel(model));
+    EK_RETURN_IF_ERROR(LoadAddedTokens(root));
+    EK_RETURN_IF_ERROR(LoadNormalizer(root));
+    EK_RETURN_IF_ERROR(LoadPreTokenizer(root));
+    EK_RETURN_IF_ERROR(LoadDecoder(root));
+    return FinishIds();
+  }
+
+ private:
+  Status Err(std::string_view where, std::string what) const {
+    if (where.empty()) return InvalidArgumentError(fmt::format("{}: {}", name_, what));
+    return InvalidArgumentError(fmt::format("{}: {}: {}", name_, where, what));
+  }
+  Status Unsupported(std::string_view where, std::string what) const {
+    return UnsupportedError(fmt::format("{}: {}: unsupported: {}", name_, where, what));
+  }
+
+  Status LoadModel(element model) {
+    std::string type = TypeOf(model);
+    if (!type.empty() && type != "BPE") {
+      return Unsupported("model.type", "'" + type + "' (only byte-level BPE is supported)");
+    }
+    element v;
+    if (model["dropout"].get(v) == simdjson::SUCCESS && !v.is_null()) {
+      double d = 0;
+      if (v.get(d) != simdjson::SUCCESS || d != 0.0) return Unsupported("model.dropout", "BPE dropout");
+    }
+    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+      std::string_view sv;
+      if (model[key].get(v) == simdjson::SUCCESS && !v.is_null() &&
+          (v.get(sv) != simdjson::SUCCESS || !sv.empty())) {
+        return Unsupported(std::string("model.") + key, "a non-empty affix");
+      }
+    }
+    bool ignore_merges = false;
+    if (model["ignore_merges"].get(v) == simdjson::SUCCESS && !v.is_null()) {
+      if (v.get(ignore_merges) != simdjson::SUCCESS) return Err("model.ignore_merges", "not a bool");
+    }
+    simdjson::dom::object vocab;
+    if (model["vocab"].get(vocab) != simdjson::SUCCESS) return Err("model.vocab", "missing or not an object");
+    // Ids first, to size the tables.
+    int64_t max_id = -1;
+    for (auto field : vocab) {
+      int64_t id;
+      if (field.value.get(id) != simdjson::SUCCESS || id < 0 || id > (1 << 30)) {
+        return Err(fmt::format("model.vocab[{}]", JsonKey(field.key)), "id is not a non-negative integer");
+      }
+      max_id = std::max(max_id, id);
+    }
+    size_t n = static_cast<size_t>(max_id + 1);
+    std::vector<std::string> tokens(n);
+    std::vector<bool> present(n, false);
+    t_->raw_token_text_.assign(n, "");
+    t_->decode_bytes_.assign(n, "");
+    t_->has_id_.assign(n, false);
+    std::string bytes;
+    for (auto field : vocab) {
+      int64_t id = field.value.get_int64().value_unsafe();
+      size_t i = static_cast<size_t>(id);
+      if (!simdjson::validate_utf8(field.key.data(), field.key.size())) {
+        return Err("model.vocab", fmt::format("key for id {} is not valid UTF-8", id));
+      }
+      t_->raw_token_text_[i] = std::string(field.key);
+      t_->decode_bytes_[i] = DecodeByteLevelToken(field.key);
+      t_->has_id_[i] = true;
+      if (ByteLevelToBytes(field.key, &bytes)) {
+        tokens[i] = bytes;
+        present[i] = true;
+      }
+      if (auto [it, fresh] = key_to_id_.emplace(std::string(field.key), static_cast<int32_t>(id)); !fresh) {
+        (void)it;
+      }
+    }
+    // Merges: "a b" strings or ["a", "b"] pairs.
+    simdjson::dom::array merges;
+    if (model["merges"].get(merges) != simdjson::SUCCESS) return Err("model.merges", "missing or not an array");
+    std::vector<std::pair<int32_t, int32_t>> pairs;
+    pairs.reserve(merges.size());
+    size_t idx = 0;
+    for (element m : merges) {
+      std::string_view a, b;
+      if (m.is_string()) {
+        std::string_view s = m.get_string().value_unsafe();
+        size_t sp = s.find(' ');
+        if (sp == std::string_view::npos) return Err(fmt::format("model.merges[{}]", idx), "no space in merge");
+        a = s.substr(0, sp);
+        b = s.substr(sp + 1);
+      } else if (m.is_array()) {
+        simdjson::dom::array pair = m.get_array().value_unsafe();
+        if (pair.size() != 2 || pair.at(0).get(a) != simdjson::SUCCESS ||
+            pair.at(1).get(b) != simdjson::SUCCESS) {
+          return Err(fmt::format("model.merges[{}]", idx), "not a pair of strings");
+        }
+      } else {
+        return Err(fmt::format("model.merges[{}]", idx), "not a string or a pair");
+      }
+      auto ia = key_to_id_.find(std::string(a));
+      auto ib = key_to_id_.find(std::string(b));
+      if (ia == key_to_id_.end() || ib == key_to_id_.end()) {
+        return Err(fmt::format("model.merges[{}]", idx),
+                   fmt::format("token '{}' is not in model.vocab",
+                               ia == key_to_id_.end() ? std::string(a) : std::string(b)));
+      }
+      if (!present[static_cast<size_t>(ia->second)] || !present[static_cast<size_t>(ib->second)]) {
+        return Unsupported(fmt::format("model.merges[{}]", idx), "a merge of non-byte-level tokens");
+      }
+      pairs.emplace_back(ia->second, ib->second);
+      ++idx;
+    }
+    Status st = t_->bpe_.Init(std::move(tokens), std::move(present), pairs, ignore_merges);
+    if (!st.ok()) return st.WithContext(name_);
+    t_->vocab_size_ = static_cast<int32_t>(n);
+    return Status::Ok();
+  }
+
+  Status LoadAddedTokens(element root) {
+    element v;
+    if (root["added_tokens"].get(v) != simdjson::SUCCESS || v.is_null()) return Status::Ok();
+    simdjson::dom::array arr;
+    if (v.get(arr) != simdjson::SUCCESS) return Err("added_tokens", "not an array");
+    size_t i = 0;
+    for (element e : arr) {
+      std::string where = fmt::format("added_tokens[{}]", i++);
+      AddedToken t;
+      int64_t id;
+      std::string_view content;
+      if (e["id"].get(id) != simdjson::SUCCESS || id < 0 || id > (1 << 30)) return Err(where, "bad id");
+      if (e["content"].get(content) != simdjson::SUCCESS) return Err(where, "bad content");
+      t.id = static_cast<int32_t>(id);
+      t.content = std::string(content);
+      auto flag = [&](const char* key, bool* out) -> Status {
+        element f;
+        if (e[key].get(f) != simdjson::SUCCESS || f.is_null()) return Status::Ok();
+        if (f.get(*out) != simdjson::SUCCESS) return Err(where + "." + key, "not a bool");
+        return Status::Ok();
+      };
+      EK_RETURN_IF_ERROR(flag("special", &t.special));
+      EK_RETURN_IF_ERROR(flag("single_word", &t.single_word));
+      EK_RETURN_IF_ERROR(flag("lstrip", &t.lstrip));
+      EK_RETURN_IF_ERROR(flag("rstrip", &t.rstrip));
+      EK_RETURN_IF_ERROR(flag("normalized", &t.normalized));
+      t_->added_.push_back(std::move(t));
+    }
+    return Status::Ok();
+  }
+
+  Status LoadNormalizer(element root) {
+    element n;
+    if (root["normalizer"].get(n) != simdjson::SUCCESS || n.is_null()) return Status::Ok();
+    return NormalizerNode(n, "normalizer");
+  }
+
+  Status NormalizerNode(element n, const std::string& where) {
+    std::string type = TypeOf(n);
+    if (type == "NFC") {
+      t_->nfc_ = true;
+      return Status::Ok();
+    }
+    if (type == "Sequence") {
+      simdjson::dom::array list;
+      if (n["normalizers"].get(list) != simdjson::SUCCESS) return Err(where, "Sequence without normalizers");
+      size_t i = 0;
+      for (element e : list) EK_RETURN_IF_ERROR(NormalizerNode(e, fmt::format("{}.normalizers[{}]", where, i++)));
+      return Status::Ok();
+    }
+    return Unsupported(where, "normalizer '" + type + "' (supported: NFC, Sequence of NFC)");
+  }
+
+  Status LoadPreTokenizer(element root) {
+    element p;
+    if (root["pre_tokenizer"].get(p) != simdjson::SUCCESS || p.is_null()) {
+      return Unsupported("pre_tokenizer", "none: not a byte-level tokenizer");
+    }
+    std::vector<std::pair<element, std::string>> steps;
+    if (TypeOf(p) == "Sequence") {
+      simdjson::dom::array list;
+      if (p["pretokenizers"].get(list) != simdjson::SUCCESS) return Err("pre_tokenizer", "Sequence without pretokenizers");
+      size_t i = 0;
+      for (element e : list) steps.emplace_back(e, fmt::format("pre_tokenizer.pretokenizers[{}]", i++));
+    } else {
+      steps.emplace_back(p, "pre_tokenizer");
+    }
+    bool saw_byte_level = false;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      auto& [e, where] = steps[i];
+      std::string type = TypeOf(e);
+      auto step = std::make_unique<Tokenizer::PreStep>();
+      if (type == "ByteLevel") {
+        if (i + 1 != steps.size()) return Unsupported(where, "ByteLevel before another pre-tokenizer");
+        saw_byte_level = true;
+        step->kind = Tokenizer::PreStep::kByteLevel;
+        bool use_regex = true;
+        element f;
+        if (e["add_prefix_space"].get(f) == simdjson::SUCCESS && !f.is_null()) {
+          if (f.get(step->add_prefix_space) != simdjson::SUCCESS) return Err(where + ".add_prefix_space", "not a bool");
+        }
+        if (e["use_regex"].get(f) == simdjson::SUCCESS && !f.is_null()) {
+          if (f.get(use_regex) != simdjson::SUCCESS) return Err(where + ".use_regex", "not a bool");
+        }
+        if (use_regex) {
+          EK_ASSIGN_OR_RETURN(step->pattern, CompileRegex(kGpt2Regex));
+        }
+        if (!use_regex && !step->add_prefix_space) continue;  // identity on pieces
+      } else if (type == "Split") {
+        EK_RETURN_IF_ERROR(LoadSplit(e, where, step.get()));
+      } else {
+        return Unsupported(where, "pre-tokenizer '" + type + "' (supported: ByteLevel, Split, Sequence)");
+      }
+      t_->steps_.push_back(std::move(step));
+    }
+    if (!saw_byte_level) return Unsupported("pre_tokenizer", "no ByteLevel step: not a byte-level tokenizer");
+    return Status::Ok();
+  }
+
+  Status LoadSplit(element e, const std::string& where, Tokenizer::PreStep* step) {
+    element pat;
+    if (e["pattern"].get(pat) != simdjson::SUCCESS || !pat.is_object()) return Err(where + ".pattern", "missing");
+    std::string_view s;
+    if (pat["Regex"].get(s) == simdjson::SUCCESS) {
+      auto compiled = CompileRegex(s);
+      if (!compiled.ok()) return compiled.status().WithContext(fmt::format("{}: {}.pattern", name_, where));
+      step->pattern = std::move(compiled).value();
+    } else if (pat["String"].get(s) == simdjson::SUCCESS) {
+      step->pattern = MakeLiteralPattern(std::string(s));
+    } else {
+      return Err(where + ".pattern", "neither Regex nor String");
+    }
+    std::string_view behavior;
+    if (e["behavior"].get(behavior) != simdjson::SUCCESS) return Err(where + ".behavior", "missing");
+    if (behavior == "Isolated") step->behavior = SplitBehavior::kIsolated;
+    else if (behavior == "Removed") step->behavior = SplitBehavior::kRemoved;
+    else if (behavior == "MergedWithPrevious") step->behavior = SplitBehavior::kMergedWithPrevious;
+    else if (behavior == "MergedWithNext") step->behavior = SplitBehavior::kMergedWithNext;
+    else if (behavior == "Contiguous") step->behavior = SplitBehavior::kContiguous;
+    else return Unsupported(where + ".behavior", std::string(behavior));
+    element inv;
+    if (e["invert"].get(inv) == simdjson::SUCCESS && !inv.is_null()) {
+      if (inv.get(step->invert) != simdjson::SUCCESS) return Err(where + ".invert", "not a bool");
+    }
+    return Status::Ok();
+  }
+
+  Status LoadDecoder(element root) {
+    element d;
+    if (root["decoder"].get(d) != simdjson::SUCCESS || d.is_null()) {
+      t_->join_with_space_ = true;
+      return Status::Ok();
+    }
+    std::string type = TypeOf(d);
+    if (type != "ByteLevel") return Unsupported("decoder", "'" + type + "' (supported: ByteLevel)");
+    return Status::Ok();
+  }
+
+  Status FinishIds() {
+    int32_t limit = t_->vocab_size_;
+    for (const AddedToken& a : t_->added_) limit = std::max(limit, a.id + 1);
+    size_t n = static_cast<size_t>(limit);
+    t_->decode_bytes_.resize(n);
+    t_->raw_token_text_.resize(n);
+    t_->has_id_.resize(n, false);
+    std::vector<AddedToken> raw, norm;
+    std::vector<std::string> raw_pat, norm_pat;
+    for (const AddedToken& a : t_->added_) {
+      size_t i = static_cast<size_t>(a.id);
+      t_->decode_bytes_[i] = DecodeByteLevelToken(a.content);
+      t_->raw_token_text_[i] = a.content;
+      t_->has_id_[i] = true;
+      if (a.normalized) {
+        std::string p;
+        if (t_->nfc_) {
+          AppendNfc(a.content, &p);
+        } else {
+          p = a.content;
+        }
+        norm.push_back(a);
+        norm_pat.push_back(std::move(p));
+      } else {
+        raw.push_back(a);
+        raw_pat.push_back(a.content);
+      }
+    }
+    t_->raw_matcher_.Build(std::move(raw), std::move(raw_pat));
+    t_->normalized_matcher_.Build(std::move(norm), std::move(norm_pat));
+    t_->vocab_size_ = limit;
+    return Status::Ok();
+  }
+
+  static std::string JsonKey(std::string_view k) { return std::string(k.substr(0, 40)); }
+
+  Tokenizer* t_;
+  std::string name_;
+  std::unordered_map<std::string, int32_t> key_to_id_;
+};
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json, std::string_view name) {
+  std::unique_ptr<Tokenizer> t(new Tokenizer());
+  TokenizerLoader loader(t.get(), name);
+  EK_RETURN_IF_ERROR(loader.Load(json));
+  return t;
+}
+
+Result<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path) {
+  EK_ASSIGN_OR_RETURN(MappedFile f, MappedFile::Open(path));
+  return FromJson(f.data(), path);
+}
+
+}  // namespace ek::tokenize

@@ -1,0 +1,86 @@
+// A byte-level BPE tokenizer loaded from a Hugging Face tokenizer.json,
+// bit-exact with Hugging Face tokenizers' encode(text, add_special_tokens=False).
+//
+// Supported (anything else is refused at load, naming the part):
+//   normalizer:    null, NFC, Sequence of NFC
+//   pre_tokenizer: ByteLevel (add_prefix_space, use_regex), Split (Regex or
+//                  String pattern, any behavior, invert), Sequence of these
+//                  with ByteLevel last
+//   model:         BPE with string or pair merges, ignore_merges; no dropout,
+//                  no continuing_subword_prefix / end_of_word_suffix
+//   added_tokens:  special and not; lstrip, rstrip, single_word, normalized
+//   decoder:       ByteLevel, or null
+// The post_processor never changes ids here: evenkeel encodes without
+// special tokens (a packer appends EOS itself).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "tokenize/added_tokens.h"
+#include "tokenize/bpe.h"
+#include "tokenize/pattern.h"
+
+namespace ek::tokenize {
+
+struct EncodeScratch;
+
+class Tokenizer {
+ public:
+  // Loads a tokenizer.json. Errors name the file and the JSON location.
+  static Result<std::unique_ptr<Tokenizer>> FromFile(const std::string& path);
+  // `name` is used in error messages in place of a path.
+  static Result<std::unique_ptr<Tokenizer>> FromJson(std::string_view json, std::string_view name);
+  ~Tokenizer();
+
+  // Appends the ids of `text` to `ids`. `text` must be valid UTF-8 (an error
+  // names the byte offset otherwise). Thread-safe: each thread keeps its own
+  // piece cache.
+  Status Encode(std::string_view text, std::vector<int32_t>* ids) const;
+  Result<std::vector<int32_t>> Encode(std::string_view text) const;
+
+  // Appends the bytes of `ids` (not necessarily valid UTF-8: a token can hold
+  // part of a character). Unknown ids are an error naming the position.
+  Status Decode(std::span<const int32_t> ids, std::string* out) const;
+
+  // The id of a token given as text (an added token's content, or a vocabulary
+  // entry in its raw-byte form), if any.
+  std::optional<int32_t> TokenToId(std::string_view token) const;
+  // One more than the largest id: every valid id is below it.
+  int32_t vocab_size() const { return vocab_size_; }
+  size_t model_vocab_count() const { return bpe_.vocab_count(); }
+  size_t merge_count() const { return bpe_.merge_count(); }
+  const std::vector<AddedToken>& added_tokens() const { return added_; }
+  // A one-line description: pre-tokenizer kinds, sizes.
+  std::string Describe() const;
+
+ private:
+  Tokenizer();
+  struct PreStep;
+  EncodeScratch& Scratch() const;
+  void EncodeNormalizable(std::string_view text, std::vector<int32_t>* ids, EncodeScratch& s) const;
+  void EncodePlain(std::string_view text, std::vector<int32_t>* ids, EncodeScratch& s) const;
+  void EncodePiece(std::string_view piece, std::vector<int32_t>* ids, EncodeScratch& s) const;
+
+  friend class TokenizerLoader;
+  uint64_t generation_;
+  BpeModel bpe_;
+  std::vector<std::unique_ptr<PreStep>> steps_;
+  bool nfc_ = false;
+  std::vector<AddedToken> added_;
+  AddedTokenMatcher raw_matcher_;         // normalized == false
+  AddedTokenMatcher normalized_matcher_;  // normalized == true
+  std::vector<std::string> decode_bytes_;  // by id; empty = no such id
+  std::vector<bool> has_id_;
+  bool join_with_space_ = false;  // no decoder: HF joins token strings with ' '
+  std::vector<std::string> raw_token_text_;  // by id: token string as written in the JSON
+  int32_t vocab_size_ = 0;
+};
+
+}  // namespace ek::tokenize

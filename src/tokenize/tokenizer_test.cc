@@ -1,0 +1,166 @@
+#include "tokenize/tokenizer.h"
+
+#include <atomic>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "core/json_out.h"
+#include "tokenize/unicode.h"
+
+namespace ek::tokenize {
+namespace {
+
+// GPT-2 byte table, written independently of the loader's.
+std::string ByteChar(int b) {
+  static std::vector<uint32_t> table = [] {
+    std::vector<uint32_t> t(256);
+    int n = 0;
+    for (int i = 0; i < 256; ++i) {
+      bool keep = (i >= 33 && i <= 126) || (i >= 161 && i <= 172) || (i >= 174 && i <= 255);
+      t[i] = keep ? i : 256 + n++;
+    }
+    return t;
+  }();
+  std::string s;
+  AppendUtf8(&s, table[b]);
+  return s;
+}
+
+// A tiny byte-level tokenizer: 256 byte tokens, "he"=256, "ll"=257, "hell"=258,
+// "hello"=259, "Ġw"=260; added tokens <|x|> (special) and <y> (lstrip, rstrip).
+std::string TinyJson(std::string_view normalizer = "{\"type\":\"NFC\"}",
+                     std::string_view pre = "") {
+  std::string vocab = "{";
+  for (int b = 0; b < 256; ++b) {
+    vocab += JsonString(ByteChar(b)) + ":" + std::to_string(b) + ",";
+  }
+  vocab += "\"he\":256,\"ll\":257,\"hell\":258,\"hello\":259,\"Ġw\":260}";
+  std::string pre_json = pre.empty()
+      ? std::string(R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":)") +
+            JsonString(kQwen2Regex) +
+            R"(},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"use_regex":false}]})"
+      : std::string(pre);
+  return std::string(R"({"version":"1.0","truncation":null,"padding":null,"added_tokens":[)") +
+         R"({"id":261,"content":"<|x|>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true},)" +
+         R"({"id":262,"content":"<y>","single_word":false,"lstrip":true,"rstrip":true,"normalized":false,"special":false}],)" +
+         "\"normalizer\":" + std::string(normalizer) + ",\"pre_tokenizer\":" + pre_json +
+         R"(,"post_processor":null,"decoder":{"type":"ByteLevel"},"model":{"type":"BPE","dropout":null,"unk_token":null,)" +
+         R"("ignore_merges":false,"vocab":)" + vocab + R"(,"merges":["h e","l l",["he","ll"],"hell o","Ġ w"]}})";
+}
+
+std::vector<int32_t> Ids(const Tokenizer& t, std::string_view text) {
+  auto r = t.Encode(text);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() ? *r : std::vector<int32_t>{};
+}
+
+TEST(TokenizerTest, EncodesWithMergesAndAddedTokens) {
+  auto t = Tokenizer::FromJson(TinyJson(), "tiny.json");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const Tokenizer& tok = **t;
+  EXPECT_EQ(Ids(tok, "hello"), (std::vector<int32_t>{259}));
+  EXPECT_EQ(Ids(tok, "hello wo"), (std::vector<int32_t>{259, 260, 'o'}));
+  EXPECT_EQ(Ids(tok, "he<|x|>ll"), (std::vector<int32_t>{256, 261, 257}));
+  // lstrip/rstrip: the spaces around <y> belong to the token.
+  EXPECT_EQ(Ids(tok, "a  <y>  b"), (std::vector<int32_t>{'a', 262, 'b'}));
+  EXPECT_EQ(Ids(tok, ""), (std::vector<int32_t>{}));
+  EXPECT_EQ(tok.vocab_size(), 263);
+}
+
+TEST(TokenizerTest, NormalizesNfcBetweenAddedTokens) {
+  auto t = *Tokenizer::FromJson(TinyJson(), "tiny.json");
+  // e + combining acute becomes U+00E9 = bytes C3 A9.
+  EXPECT_EQ(Ids(*t, "e\u0301"), (std::vector<int32_t>{0xC3, 0xA9}));
+  auto raw = *Tokenizer::FromJson(TinyJson("null"), "tiny.json");
+  EXPECT_EQ(Ids(*raw, "e\u0301"), (std::vector<int32_t>{'e', 0xCC, 0x81}));
+}
+
+TEST(TokenizerTest, DecodeRoundTrips) {
+  auto t = *Tokenizer::FromJson(TinyJson(), "tiny.json");
+  std::string out;
+  ASSERT_TRUE(t->Decode(Ids(*t, "hello world <|x|> é"), &out).ok());
+  EXPECT_EQ(out, "hello world <|x|> é");
+  std::vector<int32_t> bad = {1, 999};
+  Status st = t->Decode(bad, &out);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("999"), std::string::npos);
+}
+
+TEST(TokenizerTest, InvalidUtf8NamesOffset) {
+  auto t = *Tokenizer::FromJson(TinyJson(), "tiny.json");
+  std::vector<int32_t> ids;
+  Status st = t->Encode(std::string_view("abc\xff", 4), &ids);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("byte 3"), std::string::npos) << st.message();
+}
+
+TEST(TokenizerTest, MalformedJsonNamesLocation) {
+  std::string json = TinyJson();
+  json.resize(json.size() / 2);  // truncated
+  auto t = Tokenizer::FromJson(json, "cut.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("cut.json"), std::string::npos);
+  EXPECT_NE(t.status().message().find("unexpected end of input"), std::string::npos)
+      << t.status().message();
+  auto u = Tokenizer::FromJson("{\"model\": {\"type\": \"BPE\",, }}", "bad.json");
+  ASSERT_FALSE(u.ok());
+  EXPECT_NE(u.status().message().find("line 1, column 26 (byte 25)"), std::string::npos) << u.status().message();
+}
+
+TEST(TokenizerTest, UnsupportedPartsAreNamed) {
+  auto norm = Tokenizer::FromJson(TinyJson(R"({"type":"Lowercase"})"), "t.json");
+  ASSERT_FALSE(norm.ok());
+  EXPECT_EQ(norm.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(norm.status().message().find("normalizer"), std::string::npos);
+  EXPECT_NE(norm.status().message().find("Lowercase"), std::string::npos);
+
+  auto pre = Tokenizer::FromJson(TinyJson("null", R"({"type":"Metaspace"})"), "t.json");
+  ASSERT_FALSE(pre.ok());
+  EXPECT_NE(pre.status().message().find("Metaspace"), std::string::npos);
+
+  auto wp = Tokenizer::FromJson(R"({"model":{"type":"WordPiece","vocab":{}}})", "t.json");
+  ASSERT_FALSE(wp.ok());
+  EXPECT_NE(wp.status().message().find("WordPiece"), std::string::npos);
+
+  std::string dropout = TinyJson();
+  dropout.replace(dropout.find("\"dropout\":null"), 14, "\"dropout\":0.1");
+  auto d = Tokenizer::FromJson(dropout, "t.json");
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("model.dropout"), std::string::npos);
+}
+
+TEST(TokenizerTest, MergeOutsideVocabNamesIndex) {
+  std::string json = TinyJson();
+  json.replace(json.find("\"hell o\""), 8, "\"hell q\"");
+  auto t = Tokenizer::FromJson(json, "t.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("model.merges[3]"), std::string::npos) << t.status().message();
+}
+
+TEST(TokenizerTest, ByteLevelPrefixSpaceAndGpt2Regex) {
+  std::string pre = R"({"type":"ByteLevel","add_prefix_space":true,"use_regex":true})";
+  auto t = *Tokenizer::FromJson(TinyJson("null", pre), "t.json");
+  // " hello" -> Ġ h e l l o: no merge for Ġh, so bytes then merges inside.
+  EXPECT_EQ(Ids(*t, "hello"), (std::vector<int32_t>{' ', 259}));
+}
+
+TEST(TokenizerTest, ThreadsShareOneTokenizer) {
+  auto t = *Tokenizer::FromJson(TinyJson(), "tiny.json");
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      for (int k = 0; k < 2000; ++k) {
+        auto ids = t->Encode("hello world <|x|> hello");
+        if (!ids.ok() || *ids != std::vector<int32_t>{259, 260, 'o', 'r', 'l', 'd', ' ', 261, ' ', 259})
+          ++mismatches;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+}  // namespace
+}  // namespace ek::tokenize

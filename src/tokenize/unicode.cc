@@ -1,0 +1,223 @@
+#include "tokenize/unicode.h"
+
+#include <oniguruma.h>
+#include <utf8proc.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace ek::tokenize {
+
+namespace {
+
+void MarkRanges(std::vector<uint8_t>* flat, const char* property, uint8_t bit) {
+  OnigEncoding enc = ONIG_ENCODING_UTF8;
+  OnigUChar* name = reinterpret_cast<OnigUChar*>(const_cast<char*>(property));
+  int ctype = ONIGENC_PROPERTY_NAME_TO_CTYPE(enc, name, name + std::char_traits<char>::length(property));
+  OnigCodePoint sb_out = 0;
+  const OnigCodePoint* ranges = nullptr;
+  if (ctype >= 0 && ONIGENC_GET_CTYPE_CODE_RANGE(enc, ctype, &sb_out, &ranges) == 0 && ranges) {
+    OnigCodePoint n = ranges[0];
+    for (OnigCodePoint i = 0; i < n; ++i) {
+      OnigCodePoint lo = ranges[1 + 2 * i], hi = ranges[2 + 2 * i];
+      for (OnigCodePoint cp = lo; cp <= hi && cp < 0x110000; ++cp) (*flat)[cp] |= bit;
+    }
+    return;
+  }
+  // Fallback: ask per code point (slower, same answer).
+  for (uint32_t cp = 0; cp < 0x110000; ++cp) {
+    if (ONIGENC_IS_CODE_CTYPE(enc, cp, ctype)) (*flat)[cp] |= bit;
+  }
+}
+
+}  // namespace
+
+const CharClasses& CharClasses::Get() {
+  static const CharClasses* instance = new CharClasses();
+  return *instance;
+}
+
+CharClasses::CharClasses() {
+  static std::once_flag onig_once;
+  std::call_once(onig_once, [] {
+    OnigEncoding encs[] = {ONIG_ENCODING_UTF8};
+    onig_initialize(encs, 1);
+  });
+  std::vector<uint8_t> flat(0x110000, 0);
+  MarkRanges(&flat, "L", kClassLetter);
+  MarkRanges(&flat, "N", kClassNumber);
+  MarkRanges(&flat, "Space", kClassSpace);
+  for (int i = 0; i < 128; ++i) ascii_[i] = flat[i];
+  // Deduplicate 256-entry leaves.
+  std::map<std::string, uint16_t> uniq;
+  for (uint32_t block = 0; block < 0x1100; ++block) {
+    std::string leaf(reinterpret_cast<const char*>(flat.data()) + block * 256, 256);
+    auto [it, inserted] = uniq.emplace(leaf, static_cast<uint16_t>(uniq.size()));
+    if (inserted) leaves_ += leaf;
+    index_[block] = it->second;
+  }
+}
+
+void AppendUtf8(std::string* out, uint32_t cp) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+namespace {
+
+// Length of the well-formed sequence at s[i], or 0 with *consumed set to the
+// length of the maximal ill-formed subpart (at least 1).
+size_t WellFormedAt(const unsigned char* s, size_t n, size_t i, size_t* consumed) {
+  unsigned char c = s[i];
+  if (c < 0x80) return 1;
+  size_t need;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    need = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    need = 2;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need = 3;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    *consumed = 1;
+    return 0;
+  }
+  size_t k = 1;
+  for (; k <= need; ++k) {
+    if (i + k >= n) break;
+    unsigned char b = s[i + k];
+    unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
+    if (b < l || b > h) break;
+  }
+  if (k == need + 1) return need + 1;
+  *consumed = k;
+  return 0;
+}
+
+}  // namespace
+
+size_t FirstInvalidUtf8(std::string_view sv) {
+  const auto* s = reinterpret_cast<const unsigned char*>(sv.data());
+  size_t n = sv.size();
+  size_t i = 0;
+  while (i < n) {
+    // Skip ASCII eight bytes at a time.
+    while (i + 8 <= n) {
+      uint64_t w;
+      __builtin_memcpy(&w, s + i, 8);
+      if (w & 0x8080808080808080ull) break;
+      i += 8;
+    }
+    if (i >= n) break;
+    size_t consumed;
+    size_t len = WellFormedAt(s, n, i, &consumed);
+    if (len == 0) return i;
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+size_t ReplaceInvalidUtf8(std::string_view sv, std::string* out) {
+  const auto* s = reinterpret_cast<const unsigned char*>(sv.data());
+  size_t n = sv.size(), i = 0, run = 0, replaced = 0;
+  while (i < n) {
+    size_t consumed;
+    size_t len = WellFormedAt(s, n, i, &consumed);
+    if (len) {
+      i += len;
+      continue;
+    }
+    out->append(sv.data() + run, i - run);
+    out->append("\xEF\xBF\xBD");
+    ++replaced;
+    i += consumed;
+    run = i;
+  }
+  out->append(sv.data() + run, n - run);
+  return replaced;
+}
+
+namespace {
+struct Range {
+  uint32_t lo, hi;
+};
+constexpr Range kNfcQcNoMaybe[] = {
+#include "tokenize/nfc_qc_table.inc"
+};
+
+bool InNfcQcNoMaybe(uint32_t cp) {
+  const Range* end = kNfcQcNoMaybe + sizeof(kNfcQcNoMaybe) / sizeof(Range);
+  const Range* r = std::upper_bound(kNfcQcNoMaybe, end, cp,
+                                    [](uint32_t v, const Range& x) { return v < x.lo; });
+  return r != kNfcQcNoMaybe && cp <= (r - 1)->hi;
+}
+}  // namespace
+
+bool IsNfcQuick(std::string_view sv) {
+  const auto* s = reinterpret_cast<const unsigned char*>(sv.data());
+  size_t n = sv.size(), i = 0;
+  int last_ccc = 0;
+  while (i < n) {
+    if (s[i] < 0xCC) {  // every code point below U+0300 is NFC_QC=Yes with ccc 0
+      i += s[i] < 0x80 ? 1 : 2;
+      last_ccc = 0;
+      continue;
+    }
+    uint32_t cp;
+    i += DecodeUtf8(s + i, &cp);
+    int ccc = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp))->combining_class;
+    if (ccc != 0 && last_ccc > ccc) return false;
+    if (InNfcQcNoMaybe(cp)) return false;
+    last_ccc = ccc;
+  }
+  return true;
+}
+
+void AppendNfc(std::string_view s, std::string* out) {
+  if (IsNfcQuick(s)) {
+    out->append(s);
+    return;
+  }
+  utf8proc_uint8_t* res = nullptr;
+  utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                                      static_cast<utf8proc_ssize_t>(s.size()), &res,
+                                      static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  if (len < 0 || res == nullptr) {  // cannot happen for valid UTF-8; keep the text
+    out->append(s);
+    return;
+  }
+  out->append(reinterpret_cast<const char*>(res), static_cast<size_t>(len));
+  std::free(res);
+}
+
+bool IsWhiteSpace(uint32_t cp) { return CharClasses::Get().Of(cp) & kClassSpace; }
+
+bool IsAlphanumeric(uint32_t cp) {
+  // Rust: Alphabetic || Numeric. Alphabetic = L + Nl + Other_Alphabetic; we
+  // approximate Other_Alphabetic by spacing and non-spacing marks (Mn, Mc).
+  if (CharClasses::Get().Of(cp) & (kClassLetter | kClassNumber)) return true;
+  auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+  return cat == UTF8PROC_CATEGORY_MN || cat == UTF8PROC_CATEGORY_MC;
+}
+
+}  // namespace ek::tokenize

@@ -1,0 +1,76 @@
+// Unicode helpers for the tokenizer: code point classes matching the regex
+// engine Hugging Face tokenizers uses (Oniguruma: \p{L}, \p{N}, \s), UTF-8
+// decoding and validation, Python-style replacement of invalid UTF-8, and NFC.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace ek::tokenize {
+
+// Class bits of a code point.
+inline constexpr uint8_t kClassLetter = 1;  // \p{L}: Lu Ll Lt Lm Lo
+inline constexpr uint8_t kClassNumber = 2;  // \p{N}: Nd Nl No
+inline constexpr uint8_t kClassSpace = 4;   // \s: Unicode White_Space (Oniguruma's Space ctype)
+
+// Two-stage table over all of Unicode, built once (thread-safe) from
+// Oniguruma's own ctype ranges so that the hand-written pre-tokenizers agree
+// with the Oniguruma fallback and with Hugging Face tokenizers.
+class CharClasses {
+ public:
+  static const CharClasses& Get();
+  uint8_t Of(uint32_t cp) const {
+    if (cp < 0x80) return ascii_[cp];
+    if (cp >= 0x110000) return 0;
+    return static_cast<uint8_t>(leaves_[(static_cast<size_t>(index_[cp >> 8]) << 8) | (cp & 0xFF)]);
+  }
+
+ private:
+  CharClasses();
+  uint8_t ascii_[128];
+  uint16_t index_[0x1100];
+  std::string leaves_;
+};
+
+// Decodes one code point from valid UTF-8 at p (p < end); returns its length.
+inline size_t DecodeUtf8(const unsigned char* p, uint32_t* cp) {
+  unsigned char c = p[0];
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  }
+  if (c < 0xE0) {
+    *cp = ((c & 0x1Fu) << 6) | (p[1] & 0x3Fu);
+    return 2;
+  }
+  if (c < 0xF0) {
+    *cp = ((c & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
+    return 3;
+  }
+  *cp = ((c & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
+  return 4;
+}
+
+void AppendUtf8(std::string* out, uint32_t cp);
+
+// Byte offset of the first byte that is not part of well-formed UTF-8, or npos.
+size_t FirstInvalidUtf8(std::string_view s);
+
+// Replaces each maximal ill-formed subsequence with U+FFFD, exactly as
+// Python's bytes.decode("utf-8", errors="replace") (and Rust's
+// String::from_utf8_lossy) do. Returns the number of replacements.
+size_t ReplaceInvalidUtf8(std::string_view in, std::string* out);
+
+// UAX #15 quick check: true when `s` (valid UTF-8) is certainly NFC.
+bool IsNfcQuick(std::string_view s);
+
+// Appends the NFC form of valid UTF-8 `s` to `out`.
+void AppendNfc(std::string_view s, std::string* out);
+
+// Rust char::is_whitespace / is_alphanumeric, used by added-token rules.
+bool IsWhiteSpace(uint32_t cp);
+bool IsAlphanumeric(uint32_t cp);
+
+}  // namespace ek::tokenize

@@ -1,0 +1,69 @@
+#include "tokenize/unicode.h"
+
+#include <gtest/gtest.h>
+
+namespace ek::tokenize {
+namespace {
+
+TEST(CharClassesTest, MatchesUnicodeCategories) {
+  const auto& c = CharClasses::Get();
+  EXPECT_EQ(c.Of('a'), kClassLetter);
+  EXPECT_EQ(c.Of('7'), kClassNumber);
+  EXPECT_EQ(c.Of(' '), kClassSpace);
+  EXPECT_EQ(c.Of('\n'), kClassSpace);
+  EXPECT_EQ(c.Of('.'), 0);
+  EXPECT_EQ(c.Of(0x4E2D), kClassLetter);   // 中 Lo
+  EXPECT_EQ(c.Of(0x02B0), kClassLetter);   // ʰ Lm
+  EXPECT_EQ(c.Of(0x00B2), kClassNumber);   // ² No
+  EXPECT_EQ(c.Of(0x216B), kClassNumber);   // Ⅻ Nl
+  EXPECT_EQ(c.Of(0x0301), 0);              // combining acute: Mn, not a letter
+  EXPECT_EQ(c.Of(0x093F), 0);              // Devanagari vowel sign i: Mc
+  EXPECT_EQ(c.Of(0x00A0), kClassSpace);    // no-break space
+  EXPECT_EQ(c.Of(0x3000), kClassSpace);    // ideographic space
+  EXPECT_EQ(c.Of(0x0085), kClassSpace);    // next line
+  EXPECT_EQ(c.Of(0x200B), 0);              // zero width space is not White_Space
+  EXPECT_EQ(c.Of(0xFEFF), 0);
+  EXPECT_EQ(c.Of(0x1F600), 0);             // emoji: So
+}
+
+TEST(Utf8Test, FirstInvalid) {
+  EXPECT_EQ(FirstInvalidUtf8("héllo"), std::string_view::npos);
+  EXPECT_EQ(FirstInvalidUtf8(std::string_view("ab\xff", 3)), 2u);
+  EXPECT_EQ(FirstInvalidUtf8(std::string_view("ab\xed\xa0\x80", 5)), 2u);  // encoded surrogate
+  EXPECT_EQ(FirstInvalidUtf8(std::string_view("\xc3", 1)), 0u);            // truncated
+  EXPECT_EQ(FirstInvalidUtf8(std::string_view("\xc0\xaf", 2)), 0u);        // overlong
+}
+
+TEST(Utf8Test, ReplaceLikePython) {
+  // Expected strings from Python: bytes.decode("utf-8", errors="replace").
+  auto rep = [](std::string_view in) {
+    std::string out;
+    ReplaceInvalidUtf8(in, &out);
+    return out;
+  };
+  EXPECT_EQ(rep("a\xff" "b"), "a\uFFFDb");
+  EXPECT_EQ(rep("\xe2\x82"), "\uFFFD");              // truncated 3-byte: one U+FFFD
+  EXPECT_EQ(rep("\xe2\x82" "a"), "\uFFFD" "a");
+  EXPECT_EQ(rep("\xed\xa0\x80"), "\uFFFD\uFFFD\uFFFD");  // surrogate: 3 replacements
+  EXPECT_EQ(rep("\xf0\x9f\x98"), "\uFFFD");          // truncated emoji
+  EXPECT_EQ(rep("\xc0\xaf"), "\uFFFD\uFFFD");
+  EXPECT_EQ(rep("\xf4\x90\x80\x80"), "\uFFFD\uFFFD\uFFFD\uFFFD");  // above U+10FFFF
+}
+
+TEST(NfcTest, QuickCheckAndCompose) {
+  EXPECT_TRUE(IsNfcQuick("plain ascii"));
+  EXPECT_TRUE(IsNfcQuick("café 中文 한국어"));
+  EXPECT_FALSE(IsNfcQuick("cafe\u0301"));
+  std::string out;
+  AppendNfc("cafe\u0301", &out);
+  EXPECT_EQ(out, "caf\u00e9");
+  out.clear();
+  AppendNfc("\u1100\u1161", &out);  // Hangul jamo compose to 가
+  EXPECT_EQ(out, "\uac00");
+  out.clear();
+  AppendNfc("\u212b", &out);  // Angstrom sign -> Å
+  EXPECT_EQ(out, "\u00c5");
+}
+
+}  // namespace
+}  // namespace ek::tokenize
