@@ -1,6 +1,7 @@
 #include "core/json_out.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 
 namespace ek {
@@ -40,24 +41,23 @@ std::string JsonString(std::string_view s) {
 
 void AppendInt(std::string* out, int64_t v) {
   char buf[24];
-  char* end = buf + sizeof buf;
-  char* p = end;
-  uint64_t u = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
-  do {
-    *--p = static_cast<char>('0' + u % 10);
-    u /= 10;
-  } while (u != 0);
-  if (v < 0) *--p = '-';
-  out->append(p, static_cast<size_t>(end - p));
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, static_cast<size_t>(r.ptr - buf));
 }
 
 void AppendIntArray(std::string* out, const int32_t* v, size_t n) {
-  out->push_back('[');
+  // Worst case 11 chars + ',' per value: format straight into the string.
+  size_t start = out->size();
+  out->resize(start + 2 + n * 12);
+  char* p = out->data() + start;
+  char* end = out->data() + out->size();
+  *p++ = '[';
   for (size_t i = 0; i < n; ++i) {
-    if (i) out->push_back(',');
-    AppendInt(out, v[i]);
+    if (i) *p++ = ',';
+    p = std::to_chars(p, end, v[i]).ptr;
   }
-  out->push_back(']');
+  *p++ = ']';
+  out->resize(static_cast<size_t>(p - out->data()));
 }
 
 std::string CompactRanges(std::vector<int64_t> values) {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include <fmt/core.h>
+#include <simdjson.h>
 
 namespace ek {
 
@@ -94,7 +95,8 @@ size_t FindLoneSurrogate(std::string_view s, std::string* fixed, size_t* replace
 
 Status SanitizeJsonLine(std::string_view* line, InvalidUtf8Policy policy, std::string* storage,
                         size_t* replaced) {
-  size_t bad = FirstBadUtf8(*line);
+  size_t bad = simdjson::validate_utf8(line->data(), line->size()) ? std::string_view::npos
+                                                                     : FirstBadUtf8(*line);
   bool maybe_surrogate = line->find("\\u") != std::string_view::npos;
   if (bad == std::string_view::npos && !maybe_surrogate) return Status::Ok();
   if (policy == InvalidUtf8Policy::kError) {

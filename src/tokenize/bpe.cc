@@ -56,6 +56,16 @@ int32_t BytesToId::Find(std::string_view key) const {
 Status BpeModel::Init(std::vector<std::string> tokens, std::vector<bool> present,
                       const std::vector<std::pair<int32_t, int32_t>>& merges,
                       bool ignore_merges) {
+  EK_RETURN_IF_ERROR(InitVocab(std::move(tokens), std::move(present), ignore_merges));
+  return InitMerges(merges);
+}
+
+Status BpeModel::InitVocab(std::vector<std::string> tokens, std::vector<bool> present,
+                           bool ignore_merges) {
+  if (tokens.size() >= (1u << kIdBits) - 1) {
+    return UnsupportedError(fmt::format("model.vocab: ids up to {} (at most {} supported)",
+                                        tokens.size() - 1, (1u << kIdBits) - 2));
+  }
   tokens_ = std::move(tokens);
   present_ = std::move(present);
   ignore_merges_ = ignore_merges;
@@ -69,10 +79,18 @@ Status BpeModel::Init(std::vector<std::string> tokens, std::vector<bool> present
           "model.vocab has no token for byte 0x{:02X}: not a complete byte-level vocabulary", b));
     }
   }
+  return Status::Ok();
+}
+
+Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merges) {
+  if (merges.size() >= (1u << 24) - 1) {
+    return UnsupportedError(fmt::format("model.merges: {} merges (at most 16M)", merges.size()));
+  }
   size_t cap = PowerOfTwoAtLeast(merges.size() * 2 + 1);
-  merge_slots_.assign(cap, MergeSlot{kEmptyKey, 0});
+  merge_slots_.assign(cap, kEmptySlot);
   merge_mask_ = cap - 1;
   shift_ = 64 - __builtin_ctzll(cap);
+  merged_by_rank_.assign(merges.size(), -1);
   std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     auto [a, b] = merges[rank];
@@ -83,13 +101,27 @@ Status BpeModel::Init(std::vector<std::string> tokens, std::vector<bool> present
       return InvalidArgumentError(
           fmt::format("model.merges[{}]: the merged token is not in model.vocab", rank));
     }
-    uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+    merged_by_rank_[rank] = m;
+    uint64_t key = (static_cast<uint64_t>(a) << kIdBits) | static_cast<uint64_t>(b);
     uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> shift_;
-    while (merge_slots_[h].key != kEmptyKey && merge_slots_[h].key != key) h = (h + 1) & merge_mask_;
+    while (merge_slots_[h] != kEmptySlot && (merge_slots_[h] & kKeyMask) != key) h = (h + 1) & merge_mask_;
     // A repeated pair keeps the later rank, as HF's HashMap collect does.
-    merge_slots_[h] = MergeSlot{key, (static_cast<uint64_t>(rank) << 32) | static_cast<uint32_t>(m)};
+    merge_slots_[h] = key | (static_cast<uint64_t>(rank) << (2 * kIdBits));
   }
   merge_count_ = merges.size();
+  // Dense table for pairs of byte tokens when those are ids 0..255 (the norm).
+  byte_pair_dense_ = false;
+  bool bytes_low = true;
+  for (int b = 0; b < 256; ++b) bytes_low &= byte_id_[b] < 256;
+  if (bytes_low) {
+    byte_pair_rank_.assign(1u << 16, kNoMerge);
+    for (uint32_t l = 0; l < 256; ++l) {
+      for (uint32_t r = 0; r < 256; ++r) {
+        byte_pair_rank_[(l << 8) | r] = Rank(static_cast<int32_t>(l), static_cast<int32_t>(r));
+      }
+    }
+    byte_pair_dense_ = true;
+  }
   return Status::Ok();
 }
 
@@ -120,25 +152,25 @@ void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* out,
 // repeat. Same order as the heap in HF's merge_all.
 void BpeModel::MergeShort(size_t n, std::vector<int32_t>* out, BpeScratch* s) const {
   int32_t* sym = s->sym.data();
-  uint64_t pair[kShortWord];
-  for (size_t i = 0; i + 1 < n; ++i) pair[i] = LookupMerge(sym[i], sym[i + 1]);
+  uint32_t rank[kShortWord];
+  for (size_t i = 0; i + 1 < n; ++i) rank[i] = Rank(sym[i], sym[i + 1]);
   while (n > 1) {
-    uint64_t best = ~0ull;
+    uint32_t best = kNoMerge;
     size_t at = 0;
     for (size_t i = 0; i + 1 < n; ++i) {
-      if ((pair[i] >> 32) < (best >> 32)) {
-        best = pair[i];
+      if (rank[i] < best) {
+        best = rank[i];
         at = i;
       }
     }
-    if (best == ~0ull) break;
-    sym[at] = static_cast<int32_t>(best & 0xFFFFFFFFu);
-    // Remove sym[at + 1] and pair[at] (the pair just merged).
-    std::memmove(sym + at + 1, sym + at + 2, (n - at - 2) * sizeof(int32_t));
-    if (at + 1 < n - 1) std::memmove(pair + at, pair + at + 1, (n - at - 2) * sizeof(uint64_t));
+    if (best == kNoMerge) break;
+    sym[at] = merged_by_rank_[best];
+    // Remove sym[at + 1] and rank[at] (the pair just merged).
+    for (size_t i = at + 1; i + 1 < n; ++i) sym[i] = sym[i + 1];
+    for (size_t i = at; i + 2 < n; ++i) rank[i] = rank[i + 1];
     --n;
-    if (at + 1 < n) pair[at] = LookupMerge(sym[at], sym[at + 1]);
-    if (at > 0) pair[at - 1] = LookupMerge(sym[at - 1], sym[at]);
+    if (at + 1 < n) rank[at] = Rank(sym[at], sym[at + 1]);
+    if (at > 0) rank[at - 1] = Rank(sym[at - 1], sym[at]);
   }
   out->insert(out->end(), sym, sym + n);
 }
@@ -158,44 +190,43 @@ void BpeModel::MergeLong(size_t n, std::vector<int32_t>* out, BpeScratch* s) con
     prev[i] = static_cast<int32_t>(i) - 1;
     next[i] = i + 1 < n ? static_cast<int32_t>(i + 1) : -1;
     if (i + 1 < n) {
-      uint64_t m = LookupMerge(sym[i], sym[i + 1]);
-      if (m != ~0ull) heap.push_back(((m >> 32) << 32) | i);
+      uint32_t r = Rank(sym[i], sym[i + 1]);
+      if (r != kNoMerge) heap.push_back((static_cast<uint64_t>(r) << 32) | i);
     }
   }
   std::make_heap(heap.begin(), heap.end(), greater);
-  std::vector<bool> dead(n, false);
+  constexpr int32_t kDead = -2;  // prev[] marker for merged-away symbols
   while (!heap.empty()) {
     std::pop_heap(heap.begin(), heap.end(), greater);
     uint64_t top = heap.back();
     heap.pop_back();
     size_t pos = top & 0xFFFFFFFFu;
     uint32_t rank = static_cast<uint32_t>(top >> 32);
-    if (dead[pos] || next[pos] < 0) continue;
+    if (prev[pos] == kDead || next[pos] < 0) continue;
     size_t right = static_cast<size_t>(next[pos]);
-    uint64_t m = LookupMerge(sym[pos], sym[right]);
-    if (m == ~0ull || static_cast<uint32_t>(m >> 32) != rank) continue;  // stale
-    sym[pos] = static_cast<int32_t>(m & 0xFFFFFFFFu);
-    dead[right] = true;
+    if (Rank(sym[pos], sym[right]) != rank) continue;  // stale
+    sym[pos] = merged_by_rank_[rank];
+    prev[right] = kDead;
     next[pos] = next[right];
     if (next[right] >= 0) prev[static_cast<size_t>(next[right])] = static_cast<int32_t>(pos);
     if (prev[pos] >= 0) {
       size_t p = static_cast<size_t>(prev[pos]);
-      uint64_t pm = LookupMerge(sym[p], sym[pos]);
-      if (pm != ~0ull) {
-        heap.push_back(((pm >> 32) << 32) | p);
+      uint32_t pr = Rank(sym[p], sym[pos]);
+      if (pr != kNoMerge) {
+        heap.push_back((static_cast<uint64_t>(pr) << 32) | p);
         std::push_heap(heap.begin(), heap.end(), greater);
       }
     }
     if (next[pos] >= 0) {
-      uint64_t nm = LookupMerge(sym[pos], sym[static_cast<size_t>(next[pos])]);
-      if (nm != ~0ull) {
-        heap.push_back(((nm >> 32) << 32) | pos);
+      uint32_t nr = Rank(sym[pos], sym[static_cast<size_t>(next[pos])]);
+      if (nr != kNoMerge) {
+        heap.push_back((static_cast<uint64_t>(nr) << 32) | pos);
         std::push_heap(heap.begin(), heap.end(), greater);
       }
     }
   }
   for (size_t i = 0; i < n; ++i) {
-    if (!dead[i]) out->push_back(sym[i]);
+    if (prev[i] != kDead) out->push_back(sym[i]);
   }
 }
 

@@ -45,6 +45,9 @@ class BpeModel {
   // merges are (left id, right id) pairs in rank order.
   Status Init(std::vector<std::string> tokens, std::vector<bool> present,
               const std::vector<std::pair<int32_t, int32_t>>& merges, bool ignore_merges);
+  // The two halves of Init, for a loader that resolves merges through Find().
+  Status InitVocab(std::vector<std::string> tokens, std::vector<bool> present, bool ignore_merges);
+  Status InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merges);
 
   // Appends the ids of one pre-tokenized piece (non-empty raw bytes).
   void EncodeWord(std::string_view word, std::vector<int32_t>* out, BpeScratch* scratch) const;
@@ -59,31 +62,38 @@ class BpeModel {
   size_t merge_count() const { return merge_count_; }
 
  private:
-  // rank << 32 | merged id for the pair, or ~0 when the pair never merges.
-  uint64_t LookupMerge(int32_t left, int32_t right) const {
-    uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
-                   static_cast<uint32_t>(right);
+  static constexpr uint32_t kNoMerge = 0xFFFFFFFFu;
+  // The rank of merging (left, right), or kNoMerge. Pairs of single bytes,
+  // the first merges of every word, come from a dense 256 KB table.
+  uint32_t Rank(int32_t left, int32_t right) const {
+    if (left < 256 && right < 256 && byte_pair_dense_) {
+      return byte_pair_rank_[(static_cast<size_t>(left) << 8) | static_cast<size_t>(right)];
+    }
+    uint64_t key = (static_cast<uint64_t>(left) << kIdBits) | static_cast<uint64_t>(right);
     uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> shift_;
     while (true) {
-      const MergeSlot& s = merge_slots_[h];
-      if (s.key == key) return s.value;
-      if (s.key == kEmptyKey) return ~0ull;
+      uint64_t slot = merge_slots_[h];
+      if ((slot & kKeyMask) == key) return static_cast<uint32_t>(slot >> (2 * kIdBits));
+      if (slot == kEmptySlot) return kNoMerge;
       h = (h + 1) & merge_mask_;
     }
   }
+  int32_t MergedId(uint32_t rank) const { return merged_by_rank_[rank]; }
   void MergeShort(size_t n, std::vector<int32_t>* out, BpeScratch* s) const;
   void MergeLong(size_t n, std::vector<int32_t>* out, BpeScratch* s) const;
 
-  static constexpr uint64_t kEmptyKey = ~0ull;
-  struct MergeSlot {
-    uint64_t key;
-    uint64_t value;
-  };
+  // A merge slot packs left id, right id (20 bits each) and rank (24 bits).
+  static constexpr int kIdBits = 20;
+  static constexpr uint64_t kKeyMask = (1ull << (2 * kIdBits)) - 1;
+  static constexpr uint64_t kEmptySlot = ~0ull;
   std::vector<std::string> tokens_;
   std::vector<bool> present_;
   BytesToId vocab_;
   int32_t byte_id_[256];
-  std::vector<MergeSlot> merge_slots_;
+  std::vector<uint64_t> merge_slots_;
+  std::vector<int32_t> merged_by_rank_;
+  std::vector<uint32_t> byte_pair_rank_;
+  bool byte_pair_dense_ = false;
   uint64_t merge_mask_ = 0;
   int shift_ = 64;
   bool ignore_merges_ = false;

@@ -297,9 +297,11 @@ Status Tokenizer::Decode(std::span<const int32_t> ids, std::string* out) const {
     }
     if (join_with_space_) {
       if (i) out->push_back(' ');
-      out->append(raw_token_text_[static_cast<size_t>(id)]);
+      out->append(raw_token_text_.at(id));
+    } else if (auto it = decode_override_.find(id); it != decode_override_.end()) {
+      out->append(it->second);
     } else {
-      out->append(decode_bytes_[static_cast<size_t>(id)]);
+      out->append(bpe_.TokenBytes(id));
     }
   }
   return Status::Ok();
@@ -410,11 +412,11 @@ class TokenizerLoader {
     if (root["truncation"].get(trunc) == simdjson::SUCCESS && !trunc.is_null()) {
       return Unsupported("truncation", "is set; evenkeel encodes whole records (set it to null)");
     }
+    EK_RETURN_IF_ERROR(LoadDecoder(root));
     EK_RETURN_IF_ERROR(LoadModel(model));
     EK_RETURN_IF_ERROR(LoadAddedTokens(root));
     EK_RETURN_IF_ERROR(LoadNormalizer(root));
     EK_RETURN_IF_ERROR(LoadPreTokenizer(root));
-    EK_RETURN_IF_ERROR(LoadDecoder(root));
     return FinishIds();
   }
 
@@ -462,33 +464,31 @@ class TokenizerLoader {
     size_t n = static_cast<size_t>(max_id + 1);
     std::vector<std::string> tokens(n);
     std::vector<bool> present(n, false);
-    t_->raw_token_text_.assign(n, "");
-    t_->decode_bytes_.assign(n, "");
     t_->has_id_.assign(n, false);
-    std::string bytes;
     for (auto field : vocab) {
-      int64_t id = field.value.get_int64().value_unsafe();
-      size_t i = static_cast<size_t>(id);
-      if (!simdjson::validate_utf8(field.key.data(), field.key.size())) {
-        return Err("model.vocab", fmt::format("key for id {} is not valid UTF-8", id));
-      }
-      t_->raw_token_text_[i] = std::string(field.key);
-      t_->decode_bytes_[i] = DecodeByteLevelToken(field.key);
+      size_t i = static_cast<size_t>(field.value.get_int64().value_unsafe());
       t_->has_id_[i] = true;
-      if (ByteLevelToBytes(field.key, &bytes)) {
-        tokens[i] = bytes;
+      if (ByteLevelToBytes(field.key, &tokens[i])) {
         present[i] = true;
+      } else {
+        // Not reachable by byte-level BPE; decoded as HF's ByteLevel decoder does.
+        if (!simdjson::validate_utf8(field.key.data(), field.key.size())) {
+          return Err("model.vocab", fmt::format("key for id {} is not valid UTF-8", i));
+        }
+        t_->decode_override_[static_cast<int32_t>(i)] = std::string(field.key);
+        tokens[i].clear();
       }
-      if (auto [it, fresh] = key_to_id_.emplace(std::string(field.key), static_cast<int32_t>(id)); !fresh) {
-        (void)it;
-      }
+      if (t_->join_with_space_) t_->raw_token_text_[static_cast<int32_t>(i)] = std::string(field.key);
     }
-    // Merges: "a b" strings or ["a", "b"] pairs.
+    Status st = t_->bpe_.InitVocab(std::move(tokens), std::move(present), ignore_merges);
+    if (!st.ok()) return st.WithContext(name_);
+    // Merges: "a b" strings or ["a", "b"] pairs, resolved through the raw-byte vocabulary.
     simdjson::dom::array merges;
     if (model["merges"].get(merges) != simdjson::SUCCESS) return Err("model.merges", "missing or not an array");
     std::vector<std::pair<int32_t, int32_t>> pairs;
     pairs.reserve(merges.size());
     size_t idx = 0;
+    std::string ab, bb;
     for (element m : merges) {
       std::string_view a, b;
       if (m.is_string()) {
@@ -506,20 +506,17 @@ class TokenizerLoader {
       } else {
         return Err(fmt::format("model.merges[{}]", idx), "not a string or a pair");
       }
-      auto ia = key_to_id_.find(std::string(a));
-      auto ib = key_to_id_.find(std::string(b));
-      if (ia == key_to_id_.end() || ib == key_to_id_.end()) {
+      int32_t ia = ByteLevelToBytes(a, &ab) ? t_->bpe_.Find(ab) : -1;
+      int32_t ib = ByteLevelToBytes(b, &bb) ? t_->bpe_.Find(bb) : -1;
+      if (ia < 0 || ib < 0) {
         return Err(fmt::format("model.merges[{}]", idx),
-                   fmt::format("token '{}' is not in model.vocab",
-                               ia == key_to_id_.end() ? std::string(a) : std::string(b)));
+                   fmt::format("token '{}' is not a byte-level token in model.vocab",
+                               ia < 0 ? std::string(a) : std::string(b)));
       }
-      if (!present[static_cast<size_t>(ia->second)] || !present[static_cast<size_t>(ib->second)]) {
-        return Unsupported(fmt::format("model.merges[{}]", idx), "a merge of non-byte-level tokens");
-      }
-      pairs.emplace_back(ia->second, ib->second);
+      pairs.emplace_back(ia, ib);
       ++idx;
     }
-    Status st = t_->bpe_.Init(std::move(tokens), std::move(present), pairs, ignore_merges);
+    st = t_->bpe_.InitMerges(pairs);
     if (!st.ok()) return st.WithContext(name_);
     t_->vocab_size_ = static_cast<int32_t>(n);
     return Status::Ok();
@@ -667,16 +664,13 @@ class TokenizerLoader {
     int32_t limit = t_->vocab_size_;
     for (const AddedToken& a : t_->added_) limit = std::max(limit, a.id + 1);
     size_t n = static_cast<size_t>(limit);
-    t_->decode_bytes_.resize(n);
-    t_->raw_token_text_.resize(n);
     t_->has_id_.resize(n, false);
     std::vector<AddedToken> raw, norm;
     std::vector<std::string> raw_pat, norm_pat;
     for (const AddedToken& a : t_->added_) {
-      size_t i = static_cast<size_t>(a.id);
-      t_->decode_bytes_[i] = DecodeByteLevelToken(a.content);
-      t_->raw_token_text_[i] = a.content;
-      t_->has_id_[i] = true;
+      t_->decode_override_[a.id] = DecodeByteLevelToken(a.content);
+      if (t_->join_with_space_) t_->raw_token_text_[a.id] = a.content;
+      t_->has_id_[static_cast<size_t>(a.id)] = true;
       if (a.normalized) {
         std::string p;
         if (t_->nfc_) {
@@ -701,7 +695,6 @@ class TokenizerLoader {
 
   Tokenizer* t_;
   std::string name_;
-  std::unordered_map<std::string, int32_t> key_to_id_;
 };
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json, std::string_view name) {

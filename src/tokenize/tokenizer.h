@@ -20,6 +20,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/status.h"
@@ -76,10 +77,12 @@ class Tokenizer {
   std::vector<AddedToken> added_;
   AddedTokenMatcher raw_matcher_;         // normalized == false
   AddedTokenMatcher normalized_matcher_;  // normalized == true
-  std::vector<std::string> decode_bytes_;  // by id; empty = no such id
+  // Decoding: model tokens decode to their bytes (bpe_), except these
+  // (added tokens, non-byte-level vocabulary entries).
+  std::unordered_map<int32_t, std::string> decode_override_;
   std::vector<bool> has_id_;
   bool join_with_space_ = false;  // no decoder: HF joins token strings with ' '
-  std::vector<std::string> raw_token_text_;  // by id: token string as written in the JSON
+  std::unordered_map<int32_t, std::string> raw_token_text_;  // only when join_with_space_
   int32_t vocab_size_ = 0;
 };
 

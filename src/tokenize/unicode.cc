@@ -13,6 +13,13 @@ namespace ek::tokenize {
 
 namespace {
 
+struct Range {
+  uint32_t lo, hi;
+};
+constexpr Range kNfcQcNoMaybe[] = {
+#include "tokenize/nfc_qc_table.inc"
+};
+
 void MarkRanges(std::vector<uint8_t>* flat, const char* property, uint8_t bit) {
   OnigEncoding enc = ONIG_ENCODING_UTF8;
   OnigUChar* name = reinterpret_cast<OnigUChar*>(const_cast<char*>(property));
@@ -50,6 +57,14 @@ CharClasses::CharClasses() {
   MarkRanges(&flat, "L", kClassLetter);
   MarkRanges(&flat, "N", kClassNumber);
   MarkRanges(&flat, "Space", kClassSpace);
+  for (uint32_t cp = 0x300; cp < 0x110000; ++cp) {
+    if (utf8proc_get_property(static_cast<utf8proc_int32_t>(cp))->combining_class != 0) {
+      flat[cp] |= kClassCombining;
+    }
+  }
+  for (const Range& r : kNfcQcNoMaybe) {
+    for (uint32_t cp = r.lo; cp <= r.hi; ++cp) flat[cp] |= kClassNfcQc;
+  }
   for (int i = 0; i < 128; ++i) ascii_[i] = flat[i];
   // Deduplicate 256-entry leaves.
   std::map<std::string, uint16_t> uniq;
@@ -157,24 +172,10 @@ size_t ReplaceInvalidUtf8(std::string_view sv, std::string* out) {
   return replaced;
 }
 
-namespace {
-struct Range {
-  uint32_t lo, hi;
-};
-constexpr Range kNfcQcNoMaybe[] = {
-#include "tokenize/nfc_qc_table.inc"
-};
-
-bool InNfcQcNoMaybe(uint32_t cp) {
-  const Range* end = kNfcQcNoMaybe + sizeof(kNfcQcNoMaybe) / sizeof(Range);
-  const Range* r = std::upper_bound(kNfcQcNoMaybe, end, cp,
-                                    [](uint32_t v, const Range& x) { return v < x.lo; });
-  return r != kNfcQcNoMaybe && cp <= (r - 1)->hi;
-}
-}  // namespace
 
 bool IsNfcQuick(std::string_view sv) {
   const auto* s = reinterpret_cast<const unsigned char*>(sv.data());
+  const CharClasses& cls = CharClasses::Get();
   size_t n = sv.size(), i = 0;
   int last_ccc = 0;
   while (i < n) {
@@ -185,9 +186,14 @@ bool IsNfcQuick(std::string_view sv) {
     }
     uint32_t cp;
     i += DecodeUtf8(s + i, &cp);
+    uint8_t c = cls.Of(cp);
+    if (c & kClassNfcQc) return false;
+    if (!(c & kClassCombining)) {
+      last_ccc = 0;
+      continue;
+    }
     int ccc = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp))->combining_class;
-    if (ccc != 0 && last_ccc > ccc) return false;
-    if (InNfcQcNoMaybe(cp)) return false;
+    if (last_ccc > ccc) return false;
     last_ccc = ccc;
   }
   return true;

@@ -14,6 +14,8 @@ namespace ek::tokenize {
 inline constexpr uint8_t kClassLetter = 1;  // \p{L}: Lu Ll Lt Lm Lo
 inline constexpr uint8_t kClassNumber = 2;  // \p{N}: Nd Nl No
 inline constexpr uint8_t kClassSpace = 4;   // \s: Unicode White_Space (Oniguruma's Space ctype)
+inline constexpr uint8_t kClassCombining = 8;  // canonical combining class != 0
+inline constexpr uint8_t kClassNfcQc = 16;     // NFC_Quick_Check = No or Maybe
 
 // Two-stage table over all of Unicode, built once (thread-safe) from
 // Oniguruma's own ctype ranges so that the hand-written pre-tokenizers agree

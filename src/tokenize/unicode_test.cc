@@ -7,23 +7,31 @@ namespace {
 
 TEST(CharClassesTest, MatchesUnicodeCategories) {
   const auto& c = CharClasses::Get();
-  EXPECT_EQ(c.Of('a'), kClassLetter);
-  EXPECT_EQ(c.Of('7'), kClassNumber);
-  EXPECT_EQ(c.Of(' '), kClassSpace);
-  EXPECT_EQ(c.Of('\n'), kClassSpace);
-  EXPECT_EQ(c.Of('.'), 0);
-  EXPECT_EQ(c.Of(0x4E2D), kClassLetter);   // 中 Lo
-  EXPECT_EQ(c.Of(0x02B0), kClassLetter);   // ʰ Lm
-  EXPECT_EQ(c.Of(0x00B2), kClassNumber);   // ² No
-  EXPECT_EQ(c.Of(0x216B), kClassNumber);   // Ⅻ Nl
-  EXPECT_EQ(c.Of(0x0301), 0);              // combining acute: Mn, not a letter
-  EXPECT_EQ(c.Of(0x093F), 0);              // Devanagari vowel sign i: Mc
-  EXPECT_EQ(c.Of(0x00A0), kClassSpace);    // no-break space
-  EXPECT_EQ(c.Of(0x3000), kClassSpace);    // ideographic space
-  EXPECT_EQ(c.Of(0x0085), kClassSpace);    // next line
-  EXPECT_EQ(c.Of(0x200B), 0);              // zero width space is not White_Space
-  EXPECT_EQ(c.Of(0xFEFF), 0);
-  EXPECT_EQ(c.Of(0x1F600), 0);             // emoji: So
+  constexpr uint8_t kRegexBits = kClassLetter | kClassNumber | kClassSpace;
+  EXPECT_EQ(c.Of('a') & kRegexBits, kClassLetter);
+  EXPECT_EQ(c.Of('7') & kRegexBits, kClassNumber);
+  EXPECT_EQ(c.Of(' ') & kRegexBits, kClassSpace);
+  EXPECT_EQ(c.Of('\n') & kRegexBits, kClassSpace);
+  EXPECT_EQ(c.Of('.') & kRegexBits, 0);
+  EXPECT_EQ(c.Of(0x4E2D) & kRegexBits, kClassLetter);   // 中 Lo
+  EXPECT_EQ(c.Of(0x02B0) & kRegexBits, kClassLetter);   // ʰ Lm
+  EXPECT_EQ(c.Of(0x00B2) & kRegexBits, kClassNumber);   // ² No
+  EXPECT_EQ(c.Of(0x216B) & kRegexBits, kClassNumber);   // Ⅻ Nl
+  EXPECT_EQ(c.Of(0x0301) & kRegexBits, 0);              // combining acute: Mn, not a letter
+  EXPECT_EQ(c.Of(0x093F) & kRegexBits, 0);              // Devanagari vowel sign i: Mc
+  EXPECT_EQ(c.Of(0x00A0) & kRegexBits, kClassSpace);    // no-break space
+  EXPECT_EQ(c.Of(0x3000) & kRegexBits, kClassSpace);    // ideographic space
+  EXPECT_EQ(c.Of(0x0085) & kRegexBits, kClassSpace);    // next line
+  EXPECT_EQ(c.Of(0x200B) & kRegexBits, 0);              // zero width space is not White_Space
+  EXPECT_EQ(c.Of(0xFEFF) & kRegexBits, 0);
+  EXPECT_EQ(c.Of(0x1F600) & kRegexBits, 0);             // emoji: So
+}
+
+TEST(CharClassesTest, NormalizationBits) {
+  const auto& c = CharClasses::Get();
+  EXPECT_TRUE(c.Of(0x0301) & kClassCombining);
+  EXPECT_TRUE(c.Of(0x0340) & kClassNfcQc);
+  EXPECT_FALSE(c.Of(0x4E2D) & (kClassCombining | kClassNfcQc));
 }
 
 TEST(Utf8Test, FirstInvalid) {
