@@ -1,12 +1,16 @@
 #include "core/jsonl.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include <fmt/core.h>
 #include <simdjson.h>
+#include <zstd.h>
 
 namespace ek {
 
@@ -159,33 +163,15 @@ Status SanitizeJsonLine(std::string_view* line, InvalidUtf8Policy policy, std::s
 
 namespace {
 
-class MappedChunkReader final : public LineChunkReader {
- public:
-  MappedChunkReader(MappedFile f, size_t chunk) : f_(std::move(f)), chunk_(chunk) { path_ = f_.path(); }
-  Result<bool> Next(std::string_view* out) override {
-    std::string_view d = f_.data();
-    if (pos_ >= d.size()) return false;
-    size_t end = std::min(d.size(), pos_ + chunk_);
-    if (end < d.size()) {
-      size_t nl = d.find('\n', end);
-      end = nl == std::string_view::npos ? d.size() : nl + 1;
-    }
-    *out = d.substr(pos_, end - pos_);
-    pos_ = end;
-    return true;
-  }
-  uint64_t total_bytes() const override { return f_.size(); }
-  uint64_t consumed_bytes() const override { return pos_; }
-
- private:
-  MappedFile f_;
-  size_t chunk_;
-  size_t pos_ = 0;
-};
-
 class FdChunkReader final : public LineChunkReader {
  public:
-  FdChunkReader(int fd, std::string name, size_t chunk) : fd_(fd), chunk_(chunk) { path_ = std::move(name); }
+  FdChunkReader(int fd, std::string name, size_t chunk, bool own)
+      : fd_(fd), chunk_(chunk), own_(own) {
+    path_ = std::move(name);
+  }
+  ~FdChunkReader() override {
+    if (own_) ::close(fd_);
+  }
   Result<bool> Next(std::string_view* out) override {
     // Drop what was handed out last time.
     buf_.erase(0, handed_);
@@ -210,24 +196,142 @@ class FdChunkReader final : public LineChunkReader {
     consumed_ += handed_;
     return true;
   }
-  uint64_t total_bytes() const override { return 0; }
+  uint64_t total_bytes() const override { return total_; }
   uint64_t consumed_bytes() const override { return consumed_; }
+  void set_total(uint64_t t) { total_ = t; }
 
  private:
   int fd_;
   size_t chunk_;
+  bool own_;
+  uint64_t total_ = 0;
   std::string buf_;
   size_t handed_ = 0;
   uint64_t consumed_ = 0;
   bool eof_ = false;
 };
 
+// Streams a .zst file through ZSTD_decompressStream, reading 1 MiB at a time.
+class ZstdChunkReader final : public LineChunkReader {
+ public:
+  ZstdChunkReader(int fd, std::string name, size_t chunk) : fd_(fd), chunk_(chunk), ds_(ZSTD_createDStream()) {
+    path_ = std::move(name);
+    ZSTD_initDStream(ds_);
+  }
+  ~ZstdChunkReader() override {
+    ZSTD_freeDStream(ds_);
+    ::close(fd_);
+  }
+
+  Result<bool> Next(std::string_view* out) override {
+    buf_.erase(0, handed_);
+    handed_ = 0;
+    while (!done_) {
+      size_t nl = buf_.rfind('\n');
+      if (nl != std::string::npos && buf_.size() >= chunk_) break;
+      if (in_.pos >= in_.size && !last_full_) {
+        // Refill the compressed input.
+        in_buf_.resize(1u << 20);
+        ssize_t n;
+        do {
+          n = ::read(fd_, in_buf_.data(), in_buf_.size());
+        } while (n < 0 && errno == EINTR);
+        if (n < 0) return ErrnoError(path_, errno);
+        if (n == 0) {
+          if (!frame_done_) {
+            return CorruptError(fmt::format("{}: truncated zstd stream at byte {}", path_, read_));
+          }
+          done_ = true;
+          break;
+        }
+        in_buf_.resize(static_cast<size_t>(n));
+        in_ = ZSTD_inBuffer{in_buf_.data(), in_buf_.size(), 0};
+        read_ += static_cast<uint64_t>(n);
+      }
+      size_t old = buf_.size();
+      buf_.resize(old + (1u << 20));
+      ZSTD_outBuffer o{buf_.data() + old, 1u << 20, 0};
+      size_t r = ZSTD_decompressStream(ds_, &o, &in_);
+      buf_.resize(old + o.pos);
+      last_full_ = o.pos == o.size;
+      if (ZSTD_isError(r)) {
+        return CorruptError(fmt::format("{}: zstd: {} (near compressed byte {})", path_, ZSTD_getErrorName(r),
+                                        read_ - in_.size + in_.pos));
+      }
+      frame_done_ = r == 0;
+    }
+    if (buf_.empty()) return false;
+    size_t nl = buf_.rfind('\n');
+    handed_ = done_ || nl == std::string::npos ? buf_.size() : nl + 1;
+    *out = std::string_view(buf_.data(), handed_);
+    return true;
+  }
+  uint64_t total_bytes() const override { return total_; }
+  uint64_t consumed_bytes() const override { return read_; }
+  void set_total(uint64_t t) { total_ = t; }
+
+ private:
+  int fd_;
+  size_t chunk_;
+  ZSTD_DStream* ds_;
+  std::string in_buf_;
+  ZSTD_inBuffer in_{nullptr, 0, 0};
+  std::string buf_;
+  size_t handed_ = 0;
+  uint64_t read_ = 0, total_ = 0;
+  bool done_ = false;
+  bool frame_done_ = true;
+  bool last_full_ = false;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<LineChunkReader>> LineChunkReader::Open(const std::string& path, size_t chunk) {
-  if (path == "-") return std::unique_ptr<LineChunkReader>(new FdChunkReader(0, "<stdin>", chunk));
-  EK_ASSIGN_OR_RETURN(MappedFile f, MappedFile::Open(path));
-  return std::unique_ptr<LineChunkReader>(new MappedChunkReader(std::move(f), chunk));
+  if (path == "-") return std::unique_ptr<LineChunkReader>(new FdChunkReader(0, "<stdin>", chunk, false));
+  // Plain reads rather than a mapping keep resident memory independent of
+  // the file's size.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return InvalidArgumentError(path + ": not a regular file");
+  }
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".zst") == 0) {
+    auto* z = new ZstdChunkReader(fd, path, chunk);
+    z->set_total(static_cast<uint64_t>(st.st_size));
+    return std::unique_ptr<LineChunkReader>(z);
+  }
+  auto* r = new FdChunkReader(fd, path, chunk, true);
+  r->set_total(static_cast<uint64_t>(st.st_size));
+  return std::unique_ptr<LineChunkReader>(r);
+}
+
+Result<uint64_t> HashFile(const std::string& path, uint64_t* size) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(path, errno);
+  XXH3_state_t* st = XXH3_createState();
+  XXH3_64bits_reset(st);
+  std::string buf(1u << 20, '\0');
+  *size = 0;
+  while (true) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      XXH3_freeState(st);
+      ::close(fd);
+      return ErrnoError(path, err);
+    }
+    if (n == 0) break;
+    XXH3_64bits_update(st, buf.data(), static_cast<size_t>(n));
+    *size += static_cast<uint64_t>(n);
+  }
+  uint64_t h = XXH3_64bits_digest(st);
+  XXH3_freeState(st);
+  ::close(fd);
+  return h;
 }
 
 }  // namespace ek

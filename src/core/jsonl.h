@@ -42,4 +42,7 @@ class LineChunkReader {
   std::string path_;
 };
 
+// xxh3-64 of a file's bytes, read in 1 MiB pieces; *size gets its length.
+Result<uint64_t> HashFile(const std::string& path, uint64_t* size);
+
 }  // namespace ek

@@ -1,0 +1,235 @@
+// evenkeel pack / pack merge / inspect.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "core/json_out.h"
+#include "core/progress.h"
+#include "pack/inspect.h"
+#include "pack/manifest.h"
+#include "pack/packer.h"
+#include "tokenize/tokenizer.h"
+#include "tokenize/unicode.h"
+
+namespace ek::cli {
+
+namespace {
+
+void PrintSummary(const pack::Manifest& m) {
+  std::printf("%6s %10s %14s %10s %10s\n", "rank", "records", "tokens", "blocks", "dropped");
+  for (const auto& r : m.ranks) {
+    std::printf("%6d %10llu %14llu %10llu %10llu\n", r.rank, static_cast<unsigned long long>(r.records),
+                static_cast<unsigned long long>(r.tokens), static_cast<unsigned long long>(r.blocks),
+                static_cast<unsigned long long>(r.dropped_tokens));
+  }
+  std::printf("world %d, seq_len %d, shard %s: %llu records, %llu tokens, %llu blocks; "
+              "blocks per rank min %llu max %llu spread %llu%s\n",
+              m.world, m.seq_len, std::string(pack::ShardModeName(m.shard)).c_str(),
+              static_cast<unsigned long long>(m.total_records), static_cast<unsigned long long>(m.total_tokens),
+              static_cast<unsigned long long>(m.total_blocks()), static_cast<unsigned long long>(m.min_blocks()),
+              static_cast<unsigned long long>(m.max_blocks()),
+              static_cast<unsigned long long>(m.max_blocks() - m.min_blocks()),
+              m.complete() ? "" : fmt::format(" (ranks {} only)", m.ranks.empty() ? "none" : fmt::format("{}-{}", m.ranks.front().rank, m.ranks.back().rank)).c_str());
+  if (m.skipped_bad) std::printf("skipped %llu bad record(s)\n", static_cast<unsigned long long>(m.skipped_bad));
+}
+
+bool ParseRange(const std::string& s, int* lo, int* hi) {
+  auto dash = s.find('-');
+  try {
+    if (dash == std::string::npos) {
+      *lo = *hi = std::stoi(s);
+    } else {
+      *lo = std::stoi(s.substr(0, dash));
+      *hi = std::stoi(s.substr(dash + 1));
+    }
+  } catch (...) {
+    return false;
+  }
+  return *lo >= 0 && *hi >= *lo;
+}
+
+int RunPackMerge(int argc, char** argv) {
+  CLI::App app{"Combine the manifests of node-local packs (each made with --ranks) into one,\n"
+               "checking that they describe the same pack and cover every rank once.",
+               "evenkeel pack merge"};
+  std::vector<std::string> dirs;
+  std::string out;
+  bool json = false;
+  app.add_option("dirs", dirs, "pack directories, one per node")->required();
+  app.add_option("--out", out, "write the merged manifest.json here (default: print only)");
+  app.add_flag("--json", json, "print the merged manifest as JSON");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  std::vector<pack::Manifest> parts;
+  for (const auto& d : dirs) {
+    auto m = pack::ReadManifest(d);
+    if (!m.ok()) return ReportError(m.status());
+    parts.push_back(std::move(m).value());
+  }
+  auto merged = pack::MergeManifests(parts, dirs);
+  if (!merged.ok()) return ReportError(merged.status());
+  if (!out.empty()) {
+    Status st = MakeDirs(out);
+    if (st.ok()) st = pack::WriteManifest(out, *merged);
+    if (!st.ok()) return ReportError(st);
+  }
+  if (json) {
+    std::fputs(pack::ManifestToJson(*merged).c_str(), stdout);
+  } else {
+    PrintSummary(*merged);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunPack(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "merge") return RunPackMerge(argc - 1, argv + 1);
+  CLI::App app{"Tokenize JSON lines once and pack them into fixed blocks per rank:\n"
+               "DIR/rank-NNNNN.i32 (little-endian int32, no header) and DIR/manifest.json.\n"
+               "'evenkeel pack merge DIR...' combines node manifests made with --ranks.",
+               "evenkeel pack"};
+  pack::PackOptions opt;
+  std::string shard = "contiguous", chat = "none", ranks, invalid = "error", eos;
+  bool json = false;
+  app.add_option("--tokenizer", opt.tokenizer_path, "Hugging Face tokenizer.json")->required();
+  app.add_option("--world", opt.world, "number of ranks (GPUs)")->required();
+  app.add_option("--seq-len", opt.seq_len, "tokens per block")->capture_default_str();
+  app.add_option("--out", opt.out_dir, "output directory")->required();
+  app.add_option("inputs", opt.inputs, ".jsonl or .jsonl.zst files, in order")->required();
+  app.add_option("--shard", shard, "contiguous | strided (as datasets.shard) | balanced (spread 0)")
+      ->check(CLI::IsMember({"contiguous", "strided", "balanced"}))->capture_default_str();
+  app.add_option("--text-field", opt.record.text_field, "field holding the text")->capture_default_str();
+  app.add_option("--chat-template", chat, "render {\"messages\": [...]}: chatml | llama3");
+  app.add_option("--eos", eos, "EOS token appended to every record (default: tokenizer_config.json's)");
+  app.add_option("--ranks", ranks, "write only ranks A-B (one node's), e.g. 8-15");
+  app.add_option("--threads", opt.threads, "worker threads (default: all cores)");
+  app.add_flag("--skip-bad", opt.skip_bad, "skip malformed records and count them in the manifest");
+  app.add_option("--invalid-utf8", invalid, "error | replace (U+FFFD, as Python's errors=\"replace\")")
+      ->check(CLI::IsMember({"error", "replace"}))->capture_default_str();
+  app.add_flag("--json", json, "print the manifest as JSON instead of the table");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  auto mode = pack::ParseShardMode(shard);
+  if (!mode.ok()) return ReportError(mode.status());
+  opt.shard = *mode;
+  auto tmpl = pack::ParseChatTemplate(chat);
+  if (!tmpl.ok()) return ReportError(tmpl.status());
+  opt.record.chat = *tmpl;
+  opt.record.invalid_utf8 = invalid == "replace" ? InvalidUtf8Policy::kReplace : InvalidUtf8Policy::kError;
+  if (!eos.empty()) opt.eos_token = eos;
+  if (!ranks.empty() && !ParseRange(ranks, &opt.rank_lo, &opt.rank_hi)) {
+    return ReportError(InvalidArgumentError("--ranks wants A-B, e.g. 8-15"));
+  }
+  Progress progress("pack");
+  auto on_progress = [&](const pack::PackProgress& p) {
+    double rate = p.seconds > 0 ? p.tokens / p.seconds : 0;
+    progress.Update(p.records_done, p.records_total,
+                    fmt::format("records, {:.0f} records/s, {:.2f} M tokens/s",
+                                p.seconds > 0 ? p.records_done / p.seconds : 0, rate / 1e6));
+  };
+  auto m = pack::Pack(opt, on_progress);
+  progress.Finish();
+  if (!m.ok()) return ReportError(m.status().WithContext("pack"));
+  if (json) {
+    std::fputs(pack::ManifestToJson(*m).c_str(), stdout);
+  } else {
+    PrintSummary(*m);
+  }
+  return 0;
+}
+
+int RunInspect(int argc, char** argv) {
+  CLI::App app{"Verify a pack against its manifest (sizes, checksums, every token below the\n"
+               "vocabulary size) and print blocks per rank and the spread; or show one block.",
+               "evenkeel inspect"};
+  std::string dir, tokenizer;
+  int rank = -1;
+  int64_t block = -1;
+  bool decode = false, json = false;
+  size_t threads = 0;
+  app.add_option("dir", dir, "pack directory")->required();
+  app.add_option("--rank", rank, "with --block: show this rank's block");
+  app.add_option("--block", block, "block index within the rank");
+  app.add_flag("--decode", decode, "show the block as text (needs the tokenizer)");
+  app.add_option("--tokenizer", tokenizer, "tokenizer.json (default: the one the manifest names)");
+  app.add_option("--threads", threads, "verification threads (default: all cores)");
+  app.add_flag("--json", json, "machine-readable report");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  auto m = pack::ReadManifest(dir);
+  if (!m.ok()) return ReportError(m.status());
+  if (rank >= 0 || block >= 0) {
+    if (rank < 0 || block < 0) return ReportError(InvalidArgumentError("--rank and --block go together"));
+    auto ids = pack::ReadBlock(dir, *m, rank, static_cast<uint64_t>(block));
+    if (!ids.ok()) return ReportError(ids.status());
+    if (!decode) {
+      std::string out;
+      AppendIntArray(&out, ids->data(), ids->size());
+      std::printf("%s\n", out.c_str());
+      return 0;
+    }
+    auto tok = tokenize::Tokenizer::FromFile(tokenizer.empty() ? m->tokenizer_path : tokenizer);
+    if (!tok.ok()) return ReportError(tok.status());
+    std::string bytes, text;
+    Status st = (*tok)->Decode(*ids, &bytes);
+    if (!st.ok()) return ReportError(st);
+    tokenize::ReplaceInvalidUtf8(bytes, &text);
+    if (json) {
+      std::printf("{\"rank\":%d,\"block\":%lld,\"text\":%s}\n", rank, static_cast<long long>(block), JsonString(text).c_str());
+    } else {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      std::fputc('\n', stdout);
+    }
+    return 0;
+  }
+  pack::InspectReport report = pack::InspectWith(*m, dir, threads, true);
+  if (json) {
+    std::string o = "{\"ok\":";
+    o += report.ok() ? "true" : "false";
+    o += fmt::format(",\"complete\":{},\"world\":{},\"seq_len\":{},\"global_min_blocks\":{},\"global_max_blocks\":{},\"spread\":{},\"ranks\":[",
+                     m->complete() ? "true" : "false", m->world, m->seq_len, m->min_blocks(), m->max_blocks(),
+                     m->max_blocks() - m->min_blocks());
+    for (size_t i = 0; i < report.ranks.size(); ++i) {
+      const auto& r = report.ranks[i];
+      o += fmt::format("{}{{\"rank\":{},\"blocks\":{},\"ok\":{},\"problems\":[", i ? "," : "", r.rank,
+                       m->ranks[i].blocks, r.problems.empty() ? "true" : "false");
+      for (size_t k = 0; k < r.problems.size(); ++k) o += (k ? "," : "") + JsonString(r.problems[k]);
+      o += "]}";
+    }
+    o += "]}\n";
+    std::fputs(o.c_str(), stdout);
+  } else {
+    std::printf("%6s %10s  %s\n", "rank", "blocks", "check");
+    for (size_t i = 0; i < report.ranks.size(); ++i) {
+      const auto& r = report.ranks[i];
+      std::printf("%6d %10llu  %s\n", r.rank, static_cast<unsigned long long>(m->ranks[i].blocks),
+                  r.problems.empty() ? "ok" : r.problems.front().c_str());
+      for (size_t k = 1; k < r.problems.size(); ++k) std::printf("%18s%s\n", "", r.problems[k].c_str());
+    }
+    std::printf("blocks per rank: min %llu, max %llu, spread %llu%s\n",
+                static_cast<unsigned long long>(m->min_blocks()), static_cast<unsigned long long>(m->max_blocks()),
+                static_cast<unsigned long long>(m->max_blocks() - m->min_blocks()),
+                m->complete() ? "" : " (manifest covers only some ranks)");
+  }
+  if (!report.ok()) {
+    std::fprintf(stderr, "evenkeel: error: %s: the pack does not match its manifest\n", dir.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace ek::cli

@@ -1,0 +1,41 @@
+// Verifying a pack against its manifest: every rank file present, its size a
+// whole number of blocks equal to the manifest's, its xxh3 equal, every token
+// in [0, vocab_size). One pass over each file (hash and range check fused per
+// cache-sized slice), ranks in parallel.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "pack/manifest.h"
+
+namespace ek::pack {
+
+struct RankCheck {
+  int rank = 0;
+  bool exists = false;
+  uint64_t size = 0;
+  uint64_t xxh3 = 0;
+  uint64_t bad_tokens = 0;        // ids outside [0, vocab_size)
+  int64_t first_bad_token_at = -1;  // token index
+  int32_t first_bad_token = 0;
+  std::vector<std::string> problems;  // empty when the rank is sound
+};
+
+struct InspectReport {
+  Manifest manifest;
+  std::vector<RankCheck> ranks;  // one per manifest rank, in order
+  bool ok() const;
+};
+
+// `threads` 0 = all cores. `check_tokens` false skips the range scan.
+Result<InspectReport> Inspect(const std::string& dir, size_t threads = 0, bool check_tokens = true);
+// Same, for a manifest already in hand.
+InspectReport InspectWith(const Manifest& m, const std::string& dir, size_t threads, bool check_tokens);
+
+// The tokens of one block.
+Result<std::vector<int32_t>> ReadBlock(const std::string& dir, const Manifest& m, int rank, uint64_t block);
+
+}  // namespace ek::pack

@@ -1,0 +1,311 @@
+#include "pack/manifest.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/core.h>
+
+#include "core/file.h"
+#include "core/json_check.h"
+#include "core/json_out.h"
+
+namespace ek::pack {
+
+Result<ShardMode> ParseShardMode(std::string_view name) {
+  if (name == "contiguous") return ShardMode::kContiguous;
+  if (name == "strided") return ShardMode::kStrided;
+  if (name == "balanced") return ShardMode::kBalanced;
+  return InvalidArgumentError(fmt::format("unknown shard mode '{}' (contiguous, strided, balanced)", name));
+}
+
+std::string_view ShardModeName(ShardMode m) {
+  switch (m) {
+    case ShardMode::kContiguous: return "contiguous";
+    case ShardMode::kStrided: return "strided";
+    case ShardMode::kBalanced: return "balanced";
+  }
+  return "contiguous";
+}
+
+std::string RankFileName(int rank) { return fmt::format("rank-{:05d}.i32", rank); }
+
+uint64_t Manifest::total_blocks() const {
+  uint64_t n = 0;
+  for (const auto& r : ranks) n += r.blocks;
+  return n;
+}
+uint64_t Manifest::min_blocks() const {
+  uint64_t m = UINT64_MAX;
+  for (const auto& r : ranks) m = std::min(m, r.blocks);
+  return ranks.empty() ? 0 : m;
+}
+uint64_t Manifest::max_blocks() const {
+  uint64_t m = 0;
+  for (const auto& r : ranks) m = std::max(m, r.blocks);
+  return m;
+}
+
+namespace {
+std::string Hex(uint64_t v) { return fmt::format("{:016x}", v); }
+}  // namespace
+
+std::string ManifestToJson(const Manifest& m) {
+  std::string o;
+  auto kv = [&](std::string_view k) {
+    o += "  ";
+    AppendJsonString(&o, k);
+    o += ": ";
+  };
+  o += "{\n";
+  kv("format_version"); o += fmt::format("{},\n", m.format_version);
+  kv("evenkeel_version"); AppendJsonString(&o, m.evenkeel_version); o += ",\n";
+  kv("created"); AppendJsonString(&o, m.created); o += ",\n";
+  kv("tokenizer"); o += "{\"path\": "; AppendJsonString(&o, m.tokenizer_path);
+  o += fmt::format(", \"xxh3\": \"{}\", \"vocab_size\": {}}},\n", Hex(m.tokenizer_xxh3), m.vocab_size);
+  kv("seq_len"); o += fmt::format("{},\n", m.seq_len);
+  kv("world"); o += fmt::format("{},\n", m.world);
+  kv("shard"); AppendJsonString(&o, ShardModeName(m.shard)); o += ",\n";
+  kv("eos"); o += fmt::format("{{\"id\": {}, \"token\": ", m.eos_id); AppendJsonString(&o, m.eos_token); o += "},\n";
+  kv("chat_template"); AppendJsonString(&o, m.chat_template); o += ",\n";
+  kv("text_field"); AppendJsonString(&o, m.text_field); o += ",\n";
+  kv("inputs"); o += "[";
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const auto& in = m.inputs[i];
+    o += i ? ",\n    " : "\n    ";
+    o += "{\"path\": "; AppendJsonString(&o, in.path);
+    o += fmt::format(", \"size\": {}, \"xxh3\": \"{}\", \"records\": {}, \"skipped_bad\": {}}}", in.size,
+                     Hex(in.xxh3), in.records, in.skipped_bad);
+  }
+  o += m.inputs.empty() ? "],\n" : "\n  ],\n";
+  kv("ranks"); o += "[";
+  for (size_t i = 0; i < m.ranks.size(); ++i) {
+    const auto& r = m.ranks[i];
+    o += i ? ",\n    " : "\n    ";
+    o += fmt::format("{{\"rank\": {}, \"file\": ", r.rank); AppendJsonString(&o, r.file);
+    o += fmt::format(", \"records\": {}, \"tokens\": {}, \"blocks\": {}, \"bytes\": {}, \"dropped_tokens\": {}, \"xxh3\": \"{}\"}}",
+                     r.records, r.tokens, r.blocks, r.bytes, r.dropped_tokens, Hex(r.xxh3));
+  }
+  o += m.ranks.empty() ? "],\n" : "\n  ],\n";
+  kv("complete"); o += m.complete() ? "true,\n" : "false,\n";
+  kv("totals");
+  o += fmt::format("{{\"records\": {}, \"tokens\": {}, \"blocks\": {}, \"dropped_tokens\": {}, \"skipped_bad\": {}}},\n",
+                   m.total_records, m.total_tokens, m.total_blocks(), m.total_dropped_tokens, m.skipped_bad);
+  kv("bad_examples"); o += "[";
+  for (size_t i = 0; i < m.bad_examples.size(); ++i) {
+    const auto& b = m.bad_examples[i];
+    o += i ? ", " : "";
+    o += "{\"path\": "; AppendJsonString(&o, b.path);
+    o += fmt::format(", \"line\": {}, \"error\": ", b.line); AppendJsonString(&o, b.error); o += "}";
+  }
+  o += "],\n";
+  kv("global_min_blocks"); o += fmt::format("{},\n", m.min_blocks());
+  kv("global_max_blocks"); o += fmt::format("{},\n", m.max_blocks());
+  kv("spread"); o += fmt::format("{}\n", m.max_blocks() - m.min_blocks());
+  o += "}\n";
+  return o;
+}
+
+namespace {
+
+using simdjson::dom::element;
+
+class Reader {
+ public:
+  explicit Reader(const std::string& name) : name_(name) {}
+  Status Err(std::string_view key, std::string_view what) const {
+    return CorruptError(fmt::format("{}: {}: {}", name_, key, what));
+  }
+  template <typename T>
+  Status Get(element e, std::string_view key, T* out) {
+    if (e[key].get(*out) != simdjson::SUCCESS) return Err(key, "missing or wrong type");
+    return Status::Ok();
+  }
+  Status GetU64(element e, std::string_view key, uint64_t* out) {
+    int64_t v;
+    if (e[key].get(v) != simdjson::SUCCESS || v < 0) return Err(key, "missing or not a non-negative integer");
+    *out = static_cast<uint64_t>(v);
+    return Status::Ok();
+  }
+  Status GetInt(element e, std::string_view key, int* out) {
+    int64_t v;
+    if (e[key].get(v) != simdjson::SUCCESS || v < INT32_MIN || v > INT32_MAX) return Err(key, "missing or not an integer");
+    *out = static_cast<int>(v);
+    return Status::Ok();
+  }
+  Status GetStr(element e, std::string_view key, std::string* out) {
+    std::string_view v;
+    if (e[key].get(v) != simdjson::SUCCESS) return Err(key, "missing or not a string");
+    *out = std::string(v);
+    return Status::Ok();
+  }
+  Status GetHex(element e, std::string_view key, uint64_t* out) {
+    std::string s;
+    EK_RETURN_IF_ERROR(GetStr(e, key, &s));
+    if (s.size() != 16) return Err(key, "not a 16-digit hex hash");
+    try {
+      *out = std::stoull(s, nullptr, 16);
+    } catch (...) {
+      return Err(key, "not a hex hash");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string name_;
+};
+
+}  // namespace
+
+Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name) {
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(json);
+  element root;
+  if (parser.parse(padded).get(root)) {
+    std::string where = LocateJsonError(json);
+    return CorruptError(fmt::format("{}: malformed JSON: {}", name, where.empty() ? "?" : where));
+  }
+  Reader r(name);
+  Manifest m;
+  EK_RETURN_IF_ERROR(r.GetInt(root, "format_version", &m.format_version));
+  if (m.format_version != kManifestFormatVersion) {
+    return UnsupportedError(fmt::format("{}: format_version {} (this evenkeel reads {})", name,
+                                        m.format_version, kManifestFormatVersion));
+  }
+  EK_RETURN_IF_ERROR(r.GetStr(root, "evenkeel_version", &m.evenkeel_version));
+  (void)r.GetStr(root, "created", &m.created);
+  element tok;
+  if (root["tokenizer"].get(tok)) return r.Err("tokenizer", "missing");
+  EK_RETURN_IF_ERROR(r.GetStr(tok, "path", &m.tokenizer_path));
+  EK_RETURN_IF_ERROR(r.GetHex(tok, "xxh3", &m.tokenizer_xxh3));
+  EK_RETURN_IF_ERROR(r.Get(tok, "vocab_size", &m.vocab_size));
+  EK_RETURN_IF_ERROR(r.GetInt(root, "seq_len", &m.seq_len));
+  EK_RETURN_IF_ERROR(r.GetInt(root, "world", &m.world));
+  if (m.seq_len <= 0 || m.world <= 0) return r.Err("seq_len/world", "must be positive");
+  std::string shard;
+  EK_RETURN_IF_ERROR(r.GetStr(root, "shard", &shard));
+  EK_ASSIGN_OR_RETURN(m.shard, ParseShardMode(shard));
+  element eos;
+  if (root["eos"].get(eos)) return r.Err("eos", "missing");
+  EK_RETURN_IF_ERROR(r.Get(eos, "id", &m.eos_id));
+  EK_RETURN_IF_ERROR(r.GetStr(eos, "token", &m.eos_token));
+  EK_RETURN_IF_ERROR(r.GetStr(root, "chat_template", &m.chat_template));
+  EK_RETURN_IF_ERROR(r.GetStr(root, "text_field", &m.text_field));
+  simdjson::dom::array arr;
+  if (root["inputs"].get(arr)) return r.Err("inputs", "missing");
+  for (element e : arr) {
+    InputInfo in;
+    EK_RETURN_IF_ERROR(r.GetStr(e, "path", &in.path));
+    EK_RETURN_IF_ERROR(r.GetU64(e, "size", &in.size));
+    EK_RETURN_IF_ERROR(r.GetHex(e, "xxh3", &in.xxh3));
+    EK_RETURN_IF_ERROR(r.GetU64(e, "records", &in.records));
+    EK_RETURN_IF_ERROR(r.GetU64(e, "skipped_bad", &in.skipped_bad));
+    m.inputs.push_back(in);
+  }
+  if (root["ranks"].get(arr)) return r.Err("ranks", "missing");
+  for (element e : arr) {
+    RankInfo ri;
+    EK_RETURN_IF_ERROR(r.GetInt(e, "rank", &ri.rank));
+    EK_RETURN_IF_ERROR(r.GetStr(e, "file", &ri.file));
+    EK_RETURN_IF_ERROR(r.GetU64(e, "records", &ri.records));
+    EK_RETURN_IF_ERROR(r.GetU64(e, "tokens", &ri.tokens));
+    EK_RETURN_IF_ERROR(r.GetU64(e, "blocks", &ri.blocks));
+    EK_RETURN_IF_ERROR(r.GetU64(e, "bytes", &ri.bytes));
+    EK_RETURN_IF_ERROR(r.GetU64(e, "dropped_tokens", &ri.dropped_tokens));
+    EK_RETURN_IF_ERROR(r.GetHex(e, "xxh3", &ri.xxh3));
+    if (ri.rank < 0 || ri.rank >= m.world) return r.Err("ranks", fmt::format("rank {} outside world {}", ri.rank, m.world));
+    if (ri.bytes != ri.blocks * static_cast<uint64_t>(m.seq_len) * 4) {
+      return r.Err("ranks", fmt::format("rank {}: bytes != blocks x seq_len x 4", ri.rank));
+    }
+    m.ranks.push_back(ri);
+  }
+  element totals;
+  if (root["totals"].get(totals)) return r.Err("totals", "missing");
+  EK_RETURN_IF_ERROR(r.GetU64(totals, "records", &m.total_records));
+  EK_RETURN_IF_ERROR(r.GetU64(totals, "tokens", &m.total_tokens));
+  EK_RETURN_IF_ERROR(r.GetU64(totals, "dropped_tokens", &m.total_dropped_tokens));
+  EK_RETURN_IF_ERROR(r.GetU64(totals, "skipped_bad", &m.skipped_bad));
+  if (root["bad_examples"].get(arr) == simdjson::SUCCESS) {
+    for (element e : arr) {
+      BadRecord b;
+      (void)r.GetStr(e, "path", &b.path);
+      (void)r.GetU64(e, "line", &b.line);
+      (void)r.GetStr(e, "error", &b.error);
+      m.bad_examples.push_back(b);
+    }
+  }
+  std::sort(m.ranks.begin(), m.ranks.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
+  for (size_t i = 1; i < m.ranks.size(); ++i) {
+    if (m.ranks[i].rank == m.ranks[i - 1].rank) return r.Err("ranks", fmt::format("rank {} twice", m.ranks[i].rank));
+  }
+  return m;
+}
+
+Result<Manifest> ReadManifest(const std::string& dir) {
+  std::string path = dir + "/manifest.json";
+  auto data = ReadFile(path);
+  if (!data.ok()) {
+    if (!FileExists(path)) return NotFoundError(path + ": no manifest (not a pack, or packing did not finish)");
+    return data.status();
+  }
+  return ManifestFromJson(*data, path);
+}
+
+Status WriteManifest(const std::string& dir, const Manifest& m) {
+  return WriteFileAtomic(dir + "/manifest.json", ManifestToJson(m));
+}
+
+Result<Manifest> MergeManifests(const std::vector<Manifest>& parts, const std::vector<std::string>& names) {
+  if (parts.empty()) return InvalidArgumentError("pack merge: no manifests");
+  Manifest out = parts[0];
+  out.ranks.clear();
+  std::set<int> seen;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Manifest& p = parts[i];
+    auto differ = [&](std::string_view what) {
+      return InvalidArgumentError(fmt::format("pack merge: {} disagrees with {} on {}", names[i], names[0], what));
+    };
+    if (p.tokenizer_xxh3 != out.tokenizer_xxh3) return differ("the tokenizer (xxh3)");
+    if (p.seq_len != out.seq_len) return differ("seq_len");
+    if (p.world != out.world) return differ("world");
+    if (p.shard != out.shard) return differ("shard mode");
+    if (p.eos_id != out.eos_id) return differ("the EOS id");
+    if (p.chat_template != out.chat_template || p.text_field != out.text_field) return differ("the record format");
+    if (p.inputs.size() != out.inputs.size()) return differ("inputs");
+    for (size_t k = 0; k < p.inputs.size(); ++k) {
+      if (p.inputs[k].xxh3 != out.inputs[k].xxh3 || p.inputs[k].size != out.inputs[k].size) {
+        return differ(fmt::format("input {} ({})", k, p.inputs[k].path));
+      }
+    }
+    for (const auto& r : p.ranks) {
+      if (!seen.insert(r.rank).second) {
+        return InvalidArgumentError(fmt::format("pack merge: rank {} appears in more than one manifest ({})", r.rank, names[i]));
+      }
+      out.ranks.push_back(r);
+    }
+  }
+  std::sort(out.ranks.begin(), out.ranks.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
+  std::vector<int64_t> missing;
+  for (int r = 0; r < out.world; ++r) {
+    if (!seen.count(r)) missing.push_back(r);
+  }
+  if (!missing.empty()) {
+    return InvalidArgumentError(fmt::format("pack merge: ranks {} are in no manifest", CompactRanges(missing)));
+  }
+  // Totals over the whole pack: records and tokens by rank add up for
+  // contiguous/strided; balanced parts each saw every record, so keep one copy.
+  if (out.shard != ShardMode::kBalanced) {
+    out.total_records = out.total_tokens = out.total_dropped_tokens = 0;
+    out.skipped_bad = 0;
+    for (const auto& p : parts) out.skipped_bad += p.skipped_bad;
+    for (const auto& r : out.ranks) {
+      out.total_records += r.records;
+      out.total_tokens += r.tokens;
+      out.total_dropped_tokens += r.dropped_tokens;
+    }
+  }
+  return out;
+}
+
+}  // namespace ek::pack

@@ -1,0 +1,81 @@
+// manifest.json: what a pack holds and how it was made (docs/pack_format.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace ek::pack {
+
+inline constexpr int kManifestFormatVersion = 1;
+
+enum class ShardMode { kContiguous, kStrided, kBalanced };
+Result<ShardMode> ParseShardMode(std::string_view name);
+std::string_view ShardModeName(ShardMode m);
+
+struct InputInfo {
+  std::string path;
+  uint64_t size = 0;     // bytes on disk
+  uint64_t xxh3 = 0;     // xxh3-64 of the bytes on disk
+  uint64_t records = 0;  // non-blank lines
+  uint64_t skipped_bad = 0;
+};
+
+struct RankInfo {
+  int rank = 0;
+  uint64_t records = 0;  // records assigned (balanced: records that start in this rank's blocks)
+  uint64_t tokens = 0;   // tokens routed to this rank, EOS included, before dropping
+  uint64_t blocks = 0;
+  uint64_t bytes = 0;    // file size = blocks * seq_len * 4
+  uint64_t dropped_tokens = 0;
+  uint64_t xxh3 = 0;     // xxh3-64 of the block file
+  std::string file;      // "rank-00003.i32"
+};
+
+struct BadRecord {
+  std::string path;
+  uint64_t line = 0;
+  std::string error;
+};
+
+struct Manifest {
+  int format_version = kManifestFormatVersion;
+  std::string evenkeel_version;
+  std::string tokenizer_path;
+  uint64_t tokenizer_xxh3 = 0;
+  int64_t vocab_size = 0;
+  int seq_len = 2048;
+  int world = 0;
+  ShardMode shard = ShardMode::kContiguous;
+  int64_t eos_id = 0;
+  std::string eos_token;
+  std::string chat_template = "none";
+  std::string text_field = "text";
+  std::vector<InputInfo> inputs;
+  std::vector<RankInfo> ranks;  // sorted by rank; all of [0, world) when complete
+  uint64_t total_records = 0;
+  uint64_t total_tokens = 0;
+  uint64_t total_dropped_tokens = 0;
+  uint64_t skipped_bad = 0;
+  std::vector<BadRecord> bad_examples;  // the first few skipped records
+  std::string created;                  // UTC time, ISO 8601
+
+  bool complete() const { return static_cast<int>(ranks.size()) == world; }
+  uint64_t total_blocks() const;
+  uint64_t min_blocks() const;
+  uint64_t max_blocks() const;
+};
+
+std::string RankFileName(int rank);
+std::string ManifestToJson(const Manifest& m);
+Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name);
+Result<Manifest> ReadManifest(const std::string& dir);
+Status WriteManifest(const std::string& dir, const Manifest& m);
+
+// Combines node manifests (each covering some ranks) into one, checking that
+// they describe the same pack and cover every rank exactly once.
+Result<Manifest> MergeManifests(const std::vector<Manifest>& parts, const std::vector<std::string>& names);
+
+}  // namespace ek::pack

@@ -1,0 +1,66 @@
+#include "pack/manifest.h"
+
+#include <gtest/gtest.h>
+
+#include "pack/packer.h"
+
+namespace ek::pack {
+namespace {
+
+Manifest Sample(int lo, int hi) {
+  Manifest m;
+  m.evenkeel_version = "0.1.0";
+  m.tokenizer_path = "t.json";
+  m.tokenizer_xxh3 = 0xabcdef;
+  m.vocab_size = 100;
+  m.seq_len = 4;
+  m.world = 4;
+  m.eos_token = "<eos>";
+  m.eos_id = 99;
+  m.inputs.push_back({"a.jsonl", 10, 0x1234, 5, 0});
+  for (int r = lo; r <= hi; ++r) m.ranks.push_back({r, 1, 10, 2, 32, 2, 0x42u + r, RankFileName(r)});
+  return m;
+}
+
+TEST(ManifestTest, RoundTrips) {
+  Manifest m = Sample(0, 3);
+  auto back = ManifestFromJson(ManifestToJson(m), "m.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(ManifestToJson(*back), ManifestToJson(m));
+  EXPECT_TRUE(back->complete());
+}
+
+TEST(ManifestTest, MergeChecksAgreementAndCoverage) {
+  auto merged = MergeManifests({Sample(0, 1), Sample(2, 3)}, {"n0", "n1"});
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(merged->ranks.size(), 4u);
+  EXPECT_EQ(merged->total_tokens, 40u);
+  auto gap = MergeManifests({Sample(0, 1), Sample(3, 3)}, {"n0", "n1"});
+  ASSERT_FALSE(gap.ok());
+  EXPECT_NE(gap.status().message().find("ranks 2 are in no manifest"), std::string::npos);
+  Manifest other = Sample(2, 3);
+  other.tokenizer_xxh3 = 1;
+  auto differ = MergeManifests({Sample(0, 1), other}, {"n0", "n1"});
+  ASSERT_FALSE(differ.ok());
+  EXPECT_NE(differ.status().message().find("tokenizer"), std::string::npos);
+  auto twice = MergeManifests({Sample(0, 2), Sample(2, 3)}, {"n0", "n1"});
+  ASSERT_FALSE(twice.ok());
+}
+
+TEST(ManifestTest, ForeignJsonIsRefused) {
+  EXPECT_FALSE(ManifestFromJson("{\"format_version\": 1}", "m.json").ok());
+  EXPECT_FALSE(ManifestFromJson("[1, 2", "m.json").ok());
+}
+
+TEST(ShardTest, ContiguousMatchesDatasetsFormula) {
+  // 10 records over 4 shards: sizes 3,3,2,2 (first N % W get one more).
+  std::vector<int> owners;
+  for (uint64_t i = 0; i < 10; ++i) owners.push_back(OwnerOf(ShardMode::kContiguous, i, 10, 4));
+  EXPECT_EQ(owners, (std::vector<int>{0, 0, 0, 1, 1, 1, 2, 2, 3, 3}));
+  // Fewer records than ranks.
+  EXPECT_EQ(OwnerOf(ShardMode::kContiguous, 1, 2, 4), 1);
+  EXPECT_EQ(OwnerOf(ShardMode::kStrided, 9, 10, 4), 1);
+}
+
+}  // namespace
+}  // namespace ek::pack

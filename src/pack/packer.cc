@@ -1,0 +1,407 @@
+#include "pack/packer.h"
+
+#include <dirent.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <ctime>
+#include <memory>
+
+#include <fmt/core.h>
+#include <simdjson.h>
+
+#include "core/file.h"
+#include "core/jsonl.h"
+#include "core/thread_pool.h"
+#include "core/version.h"
+#include "tokenize/tokenizer.h"
+
+namespace ek::pack {
+
+static_assert(std::endian::native == std::endian::little, "block files are little-endian int32");
+
+int OwnerOf(ShardMode mode, uint64_t index, uint64_t total, int world) {
+  uint64_t w = static_cast<uint64_t>(world);
+  if (mode == ShardMode::kStrided) return static_cast<int>(index % w);
+  // datasets: div = n // w, mod = n % w; shard r = [div*r + min(r, mod), +div + (r < mod)).
+  uint64_t div = total / w, mod = total % w;
+  uint64_t boundary = mod * (div + 1);
+  if (index < boundary) return static_cast<int>(index / (div + 1));
+  return static_cast<int>(mod + (index - boundary) / div);
+}
+
+Result<std::string> EosFromConfig(const std::string& tokenizer_path) {
+  auto slash = tokenizer_path.find_last_of('/');
+  std::string dir = slash == std::string::npos ? "." : tokenizer_path.substr(0, slash);
+  std::string path = dir + "/tokenizer_config.json";
+  auto data = ReadFile(path);
+  if (!data.ok()) {
+    return NotFoundError(fmt::format("no EOS token: {} is not readable; pass --eos TOKEN", path));
+  }
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(*data);
+  simdjson::dom::element root;
+  if (parser.parse(padded).get(root)) return InvalidArgumentError(path + ": malformed JSON");
+  simdjson::dom::element eos;
+  if (root["eos_token"].get(eos) || eos.is_null()) {
+    return NotFoundError(fmt::format("{} has no eos_token; pass --eos TOKEN", path));
+  }
+  std::string_view s;
+  if (eos.get(s) == simdjson::SUCCESS) return std::string(s);
+  if (eos["content"].get(s) == simdjson::SUCCESS) return std::string(s);
+  return InvalidArgumentError(path + ": eos_token is neither a string nor {\"content\": ...}");
+}
+
+namespace {
+
+// One rank's block file: full blocks are appended (buffered) and hashed.
+class RankWriter {
+ public:
+  static Result<std::unique_ptr<RankWriter>> Open(const std::string& dir, int rank, int seq_len) {
+    auto w = std::unique_ptr<RankWriter>(new RankWriter());
+    w->rank_ = rank;
+    w->seq_len_ = static_cast<size_t>(seq_len);
+    EK_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(dir + "/" + RankFileName(rank)));
+    w->file_ = std::make_unique<AtomicFile>(std::move(f));
+    w->hash_ = XXH3_createState();
+    XXH3_64bits_reset(w->hash_);
+    return w;
+  }
+  ~RankWriter() { XXH3_freeState(hash_); }
+
+  // Stream mode (contiguous/strided): tokens accumulate, full blocks go out.
+  Status Add(const int32_t* t, size_t n) {
+    while (n > 0) {
+      size_t take = std::min(n, seq_len_ - partial_.size());
+      partial_.insert(partial_.end(), t, t + take);
+      t += take;
+      n -= take;
+      if (partial_.size() == seq_len_) {
+        EK_RETURN_IF_ERROR(WriteBlock(partial_.data()));
+        partial_.clear();
+      }
+    }
+    return Status::Ok();
+  }
+  Status WriteBlock(const int32_t* block) {
+    const char* p = reinterpret_cast<const char*>(block);
+    size_t bytes = seq_len_ * 4;
+    XXH3_64bits_update(hash_, p, bytes);
+    buf_.append(p, bytes);
+    ++blocks_;
+    if (buf_.size() >= (1u << 20)) return Flush();
+    return Status::Ok();
+  }
+  Status Flush() {
+    EK_RETURN_IF_ERROR(file_->Write(buf_));
+    buf_.clear();
+    return Status::Ok();
+  }
+  size_t partial_tokens() const { return partial_.size(); }
+  uint64_t blocks() const { return blocks_; }
+  uint64_t digest() const { return XXH3_64bits_digest(hash_); }
+  AtomicFile& file() { return *file_; }
+
+ private:
+  RankWriter() = default;
+  int rank_ = 0;
+  size_t seq_len_ = 0;
+  std::unique_ptr<AtomicFile> file_;
+  XXH3_state_t* hash_ = nullptr;
+  std::vector<int32_t> partial_;
+  std::string buf_;
+  uint64_t blocks_ = 0;
+};
+
+std::string NowUtc() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm;
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Removes hidden temp files that a killed run left behind.
+void RemoveStaleTemps(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  while (auto* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    bool ours = (n.rfind(".rank-", 0) == 0 || n.rfind(".manifest.json.", 0) == 0) &&
+                n.find(".tmp.") != std::string::npos;
+    if (ours) ::unlink((dir + "/" + n).c_str());
+  }
+  ::closedir(d);
+}
+
+struct LineRef {
+  std::string_view text;
+  uint64_t line_no;  // 1-based within its input
+  uint64_t index;    // global record index
+  int owner;         // rank (contiguous/strided), -1 for balanced
+  bool needed;
+};
+
+struct TaskOut {
+  std::vector<int32_t> ids;
+  std::vector<uint64_t> offsets;  // per line of the task: start in ids (end = next start)
+  std::vector<std::pair<size_t, Status>> errors;  // (line index in chunk, error)
+  uint64_t replaced = 0;
+};
+
+}  // namespace
+
+Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const PackProgress&)>& progress) {
+  auto t_start = std::chrono::steady_clock::now();
+  if (opt.world <= 0) return InvalidArgumentError("--world must be positive");
+  if (opt.seq_len <= 0) return InvalidArgumentError("--seq-len must be positive");
+  if (opt.inputs.empty()) return InvalidArgumentError("no inputs");
+  int lo = opt.rank_lo, hi = opt.rank_hi < 0 ? opt.world - 1 : opt.rank_hi;
+  if (lo < 0 || hi >= opt.world || lo > hi) {
+    return InvalidArgumentError(fmt::format("--ranks {}-{} is not inside 0-{}", lo, hi, opt.world - 1));
+  }
+  EK_ASSIGN_OR_RETURN(auto tok, tokenize::Tokenizer::FromFile(opt.tokenizer_path));
+  std::string eos_token;
+  if (opt.eos_token) {
+    eos_token = *opt.eos_token;
+  } else {
+    EK_ASSIGN_OR_RETURN(eos_token, EosFromConfig(opt.tokenizer_path));
+  }
+  auto eos = tok->TokenToId(eos_token);
+  if (!eos) return InvalidArgumentError(fmt::format("EOS token '{}' is not in the tokenizer", eos_token));
+  const int32_t eos_id = *eos;
+
+  Manifest m;
+  m.evenkeel_version = kVersion;
+  m.created = NowUtc();
+  m.tokenizer_path = opt.tokenizer_path;
+  {
+    EK_ASSIGN_OR_RETURN(MappedFile tf, MappedFile::Open(opt.tokenizer_path));
+    m.tokenizer_xxh3 = XXH3_64bits(tf.data().data(), tf.size());
+  }
+  m.vocab_size = tok->vocab_size();
+  m.seq_len = opt.seq_len;
+  m.world = opt.world;
+  m.shard = opt.shard;
+  m.eos_id = eos_id;
+  m.eos_token = eos_token;
+  m.chat_template = std::string(ChatTemplateName(opt.record.chat));
+  m.text_field = opt.record.text_field;
+
+  // Pass 1: sizes, hashes, record counts (sharding needs the total up front).
+  for (const std::string& path : opt.inputs) {
+    InputInfo in;
+    in.path = path;
+    EK_ASSIGN_OR_RETURN(in.xxh3, HashFile(path, &in.size));
+    EK_ASSIGN_OR_RETURN(auto reader, LineChunkReader::Open(path, opt.chunk_bytes));
+    std::string_view chunk;
+    while (true) {
+      EK_ASSIGN_OR_RETURN(bool more, reader->Next(&chunk));
+      if (!more) break;
+      size_t pos = 0;
+      while (pos < chunk.size()) {
+        size_t nl = chunk.find('\n', pos);
+        if (nl == std::string_view::npos) nl = chunk.size();
+        if (!IsBlankLine(chunk.substr(pos, nl - pos))) ++in.records;
+        pos = nl + 1;
+      }
+    }
+    m.inputs.push_back(in);
+    m.total_records += in.records;
+  }
+  const uint64_t total = m.total_records;
+
+  EK_RETURN_IF_ERROR(MakeDirs(opt.out_dir));
+  RemoveStaleTemps(opt.out_dir);
+  std::vector<std::unique_ptr<RankWriter>> writers(static_cast<size_t>(opt.world));
+  for (int r = lo; r <= hi; ++r) {
+    EK_ASSIGN_OR_RETURN(writers[static_cast<size_t>(r)], RankWriter::Open(opt.out_dir, r, opt.seq_len));
+  }
+  std::vector<RankInfo> stats(static_cast<size_t>(opt.world));
+  for (int r = 0; r < opt.world; ++r) {
+    stats[static_cast<size_t>(r)].rank = r;
+    stats[static_cast<size_t>(r)].file = RankFileName(r);
+  }
+  const size_t seq = static_cast<size_t>(opt.seq_len);
+  const size_t W = static_cast<size_t>(opt.world);
+
+  // Balanced routing: one stream, block i to rank i mod W, whole rounds only.
+  std::vector<int32_t> cur;
+  std::vector<std::vector<int32_t>> round(W);
+  uint64_t block_index = 0;
+  auto balanced_add = [&](const int32_t* t, size_t n) -> Status {
+    while (n > 0) {
+      size_t take = std::min(n, seq - cur.size());
+      cur.insert(cur.end(), t, t + take);
+      t += take;
+      n -= take;
+      if (cur.size() == seq) {
+        size_t r = block_index % W;
+        round[r].swap(cur);
+        cur.clear();
+        ++block_index;
+        if (block_index % W == 0) {
+          for (size_t k = 0; k < W; ++k) {
+            stats[k].tokens += seq;
+            if (writers[k]) EK_RETURN_IF_ERROR(writers[k]->WriteBlock(round[k].data()));
+            stats[k].blocks += 1;
+          }
+        }
+      }
+    }
+    return Status::Ok();
+  };
+
+  // Pass 2: render + tokenize in parallel, route in record order.
+  ThreadPool pool(opt.threads);
+  std::vector<std::unique_ptr<RecordRenderer>> renderers;
+  std::vector<std::string> texts(pool.size());
+  for (size_t i = 0; i < pool.size(); ++i) renderers.push_back(std::make_unique<RecordRenderer>(opt.record));
+  uint64_t global_index = 0, tokens_done = 0, bytes_done = 0;
+  std::vector<LineRef> lines;
+  for (size_t input_no = 0; input_no < opt.inputs.size(); ++input_no) {
+    const std::string& path = opt.inputs[input_no];
+    EK_ASSIGN_OR_RETURN(auto reader, LineChunkReader::Open(path, opt.chunk_bytes));
+    uint64_t line_no = 0;
+    std::string_view chunk;
+    while (true) {
+      EK_ASSIGN_OR_RETURN(bool more, reader->Next(&chunk));
+      if (!more) break;
+      lines.clear();
+      size_t pos = 0;
+      while (pos < chunk.size()) {
+        size_t nl = chunk.find('\n', pos);
+        if (nl == std::string_view::npos) nl = chunk.size();
+        std::string_view line = chunk.substr(pos, nl - pos);
+        ++line_no;
+        pos = nl + 1;
+        if (IsBlankLine(line)) continue;
+        LineRef ref{line, line_no, global_index, -1, true};
+        if (opt.shard != ShardMode::kBalanced) {
+          ref.owner = OwnerOf(opt.shard, global_index, total, opt.world);
+          ref.needed = ref.owner >= lo && ref.owner <= hi;
+        }
+        lines.push_back(ref);
+        ++global_index;
+      }
+      size_t tasks = std::min<size_t>(lines.size(), pool.size() * 8);
+      std::vector<TaskOut> outs(tasks);
+      pool.ParallelFor(tasks, [&](size_t task, size_t worker) {
+        size_t a = lines.size() * task / tasks, b = lines.size() * (task + 1) / tasks;
+        TaskOut& out = outs[task];
+        std::string& text = texts[worker];
+        for (size_t i = a; i < b; ++i) {
+          out.offsets.push_back(out.ids.size());
+          if (!lines[i].needed) continue;
+          size_t replaced = 0;
+          Status st = renderers[worker]->Render(lines[i].text, &text, &replaced);
+          out.replaced += replaced;
+          if (st.ok()) st = tok->Encode(text, &out.ids);
+          if (!st.ok()) {
+            out.ids.resize(out.offsets.back());
+            out.errors.emplace_back(i, std::move(st));
+          }
+        }
+        out.offsets.push_back(out.ids.size());
+      });
+      for (size_t task = 0; task < tasks; ++task) {
+        TaskOut& out = outs[task];
+        size_t a = lines.size() * task / tasks, b = lines.size() * (task + 1) / tasks;
+        size_t next_err = 0;
+        for (size_t i = a; i < b; ++i) {
+          const LineRef& ref = lines[i];
+          if (!ref.needed) continue;
+          if (next_err < out.errors.size() && out.errors[next_err].first == i) {
+            Status st = out.errors[next_err++].second.WithContext(fmt::format("{}:{}", path, ref.line_no));
+            if (!opt.skip_bad) return st;
+            ++m.skipped_bad;
+            ++m.inputs[input_no].skipped_bad;
+            if (m.bad_examples.size() < 10) m.bad_examples.push_back({path, ref.line_no, st.message()});
+            continue;
+          }
+          const int32_t* ids = out.ids.data() + out.offsets[i - a];
+          size_t n = out.offsets[i - a + 1] - out.offsets[i - a];
+          tokens_done += n + 1;
+          bytes_done += ref.text.size();
+          if (opt.shard == ShardMode::kBalanced) {
+            stats[block_index % W].records += 1;  // the rank whose block this record starts in
+            EK_RETURN_IF_ERROR(balanced_add(ids, n));
+            EK_RETURN_IF_ERROR(balanced_add(&eos_id, 1));
+          } else {
+            RankInfo& s = stats[static_cast<size_t>(ref.owner)];
+            s.records += 1;
+            s.tokens += n + 1;
+            RankWriter& w = *writers[static_cast<size_t>(ref.owner)];
+            EK_RETURN_IF_ERROR(w.Add(ids, n));
+            EK_RETURN_IF_ERROR(w.Add(&eos_id, 1));
+          }
+        }
+      }
+      if (progress) {
+        PackProgress p;
+        p.records_done = global_index;
+        p.records_total = total;
+        p.tokens = tokens_done;
+        p.bytes = bytes_done;
+        p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+        progress(p);
+      }
+    }
+  }
+
+  // Close the books per rank.
+  if (opt.shard == ShardMode::kBalanced) {
+    // Blocks of the unfinished round and the partial block are dropped.
+    uint64_t pending = block_index % W;
+    for (size_t k = 0; k < pending; ++k) {
+      stats[k].tokens += seq;
+      stats[k].dropped_tokens += seq;
+    }
+    stats[block_index % W].tokens += cur.size();
+    stats[block_index % W].dropped_tokens += cur.size();
+    m.total_tokens = tokens_done;
+  } else {
+    for (auto& s : stats) {
+      s.blocks = s.tokens / seq;
+      s.dropped_tokens = s.tokens % seq;
+    }
+  }
+  for (auto& s : stats) s.bytes = s.blocks * seq * 4;
+
+  // Publish: flush and fsync every rank, drop the old manifest, rename the
+  // ranks into place, then write the new manifest.
+  for (int r = lo; r <= hi; ++r) {
+    RankWriter& w = *writers[static_cast<size_t>(r)];
+    EK_RETURN_IF_ERROR(w.Flush());
+    RankInfo& s = stats[static_cast<size_t>(r)];
+    if (w.blocks() != s.blocks) {
+      return InternalError(fmt::format("rank {}: wrote {} blocks, expected {}", r, w.blocks(), s.blocks));
+    }
+    s.xxh3 = w.digest();
+  }
+  std::string manifest_path = opt.out_dir + "/manifest.json";
+  if (FileExists(manifest_path) && ::unlink(manifest_path.c_str()) != 0) {
+    return ErrnoError(manifest_path, errno);
+  }
+  for (int r = lo; r <= hi; ++r) EK_RETURN_IF_ERROR(writers[static_cast<size_t>(r)]->file().Commit());
+  for (int r = lo; r <= hi; ++r) m.ranks.push_back(stats[static_cast<size_t>(r)]);
+  if (opt.shard != ShardMode::kBalanced) {
+    m.total_records = 0;
+    for (const auto& s : m.ranks) {
+      m.total_records += s.records;
+      m.total_tokens += s.tokens;
+      m.total_dropped_tokens += s.dropped_tokens;
+    }
+  } else {
+    m.total_records = total - m.skipped_bad;
+    for (const auto& s : stats) m.total_dropped_tokens += s.dropped_tokens;
+  }
+  EK_RETURN_IF_ERROR(WriteManifest(opt.out_dir, m));
+  return m;
+}
+
+}  // namespace ek::pack

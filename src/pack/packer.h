@@ -1,0 +1,55 @@
+// The packer: tokenize every record once, route tokens to ranks, cut fixed
+// blocks, write rank-NNNNN.i32 files and manifest.json (docs/pack_format.md).
+//
+// Deterministic: the output depends only on the inputs and options, never on
+// the thread count. Streaming: memory is bounded by the chunk size and world,
+// not the corpus. Safe: files are written under hidden temporary names,
+// fsynced, and renamed only when every rank is complete; the manifest comes
+// last, so a killed run leaves nothing that looks complete.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "pack/manifest.h"
+#include "pack/record.h"
+
+namespace ek::pack {
+
+struct PackOptions {
+  std::string tokenizer_path;
+  std::vector<std::string> inputs;
+  std::string out_dir;
+  int world = 0;
+  int seq_len = 2048;
+  ShardMode shard = ShardMode::kContiguous;
+  RecordOptions record;
+  std::optional<std::string> eos_token;  // default: eos_token of tokenizer_config.json
+  int rank_lo = 0;                       // ranks to write: [rank_lo, rank_hi]
+  int rank_hi = -1;                      // -1: world - 1
+  size_t threads = 0;                    // 0: all cores
+  bool skip_bad = false;
+  size_t chunk_bytes = 8u << 20;
+};
+
+struct PackProgress {
+  uint64_t records_done = 0, records_total = 0, tokens = 0, bytes = 0;
+  double seconds = 0;
+};
+
+// Runs a pack. `progress` (optional) is called from the calling thread.
+Result<Manifest> Pack(const PackOptions& options,
+                      const std::function<void(const PackProgress&)>& progress = nullptr);
+
+// Which rank owns record `index` of `total` (contiguous / strided), matching
+// Hugging Face datasets' Dataset.shard(num_shards=world, index=rank, contiguous=...).
+int OwnerOf(ShardMode mode, uint64_t index, uint64_t total, int world);
+
+// The EOS token named in tokenizer_config.json beside `tokenizer_path`.
+Result<std::string> EosFromConfig(const std::string& tokenizer_path);
+
+}  // namespace ek::pack

@@ -1,0 +1,264 @@
+#include "pack/packer.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <zstd.h>
+
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "core/file.h"
+#include "core/json_out.h"
+#include "pack/inspect.h"
+#include "tokenize/tiny_tokenizer_testing.h"
+#include "tokenize/tokenizer.h"
+
+namespace ek::pack {
+namespace {
+
+class PackerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ek_pack_test.XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    tok_path_ = dir_ + "/tokenizer.json";
+    ASSERT_TRUE(WriteFileAtomic(tok_path_, tokenize::testing::TinyJson()).ok());
+    tok_ = std::move(tokenize::Tokenizer::FromFile(tok_path_)).value();
+  }
+
+  std::string WriteInput(const std::string& name, const std::vector<std::string>& texts) {
+    std::string body;
+    for (const auto& t : texts) body += "{\"text\": " + JsonString(t) + "}\n";
+    std::string path = dir_ + "/" + name;
+    EXPECT_TRUE(WriteFileAtomic(path, body).ok());
+    return path;
+  }
+
+  PackOptions Options(const std::vector<std::string>& inputs, const std::string& out, int world, int seq) {
+    PackOptions o;
+    o.tokenizer_path = tok_path_;
+    o.inputs = inputs;
+    o.out_dir = dir_ + "/" + out;
+    o.world = world;
+    o.seq_len = seq;
+    o.eos_token = "<|x|>";
+    return o;
+  }
+
+  std::vector<int32_t> ReadRank(const std::string& out, int rank) {
+    auto f = ReadFile(dir_ + "/" + out + "/" + RankFileName(rank));
+    EXPECT_TRUE(f.ok()) << f.status().message();
+    std::vector<int32_t> v(f->size() / 4);
+    std::memcpy(v.data(), f->data(), f->size());
+    return v;
+  }
+
+  // The reference packer: tokens of each record + EOS, concatenated.
+  std::vector<int32_t> Stream(const std::vector<std::string>& texts, const std::vector<size_t>& which) {
+    std::vector<int32_t> s;
+    for (size_t i : which) {
+      auto ids = tok_->Encode(texts[i]);
+      s.insert(s.end(), ids->begin(), ids->end());
+      s.push_back(261);
+    }
+    return s;
+  }
+
+  std::vector<std::string> Texts(int n) {
+    std::vector<std::string> t;
+    for (int i = 0; i < n; ++i) {
+      std::string s = "hello world " + std::to_string(i);
+      for (int k = 0; k < i % 5; ++k) s += " more words héllo";
+      t.push_back(s);
+    }
+    return t;
+  }
+
+  std::set<std::string> List(const std::string& sub) {
+    std::set<std::string> names;
+    DIR* d = ::opendir((dir_ + "/" + sub).c_str());
+    if (!d) return names;
+    while (auto* e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.insert(n);
+    }
+    ::closedir(d);
+    return names;
+  }
+
+  std::string dir_, tok_path_;
+  std::unique_ptr<tokenize::Tokenizer> tok_;
+};
+
+TEST_F(PackerTest, ContiguousAndStridedStreamsMatchReference) {
+  auto texts = Texts(23);
+  std::string in = WriteInput("a.jsonl", texts);
+  for (ShardMode mode : {ShardMode::kContiguous, ShardMode::kStrided}) {
+    PackOptions o = Options({in}, "out", 4, 8);
+    o.shard = mode;
+    auto m = Pack(o);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    for (int r = 0; r < 4; ++r) {
+      std::vector<size_t> which;
+      for (size_t i = 0; i < texts.size(); ++i) {
+        if (OwnerOf(mode, i, texts.size(), 4) == r) which.push_back(i);
+      }
+      auto stream = Stream(texts, which);
+      stream.resize(stream.size() / 8 * 8);  // the trailing partial block is dropped
+      EXPECT_EQ(ReadRank("out", r), stream) << "rank " << r;
+      EXPECT_EQ(m->ranks[r].records, which.size());
+      EXPECT_EQ(m->ranks[r].blocks, stream.size() / 8);
+    }
+    EXPECT_TRUE(Inspect(o.out_dir, 2)->ok());
+  }
+}
+
+TEST_F(PackerTest, BalancedHasZeroSpread) {
+  auto texts = Texts(37);
+  std::string in = WriteInput("a.jsonl", texts);
+  PackOptions o = Options({in}, "bal", 3, 8);
+  o.shard = ShardMode::kBalanced;
+  auto m = Pack(o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->max_blocks(), m->min_blocks());
+  std::vector<size_t> all(texts.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  auto stream = Stream(texts, all);
+  size_t blocks = stream.size() / 8 / 3 * 3;
+  for (int r = 0; r < 3; ++r) {
+    std::vector<int32_t> expect;
+    for (size_t b = r; b < blocks; b += 3) expect.insert(expect.end(), stream.begin() + b * 8, stream.begin() + (b + 1) * 8);
+    EXPECT_EQ(ReadRank("bal", r), expect);
+  }
+  EXPECT_EQ(m->total_dropped_tokens, stream.size() - blocks * 8);
+}
+
+TEST_F(PackerTest, SameOutputWhateverTheThreadCount) {
+  auto texts = Texts(200);
+  std::string in = WriteInput("a.jsonl", texts);
+  for (ShardMode mode : {ShardMode::kContiguous, ShardMode::kBalanced}) {
+    PackOptions one = Options({in}, "t1", 4, 16), two = Options({in}, "t2", 4, 16);
+    one.threads = 1;
+    two.threads = 2;
+    one.chunk_bytes = 512;  // many chunks
+    one.shard = two.shard = mode;
+    auto a = Pack(one), b = Pack(two);
+    ASSERT_TRUE(a.ok() && b.ok());
+    for (int r = 0; r < 4; ++r) EXPECT_EQ(ReadRank("t1", r), ReadRank("t2", r));
+    for (int r = 0; r < 4; ++r) EXPECT_EQ(a->ranks[r].xxh3, b->ranks[r].xxh3);
+  }
+}
+
+TEST_F(PackerTest, NodeRangesAreByteIdenticalAndMerge) {
+  auto texts = Texts(50);
+  std::string in = WriteInput("a.jsonl", texts);
+  for (ShardMode mode : {ShardMode::kContiguous, ShardMode::kStrided, ShardMode::kBalanced}) {
+    PackOptions full = Options({in}, "full", 4, 8), n0 = Options({in}, "n0", 4, 8), n1 = Options({in}, "n1", 4, 8);
+    full.shard = n0.shard = n1.shard = mode;
+    n0.rank_lo = 0, n0.rank_hi = 1;
+    n1.rank_lo = 2, n1.rank_hi = 3;
+    auto mf = Pack(full), m0 = Pack(n0), m1 = Pack(n1);
+    ASSERT_TRUE(mf.ok() && m0.ok() && m1.ok());
+    EXPECT_FALSE(m0->complete());
+    EXPECT_EQ(List("n0").count(RankFileName(2)), 0u);
+    EXPECT_EQ(ReadRank("n0", 1), ReadRank("full", 1));
+    EXPECT_EQ(ReadRank("n1", 2), ReadRank("full", 2));
+    auto merged = MergeManifests({*m0, *m1}, {"n0", "n1"});
+    ASSERT_TRUE(merged.ok()) << merged.status().message();
+    for (int r = 0; r < 4; ++r) EXPECT_EQ(merged->ranks[r].xxh3, mf->ranks[r].xxh3);
+    EXPECT_EQ(merged->total_tokens, mf->total_tokens);
+  }
+}
+
+TEST_F(PackerTest, BadRecordPublishesNothing) {
+  std::string path = dir_ + "/bad.jsonl";
+  ASSERT_TRUE(WriteFileAtomic(path, "{\"text\": \"ok\"}\n{\"text\": \"ok\"}\n{\"txt\": 1}\n").ok());
+  auto m = Pack(Options({path}, "bad", 2, 4));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("bad.jsonl:3"), std::string::npos) << m.status().message();
+  EXPECT_TRUE(List("bad").empty());  // no rank file, no manifest, no temp file
+  PackOptions skip = Options({path}, "bad", 2, 4);
+  skip.skip_bad = true;
+  auto s = Pack(skip);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->skipped_bad, 1u);
+  EXPECT_EQ(s->bad_examples.at(0).line, 3u);
+}
+
+TEST_F(PackerTest, RerunAfterAKilledRunFinishesTheJob) {
+  auto texts = Texts(30);
+  std::string in = WriteInput("a.jsonl", texts);
+  PackOptions o = Options({in}, "kill", 2, 8);
+  auto first = Pack(o);
+  ASSERT_TRUE(first.ok());
+  // What a run killed mid-way leaves: hidden temps and no manifest.
+  ::unlink((o.out_dir + "/manifest.json").c_str());
+  ASSERT_TRUE(WriteFileAtomic(o.out_dir + "/.rank-00000.i32.tmp.999.0", "partial").ok());
+  EXPECT_FALSE(ReadManifest(o.out_dir).ok());  // does not look complete
+  auto again = Pack(o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(List("kill"), (std::set<std::string>{"manifest.json", "rank-00000.i32", "rank-00001.i32"}));
+  EXPECT_EQ(again->ranks[0].xxh3, first->ranks[0].xxh3);
+  EXPECT_TRUE(Inspect(o.out_dir)->ok());
+}
+
+TEST_F(PackerTest, EdgeCases) {
+  // Empty input.
+  std::string empty = WriteInput("empty.jsonl", {});
+  auto e = Pack(Options({empty}, "empty", 2, 8));
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->total_blocks(), 0u);
+  // A record longer than a block spans blocks.
+  std::string longrec(200, 'a');
+  std::string lp = WriteInput("long.jsonl", {longrec});
+  auto l = Pack(Options({lp}, "long", 1, 8));
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->ranks[0].blocks, (200 + 1) / 8);
+  // World larger than the record count.
+  std::string few = WriteInput("few.jsonl", {"one", "two"});
+  auto f = Pack(Options({few}, "few", 5, 2));
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->ranks[4].records, 0u);
+  EXPECT_EQ(f->min_blocks(), 0u);
+}
+
+TEST_F(PackerTest, ReadsZstdInput) {
+  auto texts = Texts(40);
+  std::string plain = WriteInput("z.jsonl", texts);
+  std::string body = *ReadFile(plain);
+  std::string comp(ZSTD_compressBound(body.size()), '\0');
+  comp.resize(ZSTD_compress(comp.data(), comp.size(), body.data(), body.size(), 3));
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/z.jsonl.zst", comp).ok());
+  auto a = Pack(Options({plain}, "zp", 2, 8));
+  auto b = Pack(Options({dir_ + "/z.jsonl.zst"}, "zz", 2, 8));
+  ASSERT_TRUE(a.ok() && b.ok()) << b.status().message();
+  EXPECT_EQ(a->ranks[1].xxh3, b->ranks[1].xxh3);
+  // A truncated .zst is an error naming the file.
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/cut.jsonl.zst", comp.substr(0, comp.size() / 2)).ok());
+  auto c = Pack(Options({dir_ + "/cut.jsonl.zst"}, "zc", 2, 8));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("cut.jsonl.zst"), std::string::npos);
+}
+
+TEST_F(PackerTest, InspectCatchesDamage) {
+  auto texts = Texts(30);
+  std::string in = WriteInput("a.jsonl", texts);
+  PackOptions o = Options({in}, "dmg", 2, 8);
+  ASSERT_TRUE(Pack(o).ok());
+  std::string f0 = o.out_dir + "/" + RankFileName(0);
+  std::string data = *ReadFile(f0);
+  int32_t big = 100000;
+  std::memcpy(data.data() + 4, &big, 4);
+  ASSERT_TRUE(WriteFileAtomic(f0, data).ok());
+  auto r = Inspect(o.out_dir);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->ok());
+  EXPECT_EQ(r->ranks[0].bad_tokens, 1u);
+  EXPECT_EQ(r->ranks[0].first_bad_token_at, 1);
+  ASSERT_TRUE(WriteFileAtomic(f0, data.substr(0, 20)).ok());
+  EXPECT_FALSE(Inspect(o.out_dir)->ranks[0].problems.empty());
+}
+
+}  // namespace
+}  // namespace ek::pack
