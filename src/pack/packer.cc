@@ -41,17 +41,23 @@ Result<std::string> EosFromConfig(const std::string& tokenizer_path) {
   if (!data.ok()) {
     return NotFoundError(fmt::format("no EOS token: {} is not readable; pass --eos TOKEN", path));
   }
-  simdjson::dom::parser parser;
+  // On-demand parsing: configs carry values the DOM parser rejects (e.g. a
+  // model_max_length of 1e30 written as an integer), and we need one field.
+  simdjson::ondemand::parser parser;
   simdjson::padded_string padded(*data);
-  simdjson::dom::element root;
-  if (parser.parse(padded).get(root)) return InvalidArgumentError(path + ": malformed JSON");
-  simdjson::dom::element eos;
-  if (root["eos_token"].get(eos) || eos.is_null()) {
-    return NotFoundError(fmt::format("{} has no eos_token; pass --eos TOKEN", path));
-  }
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::value eos;
+  if (parser.iterate(padded).get(doc)) return InvalidArgumentError(path + ": malformed JSON");
+  auto err = doc.find_field_unordered("eos_token").get(eos);
+  if (err == simdjson::NO_SUCH_FIELD) return NotFoundError(fmt::format("{} has no eos_token; pass --eos TOKEN", path));
+  if (err) return InvalidArgumentError(fmt::format("{}: malformed JSON ({})", path, simdjson::error_message(err)));
   std::string_view s;
-  if (eos.get(s) == simdjson::SUCCESS) return std::string(s);
-  if (eos["content"].get(s) == simdjson::SUCCESS) return std::string(s);
+  if (eos.is_null()) return NotFoundError(fmt::format("{}: eos_token is null; pass --eos TOKEN", path));
+  if (eos.type().value_unsafe() == simdjson::ondemand::json_type::string) {
+    if (!eos.get_string().get(s)) return std::string(s);
+  } else if (eos.type().value_unsafe() == simdjson::ondemand::json_type::object) {
+    if (!eos["content"].get_string().get(s)) return std::string(s);
+  }
   return InvalidArgumentError(path + ": eos_token is neither a string nor {\"content\": ...}");
 }
 
