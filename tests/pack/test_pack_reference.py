@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -131,3 +132,44 @@ def test_chatml_records_match_reference(tmp_path, records):
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_killed_run_leaves_nothing_complete_and_rerun_finishes(tmp_path, records):
+    import signal
+    require(QWEN)
+    inp = tmp_path / "big.jsonl"
+    write_jsonl(inp, [{"text": t} for t in records] * 40)
+    out = tmp_path / "out"
+    args = [EVENKEEL, "pack", "--tokenizer", QWEN, "--world", "4", "--out", str(out), "--threads", "1", str(inp)]
+    p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Kill once temporaries exist, i.e. mid-run.
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out.exists() and any(n.startswith(".rank-") for n in os.listdir(out))):
+        time.sleep(0.01)
+    time.sleep(0.2)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    names = os.listdir(out)
+    assert "manifest.json" not in names, names
+    assert not [n for n in names if n.startswith("rank-")], names  # no file that looks complete
+    q = subprocess.run(args + ["--json"], capture_output=True, text=True)
+    assert q.returncode == 0, q.stderr
+    assert sorted(os.listdir(out)) == ["manifest.json"] + [f"rank-{r:05d}.i32" for r in range(4)]
+    v = subprocess.run([EVENKEEL, "inspect", str(out)], capture_output=True, text=True)
+    assert v.returncode == 0, v.stdout + v.stderr
+
+
+def test_bad_input_names_file_and_line(tmp_path):
+    require(QWEN)
+    inp = tmp_path / "bad.jsonl"
+    inp.write_bytes(b'{"text": "fine"}\n{"text": "bad \xff byte"}\n')
+    out = tmp_path / "out"
+    p = subprocess.run([EVENKEEL, "pack", "--tokenizer", QWEN, "--world", "2", "--out", str(out), str(inp)],
+                       capture_output=True, text=True)
+    assert p.returncode != 0
+    assert "bad.jsonl:2" in p.stderr and "invalid UTF-8" in p.stderr, p.stderr
+    assert not out.exists() or os.listdir(out) == []
+    p = subprocess.run([EVENKEEL, "pack", "--tokenizer", QWEN, "--world", "2", "--out", str(out), "--skip-bad",
+                        "--json", str(inp)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["totals"]["skipped_bad"] == 1

@@ -1,0 +1,570 @@
+#include "gate/gate.h"
+
+#include <dirent.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+
+#include <fmt/core.h>
+#include <simdjson.h>
+
+#include "core/file.h"
+#include "core/json_check.h"
+#include "core/json_out.h"
+#include "core/version.h"
+#include "pack/inspect.h"
+#include "pack/manifest.h"
+
+namespace ek::gate {
+
+std::string_view VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kPass: return "PASS";
+    case Verdict::kWarn: return "WARN";
+    case Verdict::kFail: return "FAIL";
+  }
+  return "FAIL";
+}
+
+Verdict GateReport::overall() const {
+  Verdict v = Verdict::kPass;
+  for (const auto& c : checks) v = std::max(v, c.verdict);
+  return v;
+}
+
+GateEnv RealGateEnv() {
+  GateEnv env;
+  env.getenv = [](const std::string& k) -> std::optional<std::string> {
+    const char* v = std::getenv(k.c_str());
+    if (!v) return std::nullopt;
+    return std::string(v);
+  };
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  env.host = host;
+  return env;
+}
+
+namespace {
+
+std::string NowUtc() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm;
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+Check Make(std::string name, Verdict v, std::string reason) {
+  Check c;
+  c.name = std::move(name);
+  c.verdict = v;
+  c.reason = std::move(reason);
+  return c;
+}
+
+// Balance over whatever per-rank block counts are known.
+Check BalanceCheck(const RunFile& run, const std::map<int, uint64_t>& blocks, bool complete) {
+  Check c;
+  c.name = "balance";
+  if (blocks.empty()) return Make("balance", Verdict::kFail, "no block counts (no manifest)");
+  uint64_t lo = UINT64_MAX, hi = 0, total = 0;
+  for (auto [r, b] : blocks) {
+    lo = std::min(lo, b);
+    hi = std::max(hi, b);
+    total += b;
+  }
+  uint64_t spread = hi - lo;
+  c.numbers = {{"global_min_blocks", static_cast<double>(lo)}, {"global_max_blocks", static_cast<double>(hi)},
+               {"spread", static_cast<double>(spread)}, {"ranks", static_cast<double>(blocks.size())}};
+  std::string scope = complete ? "" : fmt::format(" over the {} ranks checked here", blocks.size());
+  if (spread == 0) {
+    c.verdict = Verdict::kPass;
+    c.reason = fmt::format("every rank has {} blocks{}: spread 0", Thousands(lo), scope);
+    return c;
+  }
+  uint64_t dropped = 0, padded = 0;
+  for (auto [r, b] : blocks) {
+    dropped += b - lo;
+    padded += hi - b;
+  }
+  c.numbers["evenfix_dropped_tokens"] = static_cast<double>(dropped) * run.seq_len;
+  if (run.evenfix == EvenfixMode::kOff) {
+    c.verdict = Verdict::kFail;
+    c.reason = fmt::format(
+        "block spread {} (min {}, max {}){} and evenfix is off: the shortest rank would leave the loop "
+        "{} blocks early and enter the save barrier while the others still reduce gradients (deadlock)",
+        Thousands(spread), Thousands(lo), Thousands(hi), scope, Thousands(spread));
+    return c;
+  }
+  c.verdict = Verdict::kWarn;
+  if (run.evenfix == EvenfixMode::kPad) {
+    c.reason = fmt::format("block spread {} (min {}, max {}){}: evenfix pad repeats {} blocks so every rank runs {} blocks",
+                           Thousands(spread), Thousands(lo), Thousands(hi), scope, Thousands(padded), Thousands(hi));
+  } else {
+    c.reason = fmt::format(
+        "block spread {} (min {}, max {}){}: evenfix pins every rank to {} blocks, dropping {} tokens ({:.3f}% of the data)",
+        Thousands(spread), Thousands(lo), Thousands(hi), scope, Thousands(lo), Thousands(dropped * run.seq_len),
+        total ? 100.0 * dropped / total : 0.0);
+  }
+  return c;
+}
+
+bool OnNetworkFs(const std::string& path, std::string* kind) {
+  struct statfs s;
+  if (::statfs(path.c_str(), &s) != 0) return false;
+  switch (static_cast<unsigned long>(s.f_type)) {
+    case 0x6969: *kind = "NFS"; return true;
+    case 0xFF534D42: *kind = "CIFS"; return true;
+    case 0x517B: *kind = "SMB"; return true;
+    case 0xFE534D42: *kind = "SMB2"; return true;
+    case 0x65735546: *kind = "FUSE"; return true;
+    case 0x0BD00BD0: *kind = "Lustre"; return true;
+    case 0x47504653: *kind = "GPFS"; return true;
+    case 0x00C36400: *kind = "Ceph"; return true;
+    default: return false;
+  }
+}
+
+std::optional<long long> EnvInt(const GateEnv& env, const std::string& key) {
+  auto v = env.getenv(key);
+  if (!v) return std::nullopt;
+  try {
+    return std::stoll(*v);
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env) {
+  auto t0 = std::chrono::steady_clock::now();
+  GateReport rep;
+  rep.run_name = run.name;
+  rep.host = env.host;
+  rep.node_rank = node_rank;
+  rep.hosts = run.hosts;
+  rep.evenkeel_version = kVersion;
+  rep.time = NowUtc();
+  if (node_rank >= run.nodes) {
+    return InvalidArgumentError(fmt::format("--node-rank {} but the run has {} node(s)", node_rank, run.nodes));
+  }
+
+  auto model = ModelForRun(run);
+  std::string pack_dir = run.Resolve(run.pack_dir);
+  auto manifest = pack_dir.empty() ? Result<pack::Manifest>(InvalidArgumentError("data.pack_dir is not set"))
+                                   : pack::ReadManifest(pack_dir);
+  const pack::Manifest* mp = manifest.ok() ? &*manifest : nullptr;
+  Plan plan;
+  if (model.ok()) {
+    EK_ASSIGN_OR_RETURN(plan, MakePlan(run, *model, mp, env.gpus.available ? env.gpus.memory_bytes : 0));
+  }
+
+  // 1. data
+  {
+    Check c;
+    c.name = "data";
+    if (!mp) {
+      c.verdict = Verdict::kFail;
+      c.reason = manifest.status().message();
+    } else {
+      std::vector<int> want;
+      if (node_rank < 0) {
+        for (int r = 0; r < run.world(); ++r) want.push_back(r);
+      } else {
+        for (int r = node_rank * run.gpus_per_node; r < (node_rank + 1) * run.gpus_per_node; ++r) want.push_back(r);
+      }
+      pack::Manifest sub = *mp;
+      sub.ranks.clear();
+      std::vector<int64_t> missing;
+      for (int r : want) {
+        auto it = std::find_if(mp->ranks.begin(), mp->ranks.end(), [r](auto& x) { return x.rank == r; });
+        if (it == mp->ranks.end()) {
+          missing.push_back(r);
+        } else {
+          sub.ranks.push_back(*it);
+        }
+      }
+      pack::InspectReport ir = pack::InspectWith(sub, pack_dir, env.threads, true);
+      std::vector<std::string> problems;
+      uint64_t blocks = 0, bytes = 0;
+      for (size_t i = 0; i < ir.ranks.size(); ++i) {
+        rep.ranks_checked.push_back(sub.ranks[i].rank);
+        blocks += sub.ranks[i].blocks;
+        bytes += ir.ranks[i].size;
+        for (const auto& p : ir.ranks[i].problems) problems.push_back(p);
+      }
+      if (!missing.empty()) problems.insert(problems.begin(), fmt::format("ranks {} are not in the manifest", CompactRanges(missing)));
+      if (mp->seq_len != run.seq_len) {
+        problems.insert(problems.begin(), fmt::format("the pack has seq_len {}, the run {}", mp->seq_len, run.seq_len));
+      }
+      c.numbers = {{"ranks", static_cast<double>(ir.ranks.size())}, {"blocks", static_cast<double>(blocks)},
+                   {"bytes", static_cast<double>(bytes)}, {"problems", static_cast<double>(problems.size())}};
+      if (problems.empty()) {
+        c.verdict = Verdict::kPass;
+        c.reason = fmt::format("{} rank file(s), {} blocks, {}: sizes, checksums and token ids (< {}) match the manifest",
+                               ir.ranks.size(), Thousands(blocks), FormatBytes(static_cast<double>(bytes)), mp->vocab_size);
+      } else {
+        c.verdict = Verdict::kFail;
+        c.reason = problems.front();
+        if (problems.size() > 1) c.reason += fmt::format(" (and {} more problem(s))", problems.size() - 1);
+      }
+    }
+    rep.checks.push_back(c);
+  }
+
+  // 2. balance (over the manifest's ranks; merged parts recompute it)
+  if (mp) {
+    for (const auto& r : mp->ranks) rep.rank_blocks[r.rank] = r.blocks;
+  }
+  rep.checks.push_back(BalanceCheck(run, rep.rank_blocks, mp && mp->complete()));
+  if (!rep.rank_blocks.empty()) {
+    uint64_t lo = UINT64_MAX;
+    for (auto [r, b] : rep.rank_blocks) lo = std::min(lo, b);
+    rep.global_min_blocks = lo;
+  }
+
+  // 3. schedule
+  {
+    Check c;
+    c.name = "schedule";
+    std::vector<std::string> fails, warns;
+    if (mp && mp->world != run.world()) {
+      fails.push_back(fmt::format("world {} = {} nodes x {} GPUs, but the pack was made for world {}", run.world(),
+                                  run.nodes, run.gpus_per_node, mp->world));
+    }
+    if (!mp) fails.push_back("no pack manifest: steps unknown");
+    if (!model.ok()) fails.push_back(model.status().message());
+    if (mp && model.ok()) {
+      if (plan.steps_per_epoch < 1) {
+        fails.push_back(fmt::format("0 steps per epoch: {} blocks per rank < micro-batch {} x accumulation {}",
+                                    plan.evenfix_target_blocks, run.micro_batch, run.grad_accum));
+      }
+      if (static_cast<uint64_t>(run.warmup_steps) >= plan.total_steps && plan.total_steps > 0) {
+        fails.push_back(fmt::format("warmup {} steps >= the whole run ({} steps)", run.warmup_steps, plan.total_steps));
+      }
+      if (run.save_every == 0) {
+        warns.push_back("save_every is 0: a checkpoint only at epoch end");
+      } else if (static_cast<uint64_t>(run.save_every) > plan.steps_per_epoch && plan.steps_per_epoch > 0) {
+        warns.push_back(fmt::format("save_every {} > {} steps per epoch: no periodic checkpoint inside an epoch",
+                                    run.save_every, plan.steps_per_epoch));
+      }
+      c.numbers = {{"steps_per_epoch", static_cast<double>(plan.steps_per_epoch)},
+                   {"total_steps", static_cast<double>(plan.total_steps)},
+                   {"tokens_per_step", static_cast<double>(plan.tokens_per_step)},
+                   {"checkpoints", static_cast<double>(plan.save_count)}};
+    }
+    if (!fails.empty()) {
+      c.verdict = Verdict::kFail;
+      c.reason = fails.front();
+    } else if (!warns.empty()) {
+      c.verdict = Verdict::kWarn;
+      c.reason = warns.front();
+    } else {
+      c.verdict = Verdict::kPass;
+      c.reason = fmt::format("world {} matches the pack; {} steps per epoch x {} epoch(s), warmup {}, {} checkpoints "
+                             "(every {} steps and at each epoch end, reached by every rank)",
+                             run.world(), Thousands(plan.steps_per_epoch), run.epochs, run.warmup_steps,
+                             plan.save_count, run.save_every);
+    }
+    rep.checks.push_back(c);
+  }
+
+  // 4. memory
+  {
+    Check c;
+    c.name = "memory";
+    if (!model.ok()) {
+      c.verdict = Verdict::kFail;
+      c.reason = model.status().message();
+    } else {
+      double need = plan.per_gpu_bytes;
+      double mem = plan.gpu_memory_bytes;
+      double usable = mem * (1 - run.headroom);
+      c.numbers = {{"per_gpu_bytes", need}, {"gpu_memory_bytes", mem}, {"headroom", run.headroom}};
+      if (mem <= 0) {
+        c.verdict = Verdict::kWarn;
+        c.reason = fmt::format("planned {} per GPU, but GPU memory is unknown (no NVML here{}; set gpu.memory_gb)",
+                               FormatBytes(need), env.gpus.why_unavailable.empty() ? "" : ": " + env.gpus.why_unavailable);
+      } else if (need > usable) {
+        c.verdict = Verdict::kFail;
+        c.reason = fmt::format("planned {} per GPU exceeds {} usable ({} {} minus {:.0f}% headroom){}", FormatBytes(need),
+                               FormatBytes(usable), FormatBytes(mem), plan.gpu_memory_source, 100 * run.headroom,
+                               run.gradient_checkpointing ? "" : "; gradient checkpointing would need less");
+      } else {
+        c.verdict = Verdict::kPass;
+        c.reason = fmt::format("planned {} per GPU fits {} usable ({} {}, {:.0f}% headroom)", FormatBytes(need),
+                               FormatBytes(usable), FormatBytes(mem), plan.gpu_memory_source, 100 * run.headroom);
+      }
+    }
+    rep.checks.push_back(c);
+  }
+
+  // 5. storage
+  {
+    Check c;
+    c.name = "storage";
+    std::vector<std::string> fails, warns;
+    std::string ckpt = run.Resolve(run.checkpoint_dir);
+    double need = plan.checkpoint_bytes * run.keep;
+    if (ckpt.empty()) {
+      fails.push_back("checkpoint.dir is not set");
+    } else if (Status st = MakeDirs(ckpt); !st.ok()) {
+      fails.push_back("checkpoint dir: " + st.message());
+    } else {
+      std::string probe = ckpt + "/.evenkeel-gate-probe";
+      if (Status st = WriteFileAtomic(probe, "probe"); !st.ok()) {
+        fails.push_back("checkpoint dir not writable: " + st.message());
+      } else {
+        ::unlink(probe.c_str());
+        struct statvfs vfs;
+        if (::statvfs(ckpt.c_str(), &vfs) == 0) {
+          double free_bytes = static_cast<double>(vfs.f_bavail) * vfs.f_frsize;
+          c.numbers["checkpoint_free_bytes"] = free_bytes;
+          c.numbers["checkpoint_need_bytes"] = need;
+          if (free_bytes < need) {
+            fails.push_back(fmt::format("checkpoint dir {} has {} free, {} copies of {} need {}", ckpt,
+                                        FormatBytes(free_bytes), run.keep, FormatBytes(plan.checkpoint_bytes),
+                                        FormatBytes(need)));
+          }
+        }
+      }
+    }
+    if (!pack_dir.empty()) {
+      DIR* d = ::opendir(pack_dir.c_str());
+      if (!d) {
+        fails.push_back(fmt::format("pack dir {} is not readable", pack_dir));
+      } else {
+        ::closedir(d);
+        std::string kind;
+        if (OnNetworkFs(pack_dir, &kind)) {
+          warns.push_back(fmt::format("pack dir {} is on {}, not a node-local disk (contention risk, §4.2)", pack_dir, kind));
+        }
+      }
+    }
+    if (!fails.empty()) {
+      c.verdict = Verdict::kFail;
+      c.reason = fails.front();
+    } else if (!warns.empty()) {
+      c.verdict = Verdict::kWarn;
+      c.reason = warns.front();
+    } else {
+      c.verdict = Verdict::kPass;
+      c.reason = fmt::format("checkpoint dir writable with {} free for {} x {}; pack dir local and readable",
+                             FormatBytes(c.numbers["checkpoint_free_bytes"]), run.keep, FormatBytes(plan.checkpoint_bytes));
+    }
+    rep.checks.push_back(c);
+  }
+
+  // 6. distributed safety
+  {
+    Check c;
+    c.name = "distributed";
+    std::vector<std::string> fails, notes;
+    double timeout_s = run.watchdog_timeout_min * 60;
+    c.numbers = {{"watchdog_timeout_s", timeout_s}, {"checkpoint_write_s", plan.checkpoint_write_s}};
+    if (run.watchdog_timeout_min < run.watchdog_floor_min) {
+      fails.push_back(fmt::format("watchdog timeout {:.0f} min is below the floor of {:.0f} min",
+                                  run.watchdog_timeout_min, run.watchdog_floor_min));
+    }
+    if (timeout_s <= plan.checkpoint_write_s) {
+      fails.push_back(fmt::format("watchdog timeout {:.0f} s <= planned checkpoint write {:.0f} s: a healthy save "
+                                  "would be killed as a hang", timeout_s, plan.checkpoint_write_s));
+    }
+    auto buf = std::max(EnvInt(env, "TORCH_FR_BUFFER_SIZE").value_or(0), EnvInt(env, "TORCH_NCCL_TRACE_BUFFER_SIZE").value_or(0));
+    c.numbers["flight_recorder_entries"] = static_cast<double>(buf);
+    if (buf <= 0 && run.require_flight_recorder) {
+      fails.push_back("flight recorder off: set TORCH_FR_BUFFER_SIZE (or TORCH_NCCL_TRACE_BUFFER_SIZE) to e.g. 2000 "
+                      "so a hang can be diagnosed (evenkeel launch sets it)");
+    }
+    for (const char* key : {"TORCH_FR_DUMP_ON_TIMEOUT", "TORCH_NCCL_DUMP_ON_TIMEOUT"}) {
+      auto v = env.getenv(key);
+      if (v && (*v == "0" || *v == "false" || *v == "False")) {
+        fails.push_back(fmt::format("{}={}: no flight-recorder dump when a collective times out", key, *v));
+      }
+    }
+    if (!env.gpus.available) {
+      notes.push_back("NVML unavailable here: foreign GPU processes not checked");
+    } else if (env.gpus.foreign_processes > 0) {
+      fails.push_back(fmt::format("{} foreign process(es) already on this node's GPUs", env.gpus.foreign_processes));
+    }
+    c.numbers["foreign_processes"] = env.gpus.foreign_processes;
+    if (!fails.empty()) {
+      c.verdict = Verdict::kFail;
+      c.reason = fails.front();
+      if (fails.size() > 1) c.reason += fmt::format(" (and {} more)", fails.size() - 1);
+    } else {
+      c.verdict = Verdict::kPass;
+      c.reason = fmt::format("watchdog {:.0f} min (floor {:.0f}, checkpoint write ~{:.0f} s); flight recorder {} entries, "
+                             "dump on timeout",
+                             run.watchdog_timeout_min, run.watchdog_floor_min, plan.checkpoint_write_s, buf);
+      for (const auto& n : notes) c.reason += "; " + n;
+    }
+    rep.checks.push_back(c);
+  }
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return rep;
+}
+
+Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const RunFile* run) {
+  if (parts.empty()) return InvalidArgumentError("gate merge: no parts");
+  GateReport out = parts[0];
+  out.node_rank = -1;
+  out.ranks_checked.clear();
+  out.rank_blocks.clear();
+  out.seconds = 0;
+  std::vector<std::string> hosts;
+  for (const auto& p : parts) {
+    if (p.run_name != out.run_name) {
+      return InvalidArgumentError(fmt::format("gate merge: parts from different runs ({} and {})", out.run_name, p.run_name));
+    }
+    hosts.push_back(p.host);
+    out.ranks_checked.insert(out.ranks_checked.end(), p.ranks_checked.begin(), p.ranks_checked.end());
+    for (auto [r, b] : p.rank_blocks) out.rank_blocks[r] = b;
+    out.seconds = std::max(out.seconds, p.seconds);
+  }
+  out.hosts = hosts;
+  out.host = "";
+  for (size_t i = 0; i < out.checks.size(); ++i) {
+    Check& c = out.checks[i];
+    c.reason.clear();
+    Verdict worst = Verdict::kPass;
+    for (const auto& p : parts) {
+      if (i < p.checks.size()) worst = std::max(worst, p.checks[i].verdict);
+    }
+    c.verdict = worst;
+    for (const auto& p : parts) {
+      if (i >= p.checks.size()) continue;
+      if (p.checks[i].verdict != worst) continue;
+      if (!c.reason.empty()) c.reason += " | ";
+      c.reason += (p.host.empty() ? "node" : p.host) + ": " + p.checks[i].reason;
+    }
+  }
+  std::sort(out.ranks_checked.begin(), out.ranks_checked.end());
+  if (run) {
+    for (auto& c : out.checks) {
+      if (c.name == "balance") {
+        c = BalanceCheck(*run, out.rank_blocks, static_cast<int>(out.rank_blocks.size()) == run->world());
+      }
+    }
+  }
+  if (!out.rank_blocks.empty()) {
+    uint64_t lo = UINT64_MAX;
+    for (auto [r, b] : out.rank_blocks) lo = std::min(lo, b);
+    out.global_min_blocks = lo;
+  }
+  return out;
+}
+
+std::string GateReportToJson(const GateReport& r) {
+  std::string o = "{\n";
+  o += fmt::format("  \"run\": {},\n  \"overall\": \"{}\",\n  \"host\": {},\n  \"node_rank\": {},\n", JsonString(r.run_name),
+                   VerdictName(r.overall()), JsonString(r.host), r.node_rank);
+  o += "  \"hosts\": [";
+  for (size_t i = 0; i < r.hosts.size(); ++i) o += (i ? ", " : "") + JsonString(r.hosts[i]);
+  o += "],\n  \"ranks_checked\": [";
+  for (size_t i = 0; i < r.ranks_checked.size(); ++i) o += fmt::format("{}{}", i ? ", " : "", r.ranks_checked[i]);
+  o += "],\n  \"rank_blocks\": {";
+  bool first = true;
+  for (auto [k, v] : r.rank_blocks) {
+    o += fmt::format("{}\"{}\": {}", first ? "" : ", ", k, v);
+    first = false;
+  }
+  o += "},\n  \"checks\": [\n";
+  for (size_t i = 0; i < r.checks.size(); ++i) {
+    const Check& c = r.checks[i];
+    o += fmt::format("    {{\"name\": \"{}\", \"verdict\": \"{}\", \"reason\": {}, \"numbers\": {{", c.name,
+                     VerdictName(c.verdict), JsonString(c.reason));
+    bool f = true;
+    for (const auto& [k, v] : c.numbers) {
+      o += fmt::format("{}{}: {}", f ? "" : ", ", JsonString(k), v);
+      f = false;
+    }
+    o += i + 1 < r.checks.size() ? "}},\n" : "}}\n";
+  }
+  o += fmt::format("  ],\n  \"global_min_blocks\": {},\n  \"versions\": {{\"evenkeel\": {}}},\n  \"time\": {},\n  \"seconds\": {:.3f}\n}}\n",
+                   r.global_min_blocks, JsonString(r.evenkeel_version), JsonString(r.time), r.seconds);
+  return o;
+}
+
+Result<GateReport> GateReportFromJson(std::string_view json, const std::string& name) {
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(json);
+  simdjson::dom::element root;
+  if (parser.parse(padded).get(root)) {
+    return CorruptError(fmt::format("{}: malformed JSON: {}", name, LocateJsonError(json)));
+  }
+  GateReport r;
+  std::string_view s;
+  int64_t i;
+  auto bad = [&](std::string_view what) { return CorruptError(fmt::format("{}: not a gate part: {}", name, what)); };
+  if (root["run"].get(s)) return bad("run");
+  r.run_name = std::string(s);
+  if (root["host"].get(s)) return bad("host");
+  r.host = std::string(s);
+  if (root["node_rank"].get(i)) return bad("node_rank");
+  r.node_rank = static_cast<int>(i);
+  if (!root["time"].get(s)) r.time = std::string(s);
+  if (!root["versions"]["evenkeel"].get(s)) r.evenkeel_version = std::string(s);
+  double secs;
+  if (!root["seconds"].get(secs)) r.seconds = secs;
+  simdjson::dom::array arr;
+  if (!root["hosts"].get(arr)) {
+    for (auto h : arr) {
+      if (!h.get(s)) r.hosts.emplace_back(s);
+    }
+  }
+  if (!root["ranks_checked"].get(arr)) {
+    for (auto x : arr) {
+      if (!x.get(i)) r.ranks_checked.push_back(static_cast<int>(i));
+    }
+  }
+  simdjson::dom::object blocks;
+  if (!root["rank_blocks"].get(blocks)) {
+    for (auto [k, v] : blocks) {
+      int64_t b;
+      if (v.get(b)) return bad("rank_blocks");
+      r.rank_blocks[std::stoi(std::string(k))] = static_cast<uint64_t>(b);
+    }
+  }
+  if (root["checks"].get(arr)) return bad("checks");
+  for (auto c : arr) {
+    Check ch;
+    if (c["name"].get(s)) return bad("checks.name");
+    ch.name = std::string(s);
+    if (c["verdict"].get(s)) return bad("checks.verdict");
+    ch.verdict = s == "PASS" ? Verdict::kPass : s == "WARN" ? Verdict::kWarn : Verdict::kFail;
+    if (!c["reason"].get(s)) ch.reason = std::string(s);
+    simdjson::dom::object nums;
+    if (!c["numbers"].get(nums)) {
+      for (auto [k, v] : nums) {
+        double d;
+        if (!v.get(d)) ch.numbers[std::string(k)] = d;
+      }
+    }
+    r.checks.push_back(ch);
+  }
+  int64_t gmin;
+  if (!root["global_min_blocks"].get(gmin)) r.global_min_blocks = static_cast<uint64_t>(gmin);
+  return r;
+}
+
+std::string GateReportToText(const GateReport& r) {
+  std::string o;
+  for (size_t i = 0; i < r.checks.size(); ++i) {
+    const Check& c = r.checks[i];
+    o += fmt::format("{}. {:<12} {}  {}\n", i + 1, c.name, VerdictName(c.verdict), c.reason);
+  }
+  o += fmt::format("gate: {} ({} checks in {:.2f} s{}); global_min_blocks {}\n", VerdictName(r.overall()), r.checks.size(),
+                   r.seconds, r.node_rank >= 0 ? fmt::format(", node {}", r.node_rank) : "", Thousands(r.global_min_blocks));
+  return o;
+}
+
+}  // namespace ek::gate

@@ -1,0 +1,76 @@
+// The preflight gate: six invariants checked before an expensive launch,
+// each PASS, WARN or FAIL with its reason and numbers; any FAIL refuses the
+// run. Each node checks its own ranks, disks and GPUs ("parts"), and the
+// parts merge into one verdict. The pass log doubles as a recorded
+// pre-validation artifact.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "gate/plan.h"
+#include "gate/run_file.h"
+
+namespace ek::gate {
+
+enum class Verdict { kPass = 0, kWarn = 1, kFail = 2 };
+std::string_view VerdictName(Verdict v);
+
+struct Check {
+  std::string name;  // data, balance, schedule, memory, storage, distributed
+  Verdict verdict = Verdict::kPass;
+  std::string reason;
+  std::map<std::string, double> numbers;
+};
+
+// What the gate can learn about this node's GPUs (NVML when present).
+struct GpuFacts {
+  bool available = false;     // false: no NVML here
+  std::string why_unavailable;
+  int count = 0;
+  double memory_bytes = 0;    // smallest device's total memory
+  int foreign_processes = 0;  // compute processes already on the GPUs
+};
+
+// The environment and machine seams, faked in tests.
+struct GateEnv {
+  std::function<std::optional<std::string>(const std::string&)> getenv;
+  GpuFacts gpus;
+  std::string host;
+  size_t threads = 0;
+};
+GateEnv RealGateEnv();
+
+struct GateReport {
+  std::string run_name;
+  std::string host;
+  int node_rank = -1;               // -1: all nodes checked here
+  std::vector<int> ranks_checked;   // ranks whose data this part verified
+  std::map<int, uint64_t> rank_blocks;  // blocks per rank from the manifest(s) seen
+  std::vector<std::string> hosts;
+  std::vector<Check> checks;        // in order; for a merged report, worst per name
+  uint64_t global_min_blocks = 0;
+  std::string evenkeel_version;
+  std::string time;                 // UTC ISO 8601
+  double seconds = 0;
+  Verdict overall() const;
+};
+
+// Runs the six checks. node_rank -1 checks every rank's data here.
+Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env);
+
+// Combines node parts: each check's verdict is the worst over parts, reasons
+// joined by host. With `run`, balance is recomputed over every rank the parts
+// saw (node-local manifests each cover only their node's ranks).
+Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const RunFile* run = nullptr);
+
+std::string GateReportToJson(const GateReport& r);
+Result<GateReport> GateReportFromJson(std::string_view json, const std::string& name);
+std::string GateReportToText(const GateReport& r);
+
+}  // namespace ek::gate

@@ -1,0 +1,241 @@
+#include "gate/gate.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "core/file.h"
+#include "pack/packer.h"
+#include "tokenize/tiny_tokenizer_testing.h"
+
+namespace ek::gate {
+namespace {
+
+class GateTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ek_gate_test.XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    ASSERT_TRUE(WriteFileAtomic(dir_ + "/tokenizer.json", tokenize::testing::TinyJson()).ok());
+    std::string body;
+    for (int i = 0; i < 60; ++i) body += "{\"text\": \"hello world number " + std::to_string(i) + std::string(i % 7, 'x') + "\"}\n";
+    ASSERT_TRUE(WriteFileAtomic(dir_ + "/in.jsonl", body).ok());
+    MakePack("uneven", pack::ShardMode::kContiguous);
+    MakePack("even", pack::ShardMode::kBalanced);
+    env_.getenv = [this](const std::string& k) -> std::optional<std::string> {
+      auto it = vars_.find(k);
+      if (it == vars_.end()) return std::nullopt;
+      return it->second;
+    };
+    env_.host = "test-host";
+    vars_["TORCH_FR_BUFFER_SIZE"] = "2000";
+  }
+
+  void MakePack(const std::string& name, pack::ShardMode mode) {
+    pack::PackOptions o;
+    o.tokenizer_path = dir_ + "/tokenizer.json";
+    o.inputs = {dir_ + "/in.jsonl"};
+    o.out_dir = dir_ + "/" + name;
+    o.world = 4;
+    o.seq_len = 8;
+    o.shard = mode;
+    o.eos_token = "<|x|>";
+    auto m = pack::Pack(o);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+  }
+
+  RunFile Run(const std::string& pack) {
+    RunFile r;
+    r.name = "t";
+    r.nodes = 2;
+    r.gpus_per_node = 2;
+    r.pack_dir = dir_ + "/" + pack;
+    r.seq_len = 8;
+    r.micro_batch = 1;
+    r.grad_accum = 2;
+    r.save_every = 3;
+    r.params = 1e6;
+    r.memory_gb = 80;
+    r.checkpoint_dir = dir_ + "/ckpt";
+    r.watchdog_timeout_min = 30;
+    return r;
+  }
+
+  Check Get(const GateReport& rep, const std::string& name) {
+    for (const auto& c : rep.checks) {
+      if (c.name == name) return c;
+    }
+    static Check none;
+    ADD_FAILURE() << "no check " << name;
+    return none;
+  }
+
+  GateReport Gate(const RunFile& r, int node = -1) {
+    auto rep = RunGate(r, node, env_);
+    EXPECT_TRUE(rep.ok()) << rep.status().message();
+    return rep.ok() ? *rep : GateReport{};
+  }
+
+  std::string dir_;
+  std::map<std::string, std::string> vars_;
+  GateEnv env_;
+};
+
+TEST_F(GateTest, BalancedPackPassesEverything) {
+  GateReport rep = Gate(Run("even"));
+  EXPECT_EQ(rep.checks.size(), 6u);
+  for (const auto& c : rep.checks) EXPECT_EQ(c.verdict, Verdict::kPass) << c.name << ": " << c.reason;
+  EXPECT_EQ(rep.overall(), Verdict::kPass);
+  // The pass log round-trips.
+  auto back = GateReportFromJson(GateReportToJson(rep), "log.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(GateReportToJson(*back), GateReportToJson(rep));
+}
+
+TEST_F(GateTest, UnevenPackWarnsWithEvenfixTarget) {
+  GateReport rep = Gate(Run("uneven"));
+  const Check b = Get(rep, "balance");
+  EXPECT_EQ(b.verdict, Verdict::kWarn);
+  EXPECT_NE(b.reason.find("evenfix pins every rank to"), std::string::npos) << b.reason;
+  EXPECT_GT(b.numbers.at("spread"), 0);
+  EXPECT_EQ(rep.overall(), Verdict::kWarn);
+  EXPECT_EQ(rep.global_min_blocks, static_cast<uint64_t>(b.numbers.at("global_min_blocks")));
+}
+
+TEST_F(GateTest, UnevenPackWithoutEvenfixFails) {
+  RunFile r = Run("uneven");
+  r.evenfix = EvenfixMode::kOff;
+  const Check b = Get(Gate(r), "balance");
+  EXPECT_EQ(b.verdict, Verdict::kFail);
+  EXPECT_NE(b.reason.find("deadlock"), std::string::npos);
+}
+
+TEST_F(GateTest, DataFailures) {
+  // A flipped byte: checksum mismatch.
+  std::string f = dir_ + "/even/rank-00001.i32";
+  std::string data = *ReadFile(f);
+  data[5] ^= 1;
+  ASSERT_TRUE(WriteFileAtomic(f, data).ok());
+  const Check c = Get(Gate(Run("even")), "data");
+  EXPECT_EQ(c.verdict, Verdict::kFail);
+  EXPECT_NE(c.reason.find("checksum"), std::string::npos) << c.reason;
+  // A missing file.
+  ::unlink(f.c_str());
+  EXPECT_NE(Get(Gate(Run("even")), "data").reason.find("rank-00001.i32"), std::string::npos);
+  // No manifest at all.
+  RunFile none = Run("nowhere");
+  GateReport rep = Gate(none);
+  EXPECT_EQ(Get(rep, "data").verdict, Verdict::kFail);
+  EXPECT_EQ(rep.overall(), Verdict::kFail);
+  // A seq_len that does not match the pack.
+  RunFile seq = Run("uneven");
+  seq.seq_len = 16;
+  EXPECT_NE(Get(Gate(seq), "data").reason.find("seq_len"), std::string::npos);
+}
+
+TEST_F(GateTest, OutOfVocabularyTokenFails) {
+  std::string f = dir_ + "/even/rank-00002.i32";
+  std::string data = *ReadFile(f);
+  int32_t big = 1 << 20;
+  std::memcpy(data.data(), &big, 4);
+  ASSERT_TRUE(WriteFileAtomic(f, data).ok());
+  const Check c = Get(Gate(Run("even")), "data");
+  EXPECT_EQ(c.verdict, Verdict::kFail);
+}
+
+TEST_F(GateTest, ScheduleFailures) {
+  RunFile world = Run("even");
+  world.gpus_per_node = 4;  // world 8, pack world 4
+  EXPECT_NE(Get(Gate(world), "schedule").reason.find("pack was made for world 4"), std::string::npos);
+  RunFile zero = Run("even");
+  zero.grad_accum = 1000;
+  EXPECT_NE(Get(Gate(zero), "schedule").reason.find("0 steps per epoch"), std::string::npos);
+  RunFile warm = Run("even");
+  warm.warmup_steps = 1000;
+  const Check w = Get(Gate(warm), "schedule");
+  EXPECT_EQ(w.verdict, Verdict::kFail);
+  EXPECT_NE(w.reason.find("warmup"), std::string::npos);
+  RunFile nosave = Run("even");
+  nosave.save_every = 0;
+  EXPECT_EQ(Get(Gate(nosave), "schedule").verdict, Verdict::kWarn);
+  RunFile late = Run("even");
+  late.save_every = 100000;
+  EXPECT_EQ(Get(Gate(late), "schedule").verdict, Verdict::kWarn);
+}
+
+TEST_F(GateTest, MemoryPaths) {
+  RunFile big = Run("even");
+  big.params = 70e9;
+  const Check c = Get(Gate(big), "memory");
+  EXPECT_EQ(c.verdict, Verdict::kFail);
+  EXPECT_NE(c.reason.find("exceeds"), std::string::npos);
+  RunFile unknown = Run("even");
+  unknown.memory_gb = 0;
+  EXPECT_EQ(Get(Gate(unknown), "memory").verdict, Verdict::kWarn);
+  // NVML's figure wins over the run file.
+  env_.gpus.available = true;
+  env_.gpus.memory_bytes = 1e3;
+  EXPECT_EQ(Get(Gate(Run("even")), "memory").verdict, Verdict::kFail);
+}
+
+TEST_F(GateTest, StoragePaths) {
+  RunFile file_as_dir = Run("even");
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/afile", "x").ok());
+  file_as_dir.checkpoint_dir = dir_ + "/afile/ckpt";
+  EXPECT_EQ(Get(Gate(file_as_dir), "storage").verdict, Verdict::kFail);
+  RunFile huge = Run("even");
+  huge.params = 1e17;  // 200 PB per checkpoint
+  const Check c = Get(Gate(huge), "storage");
+  EXPECT_EQ(c.verdict, Verdict::kFail);
+  EXPECT_NE(c.reason.find("free"), std::string::npos) << c.reason;
+}
+
+TEST_F(GateTest, DistributedSafetyPaths) {
+  RunFile low = Run("even");
+  low.watchdog_timeout_min = 10;
+  const Check t = Get(Gate(low), "distributed");
+  EXPECT_EQ(t.verdict, Verdict::kFail);
+  EXPECT_NE(t.reason.find("below the floor"), std::string::npos);
+  RunFile slow = Run("even");
+  slow.params = 2e12;        // 4 TB checkpoint
+  slow.write_gbps = 1;       // ~4000 s > 30 min
+  EXPECT_NE(Get(Gate(slow), "distributed").reason.find("checkpoint write"), std::string::npos);
+  vars_.erase("TORCH_FR_BUFFER_SIZE");
+  EXPECT_NE(Get(Gate(Run("even")), "distributed").reason.find("flight recorder off"), std::string::npos);
+  vars_["TORCH_NCCL_TRACE_BUFFER_SIZE"] = "1000";
+  EXPECT_EQ(Get(Gate(Run("even")), "distributed").verdict, Verdict::kPass);
+  vars_["TORCH_NCCL_DUMP_ON_TIMEOUT"] = "0";
+  EXPECT_EQ(Get(Gate(Run("even")), "distributed").verdict, Verdict::kFail);
+  vars_.erase("TORCH_NCCL_DUMP_ON_TIMEOUT");
+  env_.gpus.available = true;
+  env_.gpus.memory_bytes = 80e9;
+  env_.gpus.foreign_processes = 2;
+  EXPECT_NE(Get(Gate(Run("even")), "distributed").reason.find("2 foreign process"), std::string::npos);
+}
+
+TEST_F(GateTest, NodePartsMergeIntoOneVerdict) {
+  RunFile r = Run("uneven");
+  GateReport p0 = Gate(r, 0), p1 = Gate(r, 1);
+  EXPECT_EQ(p0.ranks_checked, (std::vector<int>{0, 1}));
+  EXPECT_EQ(p1.ranks_checked, (std::vector<int>{2, 3}));
+  auto p0b = GateReportFromJson(GateReportToJson(p0), "p0.json");
+  auto p1b = GateReportFromJson(GateReportToJson(p1), "p1.json");
+  ASSERT_TRUE(p0b.ok() && p1b.ok());
+  auto merged = MergeGateReports({*p0b, *p1b}, &r);
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(merged->ranks_checked, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(merged->overall(), Verdict::kWarn);
+  EXPECT_EQ(Get(*merged, "balance").verdict, Verdict::kWarn);
+  // One node failing fails the run.
+  std::string f = dir_ + "/uneven/rank-00003.i32";
+  ::unlink(f.c_str());
+  auto merged2 = MergeGateReports({Gate(r, 0), Gate(r, 1)}, &r);
+  EXPECT_EQ(merged2->overall(), Verdict::kFail);
+  EXPECT_EQ(Get(*merged2, "data").verdict, Verdict::kFail);
+}
+
+}  // namespace
+}  // namespace ek::gate

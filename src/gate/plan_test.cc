@@ -1,0 +1,95 @@
+#include "gate/plan.h"
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "core/file.h"
+
+namespace ek::gate {
+namespace {
+
+// The report's run: Qwen3-32B, 2 nodes x 8 GPUs, seq 2048, micro-batch 1,
+// accumulation 8, and a pack whose shortest rank has 30,835 blocks.
+RunFile ReportRun() {
+  RunFile r;
+  r.nodes = 2;
+  r.gpus_per_node = 8;
+  r.seq_len = 2048;
+  r.micro_batch = 1;
+  r.grad_accum = 8;
+  r.save_every = 500;
+  r.params = 32.76e9;
+  return r;
+}
+
+pack::Manifest ReportManifest() {
+  pack::Manifest m;
+  m.world = 16;
+  m.seq_len = 2048;
+  for (int r = 0; r < 16; ++r) m.ranks.push_back({r, 0, 0, 30849, 0, 0, 0, ""});
+  m.ranks[3].blocks = 30835;   // the short rank of §5
+  m.ranks[11].blocks = 30888;  // 53 blocks more
+  return m;
+}
+
+TEST(PlanTest, ReproducesTheReportsFigures) {
+  RunFile run = ReportRun();
+  auto model = ModelForRun(run);
+  ASSERT_TRUE(model.ok());
+  pack::Manifest m = ReportManifest();
+  auto p = MakePlan(run, *model, &m);
+  ASSERT_TRUE(p.ok());
+  // 525 GB of states (the report rounds 32.76B x 16 B = 524.2 GB up), 32.8 GB per GPU.
+  EXPECT_NEAR(p->state_bytes / 1e9, 525, 1.0);
+  EXPECT_EQ(FormatBytes(p->state_bytes_per_gpu), "32.8 GB");
+  EXPECT_EQ(p->tokens_per_step, 262144u);
+  EXPECT_EQ(p->steps_per_epoch, 3854u);
+  EXPECT_EQ(p->global_min_blocks, 30835u);
+  EXPECT_EQ(Thousands(p->tokens_per_step), "262,144");
+  // Checkpoint: bf16 consolidated, 2 B/param (the report's ~62 GB is GiB).
+  EXPECT_NEAR(p->checkpoint_bytes / (1ull << 30), 61.0, 0.1);
+  // Saves at 500, 1000, ..., 3500 and at the epoch end 3854.
+  EXPECT_EQ(p->save_count, 8u);
+  EXPECT_EQ(p->save_steps.back(), 3854u);
+  // evenfix drops (30849-30835) x 14 + 0 + (30888-30835) blocks.
+  EXPECT_EQ(p->evenfix_dropped_blocks, 14u * 14 + 53);
+}
+
+TEST(PlanTest, ParamsFromConfigJson) {
+  auto text = ReadFile(EK_SOURCE_DIR "/testdata/gate/qwen3-32b-config.json");
+  ASSERT_TRUE(text.ok());
+  auto m = ModelFromConfigJson(*text, "config.json");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_NEAR(m->params / 1e9, 32.76, 0.005);
+  RunFile run = ReportRun();
+  auto p = MakePlan(run, *m, nullptr);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->has_activations);
+  // Recomputation must save most of the activation memory.
+  EXPECT_LT(p->activation_bytes_ckpt * 5, p->activation_bytes);
+  // The report measured 82 GB live per GPU with checkpointing off: the
+  // estimate must land in the same range (states 32.8 GB + activations).
+  EXPECT_GT(p->per_gpu_bytes / 1e9, 60);
+  EXPECT_LT(p->per_gpu_bytes / 1e9, 100);
+  EXPECT_FALSE(p->has_pack);
+}
+
+TEST(PlanTest, PadModeKeepsEveryBlock) {
+  RunFile run = ReportRun();
+  run.evenfix = EvenfixMode::kPad;
+  pack::Manifest m = ReportManifest();
+  auto p = MakePlan(run, *ModelForRun(run), &m);
+  EXPECT_EQ(p->evenfix_target_blocks, 30888u);
+  EXPECT_EQ(p->evenfix_dropped_blocks, 0u);
+  EXPECT_EQ(p->steps_per_epoch, 30888u / 8);
+}
+
+TEST(PlanTest, BadConfigIsAnError) {
+  EXPECT_FALSE(ModelFromConfigJson("{\"hidden_size\": 8}", "c.json").ok());
+  RunFile run;
+  EXPECT_FALSE(ModelForRun(run).ok());  // neither params nor config
+}
+
+}  // namespace
+}  // namespace ek::gate

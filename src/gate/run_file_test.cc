@@ -1,0 +1,74 @@
+#include "gate/run_file.h"
+
+#include <gtest/gtest.h>
+
+namespace ek::gate {
+namespace {
+
+TEST(RunFileTest, ParsesEverySection) {
+  auto r = ParseRunFile(R"(
+[run]
+name = "qwen3-32b-sft"
+[cluster]
+nodes = 2
+gpus_per_node = 8
+hosts = ["b300-a", "b300-b"]
+[data]
+pack_dir = "pack"
+[model]
+params = 32.76e9
+[train]
+seq_len = 2048
+micro_batch = 1
+grad_accum = 8
+epochs = 1
+warmup_steps = 100
+save_every = 500
+[checkpoint]
+dir = "/nfs/ckpt"
+keep = 3
+[evenfix]
+mode = "pad"
+[distributed]
+watchdog_timeout_min = 30
+[gpu]
+memory_gb = 275
+)", "/runs/run.toml");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->world(), 16);
+  EXPECT_EQ(r->evenfix, EvenfixMode::kPad);
+  EXPECT_EQ(r->hosts.size(), 2u);
+  EXPECT_DOUBLE_EQ(r->params, 32.76e9);
+  EXPECT_EQ(r->Resolve(r->pack_dir), "/runs/pack");
+  EXPECT_EQ(r->cache_dir, "pack");
+}
+
+TEST(RunFileTest, UnknownKeysAreNamed) {
+  auto r = ParseRunFile("[train]\nseq_len = 2048\nmicro_bach = 1\n", "run.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("unknown key train.micro_bach (line 3)"), std::string::npos) << r.status().message();
+  auto t = ParseRunFile("[trian]\n", "run.toml");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("unknown key trian"), std::string::npos);
+}
+
+TEST(RunFileTest, WrongTypesAreNamed) {
+  auto r = ParseRunFile("[cluster]\nnodes = \"two\"\n", "run.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("cluster.nodes (line 2) must be an integer"), std::string::npos) << r.status().message();
+  auto m = ParseRunFile("[evenfix]\nmode = \"maybe\"\n", "run.toml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("evenfix.mode"), std::string::npos);
+  auto s = ParseRunFile("[train\n", "run.toml");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("run.toml: line 1"), std::string::npos) << s.status().message();
+}
+
+TEST(RunFileTest, CrossFieldChecks) {
+  auto r = ParseRunFile("[cluster]\nnodes = 2\nhosts = [\"a\"]\n", "run.toml");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("hosts"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ek::gate
