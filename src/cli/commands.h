@@ -24,5 +24,9 @@ void Warn(std::string_view message);
 int RunVersion(int argc, char** argv);
 int RunTokenize(int argc, char** argv);
 int RunDetokenize(int argc, char** argv);
+int RunPack(int argc, char** argv);
+int RunInspect(int argc, char** argv);
+int RunPlan(int argc, char** argv);
+int RunGate(int argc, char** argv);
 
 }  // namespace ek::cli

@@ -1,6 +1,5 @@
 #include "tokenize/unicode.h"
 
-#include <oniguruma.h>
 #include <utf8proc.h>
 
 #include <algorithm>
@@ -20,23 +19,15 @@ constexpr Range kNfcQcNoMaybe[] = {
 #include "tokenize/nfc_qc_table.inc"
 };
 
-void MarkRanges(std::vector<uint8_t>* flat, const char* property, uint8_t bit) {
-  OnigEncoding enc = ONIG_ENCODING_UTF8;
-  OnigUChar* name = reinterpret_cast<OnigUChar*>(const_cast<char*>(property));
-  int ctype = ONIGENC_PROPERTY_NAME_TO_CTYPE(enc, name, name + std::char_traits<char>::length(property));
-  OnigCodePoint sb_out = 0;
-  const OnigCodePoint* ranges = nullptr;
-  if (ctype >= 0 && ONIGENC_GET_CTYPE_CODE_RANGE(enc, ctype, &sb_out, &ranges) == 0 && ranges) {
-    OnigCodePoint n = ranges[0];
-    for (OnigCodePoint i = 0; i < n; ++i) {
-      OnigCodePoint lo = ranges[1 + 2 * i], hi = ranges[2 + 2 * i];
-      for (OnigCodePoint cp = lo; cp <= hi && cp < 0x110000; ++cp) (*flat)[cp] |= bit;
-    }
-    return;
-  }
-  // Fallback: ask per code point (slower, same answer).
-  for (uint32_t cp = 0; cp < 0x110000; ++cp) {
-    if (ONIGENC_IS_CODE_CTYPE(enc, cp, ctype)) (*flat)[cp] |= bit;
+struct CodeRange {
+  uint32_t lo, hi;
+};
+#include "tokenize/unicode_tables.inc"
+
+template <size_t N>
+void MarkRanges(std::vector<uint8_t>* flat, const CodeRange (&ranges)[N], uint8_t bit) {
+  for (const CodeRange& r : ranges) {
+    for (uint32_t cp = r.lo; cp <= r.hi && cp < 0x110000; ++cp) (*flat)[cp] |= bit;
   }
 }
 
@@ -48,22 +39,21 @@ const CharClasses& CharClasses::Get() {
 }
 
 CharClasses::CharClasses() {
-  static std::once_flag onig_once;
-  std::call_once(onig_once, [] {
-    OnigEncoding encs[] = {ONIG_ENCODING_UTF8};
-    onig_initialize(encs, 1);
-  });
   std::vector<uint8_t> flat(0x110000, 0);
-  MarkRanges(&flat, "L", kClassLetter);
-  MarkRanges(&flat, "N", kClassNumber);
-  MarkRanges(&flat, "Space", kClassSpace);
+  MarkRanges(&flat, kLetterRanges, kClassLetter);
+  MarkRanges(&flat, kNumberRanges, kClassNumber);
+  MarkRanges(&flat, kSpaceRanges, kClassSpace);
+  MarkRanges(&flat, kPost9Ranges, kClassPost9);
   for (uint32_t cp = 0x300; cp < 0x110000; ++cp) {
+    if (flat[cp] & kClassPost9) continue;  // inert for NFC
     if (utf8proc_get_property(static_cast<utf8proc_int32_t>(cp))->combining_class != 0) {
       flat[cp] |= kClassCombining;
     }
   }
   for (const Range& r : kNfcQcNoMaybe) {
-    for (uint32_t cp = r.lo; cp <= r.hi; ++cp) flat[cp] |= kClassNfcQc;
+    for (uint32_t cp = r.lo; cp <= r.hi; ++cp) {
+      if (!(flat[cp] & kClassPost9)) flat[cp] |= kClassNfcQc;
+    }
   }
   for (int i = 0; i < 128; ++i) ascii_[i] = flat[i];
   // Deduplicate 256-entry leaves.
@@ -204,15 +194,46 @@ void AppendNfc(std::string_view s, std::string* out) {
     out->append(s);
     return;
   }
+  // Characters assigned after Unicode 9.0 are inert in HF's tables: stand in
+  // a noncharacter (ccc 0, no decomposition, composes with nothing) for each,
+  // normalize, and put them back in order (normalization never moves a
+  // character of ccc 0 across another).
+  const CharClasses& cls = CharClasses::Get();
+  constexpr uint32_t kStandIn = 0xFDD0;
+  std::string masked;
+  std::vector<uint32_t> originals;
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp;
+    size_t len = DecodeUtf8(p + i, &cp);
+    if ((cls.Of(cp) & kClassPost9) || cp == kStandIn) {
+      originals.push_back(cp);
+      AppendUtf8(&masked, kStandIn);
+    } else {
+      masked.append(s.data() + i, len);
+    }
+    i += len;
+  }
   utf8proc_uint8_t* res = nullptr;
-  utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
-                                      static_cast<utf8proc_ssize_t>(s.size()), &res,
+  utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(masked.data()),
+                                      static_cast<utf8proc_ssize_t>(masked.size()), &res,
                                       static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   if (len < 0 || res == nullptr) {  // cannot happen for valid UTF-8; keep the text
     out->append(s);
     return;
   }
-  out->append(reinterpret_cast<const char*>(res), static_cast<size_t>(len));
+  std::string_view nfc(reinterpret_cast<const char*>(res), static_cast<size_t>(len));
+  size_t next = 0;
+  for (size_t i = 0; i < nfc.size();) {
+    uint32_t cp;
+    size_t l = DecodeUtf8(reinterpret_cast<const unsigned char*>(nfc.data()) + i, &cp);
+    if (cp == kStandIn && next < originals.size()) {
+      AppendUtf8(out, originals[next++]);
+    } else {
+      out->append(nfc.data() + i, l);
+    }
+    i += l;
+  }
   std::free(res);
 }
 

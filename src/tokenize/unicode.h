@@ -16,10 +16,12 @@ inline constexpr uint8_t kClassNumber = 2;  // \p{N}: Nd Nl No
 inline constexpr uint8_t kClassSpace = 4;   // \s: Unicode White_Space (Oniguruma's Space ctype)
 inline constexpr uint8_t kClassCombining = 8;  // canonical combining class != 0
 inline constexpr uint8_t kClassNfcQc = 16;     // NFC_Quick_Check = No or Maybe
+inline constexpr uint8_t kClassPost9 = 32;     // assigned after Unicode 9.0 (inert in HF's NFC)
 
-// Two-stage table over all of Unicode, built once (thread-safe) from
-// Oniguruma's own ctype ranges so that the hand-written pre-tokenizers agree
-// with the Oniguruma fallback and with Hugging Face tokenizers.
+// Two-stage table over all of Unicode, built once (thread-safe). The regex
+// classes follow Unicode 16.0, as the Oniguruma 6.9.10 inside Hugging Face
+// tokenizers does; the NFC bits follow HF's Unicode 9.0 normalization tables
+// (tools/gen_unicode_tables.py explains both).
 class CharClasses {
  public:
   static const CharClasses& Get();
@@ -68,7 +70,8 @@ size_t ReplaceInvalidUtf8(std::string_view in, std::string* out);
 // UAX #15 quick check: true when `s` (valid UTF-8) is certainly NFC.
 bool IsNfcQuick(std::string_view s);
 
-// Appends the NFC form of valid UTF-8 `s` to `out`.
+// Appends the NFC form of valid UTF-8 `s` to `out`, as Hugging Face's NFC
+// normalizer computes it (Unicode 9.0 tables: later characters are inert).
 void AppendNfc(std::string_view s, std::string* out);
 
 // Rust char::is_whitespace / is_alphanumeric, used by added-token rules.

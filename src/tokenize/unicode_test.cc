@@ -34,6 +34,24 @@ TEST(CharClassesTest, NormalizationBits) {
   EXPECT_FALSE(c.Of(0x4E2D) & (kClassCombining | kClassNfcQc));
 }
 
+TEST(CharClassesTest, FollowsUnicode16LikeHfOniguruma) {
+  const auto& c = CharClasses::Get();
+  EXPECT_TRUE(c.Of(0x13460) & kClassLetter);  // Egyptian hieroglyph, new in Unicode 16.0
+  EXPECT_TRUE(c.Of(0x1DF6) & kClassPost9);    // combining kavyka, new in 10.0
+  EXPECT_FALSE(c.Of(0x1DF6) & kClassCombining);
+}
+
+TEST(NfcTest, CharactersAfterUnicode9AreInertAsInHf) {
+  // HF's NFC (Unicode 9.0 tables) leaves d + U+1DF6 + U+0323 alone: U+1DF6 is a
+  // starter there, so U+0323 neither reorders before it nor composes with d.
+  std::string out;
+  AppendNfc("d\u1df6\u0323", &out);
+  EXPECT_EQ(out, "d\u1df6\u0323");
+  out.clear();
+  AppendNfc("d\u0323\u0301x\u1df6", &out);  // 9.0 characters still compose
+  EXPECT_EQ(out, "\u1e0d\u0301x\u1df6");
+}
+
 TEST(Utf8Test, FirstInvalid) {
   EXPECT_EQ(FirstInvalidUtf8("héllo"), std::string_view::npos);
   EXPECT_EQ(FirstInvalidUtf8(std::string_view("ab\xff", 3)), 2u);

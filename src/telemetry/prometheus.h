@@ -1,0 +1,60 @@
+// dcgm-exporter's Prometheus text exposition, scraped over HTTP from many
+// nodes at once.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "telemetry/sample.h"
+
+namespace ek::telemetry {
+
+// Parses one scrape of dcgm-exporter into one sample per `gpu` label, stamped
+// `time` on `host`. Reads DCGM_FI_DEV_POWER_USAGE (W), DCGM_FI_DEV_GPU_UTIL
+// (%), DCGM_FI_DEV_FB_USED (MiB), DCGM_FI_PROF_SM_ACTIVE (ratio) and
+// DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION (mJ) when present; other series are
+// ignored. NaN is missing; malformed lines and series without a gpu label are
+// problems (at `where`:line). Follows the text format 0.0.4 grammar: labels
+// with \\, \" and \n escapes, optional trailing comma, optional timestamp.
+std::vector<Sample> ParseDcgmExposition(std::string_view text, std::string_view host, double time,
+                                        std::string_view where, std::vector<Problem>* problems);
+
+// The HTTP seam. Implementations must be thread-safe: scrapes run in parallel.
+class HttpClient {
+ public:
+  virtual ~HttpClient() = default;
+  // GET `url`; the body on 200, an error naming the URL otherwise.
+  virtual Result<std::string> Get(const std::string& url, double timeout_s) = 0;
+};
+
+// cpp-httplib client, one connection per request (scrapes are 1 per second).
+std::unique_ptr<HttpClient> MakeHttpClient();
+
+// "node-a:9400" -> "http://node-a:9400/metrics"; a URL with a path is kept.
+std::string NormalizeMetricsUrl(std::string_view url);
+
+class PrometheusSource : public Source {
+ public:
+  // Hosts are the URLs' host names in the order given (host:port where two
+  // URLs share a host name, host:port/path where they share that too). The
+  // same URL twice is an error. `http` and `clock` must outlive the source.
+  static Result<std::unique_ptr<PrometheusSource>> Create(const std::vector<std::string>& urls,
+                                                          HttpClient* http, Clock* clock);
+  // Scrapes every URL once, in parallel, each with the time left until
+  // `deadline` (at least 0.2 s). A node that does not answer is a problem and
+  // contributes no samples (its ranks go stale).
+  Status Poll(double deadline, Batch* out) override;
+  std::vector<std::string> hosts() const override { return hosts_; }
+  bool live() const override { return true; }
+
+ private:
+  PrometheusSource(HttpClient* http, Clock* clock) : http_(http), clock_(clock) {}
+  std::vector<std::string> urls_;
+  std::vector<std::string> hosts_;
+  HttpClient* http_;
+  Clock* clock_;
+};
+
+}  // namespace ek::telemetry

@@ -1,0 +1,69 @@
+#include "telemetry/sample.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+namespace ek::telemetry {
+
+namespace {
+
+void Drop(std::optional<double>* v, double lo, double hi, std::string_view name,
+          std::string_view where, std::vector<Problem>* problems) {
+  if (!v->has_value()) return;
+  double x = **v;
+  if (std::isfinite(x) && x >= lo && x <= hi) return;
+  problems->push_back(
+      {std::string(where),
+       fmt::format("{} {} is outside {}..{}; treated as missing", name, x, lo, hi)});
+  v->reset();
+}
+
+class WallClock : public Clock {
+ public:
+  double Now() override {
+    using namespace std::chrono;
+    return duration<double>(system_clock::now().time_since_epoch()).count();
+  }
+  void SleepUntil(double t) override {
+    double d = t - Now();
+    if (d > 0) std::this_thread::sleep_for(std::chrono::duration<double>(d));
+  }
+};
+
+}  // namespace
+
+void DropAbsurdValues(Sample* s, std::string_view where, std::vector<Problem>* problems) {
+  Drop(&s->util_pct, 0, 100, "utilization %", where, problems);
+  Drop(&s->power_w, 0, kMaxPowerW, "power W", where, problems);
+  Drop(&s->mem_used_mib, 0, kMaxMemMiB, "memory MiB", where, problems);
+  Drop(&s->energy_j, 0, 1e15, "energy J", where, problems);
+  Drop(&s->sm_active, 0, 1, "SM activity", where, problems);
+  Drop(&s->sm_clock_mhz, 0, 10000, "SM clock MHz", where, problems);
+}
+
+Topology::Topology(std::vector<std::string> hosts, int gpus_per_host)
+    : hosts_(std::move(hosts)), gpus_per_host_(gpus_per_host) {
+  for (size_t i = 0; i < hosts_.size(); ++i) index_.emplace(hosts_[i], static_cast<int>(i));
+}
+
+int Topology::Rank(std::string_view host, int gpu) const {
+  if (gpu < 0 || gpu >= gpus_per_host_) return -1;
+  auto it = index_.find(std::string(host));
+  if (it == index_.end()) return -1;
+  return it->second * gpus_per_host_ + gpu;
+}
+
+std::string Topology::RankName(int rank) const {
+  if (gpus_per_host_ <= 0 || rank < 0 || rank >= world()) return fmt::format("rank {}", rank);
+  return fmt::format("{}:{}", hosts_[rank / gpus_per_host_], rank % gpus_per_host_);
+}
+
+Clock* SystemClock() {
+  static WallClock clock;
+  return &clock;
+}
+
+}  // namespace ek::telemetry
