@@ -53,18 +53,25 @@ if ! npm_ok; then
   npm_ok || { echo "setup: error: npm packages missing or wrong after install: ${NPM_PKGS[*]}" >&2; exit 1; }
 fi
 
-# Python virtual environment for peers (bpe-qwen, benchmarked in bench/tokenize) and test
-# tooling. bpe-qwen's package __init__ imports transformers, which we do not install: the
-# benchmark loads its compiled module directly, so check for that module, not `import bpe_qwen`.
+# Python virtual environment: the peers and oracles the tests and benchmarks run against
+# (Hugging Face tokenizers and datasets, bpe-qwen), PyTorch (CPU use, gloo) for the trainer
+# tests, and evenkeel's own Python package. bpe-qwen's package __init__ imports
+# transformers, which we do not install: the benchmark loads its compiled module directly,
+# so check for that module, not `import bpe_qwen`. PyTorch's Linux wheel pulls ~3.5 GB of
+# CUDA libraries; it is installed once and reused.
 VENV=$ROOT/.venv
-PIP_PKGS=(pytest bpe-qwen==0.1.5)
+PIP_PKGS=(pytest bpe-qwen==0.1.5 "torch>=2.8" "numpy>=1.24" "datasets>=2.19" "tokenizers>=0.21")
 venv_ok() {
   "$VENV/bin/python" - <<'PY' 2>/dev/null
 import glob, importlib.metadata as md, importlib.util, os, sys
 spec = importlib.util.find_spec("bpe_qwen")
 ok = (md.version("bpe-qwen") == "0.1.5" and spec is not None
       and glob.glob(os.path.join(spec.submodule_search_locations[0], "bpe_qwen.*.so"))
-      and importlib.util.find_spec("pytest") is not None)
+      and all(importlib.util.find_spec(m) is not None for m in ("pytest", "numpy", "datasets", "tokenizers", "torch")))
+if ok:
+    import torch
+    major, minor = (int(x) for x in torch.__version__.split(".")[:2])
+    ok = (major, minor) >= (2, 8)
 sys.exit(0 if ok else 1)
 PY
 }
@@ -78,5 +85,17 @@ if ! venv_ok; then
 fi
 
 # Build.
-cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build "$ROOT/build" -j"$(nproc)"
+
+# evenkeel's Python package (pybind11 over the C++ core, built by scikit-build-core),
+# reinstalled when its sources change.
+stamp=$VENV/.evenkeel-py.stamp
+h=$(cat pyproject.toml CMakeLists.txt cmake/*.cmake python/CMakeLists.txt python/src/*.cc python/evenkeel/*.py \
+      src/core/*.h src/core/*.cc src/tokenize/*.h src/tokenize/*.cc src/tokenize/*.inc src/pack/*.h src/pack/*.cc \
+      src/loader/*.h src/loader/*.cc 2>/dev/null | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$h" ] || ! "$VENV/bin/python" -c "import evenkeel._core" 2>/dev/null; then
+  echo "setup: pip install . into $VENV" >&2
+  CMAKE_ARGS="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache" "$VENV/bin/pip" install -q --disable-pip-version-check "$ROOT"
+  echo "$h" > "$stamp"
+fi

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test. Exit status is non-zero if any test fails.
+# Sets up, builds and runs every test: the C++ suites and end-to-end tests under ctest,
+# then the Python suites (pytest) that drive the binary and the package against real
+# peers (Hugging Face tokenizers and datasets, PyTorch with gloo, Prometheus,
+# Alertmanager). Exit status is non-zero if any test fails; nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$PWD
 bash scripts/setup.sh
 cd build
 # Tokenizer parity against Hugging Face (tests/CMakeLists.txt) is part of every test run;
@@ -10,4 +14,12 @@ if ! grep -q tokenize_parity_corpus_qwen3 <<<"$(ctest -N)"; then
   echo "test: error: the tokenizer parity tests are not registered (tests/CMakeLists.txt)" >&2
   exit 1
 fi
-ctest --output-on-failure -j"$(nproc)"
+status=0
+ctest --output-on-failure -j"$(nproc)" || status=1
+cd "$ROOT"
+suites=()
+for d in tests/cli tests/pack tests/tokenizer_variants tests/trainer tests/watch; do
+  [ -d "$d" ] && suites+=("$d")
+done
+EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider "${suites[@]}" || status=1
+exit $status

@@ -660,7 +660,50 @@ class TokenizerLoader {
     return Status::Ok();
   }
 
+  // Ids as Hugging Face assigns them when it loads added_tokens
+  // (AddedVocabulary::add_tokens, in file order): content already added keeps
+  // its id (later flags win); content that is a model vocabulary entry takes
+  // that entry's id; anything else takes max(added ids) + 1, or the model's
+  // vocabulary size when no added id reaches it. The JSON "id" is only a
+  // hint there (HF warns when they differ); real files agree with this.
+  Status AssignAddedIds() {
+    const int64_t model_size = static_cast<int64_t>(t_->bpe_.vocab_count());
+    std::unordered_map<std::string, int32_t> non_byte_level_keys;
+    for (const auto& [id, key] : t_->decode_override_) non_byte_level_keys.emplace(key, id);
+    std::vector<AddedToken> out;
+    std::unordered_map<std::string, size_t> by_content;
+    int64_t max_added = -1;
+    std::string bytes;
+    for (AddedToken a : t_->added_) {
+      if (a.content.empty()) continue;
+      if (auto it = by_content.find(a.content); it != by_content.end()) {
+        a.id = out[it->second].id;
+        out[it->second] = a;
+        continue;
+      }
+      int32_t model_id = -1;
+      if (ByteLevelToBytes(a.content, &bytes)) {
+        model_id = t_->bpe_.Find(bytes);
+      } else if (auto k = non_byte_level_keys.find(a.content); k != non_byte_level_keys.end()) {
+        model_id = k->second;
+      }
+      if (model_id >= 0) {
+        a.id = model_id;
+      } else if (max_added < 0 || (max_added < model_size && model_size != 0)) {
+        a.id = static_cast<int32_t>(model_size);
+      } else {
+        a.id = static_cast<int32_t>(max_added + 1);
+      }
+      max_added = std::max<int64_t>(max_added, a.id);
+      by_content.emplace(a.content, out.size());
+      out.push_back(std::move(a));
+    }
+    t_->added_ = std::move(out);
+    return Status::Ok();
+  }
+
   Status FinishIds() {
+    EK_RETURN_IF_ERROR(AssignAddedIds());
     int32_t limit = t_->vocab_size_;
     for (const AddedToken& a : t_->added_) limit = std::max(limit, a.id + 1);
     size_t n = static_cast<size_t>(limit);
