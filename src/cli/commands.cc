@@ -14,6 +14,7 @@ constexpr Command kCommands[] = {
     {"inspect", "verify a pack against its manifest; show a block", RunInspect},
     {"plan", "memory, steps, tokens and checkpoints of a run", RunPlan},
     {"gate", "preflight: six invariants checked before a launch, with a pass log", RunGate},
+    {"fr", "read every rank's flight-recorder dump and name the desynced ranks", RunFr},
     {"version", "print the evenkeel version", RunVersion},
 };
 }  // namespace

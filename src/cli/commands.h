@@ -22,6 +22,7 @@ int ReportError(const Status& status);
 void Warn(std::string_view message);
 
 int RunVersion(int argc, char** argv);
+int RunFr(int argc, char** argv);
 int RunTokenize(int argc, char** argv);
 int RunDetokenize(int argc, char** argv);
 int RunPack(int argc, char** argv);

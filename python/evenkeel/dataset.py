@@ -1,0 +1,131 @@
+"""BlockDataset: one rank's blocks of a pack (docs/pack_format.md) as tensors."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+
+from evenkeel import _core
+
+
+class BlockDataset:
+    """One rank's block file, mapped read-only, iterated in a seeded per-epoch order.
+
+    Blocks are ``torch.int32`` tensors of ``seq_len`` token ids that are views of
+    the mapping: nothing is copied, and they are read-only (writing to one is a
+    segmentation fault; ``.clone()`` or ``.long()`` first). A view keeps the
+    mapping alive after the dataset is gone.
+
+    ``len()`` is the number of blocks one epoch yields: the rank's own count until
+    :func:`evenkeel.evenfix` (or :meth:`pin`) pins it. The order of epoch ``e`` is
+    a permutation of the rank's blocks that depends only on ``(seed, e, blocks)``
+    (SplitMix64-seeded Fisher-Yates, src/loader/epoch_order.h), truncated to the
+    pinned count or repeated cyclically up to it.
+    """
+
+    def __init__(self, pack_dir: str | os.PathLike, rank: int, *, seed: int = 0, shuffle: bool = True):
+        self._file = _core.BlockFile.open(os.fspath(pack_dir), int(rank))
+        array = np.asarray(self._file)  # (blocks, seq_len) int32, read-only, backed by the mapping
+        with warnings.catch_warnings():
+            # torch warns that it cannot mark tensors read-only; the class docstring says they are.
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            self._blocks = torch.from_numpy(array)
+        self.seed = int(seed)
+        self.shuffle = bool(shuffle)
+        self._count = self._file.blocks
+        self._epoch = 0
+        self._start = 0
+        self._order: _core.EpochOrder | None = None
+
+    # What the pack says.
+    @property
+    def path(self) -> str:
+        return self._file.path
+
+    @property
+    def rank(self) -> int:
+        return self._file.rank
+
+    @property
+    def world(self) -> int:
+        return self._file.world
+
+    @property
+    def seq_len(self) -> int:
+        return self._file.seq_len
+
+    @property
+    def vocab_size(self) -> int:
+        return self._file.vocab_size
+
+    @property
+    def eos_id(self) -> int:
+        return self._file.eos_id
+
+    @property
+    def local_blocks(self) -> int:
+        """Blocks in this rank's file."""
+        return self._file.blocks
+
+    @property
+    def tensor(self) -> torch.Tensor:
+        """The whole file as a (local_blocks, seq_len) int32 tensor view."""
+        return self._blocks
+
+    # The schedule.
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    def pin(self, count: int) -> None:
+        """Make every epoch yield exactly ``count`` blocks (evenfix calls this)."""
+        count = int(count)
+        if count < 0:
+            raise ValueError(f"pin: count {count} is negative")
+        _core.EpochOrder.make(self.seed, 0, self.local_blocks, count, self.shuffle)  # raises if impossible
+        self._count = count
+        self._order = None
+
+    def set_epoch(self, epoch: int) -> None:
+        """Select the epoch the next iteration yields, from its first block."""
+        self._epoch = int(epoch)
+        self._start = 0
+
+    def order(self, epoch: int) -> _core.EpochOrder:
+        if self._order is None or self._order.epoch != epoch or self._order.count != self._count:
+            self._order = _core.EpochOrder.make(self.seed, epoch, self.local_blocks, self._count, self.shuffle)
+        return self._order
+
+    def blocks_for(self, epoch: int) -> np.ndarray:
+        """The block indices epoch ``epoch`` yields, in order (int64, ``len(self)`` of them)."""
+        return self.order(int(epoch)).blocks()
+
+    def start_at(self, epoch: int, step: int, micro_batch: int, grad_accum: int) -> int:
+        """Resume: the next iteration yields epoch ``epoch`` from the block after
+        ``step`` optimizer steps of ``micro_batch * grad_accum`` blocks. Returns that
+        position in the epoch's order (``len(self)`` when the epoch is used up)."""
+        position, _, _ = _core.resume(self.order(int(epoch)), int(step), int(micro_batch), int(grad_accum))
+        self._epoch = int(epoch)
+        self._start = position
+        return position
+
+    def __getitem__(self, index: int) -> torch.Tensor:
+        """Block ``index`` of the file (not of the epoch's order)."""
+        return self._blocks[index]
+
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        order = self.order(self._epoch)
+        start, self._start = self._start, 0
+        for position in range(start, order.count):
+            yield self._blocks[order.at(position)]
+
+    def __repr__(self) -> str:
+        return (f"BlockDataset({self.path!r}, rank={self.rank}, blocks={self.local_blocks}, "
+                f"pinned={self._count}, seq_len={self.seq_len}, seed={self.seed}, shuffle={self.shuffle})")

@@ -1,0 +1,105 @@
+// evenkeel._core: the loader's C++ API, as is. A Status becomes a Python
+// exception here and nowhere else (Raise); everything else is type conversion.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "loader/block_file.h"
+#include "loader/epoch_order.h"
+
+namespace py = pybind11;
+
+namespace ek::loader {
+namespace {
+
+PyObject* g_error = nullptr;            // evenkeel.Error(RuntimeError)
+PyObject* g_not_found_error = nullptr;  // evenkeel.NotFoundError(Error, FileNotFoundError)
+
+[[noreturn]] void Raise(const Status& status) {
+  PyErr_SetString(status.code() == StatusCode::kNotFound ? g_not_found_error : g_error, status.message().c_str());
+  throw py::error_already_set();
+}
+
+template <typename T>
+T Unwrap(Result<T> result) {
+  if (!result.ok()) Raise(result.status());
+  return std::move(result).value();
+}
+
+py::array_t<int64_t> ToArray(const std::vector<uint64_t>& v) {
+  py::array_t<int64_t> out(static_cast<py::ssize_t>(v.size()));
+  auto w = out.mutable_unchecked<1>();
+  for (size_t i = 0; i < v.size(); ++i) w(static_cast<py::ssize_t>(i)) = static_cast<int64_t>(v[i]);
+  return out;
+}
+
+// A zero-length buffer still needs a non-null address for the buffer protocol.
+const int32_t kNoBlocks[1] = {0};
+
+}  // namespace
+}  // namespace ek::loader
+
+PYBIND11_MODULE(_core, m) {
+  using namespace ek::loader;
+  m.doc() = "evenkeel's C++ loader: block files, epoch orders, resume positions";
+
+  g_error = PyErr_NewException("evenkeel.Error", PyExc_RuntimeError, nullptr);
+  py::object bases = py::make_tuple(py::handle(g_error), py::handle(PyExc_FileNotFoundError));
+  g_not_found_error = PyErr_NewException("evenkeel.NotFoundError", bases.ptr(), nullptr);
+  m.attr("Error") = py::handle(g_error);
+  m.attr("NotFoundError") = py::handle(g_not_found_error);
+
+  // The buffer is the whole mapping as a read-only (blocks, seq_len) int32
+  // array; numpy views of it keep the BlockFile (and so the mapping) alive.
+  py::class_<BlockFile>(m, "BlockFile", py::buffer_protocol())
+      .def_static("open", [](const std::string& pack_dir, int rank) { return Unwrap(BlockFile::Open(pack_dir, rank)); },
+                  py::arg("pack_dir"), py::arg("rank"))
+      .def_property_readonly("blocks", &BlockFile::blocks)
+      .def_property_readonly("seq_len", &BlockFile::seq_len)
+      .def_property_readonly("rank", &BlockFile::rank)
+      .def_property_readonly("path", &BlockFile::path)
+      .def_property_readonly("size_bytes", &BlockFile::size_bytes)
+      .def_property_readonly("address", [](const BlockFile& f) { return reinterpret_cast<uintptr_t>(f.data()); })
+      .def_property_readonly("world", [](const BlockFile& f) { return f.manifest().world; })
+      .def_property_readonly("vocab_size", [](const BlockFile& f) { return f.manifest().vocab_size; })
+      .def_property_readonly("eos_id", [](const BlockFile& f) { return f.manifest().eos_id; })
+      .def_property_readonly("global_min_blocks", [](const BlockFile& f) { return f.manifest().min_blocks(); })
+      .def_property_readonly("global_max_blocks", [](const BlockFile& f) { return f.manifest().max_blocks(); })
+      .def_buffer([](const BlockFile& f) {
+        const int32_t* data = f.blocks() == 0 ? kNoBlocks : f.data();
+        const auto rows = static_cast<py::ssize_t>(f.blocks());
+        const auto cols = static_cast<py::ssize_t>(f.seq_len());
+        return py::buffer_info(const_cast<int32_t*>(data), sizeof(int32_t), py::format_descriptor<int32_t>::format(),
+                               2, {rows, cols}, {cols * 4, py::ssize_t{4}}, /*readonly=*/true);
+      });
+
+  py::class_<EpochOrder>(m, "EpochOrder")
+      .def_static("make",
+                  [](uint64_t seed, uint64_t epoch, uint64_t local_blocks, uint64_t count, bool shuffle) {
+                    return Unwrap(EpochOrder::Make(seed, epoch, local_blocks, count, shuffle));
+                  },
+                  py::arg("seed"), py::arg("epoch"), py::arg("local_blocks"), py::arg("count"), py::arg("shuffle"))
+      .def_property_readonly("count", &EpochOrder::count)
+      .def_property_readonly("epoch", &EpochOrder::epoch)
+      .def("at",
+           [](const EpochOrder& o, uint64_t position) {
+             if (position >= o.count()) throw py::index_error("position " + std::to_string(position) + " >= count");
+             return o.At(position);
+           })
+      .def("blocks", [](const EpochOrder& o) { return ToArray(o.Blocks()); });
+
+  m.def("permutation",
+        [](uint64_t seed, uint64_t epoch, uint64_t n, bool shuffle) { return ToArray(Permutation(seed, epoch, n, shuffle)); },
+        py::arg("seed"), py::arg("epoch"), py::arg("n"), py::arg("shuffle") = true);
+
+  // Returns (position, exhausted, block).
+  m.def("resume",
+        [](const EpochOrder& order, uint64_t step, uint64_t micro_batch, uint64_t grad_accum) {
+          ResumePoint p = Unwrap(Resume(order, step, micro_batch, grad_accum));
+          return std::make_tuple(p.position, p.exhausted, p.block);
+        },
+        py::arg("order"), py::arg("step"), py::arg("micro_batch"), py::arg("grad_accum"));
+}

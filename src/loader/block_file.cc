@@ -1,0 +1,58 @@
+#include "loader/block_file.h"
+
+#include <sys/stat.h>
+
+#include <fmt/format.h>
+
+namespace ek::loader {
+
+Result<BlockFile> BlockFile::Open(const std::string& pack_dir, int rank) {
+  EK_ASSIGN_OR_RETURN(pack::Manifest manifest, pack::ReadManifest(pack_dir));
+  return Open(pack_dir, manifest, rank);
+}
+
+Result<BlockFile> BlockFile::Open(const std::string& pack_dir, const pack::Manifest& manifest, int rank) {
+  const std::string manifest_path = pack_dir + "/manifest.json";
+  if (rank < 0 || rank >= manifest.world) {
+    return InvalidArgumentError(
+        fmt::format("loader: {}: rank {} is outside the pack's world of {}", manifest_path, rank, manifest.world));
+  }
+  if (manifest.seq_len <= 0) {
+    return CorruptError(fmt::format("loader: {}: seq_len {} is not positive", manifest_path, manifest.seq_len));
+  }
+  const pack::RankInfo* info = nullptr;
+  for (const pack::RankInfo& r : manifest.ranks) {
+    if (r.rank == rank) info = &r;
+  }
+  if (info == nullptr) {
+    return NotFoundError(fmt::format("loader: {}: rank {} is not in this pack (a node's part made with --ranks?)",
+                                     manifest_path, rank));
+  }
+  const std::string path = pack_dir + "/" + (info->file.empty() ? pack::RankFileName(rank) : info->file);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return NotFoundError(fmt::format("loader: {}: missing block file of rank {}", path, rank));
+  }
+  const uint64_t block_bytes = static_cast<uint64_t>(manifest.seq_len) * 4;
+  const uint64_t want = info->blocks * block_bytes;
+  if (static_cast<uint64_t>(st.st_size) != want) {
+    return CorruptError(fmt::format(
+        "loader: {}: {} bytes, but the manifest says {} blocks x {} tokens x 4 = {} bytes ({})", path,
+        static_cast<uint64_t>(st.st_size), info->blocks, manifest.seq_len, want,
+        static_cast<uint64_t>(st.st_size) < want ? "truncated" : "longer than the manifest"));
+  }
+  BlockFile out;
+  auto mapped = MappedFile::Open(path);
+  if (!mapped.ok()) return mapped.status().WithContext("loader");
+  out.file_ = std::move(mapped).value();
+  if (out.file_.size() != want) {  // the file changed between stat and mmap
+    return CorruptError(fmt::format("loader: {}: size changed while opening", path));
+  }
+  out.manifest_ = manifest;
+  out.blocks_ = info->blocks;
+  out.seq_len_ = manifest.seq_len;
+  out.rank_ = rank;
+  return out;
+}
+
+}  // namespace ek::loader

@@ -1,0 +1,53 @@
+// One rank's block file (DIR/rank-NNNNN.i32, docs/pack_format.md), mapped
+// read-only and checked against the pack's manifest before anything reads it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/file.h"
+#include "core/status.h"
+#include "pack/manifest.h"
+
+namespace ek::loader {
+
+// A validated, read-only mapping of one rank's blocks: blocks() x seq_len()
+// little-endian int32 token ids. Movable, not copyable; every pointer and span
+// it hands out lives as long as the BlockFile. Thread-safe for concurrent reads.
+class BlockFile {
+ public:
+  // Reads DIR/manifest.json and opens the file of `rank`. Fails, naming the
+  // file, when the manifest is missing or does not list the rank, the file is
+  // missing, or its size is not the manifest's blocks * seq_len * 4.
+  static Result<BlockFile> Open(const std::string& pack_dir, int rank);
+  // As above with a manifest the caller already read from `pack_dir`.
+  static Result<BlockFile> Open(const std::string& pack_dir, const pack::Manifest& manifest, int rank);
+
+  BlockFile() = default;
+  BlockFile(BlockFile&&) noexcept = default;
+  BlockFile& operator=(BlockFile&&) noexcept = default;
+
+  // The first token of block 0; null when the file holds no blocks. Page-aligned.
+  const int32_t* data() const { return reinterpret_cast<const int32_t*>(file_.data().data()); }
+  uint64_t size_bytes() const { return file_.size(); }
+  uint64_t blocks() const { return blocks_; }
+  int seq_len() const { return seq_len_; }
+  int rank() const { return rank_; }
+  const std::string& path() const { return file_.path(); }
+  const pack::Manifest& manifest() const { return manifest_; }
+
+  // Block `i` (precondition: i < blocks()).
+  std::span<const int32_t> Block(uint64_t i) const {
+    return {data() + i * static_cast<uint64_t>(seq_len_), static_cast<size_t>(seq_len_)};
+  }
+
+ private:
+  MappedFile file_;
+  pack::Manifest manifest_;
+  uint64_t blocks_ = 0;
+  int seq_len_ = 0;
+  int rank_ = 0;
+};
+
+}  // namespace ek::loader

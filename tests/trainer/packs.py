@@ -1,0 +1,115 @@
+"""Test helpers: hand-made packs with exact block counts, and a 4-process launcher.
+
+A pack made here has the layout and manifest of `evenkeel pack` (docs/pack_format.md)
+but chosen block counts, so a test can give ranks uneven data. Its checksums are
+zero: the loader does not read them (the gate does).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[2]
+TRAIN = REPO / "trainer" / "train.py"
+
+
+def ids_tokens(rank: int, blocks: int, seq_len: int) -> np.ndarray:
+    """Token t of block b of rank r is r*1,000,000 + b*seq_len + t: every block is recognisable."""
+    return (rank * 1_000_000 + np.arange(blocks * seq_len, dtype=np.int64)).astype("<i4").reshape(blocks, seq_len)
+
+
+def train_tokens(rank: int, blocks: int, seq_len: int, vocab: int) -> np.ndarray:
+    """Runs that count up modulo vocab from a per-block start: learnable by a tiny model."""
+    start = (np.arange(blocks, dtype=np.int64) * 7 + rank * 3)[:, None]
+    return ((start + np.arange(seq_len)) % vocab).astype("<i4")
+
+
+def make_pack(directory: Path, blocks: list[int], *, seq_len: int = 16, vocab: int | None = None) -> Path:
+    """Writes rank-NNNNN.i32 files with `blocks[r]` blocks each and manifest.json.
+    With `vocab`, trainable tokens below it; without, ids_tokens (vocab 2^31 - 1)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    ranks = []
+    for r, n in enumerate(blocks):
+        tokens = ids_tokens(r, n, seq_len) if vocab is None else train_tokens(r, n, seq_len, vocab)
+        name = f"rank-{r:05d}.i32"
+        (directory / name).write_bytes(tokens.tobytes())
+        ranks.append({"rank": r, "file": name, "records": n, "tokens": n * seq_len, "blocks": n,
+                      "bytes": n * seq_len * 4, "dropped_tokens": 0, "xxh3": "0000000000000000"})
+    manifest = {
+        "format_version": 1, "evenkeel_version": "0.1.0", "created": "2026-01-01T00:00:00Z",
+        "tokenizer": {"path": "none", "xxh3": "0000000000000000", "vocab_size": vocab or 2**31 - 1},
+        "seq_len": seq_len, "world": len(blocks), "shard": "contiguous",
+        "eos": {"id": 0, "token": "<eos>"}, "chat_template": "none", "text_field": "text",
+        "inputs": [], "ranks": ranks, "complete": True,
+        "totals": {"records": sum(blocks), "tokens": sum(blocks) * seq_len, "blocks": sum(blocks),
+                   "dropped_tokens": 0, "skipped_bad": 0},
+        "bad_examples": [], "global_min_blocks": min(blocks), "global_max_blocks": max(blocks),
+        "spread": max(blocks) - min(blocks),
+    }
+    (directory / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return directory
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", CUDA_VISIBLE_DEVICES="")
+    env.update(extra)
+    return env
+
+
+@dataclass
+class RankResult:
+    rank: int
+    returncode: int | None  # None: still running when the launcher gave up and killed it
+    output: str
+
+
+def launch(world: int, args: list[str], workdir: Path, *, timeout: float, env: dict[str, str] | None = None
+           ) -> tuple[list[RankResult], float]:
+    """Starts trainer/train.py as `world` processes with the environment torchrun gives
+    (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), each
+    rank's output in its own log so every rank's account survives the others' exit.
+    Returns the results and the wall time."""
+    port = str(free_port())
+    logs = [open(workdir / f"rank-{r}.log", "w+") for r in range(world)]
+    procs = []
+    t0 = time.monotonic()
+    for r in range(world):
+        e = child_env(RANK=str(r), WORLD_SIZE=str(world), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(world),
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=port, **(env or {}))
+        # A session of its own per rank, as torchrun does: with the kernel's autogroup
+        # scheduling that is also a CPU share of its own, ~3x faster on a shared host.
+        procs.append(subprocess.Popen([sys.executable, str(TRAIN), *args], env=e, stdout=logs[r],
+                                      stderr=subprocess.STDOUT, cwd=workdir, start_new_session=True))
+    deadline = t0 + timeout
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    results = []
+    for r, p in enumerate(procs):
+        code = p.poll()
+        if code is None:
+            p.kill()
+            p.wait()
+        logs[r].seek(0)
+        results.append(RankResult(r, code, logs[r].read()))
+        logs[r].close()
+    return results, time.monotonic() - t0
