@@ -72,3 +72,28 @@ emit("kLetterRanges", ranges(lambda c: ud.category(chr(c)).startswith("L")), "\\
 emit("kNumberRanges", ranges(lambda c: ud.category(chr(c)).startswith("N")), "\\p{N}: Nd Nl No (Unicode 16.0)")
 emit("kSpaceRanges", WHITE_SPACE, "\\s: White_Space")
 emit("kPost9Ranges", post9(), "assigned in Unicode 10.0 to 15.0: inert in HF's Unicode 9.0 NFC tables")
+
+# General categories of Unicode 16.0 for every assigned code point, as runs, so a
+# regex run on the system's Oniguruma (an older Unicode) can be given the same
+# \p{..} sets HF's Oniguruma has (pattern.cc).
+CATS = ["Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf",
+        "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co"]
+runs, cur = [], None
+for cp in range(0x110000):
+    c = ud.category(chr(cp))
+    k = CATS.index(c) if c in CATS else -1
+    if cur and cur[2] == k and cur[1] == cp - 1:
+        cur[1] = cp
+    else:
+        if cur and cur[2] >= 0:
+            runs.append(tuple(cur))
+        cur = [cp, cp, k]
+if cur and cur[2] >= 0:
+    runs.append(tuple(cur))
+print("// General category names, indexed by CategoryRun::cat.")
+print("constexpr const char* kCategoryNames[] = {" + ", ".join(f'"{c}"' for c in CATS) + "};")
+print("// Unicode 16.0 general category runs (unassigned code points omitted).")
+print("constexpr CategoryRun kCategoryRuns[] = {")
+for lo, hi, k in runs:
+    print(f"    {{0x{lo:04X}, 0x{hi:04X}, {k}}},")
+print("};")

@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include <fmt/core.h>
+
 #include "tokenize/unicode.h"
 
 namespace ek::tokenize {
@@ -265,7 +267,87 @@ class LiteralPattern final : public Pattern {
 
 }  // namespace
 
-Result<std::unique_ptr<Pattern>> CompileOnigRegex(std::string_view regex) {
+namespace {
+
+using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;
+
+// The system Oniguruma's ranges for a property name.
+Ranges OnigRanges(const std::string& name) {
+  Ranges out;
+  OnigEncoding enc = ONIG_ENCODING_UTF8;
+  auto* p = reinterpret_cast<OnigUChar*>(const_cast<char*>(name.c_str()));
+  int ctype = ONIGENC_PROPERTY_NAME_TO_CTYPE(enc, p, p + name.size());
+  OnigCodePoint sb_out = 0;
+  const OnigCodePoint* ranges = nullptr;
+  if (ctype < 0 || ONIGENC_GET_CTYPE_CODE_RANGE(enc, ctype, &sb_out, &ranges) != 0 || !ranges) return out;
+  for (OnigCodePoint i = 0; i < ranges[0]; ++i) out.emplace_back(ranges[1 + 2 * i], ranges[2 + 2 * i]);
+  return out;
+}
+
+// a minus b, for sorted disjoint inclusive ranges.
+Ranges Subtract(const Ranges& a, const Ranges& b) {
+  Ranges out;
+  size_t j = 0;
+  for (auto [lo, hi] : a) {
+    uint32_t cur = lo;
+    while (j < b.size() && b[j].second < cur) ++j;
+    size_t k = j;
+    while (cur <= hi) {
+      if (k >= b.size() || b[k].first > hi) {
+        out.emplace_back(cur, hi);
+        break;
+      }
+      if (b[k].first > cur) out.emplace_back(cur, b[k].first - 1);
+      if (b[k].second >= hi) break;
+      cur = std::max(cur, b[k].second + 1);
+      ++k;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string AlignRegexUnicode(std::string_view regex) {
+  // Hugging Face's Oniguruma classifies with Unicode 16.0; the system's may be
+  // older. Each \p{Category} gets the code points it lacks, written out.
+  std::string out;
+  int depth = 0;
+  for (size_t i = 0; i < regex.size(); ++i) {
+    char c = regex[i];
+    if (c == '\\' && i + 1 < regex.size()) {
+      if ((regex[i + 1] == 'p') && i + 2 < regex.size() && regex[i + 2] == '{') {
+        size_t close = regex.find('}', i + 3);
+        if (close != std::string_view::npos) {
+          std::string name(regex.substr(i + 3, close - i - 3));
+          std::string escape(regex.substr(i, close - i + 1));
+          Ranges ours = CategoryRanges(name);
+          Ranges extra = ours.empty() ? Ranges{} : Subtract(ours, OnigRanges(name));
+          if (extra.empty()) {
+            out += escape;
+          } else {
+            std::string add = escape;
+            for (auto [lo, hi] : extra) add += fmt::format("\\x{{{:X}}}-\\x{{{:X}}}", lo, hi);
+            out += depth > 0 ? add : "[" + add + "]";
+          }
+          i = close;
+          continue;
+        }
+      }
+      out += c;
+      out += regex[++i];
+      continue;
+    }
+    if (c == '[') ++depth;
+    if (c == ']' && depth > 0) --depth;
+    out += c;
+  }
+  return out;
+}
+
+Result<std::unique_ptr<Pattern>> CompileOnigRegex(std::string_view regex_in) {
+  std::string aligned = AlignRegexUnicode(regex_in);
+  std::string_view regex = aligned;
   static std::once_flag once;
   std::call_once(once, [] {
     OnigEncoding encs[] = {ONIG_ENCODING_UTF8};
@@ -279,7 +361,7 @@ Result<std::unique_ptr<Pattern>> CompileOnigRegex(std::string_view regex) {
   if (r != ONIG_NORMAL) {
     OnigUChar msg[ONIG_MAX_ERROR_MESSAGE_LEN];
     onig_error_code_to_str(msg, r, &einfo);
-    return InvalidArgumentError("invalid regex " + std::string(regex) + ": " +
+    return InvalidArgumentError("invalid regex " + std::string(regex_in) + ": " +
                                 reinterpret_cast<char*>(msg));
   }
   return std::unique_ptr<Pattern>(new OnigPattern(reg));

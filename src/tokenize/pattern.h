@@ -49,6 +49,9 @@ inline constexpr std::string_view kQwen2Regex =
 Result<std::unique_ptr<Pattern>> CompileRegex(std::string_view regex);
 // Always Oniguruma (for tests and for --slow-regex debugging).
 Result<std::unique_ptr<Pattern>> CompileOnigRegex(std::string_view regex);
+// `regex` with each \p{Category} widened by the code points that Unicode 16.0
+// (HF's Oniguruma) has in it and the system's Oniguruma lacks.
+std::string AlignRegexUnicode(std::string_view regex);
 // A literal string (Split with {"String": ...}).
 std::unique_ptr<Pattern> MakeLiteralPattern(std::string literal);
 

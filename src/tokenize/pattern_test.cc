@@ -30,6 +30,15 @@ TEST(PatternTest, Qwen2Examples) {
             (std::vector<std::string>{"Hello", " world", "'s", " ", "1", "2", "3", "  \n\n", " ", " x"}));
 }
 
+TEST(PatternTest, OnigurumaFallbackSeesUnicode16LikeHf) {
+  // U+13460 (Egyptian hieroglyph) is a letter from Unicode 16.0 on; the system
+  // Oniguruma may be older, the fallback must still call it \p{L}.
+  auto p = *CompileOnigRegex("\\p{L}+|[^\\p{L}]");
+  EXPECT_EQ(Pieces(*p, "a\U00013460b."), (std::vector<std::string>{"a\U00013460b", "."}));
+  EXPECT_NE(AlignRegexUnicode("\\p{L}").find("\\x{13460}"), std::string::npos);
+  EXPECT_EQ(AlignRegexUnicode("\\p{Zs}\\\\p{L}"), "\\p{Zs}\\\\p{L}");  // escaped backslash: not a class
+}
+
 TEST(PatternTest, InvalidRegexIsAnError) {
   auto r = CompileRegex("(unclosed");
   ASSERT_FALSE(r.ok());

@@ -22,6 +22,10 @@ constexpr Range kNfcQcNoMaybe[] = {
 struct CodeRange {
   uint32_t lo, hi;
 };
+struct CategoryRun {
+  uint32_t lo, hi;
+  int cat;
+};
 #include "tokenize/unicode_tables.inc"
 
 template <size_t N>
@@ -235,6 +239,21 @@ void AppendNfc(std::string_view s, std::string* out) {
     i += l;
   }
   std::free(res);
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> CategoryRanges(std::string_view name) {
+  std::vector<std::pair<uint32_t, uint32_t>> out;
+  if (name.empty() || name.size() > 2) return out;
+  for (const CategoryRun& r : kCategoryRuns) {
+    std::string_view cat = kCategoryNames[r.cat];
+    if (name.size() == 1 ? cat[0] != name[0] : cat != name) continue;
+    if (!out.empty() && out.back().second + 1 == r.lo) {
+      out.back().second = r.hi;
+    } else {
+      out.emplace_back(r.lo, r.hi);
+    }
+  }
+  return out;
 }
 
 bool IsWhiteSpace(uint32_t cp) { return CharClasses::Get().Of(cp) & kClassSpace; }

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ek::tokenize {
 
@@ -73,6 +75,11 @@ bool IsNfcQuick(std::string_view s);
 // Appends the NFC form of valid UTF-8 `s` to `out`, as Hugging Face's NFC
 // normalizer computes it (Unicode 9.0 tables: later characters are inert).
 void AppendNfc(std::string_view s, std::string* out);
+
+// The code points of a general category ("Lu", ...) or category group ("L",
+// "M", "N", "P", "S", "Z") in Unicode 16.0, as sorted inclusive ranges; empty
+// for other names.
+std::vector<std::pair<uint32_t, uint32_t>> CategoryRanges(std::string_view name);
 
 // Rust char::is_whitespace / is_alphanumeric, used by added-token rules.
 bool IsWhiteSpace(uint32_t cp);
