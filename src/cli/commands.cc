@@ -14,6 +14,8 @@ constexpr Command kCommands[] = {
     {"inspect", "verify a pack against its manifest; show a block", RunInspect},
     {"plan", "memory, steps, tokens and checkpoints of a run", RunPlan},
     {"gate", "preflight: six invariants checked before a launch, with a pass log", RunGate},
+    {"triage", "name a run's state (healthy, checkpoint, deadlock, ...) from GPU power and utilization",
+     RunTriage},
     {"fr", "read every rank's flight-recorder dump and name the desynced ranks", RunFr},
     {"version", "print the evenkeel version", RunVersion},
 };

@@ -23,6 +23,7 @@ void Warn(std::string_view message);
 
 int RunVersion(int argc, char** argv);
 int RunFr(int argc, char** argv);
+int RunTriage(int argc, char** argv);
 int RunTokenize(int argc, char** argv);
 int RunDetokenize(int argc, char** argv);
 int RunPack(int argc, char** argv);

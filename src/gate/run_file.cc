@@ -136,6 +136,18 @@ Status ValidateRunFile(const RunFile& r) {
   if (r.headroom < 0 || r.headroom >= 1) return bad("gpu.headroom must be in [0, 1)");
   if (r.params < 0 || r.memory_gb < 0) return bad("model.params and gpu.memory_gb must be >= 0");
   if (r.backend != "nccl" && r.backend != "gloo") return bad("distributed.backend must be nccl or gloo");
+  if (r.watch_poll_s <= 0 || r.stale_after_s <= 0 || r.agent_timeout_s <= 0) {
+    return bad("watch.poll_s, watch.stale_after_s and watch.agent_timeout_s must be positive");
+  }
+  if (r.hang_floor_s <= 0 || r.hang_factor <= 0 || r.checkpoint_allowance_s < 0) {
+    return bad("watch.hang_floor_s and watch.hang_factor must be positive, checkpoint_allowance_s >= 0");
+  }
+  if (r.throughput_floor_tok_s < 0 || r.throughput_samples < 1 || r.final_step < 0) {
+    return bad("watch.throughput_floor_tok_s and watch.final_step must be >= 0, throughput_samples >= 1");
+  }
+  if (r.alert_backoff_s <= 0 || r.alert_backoff_max_s < r.alert_backoff_s || r.alert_resend_s <= 0) {
+    return bad("alert.backoff_s and alert.resend_s must be positive, backoff_max_s >= backoff_s");
+  }
   return Status::Ok();
 }
 
@@ -150,7 +162,8 @@ Result<RunFile> ParseRunFile(std::string_view text, const std::string& name) {
   RunFile r;
   r.path = name;
   static const std::set<std::string> kTables = {"run", "cluster", "data", "model", "train", "checkpoint",
-                                                "evenfix", "distributed", "gpu", "watch"};
+                                                "evenfix", "distributed", "gpu", "watch",
+                                                "alert"};
   for (const auto& [k, v] : root) {
     if (!kTables.count(std::string(k.str()))) {
       return InvalidArgumentError(fmt::format("{}: unknown key {} (line {})", name, k.str(), v.source().begin.line));
@@ -235,6 +248,23 @@ Result<RunFile> ParseRunFile(std::string_view text, const std::string& name) {
     EK_RETURN_IF_ERROR(t.Num("throughput_floor_tok_s", &r.throughput_floor_tok_s));
     EK_RETURN_IF_ERROR(t.Int("throughput_samples", &r.throughput_samples));
     EK_RETURN_IF_ERROR(t.Num("stale_after_s", &r.stale_after_s));
+    EK_RETURN_IF_ERROR(t.Str("heartbeat_dir", &r.heartbeat_dir));
+    EK_RETURN_IF_ERROR(t.Str("profile", &r.watch_profile));
+    int final_step = 0;
+    EK_RETURN_IF_ERROR(t.Int("final_step", &final_step));
+    r.final_step = final_step;
+    EK_RETURN_IF_ERROR(t.Num("agent_timeout_s", &r.agent_timeout_s));
+    EK_RETURN_IF_ERROR(t.Str("state_dir", &r.watch_state_dir));
+    EK_RETURN_IF_ERROR(t.NoOthers());
+  }
+  {
+    Table t = table("alert");
+    EK_RETURN_IF_ERROR(t.Str("alertmanager_url", &r.alertmanager_url));
+    EK_RETURN_IF_ERROR(t.Str("webhook_url", &r.webhook_url));
+    EK_RETURN_IF_ERROR(t.Str("command", &r.alert_command));
+    EK_RETURN_IF_ERROR(t.Num("backoff_s", &r.alert_backoff_s));
+    EK_RETURN_IF_ERROR(t.Num("backoff_max_s", &r.alert_backoff_max_s));
+    EK_RETURN_IF_ERROR(t.Num("resend_s", &r.alert_resend_s));
     EK_RETURN_IF_ERROR(t.NoOthers());
   }
   if (r.cache_dir.empty()) r.cache_dir = r.pack_dir;

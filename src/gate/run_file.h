@@ -59,6 +59,18 @@ struct RunFile {
   double throughput_floor_tok_s = 0;
   int throughput_samples = 5;
   double stale_after_s = 10;
+  std::string heartbeat_dir;       // where ranks' Heartbeat files are (agent)
+  std::string watch_profile = "B300";  // triage power profile (watcher's deadlock/starvation)
+  long long final_step = 0;        // the run's last step; 0: from the heartbeats' total_steps
+  double agent_timeout_s = 2;      // one agent's poll, connect and read together
+  std::string watch_state_dir;     // watcher state and spool; "" = <run name>.watch beside the run file
+  // [alert] (used by evenkeel watch)
+  std::string alertmanager_url;    // e.g. http://127.0.0.1:9093
+  std::string webhook_url;         // JSON {"text": ...} (Slack-compatible)
+  std::string alert_command;       // run with /bin/sh -c, the alert as JSON on stdin
+  double alert_backoff_s = 1;      // first retry delay; doubles per failure
+  double alert_backoff_max_s = 60;
+  double alert_resend_s = 60;      // Alertmanager: re-post firing alerts (its resolve_timeout is 5m)
 
   int world() const { return nodes * gpus_per_node; }
   // A path in the run file, resolved against the run file's directory.

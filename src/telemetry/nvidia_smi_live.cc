@@ -76,8 +76,18 @@ Status ChildLineStream::ReadLines(double deadline, std::vector<std::string>* lin
       partial_.clear();
       ::close(fd_);
       fd_ = -1;
+      // EOF comes as the child exits (or just before it is reapable); one
+      // that closed its stdout and lingers for a second is done for us: stop it.
       int status = 0;
-      if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) {
+      pid_t done = 0;
+      for (int i = 0; i < 100 && pid_ > 0 && (done = ::waitpid(pid_, &status, WNOHANG)) == 0; ++i) {
+        ::usleep(10000);
+      }
+      if (pid_ > 0 && done == 0) {
+        ::kill(pid_, SIGTERM);
+        done = ::waitpid(pid_, &status, 0);
+      }
+      if (done == pid_ && pid_ > 0) {
         exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       }
       pid_ = -1;

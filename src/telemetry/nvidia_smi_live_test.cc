@@ -1,6 +1,7 @@
 #include "telemetry/nvidia_smi_live.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include "telemetry/fake_clock.h"
 
@@ -61,6 +62,21 @@ TEST(NvidiaSmiLive, ReadReturnsAtDeadlineWhileChildIsQuiet) {
   EXPECT_FALSE(eof);
   EXPECT_GE(took, 0.15);
   EXPECT_LT(took, 2.0);  // the destructor kills `sleep` instead of waiting 5 s
+}
+
+TEST(NvidiaSmiLive, ChildThatClosesStdoutAndLingersIsStopped) {
+  auto child =
+      ChildLineStream::Spawn({"sh", "-c", "echo one; exec >&-; exec sleep 30"}, SystemClock());
+  ASSERT_TRUE(child.ok());
+  std::vector<std::string> lines;
+  bool eof = false;
+  double start = SystemClock()->Now();
+  for (int i = 0; i < 100 && !eof; ++i) {
+    ASSERT_TRUE((*child)->ReadLines(SystemClock()->Now() + 0.1, &lines, &eof).ok());
+  }
+  EXPECT_TRUE(eof);
+  EXPECT_LT(SystemClock()->Now() - start, 5.0);
+  EXPECT_EQ((*child)->exit_status(), std::optional<int>(128 + SIGTERM));
 }
 
 TEST(NvidiaSmiLive, MissingProgramIsUnavailable) {

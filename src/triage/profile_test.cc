@@ -1,0 +1,78 @@
+#include "triage/profile.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "core/file.h"
+
+namespace ek::triage {
+namespace {
+
+TEST(Profile, B300IsTheReportsNumbers) {
+  Profile p = *BuiltinProfile("b300");
+  EXPECT_EQ(p.name, "B300");
+  EXPECT_DOUBLE_EQ(p.healthy_lo_w, 940);
+  EXPECT_DOUBLE_EQ(p.healthy_hi_w, 1040);
+  EXPECT_DOUBLE_EQ(p.communication_w, 640);
+  EXPECT_DOUBLE_EQ(p.starvation_w, 575);
+  EXPECT_DOUBLE_EQ(p.floor_w, 190);
+  EXPECT_DOUBLE_EQ(p.floor_max_w(), 382.5);
+  EXPECT_DOUBLE_EQ(p.healthy_min_w(), 790);
+  EXPECT_TRUE(p.Validate().ok());
+}
+
+TEST(Profile, OthersScaleByPowerLimit) {
+  for (const auto& [name, limit] :
+       std::vector<std::pair<std::string, double>>{{"H100", 700}, {"H200", 700}, {"A100", 400}}) {
+    Profile p = *BuiltinProfile(name);
+    EXPECT_EQ(p.name, name);
+    EXPECT_DOUBLE_EQ(p.power_limit_w, limit);
+    EXPECT_NEAR(p.healthy_lo_w, 940 * limit / 1100, 1e-9);
+    EXPECT_NEAR(p.floor_w, 190 * limit / 1100, 1e-9);
+    EXPECT_TRUE(p.Validate().ok()) << name;
+  }
+  EXPECT_NEAR(BuiltinProfile("H100")->healthy_lo_w, 598.2, 0.1);
+  EXPECT_NEAR(BuiltinProfile("A100")->floor_w, 69.1, 0.1);
+  EXPECT_NEAR(BuiltinProfile("limit:350")->communication_w, 640 * 350.0 / 1100, 1e-9);
+  EXPECT_FALSE(BuiltinProfile("limit:abc").ok());
+  EXPECT_EQ(BuiltinProfile("V100").status().code(), StatusCode::kNotFound);
+}
+
+TEST(Profile, FromBandsReproducesB300Proportions) {
+  Profile p = ProfileFromBands("x", 940, 1040, 190);
+  EXPECT_NEAR(p.communication_w, 640, 1e-9);
+  EXPECT_NEAR(p.starvation_w, 575, 1e-9);
+}
+
+TEST(Profile, JsonRoundTripThroughAFile) {
+  Profile p = *BuiltinProfile("H200");
+  p.idle_w = 75;
+  char tmpl[] = "/tmp/ek_profile_test.XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  std::string path = dir + "/h200.json";
+  ASSERT_TRUE(WriteFileAtomic(path, ProfileToJson(p)).ok());
+  Result<Profile> q = LoadProfile(path);
+  ASSERT_TRUE(q.ok()) << q.status().message();
+  EXPECT_EQ(q->name, "H200");
+  EXPECT_NEAR(q->healthy_lo_w, p.healthy_lo_w, 0.05);
+  EXPECT_NEAR(q->floor_w, p.floor_w, 0.05);
+  EXPECT_DOUBLE_EQ(q->idle_w, 75);
+  ::unlink(path.c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST(Profile, BadFilesAreErrorsNamingTheFile) {
+  EXPECT_EQ(ParseProfileJson("{", "p.json").status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(ParseProfileJson("{}", "p.json").status().message().find("p.json"), std::string::npos);
+  std::string unordered =
+      R"({"format":"evenkeel-triage-profile/1","healthy_lo_w":500,"healthy_hi_w":600,)"
+      R"("communication_w":640,"starvation_w":575,"floor_w":190})";
+  EXPECT_FALSE(ParseProfileJson(unordered, "p.json").ok());
+  std::string missing = R"({"format":"evenkeel-triage-profile/1","healthy_lo_w":940})";
+  EXPECT_NE(ParseProfileJson(missing, "p.json").status().message().find("healthy_hi_w"),
+            std::string::npos);
+  EXPECT_EQ(LoadProfile("/nonexistent/profile.json").status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace ek::triage
