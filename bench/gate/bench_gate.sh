@@ -4,8 +4,8 @@
 #   bash bench/gate/bench_gate.sh [WORKDIR]   (needs ~4 GB of disk; build first)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BIN=$ROOT/build/src/cli/evenkeel
-GEN=$ROOT/build/bench/gate/make_synthetic_pack
+BIN=${EVENKEEL:-$ROOT/build/src/cli/evenkeel}
+GEN=${MAKE_SYNTHETIC_PACK:-$ROOT/build/bench/gate/make_synthetic_pack}
 WORK=${1:-/tmp/ek_gate_bench}
 [ -x "$BIN" ] && [ -x "$GEN" ] || { echo "build first: cmake --build $ROOT/build" >&2; exit 1; }
 if [ ! -f "$WORK/pack/manifest.json" ]; then
