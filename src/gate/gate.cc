@@ -13,6 +13,7 @@
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#include "core/clock.h"
 #include "core/file.h"
 #include "core/json_check.h"
 #include "core/json_out.h"
@@ -51,15 +52,6 @@ GateEnv RealGateEnv() {
 }
 
 namespace {
-
-std::string NowUtc() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm;
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 Check Make(std::string name, Verdict v, std::string reason) {
   Check c;
@@ -152,7 +144,7 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
   rep.node_rank = node_rank;
   rep.hosts = run.hosts;
   rep.evenkeel_version = kVersion;
-  rep.time = NowUtc();
+  rep.time = UtcNowIso8601();
   if (node_rank >= run.nodes) {
     return InvalidArgumentError(fmt::format("--node-rank {} but the run has {} node(s)", node_rank, run.nodes));
   }

@@ -13,6 +13,7 @@
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#include "core/clock.h"
 #include "core/file.h"
 #include "core/jsonl.h"
 #include "core/thread_pool.h"
@@ -122,15 +123,6 @@ class RankWriter {
   uint64_t blocks_ = 0;
 };
 
-std::string NowUtc() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm;
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 // Removes hidden temp files that a killed run left behind.
 void RemoveStaleTemps(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
@@ -183,7 +175,7 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
 
   Manifest m;
   m.evenkeel_version = kVersion;
-  m.created = NowUtc();
+  m.created = UtcNowIso8601();
   m.tokenizer_path = opt.tokenizer_path;
   {
     EK_ASSIGN_OR_RETURN(MappedFile tf, MappedFile::Open(opt.tokenizer_path));
