@@ -17,7 +17,9 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config ccache git
   pybind11-dev unicode-data zstd nodejs npm python3 python3-venv python3-pip
   # Data-only packages whose gettext catalogs give the tokenizer corpus
   # (tools/corpus/make_corpus.py) enough Arabic, Hebrew, Hindi, Bengali, Tamil, Persian, Thai.
-  iso-codes libglib2.0-data libgtk2.0-common xkb-data shared-mime-info)
+  iso-codes libglib2.0-data libgtk2.0-common xkb-data shared-mime-info
+  # Real Prometheus, promtool and Alertmanager for the watcher's end-to-end tests.
+  prometheus prometheus-alertmanager)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   # A nodejs from NodeSource bundles npm and conflicts with Debian's npm package.

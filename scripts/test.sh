@@ -18,7 +18,8 @@ status=0
 ctest --output-on-failure -j"$(nproc)" || status=1
 cd "$ROOT"
 suites=()
-for d in tests/cli tests/pack tests/tokenizer_variants tests/trainer tests/watch; do
+# (tests/watch runs under ctest as watch_e2e.)
+for d in tests/cli tests/pack tests/tokenizer_variants tests/trainer; do
   [ -d "$d" ] && suites+=("$d")
 done
 EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider "${suites[@]}" || status=1

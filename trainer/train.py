@@ -44,7 +44,7 @@ from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model
                                                      set_model_state_dict)
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-from evenkeel import BlockDataset, evenfix
+from evenkeel import BlockDataset, Heartbeat, evenfix
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,6 +240,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-reshard-after-forward", action="store_true",
                    help="keep parameters gathered between forward and backward (SHARD_GRAD_OP)")
     p.add_argument("--log-every", type=int, default=1)
+    p.add_argument("--heartbeat-dir", default=os.environ.get("EVENKEEL_HEARTBEAT_DIR", ""),
+                   help="write an evenkeel heartbeat per step here, for evenkeel agent/watch")
     return p.parse_args(argv)
 
 
@@ -289,12 +291,16 @@ def train(args: argparse.Namespace, run: Run, backend: str, device: torch.device
                 "evenfix": args.evenfix, "model_config": asdict(config)}
 
     last_saved = None
+    heartbeat = None
+    tokens_seen = 0
     for epoch in range(start_epoch, args.epochs):
         if run.global_step >= total_steps:
             break
         ds.start_at(epoch, start_step if epoch == start_epoch else 0, args.micro_batch, args.grad_accum)
         blocks = iter(ds)
         step_in_epoch = start_step if epoch == start_epoch else 0
+        if heartbeat is None and args.heartbeat_dir:
+            heartbeat = Heartbeat(args.heartbeat_dir, rank=rank, total_steps=total_steps)
         while step_in_epoch < steps_per_epoch and run.global_step < total_steps:
             loss_sum = 0.0
             for micro in range(args.grad_accum):
@@ -314,6 +320,9 @@ def train(args: argparse.Namespace, run: Run, backend: str, device: torch.device
             opt.zero_grad(set_to_none=True)
             run.global_step += 1
             step_in_epoch += 1
+            tokens_seen += args.grad_accum * batch.numel()
+            if heartbeat is not None:
+                heartbeat.beat(run.global_step, tokens_seen)
             if rank == 0 and (run.global_step % args.log_every == 0 or run.global_step == total_steps):
                 run.log(f"step {run.global_step} epoch {epoch} loss {loss_sum / args.grad_accum:.4f} "
                         f"lr {sched.get_last_lr()[0]:.3g}")
@@ -323,6 +332,8 @@ def train(args: argparse.Namespace, run: Run, backend: str, device: torch.device
             # The end-of-epoch save, where the report's run hung.
             last_saved = save_checkpoint(run, model, args.ckpt_dir, meta(epoch, step_in_epoch))
     run.enter("done")
+    if heartbeat is not None:
+        heartbeat.done()
     run.log(f"done steps={run.global_step} checkpoint={last_saved}")
 
 

@@ -15,6 +15,7 @@ torch types and the collective.
 from evenkeel._core import Error, NotFoundError
 from evenkeel.dataset import BlockDataset
 from evenkeel.evenfix import evenfix
+from evenkeel.heartbeat import Heartbeat
 
-__all__ = ["BlockDataset", "Error", "NotFoundError", "evenfix"]
+__all__ = ["BlockDataset", "Error", "Heartbeat", "NotFoundError", "evenfix"]
 __version__ = "0.1.0"

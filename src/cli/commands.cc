@@ -17,6 +17,8 @@ constexpr Command kCommands[] = {
     {"triage", "name a run's state (healthy, checkpoint, deadlock, ...) from GPU power and utilization",
      RunTriage},
     {"fr", "read every rank's flight-recorder dump and name the desynced ranks", RunFr},
+    {"agent", "serve a node's GPU readings, rank heartbeats and checkpoints (/metrics, /status)", RunAgent},
+    {"watch", "watch a run from another host: completion, crash, hang, deadlock; alert", RunWatch},
     {"version", "print the evenkeel version", RunVersion},
 };
 }  // namespace

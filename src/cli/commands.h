@@ -30,5 +30,7 @@ int RunPack(int argc, char** argv);
 int RunInspect(int argc, char** argv);
 int RunPlan(int argc, char** argv);
 int RunGate(int argc, char** argv);
+int RunAgent(int argc, char** argv);
+int RunWatch(int argc, char** argv);
 
 }  // namespace ek::cli

@@ -70,5 +70,41 @@ TEST(RunFileTest, CrossFieldChecks) {
   EXPECT_NE(r.status().message().find("hosts"), std::string::npos);
 }
 
+TEST(RunFileTest, WatchAndAlertTables) {
+  auto r = ParseRunFile(R"(
+[watch]
+poll_s = 0.5
+heartbeat_dir = "/run/evenkeel/hb"
+profile = "H100"
+final_step = 3854
+agent_timeout_s = 1.5
+state_dir = "watch-state"
+[alert]
+alertmanager_url = "http://127.0.0.1:9093"
+webhook_url = "http://hooks.example/T0"
+command = "logger -t evenkeel"
+backoff_s = 0.5
+backoff_max_s = 30
+resend_s = 45
+)", "run.toml");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->watch_poll_s, 0.5);
+  EXPECT_EQ(r->heartbeat_dir, "/run/evenkeel/hb");
+  EXPECT_EQ(r->watch_profile, "H100");
+  EXPECT_EQ(r->final_step, 3854);
+  EXPECT_EQ(r->watch_state_dir, "watch-state");
+  EXPECT_EQ(r->alertmanager_url, "http://127.0.0.1:9093");
+  EXPECT_EQ(r->alert_command, "logger -t evenkeel");
+  EXPECT_DOUBLE_EQ(r->alert_resend_s, 45);
+  auto bad = ParseRunFile("[alert]\nslack = \"x\"\n", "run.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("unknown key alert.slack"), std::string::npos);
+  auto zero = ParseRunFile("[watch]\npoll_s = 0\n", "run.toml");
+  ASSERT_FALSE(zero.ok());
+  EXPECT_NE(zero.status().message().find("watch.poll_s"), std::string::npos);
+  auto backoff = ParseRunFile("[alert]\nbackoff_s = 10\nbackoff_max_s = 5\n", "run.toml");
+  EXPECT_FALSE(backoff.ok());
+}
+
 }  // namespace
 }  // namespace ek::gate

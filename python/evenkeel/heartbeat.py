@@ -1,0 +1,138 @@
+"""Per-rank heartbeat for evenkeel's agent and watcher (docs/watch.md).
+
+    from evenkeel.heartbeat import Heartbeat
+    hb = Heartbeat(total_steps=total_steps)      # dir from EVENKEEL_HEARTBEAT_DIR
+    for step in ...:
+        ...
+        hb.beat(step, tokens)                     # once per optimizer step
+    with hb.phase("checkpoint"):                  # a save: the watcher allows for it
+        save_checkpoint(...)
+    hb.done()                                     # a clean exit, not a crash
+
+Each rank owns one small file, DIR/rank-<RANK>.json (about 250 bytes), rewritten
+whole through a temporary file and os.replace: a reader never sees half a beat.
+That is four system calls per write (open, write, close, rename), no fsync (a
+heartbeat that a power cut loses is worth nothing anyway). Writes are coalesced
+to at most one per `min_interval_s`; the beat that was held back is written by
+the next beat, by a phase change or by close().
+
+The file carries the rank's step, its cumulative tokens, the wall time of the
+beat and of the last step change, moving averages of step time and tokens/s,
+the phase, the pid and optionally the run's total steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+
+__all__ = ["Heartbeat"]
+
+_FORMAT_VERSION = 1
+_EWMA = 0.3  # weight of the newest interval in step_s and tok_s
+
+
+def _env_int(*names: str) -> int | None:
+    for n in names:
+        v = os.environ.get(n)
+        if v not in (None, ""):
+            return int(v)
+    return None
+
+
+class Heartbeat:
+    def __init__(self, dir: str | None = None, rank: int | None = None,
+                 local_rank: int | None = None, total_steps: int | None = None,
+                 min_interval_s: float = 0.2):
+        self.dir = dir or os.environ.get("EVENKEEL_HEARTBEAT_DIR") or "/tmp/evenkeel-heartbeat"
+        self.rank = rank if rank is not None else (_env_int("RANK") or 0)
+        self.local_rank = (local_rank if local_rank is not None
+                           else _env_int("LOCAL_RANK") if _env_int("LOCAL_RANK") is not None
+                           else self.rank)
+        if self.rank < 0 or self.local_rank < 0:
+            raise ValueError(f"heartbeat: rank {self.rank} / local rank {self.local_rank} must be >= 0")
+        self.total_steps = int(total_steps) if total_steps else 0
+        self.min_interval_s = float(min_interval_s)
+        os.makedirs(self.dir, exist_ok=True)
+        self.path = os.path.join(self.dir, f"rank-{self.rank}.json")
+        self._tmp = os.path.join(self.dir, f".rank-{self.rank}.json.tmp.{os.getpid()}")
+        self._host = socket.gethostname()
+        self._step = -1
+        self._tokens = 0
+        self._phase = "train"
+        self._beat_time = 0.0
+        self._step_time = 0.0
+        self._step_s = 0.0
+        self._tok_s = 0.0
+        self._written = 0.0
+        self._dirty = False
+        self._write()  # the rank exists from the start, at step -1
+
+    def beat(self, step: int, tokens: int = 0) -> None:
+        """Records that this rank finished `step`, having processed `tokens` in total."""
+        now = time.time()
+        step, tokens = int(step), int(tokens)
+        if step != self._step:
+            if self._step >= 0 and self._step_time > 0 and step > self._step:
+                dt = now - self._step_time
+                if dt > 0:
+                    per_step = dt / (step - self._step)
+                    rate = max(tokens - self._tokens, 0) / dt
+                    a = _EWMA if self._step_s > 0 else 1.0
+                    self._step_s = a * per_step + (1 - a) * self._step_s
+                    self._tok_s = a * rate + (1 - a) * self._tok_s
+            self._step_time = now
+        self._step, self._tokens, self._beat_time = step, tokens, now
+        self._dirty = True
+        if now - self._written >= self.min_interval_s:
+            self._write()
+
+    @contextlib.contextmanager
+    def phase(self, name: str):
+        """Marks a stretch (a checkpoint save) during which the step does not advance."""
+        old = self._phase
+        self.set_phase(name)
+        try:
+            yield self
+        finally:
+            self.set_phase(old)
+
+    def set_phase(self, name: str) -> None:
+        self._phase = str(name)
+        self._beat_time = time.time()
+        self._write()
+
+    def done(self) -> None:
+        """A clean end: the watcher reads the exit as completion, not a crash."""
+        self.set_phase("done")
+
+    def close(self) -> None:
+        if self._dirty:
+            self._write()
+
+    def __enter__(self) -> "Heartbeat":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        self.close()
+
+    def _write(self) -> None:
+        rec = {
+            "v": _FORMAT_VERSION, "rank": self.rank, "local_rank": self.local_rank,
+            "pid": os.getpid(), "host": self._host, "step": self._step, "tokens": self._tokens,
+            "time": self._beat_time or time.time(), "step_time": self._step_time,
+            "step_s": round(self._step_s, 6), "tok_s": round(self._tok_s, 3), "phase": self._phase,
+            "total_steps": self.total_steps,
+        }
+        data = json.dumps(rec, separators=(",", ":")).encode()
+        fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(self._tmp, self.path)
+        self._written = time.time()
+        self._dirty = False

@@ -1,0 +1,275 @@
+// evenkeel agent: serve one node's GPU readings, rank heartbeats and
+// checkpoints as /metrics (Prometheus) and /status (JSON).
+// evenkeel watch: poll the agents from another host, detect completion, crash,
+// hang, deadlock, throughput floor and blindness, and alert (docs/watch.md).
+#include <fmt/format.h>
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.h"
+#include "gate/run_file.h"
+#include "telemetry/nvidia_smi_live.h"
+#include "telemetry/nvml.h"
+#include "triage/profile.h"
+#include "watch/agent.h"
+#include "watch/http.h"
+#include "watch/watcher.h"
+
+namespace ek::cli {
+
+namespace {
+
+constexpr int kUsage = 2;
+
+std::atomic<bool> g_stop{false};
+watch::AgentServer* g_server = nullptr;
+void OnStop(int) {
+  g_stop = true;
+  if (g_server) g_server->Stop();  // sets a flag and shuts the socket: async-signal-safe enough for httplib
+}
+void CatchStopSignals() {
+  struct sigaction sa{};
+  sa.sa_handler = OnStop;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+std::string TokenFrom(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  const char* env = std::getenv("EVENKEEL_AGENT_TOKEN");
+  return env ? env : "";
+}
+
+struct AgentFlags {
+  std::string run_file;
+  std::string listen = "127.0.0.1:9464";
+  std::string token;
+  std::string heartbeat_dir;
+  std::string host;
+  std::vector<std::string> telemetry;  // KIND [FILE...]
+  double replay_from_s = 0;
+  bool replay_hold = false;
+  std::string nvidia_smi = "nvidia-smi";
+  std::string nvml_library;
+};
+
+Result<std::unique_ptr<watch::GpuFeed>> MakeFeed(const AgentFlags& f, const gate::RunFile& run,
+                                                 const std::string& host, telemetry::Clock* clock) {
+  std::string kind = f.telemetry.empty() ? "nvml" : f.telemetry[0];
+  std::vector<std::string> files(f.telemetry.size() > 1 ? f.telemetry.begin() + 1 : f.telemetry.end(),
+                                 f.telemetry.end());
+  if (kind == "replay") {
+    if (files.empty()) return InvalidArgumentError("--telemetry replay needs recorded CSV files");
+    return watch::MakeReplayFeed(files, f.host.empty() && files.size() == 1 ? "" : host, clock->Now(),
+                                 f.replay_from_s, f.replay_hold);
+  }
+  if (!files.empty()) return InvalidArgumentError(fmt::format("--telemetry {} takes no files", kind));
+  double interval = std::max(1.0, run.watch_poll_s);
+  if (kind == "nvml") {
+    EK_ASSIGN_OR_RETURN(auto nvml, telemetry::LoadNvml(f.nvml_library));
+    return watch::MakeSourceFeed(std::make_unique<telemetry::NvmlSource>(std::move(nvml), clock, host), clock);
+  }
+  if (kind == "nvidia-smi") {
+    EK_ASSIGN_OR_RETURN(auto lines, telemetry::ChildLineStream::Spawn(
+                                        telemetry::NvidiaSmiCommand(f.nvidia_smi, interval), clock));
+    return watch::MakeSourceFeed(std::make_unique<telemetry::NvidiaSmiSource>(std::move(lines), clock, host),
+                                 clock);
+  }
+  if (kind == "none") return std::unique_ptr<watch::GpuFeed>();
+  return InvalidArgumentError(fmt::format("--telemetry '{}': nvml, nvidia-smi, replay FILE... or none", kind));
+}
+
+Status RunAgentLoop(const AgentFlags& f) {
+  EK_ASSIGN_OR_RETURN(gate::RunFile run, gate::ReadRunFile(f.run_file));
+  telemetry::Clock* clock = telemetry::SystemClock();
+  watch::AgentOptions options;
+  options.run = run.name;
+  options.host = f.host.empty() ? telemetry::LocalHostName() : f.host;
+  options.heartbeat_dir = !f.heartbeat_dir.empty() ? f.heartbeat_dir : run.Resolve(run.heartbeat_dir);
+  options.checkpoint_dir = run.Resolve(run.checkpoint_dir);
+  for (size_t i = 0; i < run.hosts.size(); ++i) {
+    if (run.hosts[i] == options.host) options.rank_base = static_cast<int>(i) * run.gpus_per_node;
+  }
+  if (options.heartbeat_dir.empty()) {
+    return InvalidArgumentError("agent: no heartbeat directory (--heartbeat-dir or watch.heartbeat_dir)");
+  }
+  std::string no_feed;
+  auto feed = MakeFeed(f, run, options.host, clock);
+  if (!feed.ok()) {
+    // Telemetry that cannot start is reported, not fatal: the ranks and
+    // checkpoints still matter, and the watcher reads the gap as blind.
+    if (feed.status().code() != StatusCode::kUnavailable) return feed.status();
+    no_feed = feed.status().message();
+    Warn(no_feed);
+  }
+  watch::Agent agent(options, feed.ok() ? std::move(*feed) : nullptr, no_feed, clock);
+  EK_ASSIGN_OR_RETURN(auto server, watch::AgentServer::Create(&agent, TokenFrom(f.token)));
+  EK_ASSIGN_OR_RETURN(int port, server->Bind(f.listen));
+  std::fprintf(stderr, "evenkeel agent: run %s, host %s, listening on %s (port %d)\n", run.name.c_str(),
+               options.host.c_str(), f.listen.c_str(), port);
+  g_server = server.get();
+  CatchStopSignals();
+  std::thread sampler([&] {
+    while (!g_stop.load()) {
+      double next = clock->Now() + run.watch_poll_s;
+      agent.Sample();
+      while (!g_stop.load() && clock->Now() < next) clock->SleepUntil(std::min(next, clock->Now() + 0.1));
+    }
+  });
+  Status st = g_stop ? Status::Ok() : server->Serve();
+  g_stop = true;
+  sampler.join();
+  g_server = nullptr;
+  return st;
+}
+
+std::vector<std::string> SplitList(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    size_t a = 0;
+    while (a <= item.size()) {
+      size_t b = item.find(',', a);
+      if (b == std::string::npos) b = item.size();
+      if (b > a) out.push_back(item.substr(a, b - a));
+      a = b + 1;
+    }
+  }
+  return out;
+}
+
+struct WatchFlags {
+  std::string run_file;
+  std::vector<std::string> agents;
+  std::string token;
+  std::string state_dir;
+  std::string log;
+  std::string alertmanager, webhook, command;
+  int rounds = 0;
+};
+
+Status RunWatchLoop(const WatchFlags& f) {
+  EK_ASSIGN_OR_RETURN(gate::RunFile run, gate::ReadRunFile(f.run_file));
+  watch::WatcherOptions o;
+  o.settings.run = run.name;
+  o.settings.gpus_per_node = run.gpus_per_node;
+  o.settings.hosts = run.hosts;
+  o.settings.poll_s = run.watch_poll_s;
+  o.settings.hang_floor_s = run.hang_floor_s;
+  o.settings.hang_factor = run.hang_factor;
+  o.settings.checkpoint_allowance_s = run.checkpoint_allowance_s;
+  o.settings.throughput_floor_tok_s = run.throughput_floor_tok_s;
+  o.settings.throughput_samples = run.throughput_samples;
+  o.settings.stale_after_s = run.stale_after_s;
+  o.settings.final_step = run.final_step;
+  EK_ASSIGN_OR_RETURN(o.profile, triage::LoadProfile(run.watch_profile));
+  o.agents = SplitList(f.agents);
+  if (!run.hosts.empty() && o.agents.size() != run.hosts.size()) {
+    return InvalidArgumentError(fmt::format("watch: {} agents for the run file's {} hosts (one agent per node)",
+                                            o.agents.size(), run.hosts.size()));
+  }
+  o.token = TokenFrom(f.token);
+  o.agent_timeout_s = run.agent_timeout_s;
+  o.state_dir = !f.state_dir.empty() ? f.state_dir
+                : !run.watch_state_dir.empty() ? run.Resolve(run.watch_state_dir)
+                                               : run.Resolve(run.name + ".watch");
+  o.backoff_s = run.alert_backoff_s;
+  o.backoff_max_s = run.alert_backoff_max_s;
+  o.resend_s = run.alert_resend_s;
+
+  auto http = watch::MakeHttpClient();
+  double sink_timeout = std::max(2.0, run.agent_timeout_s);
+  std::vector<std::unique_ptr<watch::Sink>> sinks;
+  std::string am = !f.alertmanager.empty() ? f.alertmanager : run.alertmanager_url;
+  std::string hook = !f.webhook.empty() ? f.webhook : run.webhook_url;
+  std::string cmd = !f.command.empty() ? f.command : run.alert_command;
+  if (!am.empty()) sinks.push_back(watch::MakeAlertmanagerSink(am, http.get(), sink_timeout));
+  if (!hook.empty()) sinks.push_back(watch::MakeWebhookSink(hook, http.get(), sink_timeout));
+  if (!cmd.empty()) sinks.push_back(watch::MakeCommandSink(cmd, 10));
+  if (sinks.empty()) Warn("watch: no alert sink configured ([alert] in the run file); incidents go to the log only");
+
+  FILE* log = stdout;
+  if (!f.log.empty() && f.log != "-") {
+    log = std::fopen(f.log.c_str(), "a");
+    if (!log) return ErrnoError("watch: " + f.log, errno);
+  }
+  auto log_fn = [log](const std::string& line) {
+    std::fprintf(log, "%s\n", line.c_str());
+    std::fflush(log);
+  };
+  EK_ASSIGN_OR_RETURN(auto watcher, watch::Watcher::Create(std::move(o), std::move(sinks), http.get(),
+                                                           telemetry::SystemClock(), log_fn));
+  CatchStopSignals();
+  Status st;
+  if (f.rounds > 0) {
+    for (int i = 0; i < f.rounds && st.ok() && !g_stop; ++i) {
+      if (i) std::this_thread::sleep_for(std::chrono::duration<double>(run.watch_poll_s));
+      st = watcher->Round();
+    }
+  } else {
+    st = watcher->Run(&g_stop);
+  }
+  if (log != stdout) std::fclose(log);
+  return st;
+}
+
+}  // namespace
+
+int RunAgent(int argc, char** argv) {
+  AgentFlags f;
+  CLI::App app{"Serve this node's GPU readings, rank heartbeats and checkpoints to Prometheus and the watcher",
+               "evenkeel agent"};
+  app.add_option("RUN", f.run_file, "the run file (run.toml)")->required();
+  app.add_option("--listen", f.listen, "HOST:PORT to serve on (loopback by default)")->capture_default_str();
+  app.add_option("--token", f.token, "require 'Authorization: Bearer TOKEN' (or EVENKEEL_AGENT_TOKEN)");
+  app.add_option("--heartbeat-dir", f.heartbeat_dir, "where the ranks' heartbeat files are (watch.heartbeat_dir)");
+  app.add_option("--host", f.host, "this node's name in the run (default: the host name)");
+  app.add_option("--telemetry", f.telemetry, "nvml (default) | nvidia-smi | replay FILE... | none")
+      ->expected(1, -1);
+  app.add_option("--replay-from", f.replay_from_s, "replay: start this many seconds into the recording");
+  app.add_flag("--replay-hold", f.replay_hold, "replay: after the end, keep serving the last readings as fresh");
+  app.add_option("--nvidia-smi", f.nvidia_smi, "the nvidia-smi program")->capture_default_str();
+  app.add_option("--nvml-library", f.nvml_library, "the NVML library to dlopen");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kUsage;
+  }
+  Status st = RunAgentLoop(f);
+  return st.ok() ? 0 : ReportError(st);
+}
+
+int RunWatch(int argc, char** argv) {
+  WatchFlags f;
+  CLI::App app{"Watch a run from another host: completion, crash, hang, deadlock, throughput, blind; alert",
+               "evenkeel watch"};
+  app.add_option("RUN", f.run_file, "the run file (run.toml)")->required();
+  app.add_option("--agents", f.agents, "HOST:PORT of every node's agent, comma-separated, in node order")
+      ->required();
+  app.add_option("--token", f.token, "bearer token for the agents (or EVENKEEL_AGENT_TOKEN)");
+  app.add_option("--state-dir", f.state_dir, "state and outbox (watch.state_dir; default RUN_NAME.watch)");
+  app.add_option("--log", f.log, "JSON-lines log file (default stdout)");
+  app.add_option("--alertmanager", f.alertmanager, "Alertmanager base URL (alert.alertmanager_url)");
+  app.add_option("--webhook", f.webhook, "JSON webhook URL (alert.webhook_url)");
+  app.add_option("--command", f.command, "command run per notice (alert.command)");
+  app.add_option("--rounds", f.rounds, "stop after this many rounds (0: until SIGINT/SIGTERM)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kUsage;
+  }
+  Status st = RunWatchLoop(f);
+  return st.ok() ? 0 : ReportError(st);
+}
+
+}  // namespace ek::cli

@@ -1,0 +1,124 @@
+#include "watch/agent.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "core/file.h"
+#include "telemetry/fake_clock.h"
+#include "watch/http.h"
+#include "watch/test_util.h"
+
+namespace ek::watch {
+namespace {
+
+class FixedFeed : public GpuFeed {
+ public:
+  Status Update(double, double) override { return Status::Ok(); }
+  std::vector<GpuReading> Latest(double, std::string* state) override {
+    *state = "ok";
+    GpuReading a{0, 100.0, 191.0, 80000.0, 0.5};
+    GpuReading b{1, 0.0, 187.0, std::nullopt, 0.5};
+    return {a, b};
+  }
+};
+
+struct AgentFixture {
+  testing::ScratchDir dir;
+  telemetry::FakeClock clock{1000};
+  std::unique_ptr<Agent> agent;
+  AgentFixture() {
+    MakeDirs(dir / "hb").ok();
+    MakeDirs(dir / "ck").ok();
+    WriteFileAtomic(dir / "hb/rank-0.json",
+                    "{\"v\":1,\"rank\":0,\"pid\":" + std::to_string(getpid()) +
+                        ",\"step\":12,\"tokens\":4096,\"time\":998,\"step_time\":990,\"step_s\":2,\"tok_s\":100,"
+                        "\"phase\":\"train\"}")
+        .ok();
+    WriteFileAtomic(dir / "hb/rank-1.json",
+                    R"({"v":1,"rank":1,"pid":999999999,"step":11,"time":900,"phase":"checkpoint"})")
+        .ok();
+    WriteFileAtomic(dir / "ck/step-00000010.pt", "w").ok();
+    agent = std::make_unique<Agent>(AgentOptions{"demo", "node-a", dir / "hb", dir / "ck", 4},
+                                    std::make_unique<FixedFeed>(), "", &clock);
+  }
+};
+
+TEST(Agent, StatusSurvivesTheWire) {
+  AgentFixture f;
+  AgentStatus s = f.agent->Snapshot();
+  ASSERT_EQ(s.ranks.size(), 2u);
+  EXPECT_TRUE(s.ranks[0].alive);
+  EXPECT_FALSE(s.ranks[1].alive);
+  EXPECT_DOUBLE_EQ(s.ranks[0].beat_age_s, 2);
+  EXPECT_DOUBLE_EQ(s.ranks[0].step_age_s, 10);
+  auto back = ParseAgentStatus(AgentStatusToJson(s), "test");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->host, "node-a");
+  ASSERT_EQ(back->gpus.size(), 2u);
+  EXPECT_FALSE(back->gpus[1].mem_used_mib.has_value());  // missing stays missing
+  EXPECT_DOUBLE_EQ(*back->gpus[1].util_pct, 0);
+  EXPECT_EQ(back->ranks[1].hb.phase, "checkpoint");
+  EXPECT_FALSE(back->ranks[1].alive);
+  ASSERT_TRUE(back->checkpoint.newest_complete);
+  EXPECT_EQ(back->checkpoint.newest_complete->step, 10);
+}
+
+TEST(Agent, MetricsUseEvenkeelNamesAndLabels) {
+  AgentFixture f;
+  std::string m = AgentStatusToMetrics(f.agent->Snapshot());
+  EXPECT_NE(m.find("evenkeel_gpu_power_watts{run=\"demo\",host=\"node-a\",gpu=\"0\",rank=\"4\"} 191\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("evenkeel_gpu_utilization_percent{run=\"demo\",host=\"node-a\",gpu=\"1\",rank=\"5\"} 0\n"), std::string::npos);
+  EXPECT_NE(m.find("evenkeel_rank_process_alive{run=\"demo\",host=\"node-a\",rank=\"1\",local_rank=\"1\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(m.find("evenkeel_rank_seconds_since_step{run=\"demo\",host=\"node-a\",rank=\"0\",local_rank=\"0\"} 10\n"),
+            std::string::npos);
+  EXPECT_NE(m.find("evenkeel_checkpoint_last_step{run=\"demo\",host=\"node-a\"} 10\n"), std::string::npos);
+  EXPECT_EQ(m.find("gpu=\"1\"} NaN"), std::string::npos);  // no memory line for GPU 1 at all
+  EXPECT_EQ(m.find("evenkeel_gpu_memory_used_bytes{run=\"demo\",host=\"node-a\",gpu=\"1\""), std::string::npos);
+}
+
+TEST(AgentServer, TokenReadOnlyAndBoundedBodies) {
+  AgentFixture f;
+  auto server = AgentServer::Create(f.agent.get(), "s3cret");
+  ASSERT_TRUE(server.ok());
+  auto port = (*server)->Bind("127.0.0.1:0");
+  ASSERT_TRUE(port.ok()) << port.status().message();
+  std::thread t([&] { (void)(*server)->Serve(); });
+  httplib::Client c("127.0.0.1", *port);
+  c.set_connection_timeout(2);
+  c.set_read_timeout(2);
+  auto r = c.Get("/status");
+  for (int i = 0; i < 50 && !r; ++i) {
+    usleep(20000);
+    r = c.Get("/status");
+  }
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  r = c.Get("/metrics", {{"Authorization", "Bearer wrong!"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 401);
+  r = c.Get("/metrics", {{"Authorization", "Bearer s3cret"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_NE(r->body.find("evenkeel_rank_step"), std::string::npos);
+  r = c.Post("/status", {{"Authorization", "Bearer s3cret"}}, "x", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 405);
+  r = c.Get("/status", {{"Authorization", "Bearer s3cret"}});
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_TRUE(ParseAgentStatus(r->body, "http").ok());
+  // A body larger than the bound is refused whatever the method.
+  r = c.Post("/status", {{"Authorization", "Bearer s3cret"}}, std::string(kMaxRequestBodyBytes * 4, 'x'),
+             "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->status == 413 || r->status == 405) << r->status;
+  (*server)->Stop();
+  t.join();
+}
+
+}  // namespace
+}  // namespace ek::watch

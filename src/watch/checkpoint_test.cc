@@ -1,0 +1,88 @@
+#include "watch/checkpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/file.h"
+#include "watch/test_util.h"
+
+namespace ek::watch {
+namespace {
+
+// A safetensors file with one tensor of `bytes` bytes; `cut` bytes short.
+std::string Safetensors(uint64_t bytes, uint64_t cut = 0) {
+  std::string header = "{\"w\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(bytes / 4) +
+                       "],\"data_offsets\":[0," + std::to_string(bytes) + "]}}";
+  std::string out(8, '\0');
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  out += header;
+  out += std::string(bytes - cut, 'x');
+  return out;
+}
+
+TEST(Checkpoint, SingleFileCheckpointsAndATempFileInProgress) {
+  testing::ScratchDir dir;
+  ASSERT_TRUE(WriteFileAtomic(dir / "step-00000500.pt", "weights").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / "step-00001000.pt", "weights2").ok());
+  auto scan = ScanCheckpoints(dir.path());
+  ASSERT_TRUE(scan.newest_complete);
+  EXPECT_EQ(scan.newest_complete->step, 1000);
+  EXPECT_EQ(scan.complete_count, 2);
+  EXPECT_FALSE(scan.in_progress);
+  ASSERT_TRUE(WriteFileAtomic(dir / "step-00001500.pt.tmp.4242", "part").ok());
+  scan = ScanCheckpoints(dir.path());
+  ASSERT_TRUE(scan.in_progress);
+  EXPECT_EQ(scan.newest_complete->step, 1000);
+}
+
+TEST(Checkpoint, SafetensorsIndexNeedsEveryShardAtItsHeaderSize) {
+  testing::ScratchDir dir;
+  std::string ck = dir / "checkpoint-3854";
+  ASSERT_TRUE(MakeDirs(ck).ok());
+  ASSERT_TRUE(WriteFileAtomic(ck + "/model.safetensors.index.json",
+                              R"({"metadata":{"total_size":96},"weight_map":{"a":"m-1.safetensors","b":"m-2.safetensors"}})")
+                  .ok());
+  ASSERT_TRUE(WriteFileAtomic(ck + "/m-1.safetensors", Safetensors(64)).ok());
+  auto info = InspectCheckpoint(dir.path(), "checkpoint-3854");
+  EXPECT_FALSE(info.complete);
+  EXPECT_NE(info.why.find("m-2.safetensors missing"), std::string::npos) << info.why;
+  ASSERT_TRUE(WriteFileAtomic(ck + "/m-2.safetensors", Safetensors(32, 8)).ok());  // truncated
+  info = InspectCheckpoint(dir.path(), "checkpoint-3854");
+  EXPECT_FALSE(info.complete);
+  EXPECT_NE(info.why.find("header says"), std::string::npos) << info.why;
+  ASSERT_TRUE(WriteFileAtomic(ck + "/m-2.safetensors", Safetensors(32)).ok());
+  info = InspectCheckpoint(dir.path(), "checkpoint-3854");
+  EXPECT_TRUE(info.complete) << info.why;
+  EXPECT_EQ(info.step, 3854);
+  // The index's total must match the tensors' bytes.
+  ASSERT_TRUE(WriteFileAtomic(ck + "/model.safetensors.index.json",
+                              R"({"metadata":{"total_size":100},"weight_map":{"a":"m-1.safetensors","b":"m-2.safetensors"}})")
+                  .ok());
+  EXPECT_FALSE(InspectCheckpoint(dir.path(), "checkpoint-3854").complete);
+}
+
+TEST(Checkpoint, DcpDirectoryIsCompleteOnceMetadataIsWritten) {
+  testing::ScratchDir dir;
+  std::string ck = dir / "step_200";
+  ASSERT_TRUE(MakeDirs(ck).ok());
+  ASSERT_TRUE(WriteFileAtomic(ck + "/__0_0.distcp", "shard").ok());
+  auto scan = ScanCheckpoints(dir.path());
+  EXPECT_FALSE(scan.newest_complete);
+  ASSERT_TRUE(scan.in_progress);
+  EXPECT_EQ(scan.in_progress->step, 200);
+  ASSERT_TRUE(WriteFileAtomic(ck + "/.metadata", "meta").ok());
+  scan = ScanCheckpoints(dir.path());
+  ASSERT_TRUE(scan.newest_complete);
+  EXPECT_EQ(scan.newest_complete->step, 200);
+  EXPECT_FALSE(scan.in_progress);
+}
+
+TEST(Checkpoint, MissingDirIsEmpty) {
+  auto scan = ScanCheckpoints("/nonexistent/evenkeel/ckpt");
+  EXPECT_FALSE(scan.newest_complete);
+  EXPECT_EQ(scan.complete_count, 0);
+}
+
+}  // namespace
+}  // namespace ek::watch

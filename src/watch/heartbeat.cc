@@ -1,0 +1,113 @@
+#include "watch/heartbeat.h"
+
+#include <dirent.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <fstream>
+
+#include "core/file.h"
+#include "core/json_out.h"
+
+namespace ek::watch {
+
+namespace {
+
+template <typename T>
+bool Get(simdjson::ondemand::object& o, std::string_view key, T* out) {
+  auto v = o.find_field_unordered(key);
+  if (v.error()) return false;
+  T x;
+  if (v.get(x)) return false;
+  *out = x;
+  return true;
+}
+
+}  // namespace
+
+Result<Heartbeat> ParseHeartbeat(std::string_view text, std::string_view where) {
+  simdjson::ondemand::parser parser;
+  simdjson::padded_string padded(text);
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::object o;
+  if (parser.iterate(padded).get(doc) || doc.get_object().get(o)) {
+    return CorruptError(fmt::format("{}: not a JSON object", where));
+  }
+  Heartbeat hb;
+  int64_t v = 0, rank = -1, local = -1;
+  if (!Get(o, "v", &v) || v != 1) return CorruptError(fmt::format("{}: unknown heartbeat version", where));
+  if (!Get(o, "rank", &rank) || rank < 0) return CorruptError(fmt::format("{}: no rank", where));
+  hb.rank = static_cast<int>(rank);
+  Get(o, "local_rank", &local);
+  hb.local_rank = local >= 0 ? static_cast<int>(local) : hb.rank;
+  Get(o, "pid", &hb.pid);
+  std::string_view s;
+  if (Get(o, "host", &s)) hb.host = std::string(s);
+  if (!Get(o, "step", &hb.step)) return CorruptError(fmt::format("{}: no step", where));
+  Get(o, "tokens", &hb.tokens);
+  if (!Get(o, "time", &hb.time)) return CorruptError(fmt::format("{}: no time", where));
+  Get(o, "step_time", &hb.step_time);
+  Get(o, "step_s", &hb.step_s);
+  Get(o, "tok_s", &hb.tok_s);
+  if (Get(o, "phase", &s)) hb.phase = std::string(s);
+  Get(o, "total_steps", &hb.total_steps);
+  if (hb.step_time <= 0) hb.step_time = hb.time;
+  return hb;
+}
+
+std::string HeartbeatToJson(const Heartbeat& hb) {
+  std::string out = fmt::format(
+      "{{\"v\":1,\"rank\":{},\"local_rank\":{},\"pid\":{},\"host\":{},\"step\":{},\"tokens\":{},"
+      "\"time\":{:.3f},\"step_time\":{:.3f},\"step_s\":{},\"tok_s\":{},\"phase\":{},"
+      "\"total_steps\":{}}}",
+      hb.rank, hb.local_rank, hb.pid, JsonString(hb.host), hb.step, hb.tokens, hb.time,
+      hb.step_time, hb.step_s, hb.tok_s, JsonString(hb.phase), hb.total_steps);
+  return out;
+}
+
+std::vector<Heartbeat> ReadHeartbeatDir(const std::string& dir, std::vector<std::string>* problems) {
+  std::vector<Heartbeat> out;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    std::string_view n = e->d_name;
+    if (n.starts_with("rank-") && n.ends_with(".json")) names.emplace_back(n);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const auto& n : names) {
+    std::string path = dir + "/" + n;
+    auto text = ReadFile(path);
+    if (!text.ok()) {
+      if (problems) problems->push_back(text.status().message());
+      continue;
+    }
+    auto hb = ParseHeartbeat(*text, path);
+    if (!hb.ok()) {
+      if (problems) problems->push_back(hb.status().message());
+      continue;
+    }
+    out.push_back(std::move(*hb));
+  }
+  std::sort(out.begin(), out.end(), [](const Heartbeat& a, const Heartbeat& b) { return a.rank < b.rank; });
+  return out;
+}
+
+bool ProcessAlive(int64_t pid) {
+  if (pid <= 0) return false;
+  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
+  // A killed child that its parent has not reaped yet is a zombie: dead to us.
+  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  if (!std::getline(stat, line)) return true;  // no procfs: trust kill()
+  size_t paren = line.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= line.size()) return true;
+  char state = line[paren + 2];
+  return state != 'Z' && state != 'X';
+}
+
+}  // namespace ek::watch

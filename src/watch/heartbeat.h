@@ -1,0 +1,42 @@
+// The rank heartbeat (python/evenkeel/heartbeat.py): one small JSON file per
+// rank, DIR/rank-<RANK>.json, rewritten whole with rename. This is its reader,
+// and the process check the agent adds to it. Format: docs/watch.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace ek::watch {
+
+struct Heartbeat {
+  int rank = -1;        // global rank
+  int local_rank = -1;  // index on its node
+  int64_t pid = 0;
+  std::string host;     // the host the trainer saw (informational)
+  int64_t step = -1;    // last finished step; -1 before the first
+  int64_t tokens = 0;   // cumulative tokens this rank processed
+  double time = 0;      // wall time of the newest beat (Unix seconds, trainer's clock)
+  double step_time = 0; // wall time the step last changed
+  double step_s = 0;    // moving average of seconds per step (0: unknown yet)
+  double tok_s = 0;     // moving average of tokens/s
+  std::string phase = "train";  // "train", "checkpoint", "done", or the trainer's own
+  int64_t total_steps = 0;      // the run's final step, when the trainer knows it
+};
+
+// Parses one heartbeat file's text; `where` names it in errors.
+Result<Heartbeat> ParseHeartbeat(std::string_view text, std::string_view where);
+std::string HeartbeatToJson(const Heartbeat& hb);
+
+// Reads every rank-*.json in `dir` (temporary files are skipped). A file that
+// cannot be parsed is reported in *problems ("DIR/rank-3.json: ...") and left
+// out. A missing directory is an empty list, not an error: no rank has started.
+std::vector<Heartbeat> ReadHeartbeatDir(const std::string& dir, std::vector<std::string>* problems);
+
+// True while `pid` names a live, non-zombie process on this host.
+bool ProcessAlive(int64_t pid);
+
+}  // namespace ek::watch

@@ -1,0 +1,78 @@
+#include "watch/heartbeat.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/file.h"
+#include "watch/test_util.h"
+
+namespace ek::watch {
+namespace {
+
+TEST(Heartbeat, ParsesWhatThePythonSideWrites) {
+  auto hb = ParseHeartbeat(
+      R"({"v":1,"rank":3,"local_rank":1,"pid":42,"host":"node-b","step":120,"tokens":983040,)"
+      R"("time":1700000000.5,"step_time":1700000000.25,"step_s":4.9,"tok_s":1672.1,"phase":"train","total_steps":3854})",
+      "rank-3.json");
+  ASSERT_TRUE(hb.ok()) << hb.status().message();
+  EXPECT_EQ(hb->rank, 3);
+  EXPECT_EQ(hb->local_rank, 1);
+  EXPECT_EQ(hb->step, 120);
+  EXPECT_EQ(hb->tokens, 983040);
+  EXPECT_DOUBLE_EQ(hb->step_time, 1700000000.25);
+  EXPECT_DOUBLE_EQ(hb->tok_s, 1672.1);
+  EXPECT_EQ(hb->total_steps, 3854);
+  auto again = ParseHeartbeat(HeartbeatToJson(*hb), "x");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->step, 120);
+  EXPECT_EQ(again->phase, "train");
+}
+
+TEST(Heartbeat, RejectsTruncatedAndForeignFiles) {
+  EXPECT_FALSE(ParseHeartbeat(R"({"v":1,"rank":3,"step":1,"time":5)", "a").ok());
+  EXPECT_FALSE(ParseHeartbeat(R"({"v":2,"rank":3,"step":1,"time":5})", "a").ok());
+  EXPECT_FALSE(ParseHeartbeat(R"({"v":1,"step":1,"time":5})", "a").ok());
+  auto bad = ParseHeartbeat(R"({"v":1,"rank":0,"time":5})", "dir/rank-0.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("dir/rank-0.json"), std::string::npos);
+}
+
+TEST(Heartbeat, ReadsADirectorySkippingTempFilesAndReportingBadOnes) {
+  testing::ScratchDir dir;
+  ASSERT_TRUE(WriteFileAtomic(dir / "rank-1.json", R"({"v":1,"rank":1,"step":7,"time":10})").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / "rank-0.json", R"({"v":1,"rank":0,"step":8,"time":10})").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / ".rank-0.json.tmp.99", "garbage").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir / "rank-2.json", "{\"v\":1,").ok());
+  std::vector<std::string> problems;
+  auto beats = ReadHeartbeatDir(dir.path(), &problems);
+  ASSERT_EQ(beats.size(), 2u);
+  EXPECT_EQ(beats[0].rank, 0);
+  EXPECT_EQ(beats[1].step, 7);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("rank-2.json"), std::string::npos);
+  EXPECT_TRUE(ReadHeartbeatDir(dir / "missing", &problems).empty());
+}
+
+TEST(Heartbeat, ProcessAliveSeesZombiesAsDead) {
+  EXPECT_TRUE(ProcessAlive(getpid()));
+  EXPECT_FALSE(ProcessAlive(0));
+  EXPECT_FALSE(ProcessAlive(-5));
+  pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(ProcessAlive(child));
+  kill(child, SIGKILL);
+  // Not reaped yet: a zombie, which must read as gone.
+  for (int i = 0; i < 200 && ProcessAlive(child); ++i) usleep(5000);
+  EXPECT_FALSE(ProcessAlive(child));
+  waitpid(child, nullptr, 0);
+  EXPECT_FALSE(ProcessAlive(child));
+}
+
+}  // namespace
+}  // namespace ek::watch

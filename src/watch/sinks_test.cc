@@ -1,0 +1,139 @@
+#include "watch/sinks.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <simdjson.h>
+
+#include <thread>
+
+#include "core/file.h"
+#include "watch/test_util.h"
+
+namespace ek::watch {
+namespace {
+
+Incident Sample() {
+  Incident inc;
+  inc.id = "demo/crash/1764424981200";
+  inc.opened = 1764424981.2;
+  inc.finding.kind = Kind::kCrash;
+  inc.finding.key = "crash";
+  inc.finding.severity = "critical";
+  inc.finding.summary = "crash: rank(s) 3 on node-a gone without completion";
+  inc.finding.ranks = {0, 1, 2, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  inc.finding.hosts = {"node-a", "node-b"};
+  inc.finding.since = 1764424980;
+  inc.finding.evidence = "process gone: rank 3 pid 4242 \"quoted\"";
+  inc.finding.gpu_hours = 2.5;
+  return inc;
+}
+
+// A loopback HTTP receiver that records POST bodies; `fail_first` answers 503 first.
+struct Receiver {
+  httplib::Server server;
+  std::vector<std::string> bodies;
+  int fail_first = 0;
+  int port = 0;
+  std::thread thread;
+  Receiver() {
+    server.Post("/.*", [this](const httplib::Request& req, httplib::Response& res) {
+      if (fail_first > 0) {
+        --fail_first;
+        res.status = 503;
+        return;
+      }
+      bodies.push_back(req.path + " " + req.body);
+      res.status = 200;
+    });
+    port = server.bind_to_any_port("127.0.0.1");
+    thread = std::thread([this] { server.listen_after_bind(); });
+    // stop() before the loop runs would be lost; wait (bounded) until it runs.
+    for (int i = 0; i < 2000 && !server.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~Receiver() {
+    server.stop();
+    thread.join();
+  }
+};
+
+TEST(Sinks, AlertmanagerBodyIsApiV2WithEndsAtOnlyWhenResolved) {
+  auto http = MakeHttpClient();
+  Receiver rx;
+  auto sink = MakeAlertmanagerSink("http://127.0.0.1:" + std::to_string(rx.port) + "/", http.get(), 2);
+  Incident inc = Sample();
+  std::string firing = sink->Render(inc, "demo", false);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_FALSE(parser.parse(firing).get(doc)) << firing;
+  EXPECT_EQ(std::string_view(doc.at(0)["labels"]["alertname"]), "EvenkeelCrash");
+  EXPECT_EQ(std::string_view(doc.at(0)["labels"]["incident"]), inc.id);
+  EXPECT_EQ(std::string_view(doc.at(0)["annotations"]["ranks"]), "0-2,4-15");
+  EXPECT_EQ(std::string_view(doc.at(0)["startsAt"]), "2025-11-29T14:03:01.200Z");
+  EXPECT_TRUE(doc.at(0)["endsAt"].error());
+  inc.resolved = inc.opened + 60;
+  std::string resolved = sink->Render(inc, "demo", true);
+  ASSERT_FALSE(parser.parse(resolved).get(doc));
+  EXPECT_EQ(std::string_view(doc.at(0)["endsAt"]), "2025-11-29T14:04:01.200Z");
+  ASSERT_TRUE(sink->Deliver(firing).ok());
+  ASSERT_EQ(rx.bodies.size(), 1u);
+  EXPECT_EQ(rx.bodies[0].substr(0, 15), "/api/v2/alerts ");
+}
+
+TEST(Sinks, WebhookHasASlackTextAndTheIncident) {
+  auto http = MakeHttpClient();
+  Receiver rx;
+  rx.fail_first = 1;
+  auto sink = MakeWebhookSink("http://127.0.0.1:" + std::to_string(rx.port) + "/hook", http.get(), 2);
+  std::string body = sink->Render(Sample(), "demo", false);
+  Status first = sink->Deliver(body);
+  EXPECT_FALSE(first.ok());
+  EXPECT_NE(first.message().find("503"), std::string::npos);
+  ASSERT_TRUE(sink->Deliver(body).ok());
+  ASSERT_EQ(rx.bodies.size(), 1u);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_FALSE(parser.parse(body).get(doc));
+  std::string_view text = doc["text"];
+  EXPECT_NE(text.find("[FIRING] demo: crash"), std::string::npos) << text;
+  EXPECT_NE(text.find("ranks 0-2,4-15 on node-a,node-b"), std::string::npos) << text;
+  EXPECT_NE(text.find("2.5 GPU-hours at stake"), std::string::npos) << text;
+  EXPECT_EQ(std::string_view(doc["evenkeel"]["status"]), "firing");
+  EXPECT_EQ(std::string_view(doc["evenkeel"]["evidence"]), "process gone: rank 3 pid 4242 \"quoted\"");
+}
+
+TEST(Sinks, WebhookDownIsAnError) {
+  auto http = MakeHttpClient();
+  int port;
+  {
+    Receiver gone;
+    port = gone.port;
+  }
+  auto sink = MakeWebhookSink("http://127.0.0.1:" + std::to_string(port) + "/hook", http.get(), 1);
+  EXPECT_FALSE(sink->Deliver("{}").ok());
+}
+
+TEST(Sinks, CommandGetsJsonOnStdinAndEnvironment) {
+  testing::ScratchDir dir;
+  std::string out = dir / "out";
+  auto sink = MakeCommandSink("cat > " + out + "; echo \"$EVENKEEL_ALERT_STATUS $EVENKEEL_ALERT_KIND\" >> " + out, 5);
+  Incident inc = Sample();
+  inc.resolved = inc.opened + 5;
+  ASSERT_TRUE(sink->Deliver(sink->Render(inc, "demo", true)).ok());
+  auto text = ReadFile(out);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE(text->find("\"status\":\"resolved\""), std::string::npos) << *text;
+  EXPECT_NE(text->find("resolved crash\n"), std::string::npos) << *text;
+}
+
+TEST(Sinks, CommandFailureAndTimeoutAreErrors) {
+  EXPECT_FALSE(MakeCommandSink("exit 3", 5)->Deliver("{}").ok());
+  auto slow = MakeCommandSink("sleep 30", 0.3);
+  auto start = std::chrono::steady_clock::now();
+  Status st = slow->Deliver("{}");
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("timed out"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+}  // namespace
+}  // namespace ek::watch

@@ -1,0 +1,336 @@
+#include "watch/watcher.h"
+
+#include <fmt/format.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <thread>
+
+#include "core/file.h"
+#include "core/json_out.h"
+
+namespace ek::watch {
+
+namespace {
+
+std::string AgentUrl(const std::string& target) {
+  std::string base = target.find("://") == std::string::npos ? "http://" + target : target;
+  while (!base.empty() && base.back() == '/') base.pop_back();
+  return base + "/status";
+}
+
+// ---- state file (de)serialization ----
+
+std::string FindingJson(const Finding& f) {
+  std::string ranks, hosts;
+  for (size_t i = 0; i < f.ranks.size(); ++i) ranks += fmt::format("{}{}", i ? "," : "", f.ranks[i]);
+  for (size_t i = 0; i < f.hosts.size(); ++i) {
+    if (i) hosts += ',';
+    AppendJsonString(&hosts, f.hosts[i]);
+  }
+  return fmt::format(
+      "{{\"kind\":\"{}\",\"key\":{},\"severity\":{},\"summary\":{},\"ranks\":[{}],\"hosts\":[{}],"
+      "\"since\":{:.3f},\"evidence\":{},\"gpu_hours\":{:.4f}}}",
+      KindName(f.kind), JsonString(f.key), JsonString(f.severity), JsonString(f.summary), ranks, hosts, f.since,
+      JsonString(f.evidence), f.gpu_hours);
+}
+
+using simdjson::dom::element;
+double Num(element e, const char* k) {
+  double v = 0;
+  if (e[k].get_double().get(v)) {
+    int64_t i = 0;
+    if (!e[k].get_int64().get(i)) v = static_cast<double>(i);
+  }
+  return v;
+}
+std::string Str(element e, const char* k) {
+  std::string_view v;
+  return e[k].get_string().get(v) ? "" : std::string(v);
+}
+
+Finding ParseFinding(element e) {
+  Finding f;
+  std::string kind = Str(e, "kind");
+  for (Kind k : {Kind::kCompletion, Kind::kCrash, Kind::kHang, Kind::kDeadlock, Kind::kThroughput, Kind::kBlind}) {
+    if (KindName(k) == kind) f.kind = k;
+  }
+  f.key = Str(e, "key");
+  f.severity = Str(e, "severity");
+  f.summary = Str(e, "summary");
+  simdjson::dom::array a;
+  if (!e["ranks"].get_array().get(a)) {
+    for (element r : a) {
+      int64_t v;
+      if (!r.get_int64().get(v)) f.ranks.push_back(static_cast<int>(v));
+    }
+  }
+  if (!e["hosts"].get_array().get(a)) {
+    for (element h : a) {
+      std::string_view v;
+      if (!h.get_string().get(v)) f.hosts.emplace_back(v);
+    }
+  }
+  f.since = Num(e, "since");
+  f.evidence = Str(e, "evidence");
+  f.gpu_hours = Num(e, "gpu_hours");
+  return f;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Watcher>> Watcher::Create(WatcherOptions options, std::vector<std::unique_ptr<Sink>> sinks,
+                                                 HttpClient* http, telemetry::Clock* clock, LogFn log) {
+  if (options.agents.empty()) return InvalidArgumentError("watch: no agents (--agents HOST:PORT,...)");
+  if (options.state_dir.empty()) return InvalidArgumentError("watch: no state directory");
+  std::unique_ptr<Watcher> w(new Watcher());
+  w->options_ = std::move(options);
+  w->sinks_ = std::move(sinks);
+  w->http_ = http;
+  w->clock_ = clock;
+  w->log_ = std::move(log);
+  w->detectors_ = std::make_unique<Detectors>(w->options_.settings, w->options_.profile);
+  EK_RETURN_IF_ERROR(MakeDirs(w->options_.state_dir));
+  EK_RETURN_IF_ERROR(w->Load());
+  return w;
+}
+
+void Watcher::Log(double now, std::string_view event, const std::string& fields) {
+  if (!log_) return;
+  log_(fmt::format("{{\"time\":{},\"event\":\"{}\",\"run\":{}{}{}}}", JsonString(Rfc3339(now)), event,
+                   JsonString(options_.settings.run), fields.empty() ? "" : ",", fields));
+}
+
+std::vector<AgentPoll> Watcher::PollAgents() {
+  std::vector<AgentPoll> polls(options_.agents.size());
+  std::vector<std::thread> threads;
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (!options_.token.empty()) headers.emplace_back("Authorization", "Bearer " + options_.token);
+  for (size_t i = 0; i < polls.size(); ++i) {
+    threads.emplace_back([&, i] {
+      AgentPoll& p = polls[i];
+      p.target = options_.agents[i];
+      std::string url = AgentUrl(p.target);
+      auto res = http_->Send("GET", url, "", headers, options_.agent_timeout_s);
+      p.received = clock_->Now();
+      if (!res.ok()) {
+        p.error = res.status().message();
+      } else if (res->status != 200) {
+        p.error = fmt::format("GET {}: HTTP {}", url, res->status);
+      } else {
+        auto st = ParseAgentStatus(res->body, url);
+        if (!st.ok()) {
+          p.error = st.status().message();
+        } else {
+          p.status = std::move(*st);
+          p.ok = true;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return polls;
+}
+
+void Watcher::Enqueue(const Incident& incident, bool resolved, double now, Sink* only) {
+  for (auto& sink : sinks_) {
+    if (only && sink.get() != only) continue;
+    Delivery d;
+    d.seq = next_seq_++;
+    d.sink = sink->name();
+    d.incident = incident.id;
+    d.status = resolved ? "resolved" : "firing";
+    d.body = sink->Render(incident, options_.settings.run, resolved);
+    d.queued = now;
+    d.next_attempt = now;
+    outbox_.push_back(std::move(d));
+  }
+}
+
+void Watcher::Update(double now, std::vector<Finding> findings) {
+  std::set<std::string> present;
+  for (Finding& f : findings) {
+    present.insert(f.key);
+    auto it = open_.find(f.key);
+    if (it == open_.end()) {
+      Incident inc;
+      inc.id = fmt::format("{}/{}/{}", options_.settings.run, f.key, static_cast<int64_t>(now * 1000));
+      inc.opened = now;
+      inc.last_resent = now;
+      inc.finding = std::move(f);
+      Log(now, "incident_opened", fmt::format("\"incident\":{}", IncidentJson(inc, options_.settings.run, false)));
+      Enqueue(inc, false, now, nullptr);
+      open_.emplace(inc.finding.key, std::move(inc));
+      continue;
+    }
+    Incident& inc = it->second;
+    inc.clear_rounds = 0;
+    f.since = std::min(f.since, inc.finding.since);
+    inc.finding = std::move(f);
+    if (now - inc.last_resent >= options_.resend_s) {
+      inc.last_resent = now;
+      for (auto& sink : sinks_) {
+        if (!sink->wants_resend()) continue;
+        bool pending = std::any_of(outbox_.begin(), outbox_.end(), [&](const Delivery& d) {
+          return d.incident == inc.id && d.sink == sink->name();
+        });
+        if (!pending) Enqueue(inc, false, now, sink.get());
+      }
+    }
+  }
+  for (auto it = open_.begin(); it != open_.end();) {
+    Incident& inc = it->second;
+    if (present.count(it->first) || ++inc.clear_rounds < options_.clear_rounds) {
+      ++it;
+      continue;
+    }
+    inc.resolved = now;
+    Log(now, "incident_resolved", fmt::format("\"incident\":{}", IncidentJson(inc, options_.settings.run, true)));
+    Enqueue(inc, true, now, nullptr);
+    it = open_.erase(it);
+  }
+}
+
+void Watcher::DeliverDue(double now, double budget_end) {
+  std::set<std::string> blocked;  // a sink whose oldest notice is waiting: keep order
+  for (auto it = outbox_.begin(); it != outbox_.end();) {
+    Delivery& d = *it;
+    if (blocked.count(d.sink) || d.next_attempt > now || clock_->Now() > budget_end) {
+      blocked.insert(d.sink);
+      ++it;
+      continue;
+    }
+    Sink* sink = nullptr;
+    for (auto& s : sinks_) {
+      if (s->name() == d.sink) sink = s.get();
+    }
+    if (!sink) {  // a sink removed from the configuration since the notice was queued
+      Log(now, "delivery_dropped", fmt::format("\"sink\":\"{}\",\"incident\":{}", d.sink, JsonString(d.incident)));
+      it = outbox_.erase(it);
+      continue;
+    }
+    Status st = sink->Deliver(d.body);
+    double t = clock_->Now();
+    d.attempts++;
+    if (st.ok()) {
+      Log(t, "delivered", fmt::format("\"sink\":\"{}\",\"incident\":{},\"status\":\"{}\",\"attempts\":{},\"delay_s\":{:.3f}",
+                                      d.sink, JsonString(d.incident), d.status, d.attempts, t - d.queued));
+      it = outbox_.erase(it);
+      continue;
+    }
+    double backoff = std::min(options_.backoff_max_s, options_.backoff_s * std::pow(2.0, d.attempts - 1));
+    d.next_attempt = t + backoff;
+    d.last_error = st.message();
+    Log(t, "delivery_failed", fmt::format("\"sink\":\"{}\",\"incident\":{},\"attempts\":{},\"retry_in_s\":{:.1f},\"error\":{}",
+                                          d.sink, JsonString(d.incident), d.attempts, backoff, JsonString(st.message())));
+    blocked.insert(d.sink);
+    ++it;
+  }
+}
+
+Status Watcher::Round() {
+  std::vector<AgentPoll> polls = PollAgents();
+  double now = clock_->Now();
+  for (const auto& p : polls) {
+    auto [it, fresh] = agent_ok_.emplace(p.target, !p.ok);
+    if (fresh || it->second != p.ok) {
+      it->second = p.ok;
+      Log(now, p.ok ? "agent_up" : "agent_down",
+          fmt::format("\"agent\":{}{}", JsonString(p.target), p.ok ? "" : ",\"error\":" + JsonString(p.error)));
+    }
+  }
+  Update(now, detectors_->Evaluate(now, polls));
+  // Deliveries get their own time budget: a round whose polls ran into a
+  // frozen agent's timeout must not hold back the alerts it just raised.
+  DeliverDue(now, clock_->Now() + std::max(options_.settings.poll_s, 1.0));
+  return Save();
+}
+
+Status Watcher::Run(const std::atomic<bool>* stop) {
+  double next = clock_->Now();
+  while (!stop->load()) {
+    EK_RETURN_IF_ERROR(Round());
+    next += options_.settings.poll_s;
+    double now = clock_->Now();
+    if (next < now) next = now;  // a slow round does not make the next ones burst
+    while (!stop->load() && clock_->Now() < next) {
+      clock_->SleepUntil(std::min(next, clock_->Now() + 0.1));
+    }
+  }
+  return Save();
+}
+
+Status Watcher::Save() {
+  std::string out = fmt::format("{{\"v\":1,\"run\":{},\"next_seq\":{},\"detectors\":{},\"open\":[",
+                                JsonString(options_.settings.run), next_seq_, detectors_->SaveJson());
+  bool first = true;
+  for (const auto& [key, inc] : open_) {
+    out += fmt::format("{}{{\"id\":{},\"opened\":{:.3f},\"last_resent\":{:.3f},\"clear_rounds\":{},\"finding\":{}}}",
+                       first ? "" : ",", JsonString(inc.id), inc.opened, inc.last_resent, inc.clear_rounds,
+                       FindingJson(inc.finding));
+    first = false;
+  }
+  out += "],\"outbox\":[";
+  first = true;
+  for (const Delivery& d : outbox_) {
+    out += fmt::format("{}{{\"seq\":{},\"sink\":{},\"incident\":{},\"status\":\"{}\",\"body\":{},\"attempts\":{},"
+                       "\"queued\":{:.3f},\"next_attempt\":{:.3f},\"last_error\":{}}}",
+                       first ? "" : ",", d.seq, JsonString(d.sink), JsonString(d.incident), d.status,
+                       JsonString(d.body), d.attempts, d.queued, d.next_attempt, JsonString(d.last_error));
+    first = false;
+  }
+  out += "]}\n";
+  Status st = WriteFileAtomic(options_.state_dir + "/state.json", out);
+  return st.ok() ? st : st.WithContext("watch: saving state");
+}
+
+Status Watcher::Load() {
+  std::string path = options_.state_dir + "/state.json";
+  if (!FileExists(path)) return Status::Ok();
+  EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  simdjson::dom::parser parser;
+  element root;
+  if (parser.parse(text).get(root)) return CorruptError(path + ": not JSON");
+  if (Str(root, "run") != options_.settings.run) {
+    return FailedPreconditionError(fmt::format("{}: state of run '{}', not '{}' (use another state dir)", path,
+                                               Str(root, "run"), options_.settings.run));
+  }
+  next_seq_ = static_cast<uint64_t>(Num(root, "next_seq"));
+  element det;
+  if (!root["detectors"].get(det)) EK_RETURN_IF_ERROR(detectors_->LoadJson(simdjson::minify(det)));
+  simdjson::dom::array arr;
+  if (!root["open"].get_array().get(arr)) {
+    for (element e : arr) {
+      Incident inc;
+      inc.id = Str(e, "id");
+      inc.opened = Num(e, "opened");
+      inc.last_resent = Num(e, "last_resent");
+      inc.clear_rounds = static_cast<int>(Num(e, "clear_rounds"));
+      element f;
+      if (!e["finding"].get(f)) inc.finding = ParseFinding(f);
+      open_[inc.finding.key] = std::move(inc);
+    }
+  }
+  if (!root["outbox"].get_array().get(arr)) {
+    for (element e : arr) {
+      Delivery d;
+      d.seq = static_cast<uint64_t>(Num(e, "seq"));
+      d.sink = Str(e, "sink");
+      d.incident = Str(e, "incident");
+      d.status = Str(e, "status");
+      d.body = Str(e, "body");
+      d.attempts = static_cast<int>(Num(e, "attempts"));
+      d.queued = Num(e, "queued");
+      d.next_attempt = Num(e, "next_attempt");
+      d.last_error = Str(e, "last_error");
+      outbox_.push_back(std::move(d));
+    }
+  }
+  if (next_seq_ == 0) next_seq_ = 1;
+  Log(clock_->Now(), "state_loaded", fmt::format("\"open\":{},\"outbox\":{}", open_.size(), outbox_.size()));
+  return Status::Ok();
+}
+
+}  // namespace ek::watch

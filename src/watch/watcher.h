@@ -1,0 +1,97 @@
+// The watcher: polls every agent each round (in parallel, each bounded by its
+// timeout, so a dead agent never stalls the rest), runs the detectors, keeps
+// one incident per condition, and delivers each incident's notices to every
+// sink through an outbox that retries with backoff.
+//
+// State (detector latches and counters, open incidents, the outbox) lives in
+// one file, STATE_DIR/state.json, rewritten atomically after every round.
+// Incidents and the notices they owe are committed together: a watcher
+// killed between the two can neither lose a notice (an incident without its
+// notice) nor repeat one (a notice for an incident it then opens again).
+// A notice delivered just before a kill, whose removal was not yet saved, is
+// sent once more on restart: Alertmanager deduplicates it by its labels, and
+// webhook and command receivers get the same incident id (at-least-once).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "telemetry/sample.h"
+#include "triage/profile.h"
+#include "watch/detectors.h"
+#include "watch/http.h"
+#include "watch/sinks.h"
+
+namespace ek::watch {
+
+struct WatcherOptions {
+  WatchSettings settings;
+  triage::Profile profile;
+  std::vector<std::string> agents;  // "HOST:PORT" or URLs
+  std::string token;                // bearer token for the agents
+  double agent_timeout_s = 2;
+  std::string state_dir;
+  double backoff_s = 1;
+  double backoff_max_s = 60;
+  double resend_s = 60;
+  int clear_rounds = 2;  // rounds a condition must be absent before its incident resolves
+};
+
+// One notice owed to one sink: queued when an incident opens or resolves.
+struct Delivery {
+  uint64_t seq = 0;
+  std::string sink;
+  std::string incident;
+  std::string status;  // "firing" or "resolved"
+  std::string body;    // rendered by the sink when queued
+  int attempts = 0;
+  double queued = 0;
+  double next_attempt = 0;
+  std::string last_error;
+};
+
+// Receives one JSON object per event, without a newline.
+using LogFn = std::function<void(const std::string&)>;
+
+class Watcher {
+ public:
+  // Loads STATE_DIR/state.json when present. `http` and `clock` must outlive
+  // the watcher.
+  static Result<std::unique_ptr<Watcher>> Create(WatcherOptions options,
+                                                 std::vector<std::unique_ptr<Sink>> sinks,
+                                                 HttpClient* http, telemetry::Clock* clock, LogFn log);
+  // One round: poll, detect, update incidents, deliver what is due, save.
+  Status Round();
+  // Rounds every poll_s until *stop; a failed save ends it.
+  Status Run(const std::atomic<bool>* stop);
+
+  const std::map<std::string, Incident>& open_incidents() const { return open_; }
+  const std::vector<Delivery>& outbox() const { return outbox_; }
+
+ private:
+  Watcher() = default;
+  std::vector<AgentPoll> PollAgents();
+  void Update(double now, std::vector<Finding> findings);
+  void Enqueue(const Incident& incident, bool resolved, double now, Sink* only);
+  void DeliverDue(double now, double budget_end);
+  Status Save();
+  Status Load();
+  void Log(double now, std::string_view event, const std::string& fields);
+
+  WatcherOptions options_;
+  std::vector<std::unique_ptr<Sink>> sinks_;
+  HttpClient* http_ = nullptr;
+  telemetry::Clock* clock_ = nullptr;
+  LogFn log_;
+  std::unique_ptr<Detectors> detectors_;
+  std::map<std::string, Incident> open_;  // by finding key
+  std::vector<Delivery> outbox_;
+  uint64_t next_seq_ = 1;
+  std::map<std::string, bool> agent_ok_;  // for logging transitions only
+};
+
+}  // namespace ek::watch
