@@ -147,7 +147,9 @@ AgentStatus Agent::Snapshot() {
     RankReading r;
     r.alive = ProcessAlive(hb.pid);
     r.beat_age_s = std::max(0.0, now - hb.time);
-    r.step_age_s = std::max(0.0, now - hb.step_time);
+    // A rank that has not finished a step yet (starting up) counts from its
+    // last beat, not from the epoch: otherwise every start looks like a hang.
+    r.step_age_s = std::max(0.0, now - (hb.step_time > 0 ? hb.step_time : hb.time));
     r.hb = std::move(hb);
     s.ranks.push_back(std::move(r));
   }

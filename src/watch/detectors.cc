@@ -115,6 +115,11 @@ std::vector<Finding> Detectors::Evaluate(double now, const std::vector<AgentPoll
       in_checkpoint = true;
     }
   }
+  // The last known phase counts too: a poll that timed out this round must not
+  // turn a rank that is saving into a hang.
+  for (const auto& [rank, seen] : ranks_) {
+    if (seen.r.hb.phase == "checkpoint") in_checkpoint = true;
+  }
   triage::Assessment a = classifier_->Evaluate(now);
   if (a.verdict == triage::Verdict::kCheckpoint) in_checkpoint = true;
 

@@ -1,9 +1,8 @@
-#include <fmt/format.h>
-#include <httplib.h>
-
-#include <cmath>
-
 #include "watch/http.h"
+
+#include <fmt/format.h>
+
+#include "telemetry/http_request.h"
 
 namespace ek::watch {
 
@@ -14,26 +13,8 @@ class HttplibClient : public HttpClient {
   Result<HttpResponse> Send(const std::string& method, const std::string& url, const std::string& body,
                             const std::vector<std::pair<std::string, std::string>>& headers,
                             double timeout_s) override {
-    size_t a = url.find("://");
-    if (a == std::string::npos) return InvalidArgumentError(fmt::format("{}: not a URL", url));
-    size_t slash = url.find('/', a + 3);
-    std::string base = url.substr(0, slash);
-    std::string path = slash == std::string::npos ? "/" : url.substr(slash);
-    httplib::Client client(base);
-    if (!client.is_valid()) return InvalidArgumentError(fmt::format("{}: unsupported URL", url));
-    auto sec = static_cast<time_t>(timeout_s);
-    auto usec = static_cast<time_t>((timeout_s - std::floor(timeout_s)) * 1e6);
-    client.set_connection_timeout(sec, usec);
-    client.set_read_timeout(sec, usec);
-    client.set_write_timeout(sec, usec);
-    httplib::Headers h;
-    for (const auto& [k, v] : headers) h.emplace(k, v);
-    httplib::Result res = method == "POST" ? client.Post(path, h, body, "application/json")
-                                           : client.Get(path, h);
-    if (!res) {
-      return UnavailableError(fmt::format("{} {}: {}", method, url, httplib::to_string(res.error())));
-    }
-    return HttpResponse{res->status, std::move(res->body)};
+    EK_ASSIGN_OR_RETURN(telemetry::HttpReply reply, telemetry::HttpRequest(method, url, body, headers, timeout_s));
+    return HttpResponse{reply.status, std::move(reply.body)};
   }
 };
 
