@@ -57,7 +57,7 @@ TOML
 echo "== 3. plan"
 "$EK" plan "$W/run.toml"
 
-echo "== 4. gate (flight recorder on, as evenkeel launch sets it)"
+echo "== 4. gate (with the flight recorder on, as a launch script should set it)"
 export TORCH_FR_BUFFER_SIZE=2000
 "$EK" gate "$W/run.toml"
 

@@ -374,7 +374,7 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
     c.numbers["flight_recorder_entries"] = static_cast<double>(buf);
     if (buf <= 0 && run.require_flight_recorder) {
       fails.push_back("flight recorder off: set TORCH_FR_BUFFER_SIZE (or TORCH_NCCL_TRACE_BUFFER_SIZE) to e.g. 2000 "
-                      "so a hang can be diagnosed (evenkeel launch sets it)");
+                      "so a hang can be diagnosed");
     }
     for (const char* key : {"TORCH_FR_DUMP_ON_TIMEOUT", "TORCH_NCCL_DUMP_ON_TIMEOUT"}) {
       auto v = env.getenv(key);
