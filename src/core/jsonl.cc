@@ -1,5 +1,7 @@
 #include "core/jsonl.h"
 
+#include "core/utf8.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,32 +17,6 @@
 namespace ek {
 
 namespace {
-
-// Well-formed UTF-8 check with the offset of the first bad byte (npos if none).
-size_t FirstBadUtf8(std::string_view sv) {
-  const auto* s = reinterpret_cast<const unsigned char*>(sv.data());
-  size_t n = sv.size(), i = 0;
-  while (i < n) {
-    unsigned char c = s[i];
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t need;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) need = 1;
-    else if (c >= 0xE0 && c <= 0xEF) need = 2, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-    else if (c >= 0xF0 && c <= 0xF4) need = 3, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-    else return i;
-    for (size_t k = 1; k <= need; ++k) {
-      if (i + k >= n) return i;
-      unsigned char b = s[i + k];
-      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return i;
-    }
-    i += need + 1;
-  }
-  return std::string_view::npos;
-}
 
 int HexVal(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -100,7 +76,7 @@ size_t FindLoneSurrogate(std::string_view s, std::string* fixed, size_t* replace
 Status SanitizeJsonLine(std::string_view* line, InvalidUtf8Policy policy, std::string* storage,
                         size_t* replaced) {
   size_t bad = simdjson::validate_utf8(line->data(), line->size()) ? std::string_view::npos
-                                                                     : FirstBadUtf8(*line);
+                                                                     : FirstInvalidUtf8(*line);
   bool maybe_surrogate = line->find("\\u") != std::string_view::npos;
   if (bad == std::string_view::npos && !maybe_surrogate) return Status::Ok();
   if (policy == InvalidUtf8Policy::kError) {
@@ -115,38 +91,10 @@ Status SanitizeJsonLine(std::string_view* line, InvalidUtf8Policy policy, std::s
     }
     return Status::Ok();
   }
-  std::string repaired;
   std::string_view cur = *line;
   if (bad != std::string_view::npos) {
-    // Python-style: one U+FFFD per maximal ill-formed subsequence.
-    size_t i = 0, run = 0;
-    const auto* s = reinterpret_cast<const unsigned char*>(cur.data());
-    while (i < cur.size()) {
-      size_t rest_bad = FirstBadUtf8(cur.substr(i));
-      if (rest_bad == std::string_view::npos) break;
-      i += rest_bad;
-      repaired.append(cur.data() + run, i - run);
-      repaired.append("\xEF\xBF\xBD");
-      ++*replaced;
-      // Length of the maximal subpart: the lead plus valid continuations.
-      unsigned char c = s[i];
-      size_t need = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : 0;
-      size_t k = 1;
-      for (; k <= need && i + k < cur.size(); ++k) {
-        unsigned char b = s[i + k];
-        unsigned char lo = 0x80, hi = 0xBF;
-        if (k == 1) {
-          if (c == 0xE0) lo = 0xA0;
-          if (c == 0xED) hi = 0x9F;
-          if (c == 0xF0) lo = 0x90;
-          if (c == 0xF4) hi = 0x8F;
-        }
-        if (b < lo || b > hi) break;
-      }
-      i += k;
-      run = i;
-    }
-    repaired.append(cur.data() + run, cur.size() - run);
+    std::string repaired;
+    *replaced += ReplaceInvalidUtf8(cur, &repaired);
     *storage = std::move(repaired);
     cur = *storage;
   }

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/utf8.h"
+
 namespace ek::tokenize {
 
 // Class bits of a code point.
@@ -61,13 +63,9 @@ inline size_t DecodeUtf8(const unsigned char* p, uint32_t* cp) {
 
 void AppendUtf8(std::string* out, uint32_t cp);
 
-// Byte offset of the first byte that is not part of well-formed UTF-8, or npos.
-size_t FirstInvalidUtf8(std::string_view s);
-
-// Replaces each maximal ill-formed subsequence with U+FFFD, exactly as
-// Python's bytes.decode("utf-8", errors="replace") (and Rust's
-// String::from_utf8_lossy) do. Returns the number of replacements.
-size_t ReplaceInvalidUtf8(std::string_view in, std::string* out);
+// UTF-8 validation and Python-style replacement live in core (core/utf8.h).
+using ::ek::FirstInvalidUtf8;
+using ::ek::ReplaceInvalidUtf8;
 
 // UAX #15 quick check: true when `s` (valid UTF-8) is certainly NFC.
 bool IsNfcQuick(std::string_view s);
