@@ -104,7 +104,10 @@ std::vector<Finding> Detectors::Evaluate(double now, const std::vector<AgentPoll
       seen.r = r;
       seen.host = p.status.host;
       seen.received = p.received;
-      if (r.hb.phase == "checkpoint") in_checkpoint = true;
+      if (r.hb.phase == "checkpoint") {
+        in_checkpoint = true;
+        seen.checkpoint_seen_at = now;
+      }
     }
     const auto& ck = p.status.checkpoint;
     if (ck.newest_complete && (!newest_complete_ || ck.newest_complete->step > newest_complete_->step)) {
@@ -298,6 +301,11 @@ void Detectors::Hang(double now, bool in_checkpoint, std::vector<Finding>* out) 
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (const auto& [rank, seen] : ranks_) {
     double age = seen.r.step_age_s + (now - seen.received);
+    // After a save ends the step has not advanced yet: count from the save's end,
+    // so its length does not read as a hang (during the save the allowance applies).
+    if (seen.r.hb.phase != "checkpoint" && seen.checkpoint_seen_at > 0) {
+      age = std::min(age, now - seen.checkpoint_seen_at);
+    }
     progress_age = std::min(progress_age, age);
     if (seen.r.hb.step_s > 0) step_s.push_back(seen.r.hb.step_s);
     stuck.push_back(rank);

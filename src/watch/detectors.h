@@ -71,6 +71,7 @@ class Detectors {
     RankReading r;
     std::string host;
     double received = 0;
+    double checkpoint_seen_at = 0;  // last round this rank reported the "checkpoint" phase
   };
   struct HostSeen {
     double first_poll = 0;  // first round this watcher asked (for never-reached agents)
