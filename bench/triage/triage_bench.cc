@@ -26,7 +26,7 @@ std::vector<std::string> Hosts() {
 }
 
 void BM_ClassifyWindow(benchmark::State& state) {
-  ek::telemetry::Topology topo(Hosts(), kGpus);
+  auto topo = ek::telemetry::Topology::FromHosts(Hosts(), kGpus);
   ek::triage::Classifier c(ek::triage::B300Profile(), {}, topo.world());
   std::mt19937 rng(1);
   std::normal_distribution<double> noise(0, 20);
@@ -52,7 +52,7 @@ void BM_ClassifyWindow(benchmark::State& state) {
 BENCHMARK(BM_ClassifyWindow);
 
 void BM_ParseAndClassifyWindow(benchmark::State& state) {
-  ek::telemetry::Topology topo(Hosts(), kGpus);
+  auto topo = ek::telemetry::Topology::FromHosts(Hosts(), kGpus);
   ek::triage::Classifier c(ek::triage::B300Profile(), {}, topo.world());
   std::vector<std::string> lines;
   for (int g = 0; g < kGpus; ++g) {

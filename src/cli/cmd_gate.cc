@@ -9,8 +9,8 @@
 #include "cli/commands.h"
 #include "core/file.h"
 #include "gate/gate.h"
-#include "gate/plan.h"
-#include "gate/run_file.h"
+#include "run/plan.h"
+#include "run/run_file.h"
 #include "pack/manifest.h"
 #include "telemetry/nvml.h"
 
@@ -80,9 +80,9 @@ int RunPlan(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  gate::RunFile run;
+  run::RunFile run;
   if (!path.empty()) {
-    auto r = gate::ReadRunFile(path);
+    auto r = run::ReadRunFile(path);
     if (!r.ok()) return ReportError(r.status());
     run = *r;
   }
@@ -100,12 +100,12 @@ int RunPlan(int argc, char** argv) {
   if (memory_gb > 0) run.memory_gb = memory_gb;
   if (ckpt) run.gradient_checkpointing = true;
   if (!evenfix.empty()) {
-    auto m = gate::ParseEvenfixMode(evenfix);
+    auto m = run::ParseEvenfixMode(evenfix);
     if (!m.ok()) return ReportError(m.status());
     run.evenfix = *m;
   }
-  if (Status st = gate::ValidateRunFile(run); !st.ok()) return ReportError(st);
-  auto model = gate::ModelForRun(run);
+  if (Status st = run::ValidateRunFile(run); !st.ok()) return ReportError(st);
+  auto model = run::ModelForRun(run);
   if (!model.ok()) return ReportError(model.status());
   pack::Manifest manifest;
   const pack::Manifest* mp = nullptr;
@@ -120,12 +120,12 @@ int RunPlan(int argc, char** argv) {
     manifest = *m;
     mp = &manifest;
   }
-  auto plan = gate::MakePlan(run, *model, mp);
+  auto plan = run::MakePlan(run, *model, mp);
   if (!plan.ok()) return ReportError(plan.status());
   if (json) {
-    std::printf("%s\n", gate::PlanToJson(run, *plan).c_str());
+    std::printf("%s\n", run::PlanToJson(run, *plan).c_str());
   } else {
-    std::fputs(gate::PlanToText(run, *plan).c_str(), stdout);
+    std::fputs(run::PlanToText(run, *plan).c_str(), stdout);
   }
   return 0;
 }
@@ -154,10 +154,10 @@ int RunGateMerge(int argc, char** argv) {
     if (!r.ok()) return ReportError(r.status());
     reps.push_back(*r);
   }
-  gate::RunFile run;
-  const gate::RunFile* rp = nullptr;
+  run::RunFile run;
+  const run::RunFile* rp = nullptr;
   if (!run_path.empty()) {
-    auto r = gate::ReadRunFile(run_path);
+    auto r = run::ReadRunFile(run_path);
     if (!r.ok()) return ReportError(r.status());
     run = *r;
     rp = &run;
@@ -193,7 +193,7 @@ int RunGate(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  auto run = gate::ReadRunFile(path);
+  auto run = run::ReadRunFile(path);
   if (!run.ok()) return ReportError(run.status());
   gate::GateEnv env = gate::RealGateEnv();
   env.gpus = ProbeGpus();

@@ -13,8 +13,8 @@
 
 #include "cli/commands.h"
 #include "core/file.h"
-#include "gate/plan.h"
-#include "gate/run_file.h"
+#include "run/plan.h"
+#include "run/run_file.h"
 #include "telemetry/nvidia_smi_live.h"
 #include "telemetry/nvml.h"
 #include "telemetry/prometheus.h"
@@ -165,7 +165,7 @@ class Warnings {
 // time from the run plan (2 B/param at checkpoint.write_gbps).
 Status ApplyRunFile(bool profile_given, bool checkpoint_given, SourceFlags* f,
                     std::string* profile_name, triage::SessionOptions* options) {
-  EK_ASSIGN_OR_RETURN(gate::RunFile run, gate::ReadRunFile(f->run_file));
+  EK_ASSIGN_OR_RETURN(run::RunFile run, run::ReadRunFile(f->run_file));
   if (f->hosts.empty()) {
     for (const auto& h : run.hosts) f->hosts += (f->hosts.empty() ? "" : ",") + h;
   }
@@ -173,9 +173,9 @@ Status ApplyRunFile(bool profile_given, bool checkpoint_given, SourceFlags* f,
   if (!profile_given) *profile_name = run.Resolve(run.watch_profile);
   if (!profile_given && !FileExists(*profile_name)) *profile_name = run.watch_profile;
   if (!checkpoint_given) {
-    auto model = gate::ModelForRun(run);
+    auto model = run::ModelForRun(run);
     auto plan =
-        model.ok() ? gate::MakePlan(run, *model, nullptr) : Result<gate::Plan>(model.status());
+        model.ok() ? run::MakePlan(run, *model, nullptr) : Result<run::Plan>(model.status());
     if (plan.ok() && plan->checkpoint_write_s > 0) {
       options->classifier.checkpoint_planned_s = plan->checkpoint_write_s;
     }

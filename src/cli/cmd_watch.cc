@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "gate/run_file.h"
+#include "run/run_file.h"
 #include "telemetry/nvidia_smi_live.h"
 #include "telemetry/nvml.h"
 #include "triage/profile.h"
@@ -64,7 +64,7 @@ struct AgentFlags {
   std::string nvml_library;
 };
 
-Result<std::unique_ptr<watch::GpuFeed>> MakeFeed(const AgentFlags& f, const gate::RunFile& run,
+Result<std::unique_ptr<watch::GpuFeed>> MakeFeed(const AgentFlags& f, const run::RunFile& run,
                                                  const std::string& host, telemetry::Clock* clock) {
   std::string kind = f.telemetry.empty() ? "nvml" : f.telemetry[0];
   std::vector<std::string> files(f.telemetry.size() > 1 ? f.telemetry.begin() + 1 : f.telemetry.end(),
@@ -91,16 +91,14 @@ Result<std::unique_ptr<watch::GpuFeed>> MakeFeed(const AgentFlags& f, const gate
 }
 
 Status RunAgentLoop(const AgentFlags& f) {
-  EK_ASSIGN_OR_RETURN(gate::RunFile run, gate::ReadRunFile(f.run_file));
+  EK_ASSIGN_OR_RETURN(run::RunFile run, run::ReadRunFile(f.run_file));
   telemetry::Clock* clock = telemetry::SystemClock();
   watch::AgentOptions options;
   options.run = run.name;
   options.host = f.host.empty() ? telemetry::LocalHostName() : f.host;
   options.heartbeat_dir = !f.heartbeat_dir.empty() ? f.heartbeat_dir : run.Resolve(run.heartbeat_dir);
   options.checkpoint_dir = run.Resolve(run.checkpoint_dir);
-  for (size_t i = 0; i < run.hosts.size(); ++i) {
-    if (run.hosts[i] == options.host) options.rank_base = static_cast<int>(i) * run.gpus_per_node;
-  }
+  if (int node = run.topology().NodeOfHost(options.host); node >= 0) options.rank_base = run.topology().FirstRank(node);
   if (options.heartbeat_dir.empty()) {
     return InvalidArgumentError("agent: no heartbeat directory (--heartbeat-dir or watch.heartbeat_dir)");
   }
@@ -159,7 +157,7 @@ struct WatchFlags {
 };
 
 Status RunWatchLoop(const WatchFlags& f) {
-  EK_ASSIGN_OR_RETURN(gate::RunFile run, gate::ReadRunFile(f.run_file));
+  EK_ASSIGN_OR_RETURN(run::RunFile run, run::ReadRunFile(f.run_file));
   watch::WatcherOptions o;
   o.settings.run = run.name;
   o.settings.gpus_per_node = run.gpus_per_node;

@@ -20,8 +20,14 @@
 #include "core/version.h"
 #include "pack/inspect.h"
 #include "pack/manifest.h"
+#include "run/model_dir.h"
 
 namespace ek::gate {
+
+using run::FormatBytes;
+using run::MakePlan;
+using run::ModelForRun;
+using run::Thousands;
 
 std::string_view VerdictName(Verdict v) {
   switch (v) {
@@ -140,6 +146,8 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
   auto t0 = std::chrono::steady_clock::now();
   GateReport rep;
   rep.run_name = run.name;
+  rep.run_file = run.path;
+  rep.run_xxh3 = run.xxh3;
   rep.host = env.host;
   rep.node_rank = node_rank;
   rep.hosts = run.hosts;
@@ -171,7 +179,7 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
       if (node_rank < 0) {
         for (int r = 0; r < run.world(); ++r) want.push_back(r);
       } else {
-        for (int r = node_rank * run.gpus_per_node; r < (node_rank + 1) * run.gpus_per_node; ++r) want.push_back(r);
+        want = run.topology().RanksOf(node_rank);
       }
       pack::Manifest sub = *mp;
       sub.ranks.clear();
@@ -197,12 +205,22 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
       if (mp->seq_len != run.seq_len) {
         problems.insert(problems.begin(), fmt::format("the pack has seq_len {}, the run {}", mp->seq_len, run.seq_len));
       }
+      if (!run.model_path.empty()) {
+        // The pack's ids must mean the model's tokens: the trainer refuses otherwise, so the gate does first.
+        auto md = run::ReadModelDir(run.Resolve(run.model_path));
+        Status st = md.ok() ? run::CheckTokenizerMatch(*mp, pack_dir, *md) : md.status();
+        if (st.ok() && md->weights.empty()) {
+          st = NotFoundError(fmt::format("model directory {} has no safetensors weights", md->path));
+        }
+        if (!st.ok()) problems.insert(problems.begin(), "model: " + st.message());
+      }
       c.numbers = {{"ranks", static_cast<double>(ir.ranks.size())}, {"blocks", static_cast<double>(blocks)},
                    {"bytes", static_cast<double>(bytes)}, {"problems", static_cast<double>(problems.size())}};
       if (problems.empty()) {
         c.verdict = Verdict::kPass;
-        c.reason = fmt::format("{} rank file(s), {} blocks, {}: sizes, checksums and token ids (< {}) match the manifest",
-                               ir.ranks.size(), Thousands(blocks), FormatBytes(static_cast<double>(bytes)), mp->vocab_size);
+        c.reason = fmt::format("{} rank file(s), {} blocks, {}: sizes, checksums and token ids (< {}) match the manifest{}",
+                               ir.ranks.size(), Thousands(blocks), FormatBytes(static_cast<double>(bytes)), mp->vocab_size,
+                               run.model_path.empty() ? "" : "; tokenizer is the model's");
       } else {
         c.verdict = Verdict::kFail;
         c.reason = problems.front();
@@ -457,8 +475,10 @@ Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const 
 
 std::string GateReportToJson(const GateReport& r) {
   std::string o = "{\n";
-  o += fmt::format("  \"run\": {},\n  \"overall\": \"{}\",\n  \"host\": {},\n  \"node_rank\": {},\n", JsonString(r.run_name),
-                   VerdictName(r.overall()), JsonString(r.host), r.node_rank);
+  o += fmt::format("  \"run\": {},\n  \"run_file\": {{\"path\": {}, \"xxh3\": \"{:016x}\"}},\n  \"overall\": \"{}\",\n"
+                   "  \"host\": {},\n  \"node_rank\": {},\n",
+                   JsonString(r.run_name), JsonString(r.run_file), r.run_xxh3, VerdictName(r.overall()), JsonString(r.host),
+                   r.node_rank);
   o += "  \"hosts\": [";
   for (size_t i = 0; i < r.hosts.size(); ++i) o += (i ? ", " : "") + JsonString(r.hosts[i]);
   o += "],\n  \"ranks_checked\": [";
@@ -499,6 +519,16 @@ Result<GateReport> GateReportFromJson(std::string_view json, const std::string& 
   auto bad = [&](std::string_view what) { return CorruptError(fmt::format("{}: not a gate part: {}", name, what)); };
   if (root["run"].get(s)) return bad("run");
   r.run_name = std::string(s);
+  if (!root["run_file"]["path"].get(s)) r.run_file = std::string(s);
+  if (!root["run_file"]["xxh3"].get(s)) {
+    uint64_t h = 0;
+    for (char ch : s) {
+      int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+      if (d < 0 || s.size() != 16) return bad("run_file.xxh3");
+      h = h * 16 + static_cast<uint64_t>(d);
+    }
+    r.run_xxh3 = h;
+  }
   if (root["host"].get(s)) return bad("host");
   r.host = std::string(s);
   if (root["node_rank"].get(i)) return bad("node_rank");
@@ -556,6 +586,7 @@ std::string GateReportToText(const GateReport& r) {
   }
   o += fmt::format("gate: {} ({} checks in {:.2f} s{}); global_min_blocks {}\n", VerdictName(r.overall()), r.checks.size(),
                    r.seconds, r.node_rank >= 0 ? fmt::format(", node {}", r.node_rank) : "", Thousands(r.global_min_blocks));
+  if (!r.run_file.empty()) o += fmt::format("run file: {} (xxh3 {:016x})\n", r.run_file, r.run_xxh3);
   return o;
 }
 

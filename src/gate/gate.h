@@ -13,10 +13,14 @@
 #include <vector>
 
 #include "core/status.h"
-#include "gate/plan.h"
-#include "gate/run_file.h"
+#include "run/plan.h"
+#include "run/run_file.h"
 
 namespace ek::gate {
+
+using run::EvenfixMode;
+using run::Plan;
+using run::RunFile;
 
 enum class Verdict { kPass = 0, kWarn = 1, kFail = 2 };
 std::string_view VerdictName(Verdict v);
@@ -48,6 +52,8 @@ GateEnv RealGateEnv();
 
 struct GateReport {
   std::string run_name;
+  std::string run_file;             // the run file's path and xxh3: the trainer logs the same pair
+  uint64_t run_xxh3 = 0;
   std::string host;
   int node_rank = -1;               // -1: all nodes checked here
   std::vector<int> ranks_checked;   // ranks whose data this part verified

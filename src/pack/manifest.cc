@@ -63,7 +63,8 @@ std::string ManifestToJson(const Manifest& m) {
   kv("evenkeel_version"); AppendJsonString(&o, m.evenkeel_version); o += ",\n";
   kv("created"); AppendJsonString(&o, m.created); o += ",\n";
   kv("tokenizer"); o += "{\"path\": "; AppendJsonString(&o, m.tokenizer_path);
-  o += fmt::format(", \"xxh3\": \"{}\", \"vocab_size\": {}}},\n", Hex(m.tokenizer_xxh3), m.vocab_size);
+  o += fmt::format(", \"xxh3\": \"{}\", \"vocab_xxh3\": \"{}\", \"vocab_size\": {}}},\n", Hex(m.tokenizer_xxh3),
+                   Hex(m.tokenizer_vocab_xxh3), m.vocab_size);
   kv("seq_len"); o += fmt::format("{},\n", m.seq_len);
   kv("world"); o += fmt::format("{},\n", m.world);
   kv("shard"); AppendJsonString(&o, ShardModeName(m.shard)); o += ",\n";
@@ -179,6 +180,9 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
   if (root["tokenizer"].get(tok)) return r.Err("tokenizer", "missing");
   EK_RETURN_IF_ERROR(r.GetStr(tok, "path", &m.tokenizer_path));
   EK_RETURN_IF_ERROR(r.GetHex(tok, "xxh3", &m.tokenizer_xxh3));
+  if (tok["vocab_xxh3"].error() != simdjson::NO_SUCH_FIELD) {  // absent in packs made before it existed
+    EK_RETURN_IF_ERROR(r.GetHex(tok, "vocab_xxh3", &m.tokenizer_vocab_xxh3));
+  }
   EK_RETURN_IF_ERROR(r.Get(tok, "vocab_size", &m.vocab_size));
   EK_RETURN_IF_ERROR(r.GetInt(root, "seq_len", &m.seq_len));
   EK_RETURN_IF_ERROR(r.GetInt(root, "world", &m.world));

@@ -181,6 +181,7 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
     EK_ASSIGN_OR_RETURN(MappedFile tf, MappedFile::Open(opt.tokenizer_path));
     m.tokenizer_xxh3 = XXH3_64bits(tf.data().data(), tf.size());
   }
+  m.tokenizer_vocab_xxh3 = tok->VocabFingerprint();
   m.vocab_size = tok->vocab_size();
   m.seq_len = opt.seq_len;
   m.world = opt.world;

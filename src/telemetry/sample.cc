@@ -44,23 +44,6 @@ void DropAbsurdValues(Sample* s, std::string_view where, std::vector<Problem>* p
   Drop(&s->sm_clock_mhz, 0, 10000, "SM clock MHz", where, problems);
 }
 
-Topology::Topology(std::vector<std::string> hosts, int gpus_per_host)
-    : hosts_(std::move(hosts)), gpus_per_host_(gpus_per_host) {
-  for (size_t i = 0; i < hosts_.size(); ++i) index_.emplace(hosts_[i], static_cast<int>(i));
-}
-
-int Topology::Rank(std::string_view host, int gpu) const {
-  if (gpu < 0 || gpu >= gpus_per_host_) return -1;
-  auto it = index_.find(std::string(host));
-  if (it == index_.end()) return -1;
-  return it->second * gpus_per_host_ + gpu;
-}
-
-std::string Topology::RankName(int rank) const {
-  if (gpus_per_host_ <= 0 || rank < 0 || rank >= world()) return fmt::format("rank {}", rank);
-  return fmt::format("{}:{}", hosts_[rank / gpus_per_host_], rank % gpus_per_host_);
-}
-
 Clock* SystemClock() {
   static WallClock clock;
   return &clock;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "run/topology.h"
 
 namespace ek::telemetry {
 
@@ -55,26 +56,9 @@ inline constexpr int kMaxGpusPerHost = 1024;
 // outside 0..100, negative memory, ...), appending one Problem per value.
 void DropAbsurdValues(Sample* s, std::string_view where, std::vector<Problem>* problems);
 
-// Global rank = host order x GPUs per host + GPU index, hosts in the order
-// given (the contract; it matches torchrun's node_rank x nproc_per_node
-// + local_rank when hosts are listed in node_rank order).
-class Topology {
- public:
-  Topology() = default;
-  Topology(std::vector<std::string> hosts, int gpus_per_host);
-  // -1 when the host is not in the layout or the index is out of range.
-  int Rank(std::string_view host, int gpu) const;
-  int world() const { return static_cast<int>(hosts_.size()) * gpus_per_host_; }
-  int gpus_per_host() const { return gpus_per_host_; }
-  const std::vector<std::string>& hosts() const { return hosts_; }
-  // "node-b:3" for a global rank.
-  std::string RankName(int rank) const;
-
- private:
-  std::vector<std::string> hosts_;
-  std::unordered_map<std::string, int> index_;
-  int gpus_per_host_ = 0;
-};
+// The rank layout (global rank = host order x GPUs per host + GPU index) is
+// the run component's; telemetry names it here for its sources and readers.
+using Topology = run::Topology;
 
 // The clock seam: real wall clock in production, a fake in tests.
 class Clock {

@@ -289,6 +289,24 @@ void Tokenizer::EncodePiece(std::string_view piece, std::vector<int32_t>* ids,
   s.cache.Insert(piece, h, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
 }
 
+uint64_t Tokenizer::VocabFingerprint() const {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  std::string bytes;
+  for (int32_t id = 0; id < vocab_size_; ++id) {
+    if (!has_id_[static_cast<size_t>(id)]) continue;
+    bytes.clear();
+    const int32_t one[1] = {id};
+    if (!Decode(one, &bytes).ok()) continue;
+    const uint32_t head[2] = {static_cast<uint32_t>(id), static_cast<uint32_t>(bytes.size())};
+    XXH3_64bits_update(state, head, sizeof head);
+    XXH3_64bits_update(state, bytes.data(), bytes.size());
+  }
+  uint64_t h = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return h;
+}
+
 Status Tokenizer::Decode(std::span<const int32_t> ids, std::string* out) const {
   for (size_t i = 0; i < ids.size(); ++i) {
     int32_t id = ids[i];

@@ -53,6 +53,10 @@ class Tokenizer {
   // The id of a token given as text (an added token's content, or a vocabulary
   // entry in its raw-byte form), if any.
   std::optional<int32_t> TokenToId(std::string_view token) const;
+  // xxh3-64 over every id's token bytes (id, length, bytes; ids in order, absent
+  // ids skipped): equal for two tokenizer.json files that give every id the same
+  // token, whatever else differs in them (formatting, merges order, normalizer).
+  uint64_t VocabFingerprint() const;
   // One more than the largest id: every valid id is below it.
   int32_t vocab_size() const { return vocab_size_; }
   size_t model_vocab_count() const { return bpe_.vocab_count(); }

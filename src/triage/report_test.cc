@@ -37,7 +37,7 @@ TEST(Report, JsonAndLineCarryVerdictRanksAndReason) {
   testing::Round(&c, 1764424981, testing::Same(16, 190), util);
   Assessment a = testing::Round(&c, 1764424982, testing::Same(16, 190), util);
   ASSERT_EQ(a.verdict, Verdict::kDeadlockSuspect);
-  telemetry::Topology topo({"node-a", "node-b"}, 8);
+  auto topo = telemetry::Topology::FromHosts({"node-a", "node-b"}, 8);
   std::string json = FormatJson(a, topo);
   simdjson::dom::parser parser;
   simdjson::dom::element doc;

@@ -16,7 +16,7 @@ void Session::SetTopology(const std::vector<telemetry::Sample>& samples) {
     for (const auto& s : samples) gpus = std::max(gpus, s.gpu + 1);
   }
   if (gpus <= 0) return;
-  topology_ = telemetry::Topology(source_->hosts(), gpus);
+  topology_ = telemetry::Topology::FromHosts(source_->hosts(), gpus);
   classifier_ = std::make_unique<Classifier>(profile_, options_.classifier, topology_.world());
 }
 
@@ -27,7 +27,7 @@ void Session::Feed(const telemetry::Sample& s, std::vector<telemetry::Problem>* 
       problems->push_back(
           {s.host, fmt::format("GPU {} is outside the rank layout ({} hosts x {} "
                                "GPUs); its samples are ignored",
-                               s.gpu, topology_.hosts().size(), topology_.gpus_per_host())});
+                               s.gpu, topology_.hosts().size(), topology_.gpus_per_node())});
     }
     return;
   }
@@ -93,7 +93,7 @@ Result<std::optional<Window>> Session::NextLive() {
     for (const auto& s : batch.samples) {
       if (topology_.Rank(s.host, 0) >= 0) widest = std::max(widest, s.gpu + 1);
     }
-    if (widest > topology_.gpus_per_host()) SetTopology(batch.samples);
+    if (widest > topology_.gpus_per_node()) SetTopology(batch.samples);
   }
   if (classifier_) {
     for (const auto& s : batch.samples) Feed(s, &w.problems);

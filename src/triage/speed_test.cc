@@ -21,7 +21,7 @@ TEST(Speed, ThousandGpusCostUnderOnePercentOfACore) {
   constexpr int kHosts = 128, kGpus = 8, kTicks = 300;
   std::vector<std::string> hosts;
   for (int h = 0; h < kHosts; ++h) hosts.push_back("gpu-node-" + std::to_string(h));
-  telemetry::Topology topo(hosts, kGpus);
+  auto topo = telemetry::Topology::FromHosts(hosts, kGpus);
   Classifier c(B300Profile(), {}, topo.world());
   std::mt19937 rng(7);
   std::normal_distribution<double> noise(0, 20);

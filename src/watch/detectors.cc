@@ -34,9 +34,7 @@ std::string Dur(double s) { return triage::FormatDuration(std::max(0.0, s)); }
 Detectors::Detectors(WatchSettings settings, triage::Profile profile)
     : settings_(std::move(settings)), profile_(std::move(profile)) {}
 
-int Detectors::world() const {
-  return static_cast<int>(host_order_.size()) * settings_.gpus_per_node;
-}
+int Detectors::world() const { return topology_.world(); }
 
 int Detectors::HostIndex(const std::string& host, const std::string& target) {
   for (size_t i = 0; i < host_order_.size(); ++i) {
@@ -51,8 +49,8 @@ std::vector<std::string> Detectors::HostsOf(const std::vector<int>& ranks) const
     auto it = ranks_.find(r);
     if (it != ranks_.end()) {
       hosts.insert(it->second.host);
-    } else if (settings_.gpus_per_node > 0 && r / settings_.gpus_per_node < static_cast<int>(host_order_.size())) {
-      hosts.insert(host_order_[r / settings_.gpus_per_node]);
+    } else if (int node = topology_.NodeOf(r); node >= 0) {
+      hosts.insert(topology_.HostOf(node));
     }
   }
   return {hosts.begin(), hosts.end()};
@@ -63,7 +61,7 @@ void Detectors::FeedTriage(double now, const AgentPoll& p) {
   int hi = HostIndex(p.status.host, p.target);
   if (hi < 0) return;
   for (const GpuReading& g : p.status.gpus) {
-    if (g.gpu < 0 || g.gpu >= settings_.gpus_per_node) continue;
+    if (g.gpu < 0 || g.gpu >= topology_.gpus_per_node()) continue;
     telemetry::Sample s;
     s.time = p.received - g.age_s;
     s.host = p.status.host;
@@ -71,7 +69,7 @@ void Detectors::FeedTriage(double now, const AgentPoll& p) {
     s.util_pct = g.util_pct;
     s.power_w = g.power_w;
     s.mem_used_mib = g.mem_used_mib;
-    classifier_->Observe(hi * settings_.gpus_per_node + g.gpu, s);
+    classifier_->Observe(topology_.FirstRank(hi) + g.gpu, s);
   }
 }
 
@@ -82,6 +80,7 @@ std::vector<Finding> Detectors::Evaluate(double now, const std::vector<AgentPoll
     } else {
       for (const auto& p : polls) host_order_.push_back(p.target);
     }
+    topology_ = run::Topology::FromHosts(host_order_, settings_.gpus_per_node);
   }
   if (!classifier_) {
     triage::ClassifierOptions co;
@@ -191,7 +190,7 @@ void Detectors::Blind(double now, const std::vector<AgentPoll>& polls, std::vect
     f.key = "blind:" + host;
     f.severity = "warning";
     f.hosts = {host};
-    for (int g = 0; hi >= 0 && g < settings_.gpus_per_node; ++g) f.ranks.push_back(hi * settings_.gpus_per_node + g);
+    if (hi >= 0) f.ranks = topology_.RanksOf(hi);
     f.since = since;
     f.summary = "blind: " + why + " (not known to be healthy)";
     f.evidence = why;
@@ -208,8 +207,7 @@ void Detectors::Missing(double now, std::vector<Finding>* out) {
   if (first_rank_seen_ == 0 || now - first_rank_seen_ < settings_.hang_floor_s) return;
   for (size_t hi = 0; hi < host_order_.size(); ++hi) {
     std::vector<int> missing;
-    for (int g = 0; g < settings_.gpus_per_node; ++g) {
-      int rank = static_cast<int>(hi) * settings_.gpus_per_node + g;
+    for (int rank : topology_.RanksOf(static_cast<int>(hi))) {
       if (!ranks_.count(rank)) missing.push_back(rank);
     }
     if (missing.empty()) continue;

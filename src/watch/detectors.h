@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "run/topology.h"
 #include "triage/classifier.h"
 #include "triage/profile.h"
 #include "watch/agent_status.h"
@@ -94,6 +95,7 @@ class Detectors {
   triage::Profile profile_;
   std::unique_ptr<triage::Classifier> classifier_;
   std::vector<std::string> host_order_;
+  run::Topology topology_;  // host_order_ x gpus_per_node, once the order is known
   std::map<int, RankSeen> ranks_;
   std::map<std::string, HostSeen> hosts_;  // by target
   std::optional<CheckpointInfo> newest_complete_;

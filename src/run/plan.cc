@@ -1,4 +1,4 @@
-#include "gate/plan.h"
+#include "run/plan.h"
 
 #include <simdjson.h>
 
@@ -9,7 +9,7 @@
 #include "core/file.h"
 #include "core/json_out.h"
 
-namespace ek::gate {
+namespace ek::run {
 
 Result<ModelShape> ModelFromConfigJson(std::string_view json, const std::string& name) {
   simdjson::ondemand::parser parser;
@@ -54,13 +54,12 @@ Result<ModelShape> ModelFromConfigJson(std::string_view json, const std::string&
 }
 
 Result<ModelShape> ModelForRun(const RunFile& run) {
-  if (!run.config.empty()) {
-    std::string path = run.Resolve(run.config);
+  if (std::string path = run.ConfigPath(); !path.empty()) {
     EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
     return ModelFromConfigJson(text, path);
   }
   if (run.params <= 0) {
-    return InvalidArgumentError(fmt::format("{}: model.params or model.config is needed for a plan",
+    return InvalidArgumentError(fmt::format("{}: model.path, model.config or model.params is needed for a plan",
                                             run.path.empty() ? "run" : run.path));
   }
   ModelShape m;
@@ -238,4 +237,4 @@ std::string PlanToJson(const RunFile& run, const Plan& p) {
   return o;
 }
 
-}  // namespace ek::gate
+}  // namespace ek::run

@@ -1,46 +1,63 @@
-// run.toml: one training run, described once for every evenkeel command
-// (docs/run_format.md). Unknown keys and wrong types are errors naming the key.
+// run.toml: one training run, described once for every evenkeel command and
+// for the trainer (docs/run_format.md). This is the only parser of the file:
+// gate, plan, triage, agent, watch, launch and the Python package (through the
+// binding) all read it here. Unknown keys and wrong types are errors naming
+// the file, the key and its line.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
+#include "run/topology.h"
 
-namespace ek::gate {
+namespace ek::run {
 
 enum class EvenfixMode { kMin, kPad, kOff };
 Result<EvenfixMode> ParseEvenfixMode(std::string_view s);
 std::string_view EvenfixModeName(EvenfixMode m);
 
 struct RunFile {
-  std::string path;  // where it was read from; "" when built from flags
+  std::string path;    // where it was read from; "" when built from flags
+  uint64_t xxh3 = 0;   // xxh3-64 of the file's bytes: the run's identity in logs and checkpoints
 
   // [run]
   std::string name = "run";
   // [cluster]
   int nodes = 1;
   int gpus_per_node = 1;
-  std::vector<std::string> hosts;  // optional, one per node
+  std::vector<std::string> hosts;  // optional, one per node, in node-rank order
   // [data]
   std::string pack_dir;
   std::string cache_dir;  // node-local cache (defaults to pack_dir)
   // [model]
   std::string model_name;
+  std::string model_path;  // a Hugging Face model directory (config.json, safetensors, tokenizer)
   double params = 0;       // parameter count; or from config
-  std::string config;      // Hugging Face config.json (path relative to the run file)
+  std::string config;      // config.json; defaults to model_path/config.json
   bool gradient_checkpointing = false;
   // [train]
   int seq_len = 2048;
   int micro_batch = 1;
   int grad_accum = 1;
   int epochs = 1;
+  int64_t max_steps = 0;    // 0: no cap
   int warmup_steps = 0;
-  int save_every = 0;      // 0: only at epoch end
+  int save_every = 0;       // 0: only at epoch end
+  double lr = 1e-5;
+  double weight_decay = 0.0;
+  double min_lr_ratio = 0.0;  // the cosine decays to lr x this
+  double max_grad_norm = 1.0; // 0: no clipping
+  int64_t seed = 0;
+  bool shuffle = true;
+  std::string precision = "auto";  // auto (bf16 on CUDA, fp32 on CPU) | bf16 | fp32
+  int log_every = 1;
   // [checkpoint]
   std::string checkpoint_dir;
-  int keep = 2;            // checkpoints kept on disk
-  double write_gbps = 1.0; // planned write bandwidth, GB/s, for the save time
+  int keep = 2;             // checkpoints kept on disk
+  double write_gbps = 1.0;  // planned write bandwidth, GB/s, for the save time
+  double shard_size_gb = 5; // largest safetensors shard, GB (10^9 bytes)
   // [evenfix]
   EvenfixMode evenfix = EvenfixMode::kMin;
   // [distributed]
@@ -51,7 +68,7 @@ struct RunFile {
   // [gpu]
   double memory_gb = 0;    // per GPU, when NVML cannot be asked
   double headroom = 0.10;  // fraction of GPU memory kept free
-  // [watch] (used by evenkeel agent/watch)
+  // [watch] (used by evenkeel agent/watch and the trainer's heartbeat)
   double watch_poll_s = 1;
   double hang_floor_s = 120;
   double hang_factor = 10;
@@ -59,9 +76,9 @@ struct RunFile {
   double throughput_floor_tok_s = 0;
   int throughput_samples = 5;
   double stale_after_s = 10;
-  std::string heartbeat_dir;       // where ranks' Heartbeat files are (agent)
+  std::string heartbeat_dir;       // where ranks' Heartbeat files are (agent, trainer)
   std::string watch_profile = "B300";  // triage power profile (watcher's deadlock/starvation)
-  long long final_step = 0;        // the run's last step; 0: from the heartbeats' total_steps
+  int64_t final_step = 0;          // the run's last step; 0: from the heartbeats' total_steps
   double agent_timeout_s = 2;      // one agent's poll, connect and read together
   std::string watch_state_dir;     // watcher state and spool; "" = <run name>.watch beside the run file
   // [alert] (used by evenkeel watch)
@@ -73,8 +90,13 @@ struct RunFile {
   double alert_resend_s = 60;      // Alertmanager: re-post firing alerts (its resolve_timeout is 5m)
 
   int world() const { return nodes * gpus_per_node; }
+  Topology topology() const { return Topology(nodes, gpus_per_node, hosts); }
   // A path in the run file, resolved against the run file's directory.
   std::string Resolve(const std::string& p) const;
+  // model.config, or model.path/config.json; "" when neither is set.
+  std::string ConfigPath() const;
+  // "run.toml (xxh3 0123456789abcdef)".
+  std::string Identity() const;
 };
 
 Result<RunFile> ParseRunFile(std::string_view toml, const std::string& name);
@@ -82,4 +104,9 @@ Result<RunFile> ReadRunFile(const std::string& path);
 // Checks cross-field sanity (positive sizes, known modes). Called by Parse.
 Status ValidateRunFile(const RunFile& r);
 
-}  // namespace ek::gate
+// Every key as JSON, in sections named as in the TOML ({"train": {"micro_batch": 1, ...}}),
+// paths resolved against the run file, plus "path", "xxh3" and "world": what the
+// Python package's RunFile exposes.
+std::string RunFileToJson(const RunFile& r);
+
+}  // namespace ek::run

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "core/status.h"
-#include "gate/run_file.h"
+#include "run/run_file.h"
 #include "pack/manifest.h"
 
-namespace ek::gate {
+namespace ek::run {
 
 // What the plan needs of a model; from a Hugging Face config.json, or just a
 // parameter count (then has_shape is false and activations are not estimated).
@@ -71,4 +71,4 @@ std::string Thousands(uint64_t v);        // "30,835"
 std::string PlanToText(const RunFile& run, const Plan& p);
 std::string PlanToJson(const RunFile& run, const Plan& p);
 
-}  // namespace ek::gate
+}  // namespace ek::run

@@ -1,8 +1,8 @@
-#include "gate/run_file.h"
+#include "run/run_file.h"
 
 #include <gtest/gtest.h>
 
-namespace ek::gate {
+namespace ek::run {
 namespace {
 
 TEST(RunFileTest, ParsesEverySection) {
@@ -107,4 +107,56 @@ resend_s = 45
 }
 
 }  // namespace
-}  // namespace ek::gate
+}  // namespace ek::run
+
+namespace ek::run {
+namespace {
+
+TEST(RunFileTest, TrainerKeysAndIdentity) {
+  const char* text = R"([model]
+path = "models/tiny"
+[train]
+lr = 3e-4
+weight_decay = 0.1
+min_lr_ratio = 0.1
+seed = 7
+shuffle = false
+precision = "bf16"
+max_steps = 40
+[checkpoint]
+dir = "ckpt"
+shard_size_gb = 0.5
+)";
+  auto r = ParseRunFile(text, "/runs/run.toml");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->ConfigPath(), "/runs/models/tiny/config.json");
+  EXPECT_DOUBLE_EQ(r->lr, 3e-4);
+  EXPECT_EQ(r->seed, 7);
+  EXPECT_FALSE(r->shuffle);
+  EXPECT_EQ(r->max_steps, 40);
+  EXPECT_NE(r->xxh3, 0u);
+  auto again = ParseRunFile(std::string(text) + "\n", "/runs/run.toml");
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->xxh3, r->xxh3) << "the identity is the bytes";
+  std::string json = RunFileToJson(*r);
+  EXPECT_NE(json.find("\"train\": {\"seq_len\": 2048"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"path\": \"/runs/models/tiny\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"dir\": \"/runs/ckpt\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"shuffle\": false"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"mode\": \"min\""), std::string::npos) << json;
+}
+
+TEST(RunFileTest, BadTrainerValuesAreRefused) {
+  for (const char* bad : {"[train]\nprecision = \"fp8\"\n", "[train]\nlr = 0\n", "[train]\nmin_lr_ratio = 2.0\n",
+                          "[checkpoint]\nshard_size_gb = 0\n", "[train]\nmax_steps = -1\n", "[train]\nlr = nan\n",
+                          "[train]\nseq_len = 99999999999\n"}) {
+    auto r = ParseRunFile(bad, "run.toml");
+    EXPECT_FALSE(r.ok()) << bad;
+  }
+  auto m = ParseRunFile("[evenfix]\nmode = \"maybe\"\n", "run.toml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("evenfix.mode (line 2)"), std::string::npos) << m.status().message();
+}
+
+}  // namespace
+}  // namespace ek::run

@@ -1,4 +1,4 @@
-#include "gate/plan.h"
+#include "run/plan.h"
 
 #include <cmath>
 
@@ -6,7 +6,7 @@
 
 #include "core/file.h"
 
-namespace ek::gate {
+namespace ek::run {
 namespace {
 
 // The report's run: Qwen3-32B, 2 nodes x 8 GPUs, seq 2048, micro-batch 1,
@@ -92,4 +92,4 @@ TEST(PlanTest, BadConfigIsAnError) {
 }
 
 }  // namespace
-}  // namespace ek::gate
+}  // namespace ek::run

@@ -1,0 +1,107 @@
+#include "run/model_dir.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <filesystem>
+
+#include "core/file.h"
+#include "tokenize/tiny_tokenizer_testing.h"
+#include "tokenize/tokenizer.h"
+
+namespace ek::run {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ModelDirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("ek_model_dir_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "model");
+    model_ = (dir_ / "model").string();
+    tokenizer_ = tokenize::testing::TinyJson();
+    ASSERT_TRUE(WriteFileAtomic(model_ + "/tokenizer.json", tokenizer_).ok());
+    ASSERT_TRUE(WriteFileAtomic(model_ + "/config.json", R"({"model_type": "qwen3", "vocab_size": 300})").ok());
+    ASSERT_TRUE(WriteFileAtomic(model_ + "/model.safetensors", "x").ok());
+    auto tok = tokenize::Tokenizer::FromJson(tokenizer_, "tiny");
+    ASSERT_TRUE(tok.ok());
+    manifest_.tokenizer_path = "/elsewhere/tokenizer.json";
+    manifest_.tokenizer_xxh3 = XXH3_64bits(tokenizer_.data(), tokenizer_.size());
+    manifest_.tokenizer_vocab_xxh3 = (*tok)->VocabFingerprint();
+    manifest_.vocab_size = (*tok)->vocab_size();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path dir_;
+  std::string model_, tokenizer_;
+  pack::Manifest manifest_;
+};
+
+TEST_F(ModelDirTest, SameFileMatches) {
+  auto m = ReadModelDir(model_);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->vocab_size, 300);
+  EXPECT_EQ(m->model_type, "qwen3");
+  EXPECT_EQ(m->weights, "model.safetensors");
+  EXPECT_TRUE(CheckTokenizerMatch(manifest_, "pack", *m).ok());
+}
+
+TEST_F(ModelDirTest, SameVocabularyInOtherBytesMatches) {
+  // Reformatted JSON: other bytes, same ids.
+  ASSERT_TRUE(WriteFileAtomic(model_ + "/tokenizer.json", "\n" + tokenizer_ + "\n").ok());
+  auto m = ReadModelDir(model_);
+  ASSERT_TRUE(m.ok());
+  EXPECT_NE(m->tokenizer_xxh3, manifest_.tokenizer_xxh3);
+  Status st = CheckTokenizerMatch(manifest_, "pack", *m);
+  EXPECT_TRUE(st.ok()) << st.message();
+}
+
+TEST_F(ModelDirTest, OtherVocabularyIsRefused) {
+  std::string other = tokenizer_;
+  auto at = other.find("\"he\":256,\"ll\":257");
+  ASSERT_NE(at, std::string::npos);
+  other.replace(at, 17, "\"he\":257,\"ll\":256");  // the same tokens under swapped ids
+  ASSERT_TRUE(WriteFileAtomic(model_ + "/tokenizer.json", other).ok());
+  auto m = ReadModelDir(model_);
+  ASSERT_TRUE(m.ok());
+  Status st = CheckTokenizerMatch(manifest_, "pack", *m);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("different vocabulary"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("/elsewhere/tokenizer.json"), std::string::npos) << st.message();
+}
+
+TEST_F(ModelDirTest, EmbeddingTooSmallOrNoTokenizerIsRefused) {
+  ASSERT_TRUE(WriteFileAtomic(model_ + "/config.json", R"({"vocab_size": 100})").ok());
+  auto m = ReadModelDir(model_);
+  ASSERT_TRUE(m.ok());
+  Status st = CheckTokenizerMatch(manifest_, "pack", *m);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("embedding has 100 rows"), std::string::npos) << st.message();
+  fs::remove(model_ + "/tokenizer.json");
+  ASSERT_TRUE(WriteFileAtomic(model_ + "/config.json", R"({"vocab_size": 300})").ok());
+  auto n = ReadModelDir(model_);
+  ASSERT_TRUE(n.ok());
+  st = CheckTokenizerMatch(manifest_, "pack", *n);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("no tokenizer.json"), std::string::npos) << st.message();
+}
+
+TEST_F(ModelDirTest, BadDirectoriesNameThePath) {
+  auto missing = ReadModelDir(model_ + "/nope");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("does not exist"), std::string::npos);
+  ASSERT_TRUE(WriteFileAtomic(model_ + "/config.json", "{\"vocab_size\": ").ok());
+  auto bad = ReadModelDir(model_);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("config.json: malformed JSON"), std::string::npos) << bad.status().message();
+  ASSERT_TRUE(WriteFileAtomic(model_ + "/config.json", R"({"vocab_size": "many"})").ok());
+  auto typed = ReadModelDir(model_);
+  ASSERT_FALSE(typed.ok());
+  EXPECT_NE(typed.status().message().find("no integer vocab_size"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ek::run

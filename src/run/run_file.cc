@@ -1,0 +1,331 @@
+#define TOML_EXCEPTIONS 0
+#include "run/run_file.h"
+
+#include <toml++/toml.h>
+#include <xxhash.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <variant>
+
+#include <fmt/core.h>
+
+#include "core/file.h"
+#include "core/json_out.h"
+
+namespace ek::run {
+
+Result<EvenfixMode> ParseEvenfixMode(std::string_view s) {
+  if (s == "min") return EvenfixMode::kMin;
+  if (s == "pad") return EvenfixMode::kPad;
+  if (s == "off") return EvenfixMode::kOff;
+  return InvalidArgumentError(fmt::format("evenfix mode '{}' (min, pad, off)", s));
+}
+
+std::string_view EvenfixModeName(EvenfixMode m) {
+  switch (m) {
+    case EvenfixMode::kMin: return "min";
+    case EvenfixMode::kPad: return "pad";
+    case EvenfixMode::kOff: return "off";
+  }
+  return "min";
+}
+
+std::string RunFile::Resolve(const std::string& p) const {
+  if (p.empty() || p[0] == '/' || path.empty()) return p;
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return p;
+  return path.substr(0, slash + 1) + p;
+}
+
+std::string RunFile::ConfigPath() const {
+  if (!config.empty()) return Resolve(config);
+  if (!model_path.empty()) return Resolve(model_path) + "/config.json";
+  return "";
+}
+
+std::string RunFile::Identity() const {
+  return fmt::format("{} (xxh3 {:016x})", path.empty() ? "run" : path, xxh3);
+}
+
+namespace {
+
+// One key of the file: where it lives in RunFile, and how it is read and shown.
+using Member = std::variant<int RunFile::*, int64_t RunFile::*, double RunFile::*, bool RunFile::*,
+                            std::string RunFile::*, std::vector<std::string> RunFile::*, EvenfixMode RunFile::*>;
+struct Key {
+  const char* section;
+  const char* name;
+  Member member;
+  bool is_path = false;  // resolved against the run file in RunFileToJson
+};
+
+// The whole schema, in the order of docs/run_format.md.
+const Key kKeys[] = {
+    {"run", "name", &RunFile::name},
+    {"cluster", "nodes", &RunFile::nodes},
+    {"cluster", "gpus_per_node", &RunFile::gpus_per_node},
+    {"cluster", "hosts", &RunFile::hosts},
+    {"data", "pack_dir", &RunFile::pack_dir, true},
+    {"data", "cache_dir", &RunFile::cache_dir, true},
+    {"model", "name", &RunFile::model_name},
+    {"model", "path", &RunFile::model_path, true},
+    {"model", "params", &RunFile::params},
+    {"model", "config", &RunFile::config, true},
+    {"model", "gradient_checkpointing", &RunFile::gradient_checkpointing},
+    {"train", "seq_len", &RunFile::seq_len},
+    {"train", "micro_batch", &RunFile::micro_batch},
+    {"train", "grad_accum", &RunFile::grad_accum},
+    {"train", "epochs", &RunFile::epochs},
+    {"train", "max_steps", &RunFile::max_steps},
+    {"train", "warmup_steps", &RunFile::warmup_steps},
+    {"train", "save_every", &RunFile::save_every},
+    {"train", "lr", &RunFile::lr},
+    {"train", "weight_decay", &RunFile::weight_decay},
+    {"train", "min_lr_ratio", &RunFile::min_lr_ratio},
+    {"train", "max_grad_norm", &RunFile::max_grad_norm},
+    {"train", "seed", &RunFile::seed},
+    {"train", "shuffle", &RunFile::shuffle},
+    {"train", "precision", &RunFile::precision},
+    {"train", "log_every", &RunFile::log_every},
+    {"checkpoint", "dir", &RunFile::checkpoint_dir, true},
+    {"checkpoint", "keep", &RunFile::keep},
+    {"checkpoint", "write_gbps", &RunFile::write_gbps},
+    {"checkpoint", "shard_size_gb", &RunFile::shard_size_gb},
+    {"evenfix", "mode", &RunFile::evenfix},
+    {"distributed", "backend", &RunFile::backend},
+    {"distributed", "watchdog_timeout_min", &RunFile::watchdog_timeout_min},
+    {"distributed", "watchdog_floor_min", &RunFile::watchdog_floor_min},
+    {"distributed", "require_flight_recorder", &RunFile::require_flight_recorder},
+    {"gpu", "memory_gb", &RunFile::memory_gb},
+    {"gpu", "headroom", &RunFile::headroom},
+    {"watch", "poll_s", &RunFile::watch_poll_s},
+    {"watch", "hang_floor_s", &RunFile::hang_floor_s},
+    {"watch", "hang_factor", &RunFile::hang_factor},
+    {"watch", "checkpoint_allowance_s", &RunFile::checkpoint_allowance_s},
+    {"watch", "throughput_floor_tok_s", &RunFile::throughput_floor_tok_s},
+    {"watch", "throughput_samples", &RunFile::throughput_samples},
+    {"watch", "stale_after_s", &RunFile::stale_after_s},
+    {"watch", "heartbeat_dir", &RunFile::heartbeat_dir, true},
+    {"watch", "profile", &RunFile::watch_profile},
+    {"watch", "final_step", &RunFile::final_step},
+    {"watch", "agent_timeout_s", &RunFile::agent_timeout_s},
+    {"watch", "state_dir", &RunFile::watch_state_dir, true},
+    {"alert", "alertmanager_url", &RunFile::alertmanager_url},
+    {"alert", "webhook_url", &RunFile::webhook_url},
+    {"alert", "command", &RunFile::alert_command},
+    {"alert", "backoff_s", &RunFile::alert_backoff_s},
+    {"alert", "backoff_max_s", &RunFile::alert_backoff_max_s},
+    {"alert", "resend_s", &RunFile::alert_resend_s},
+};
+
+struct Reader {
+  const std::string& file;
+  RunFile* r;
+
+  Status Type(const Key& k, const toml::node& n, std::string_view want) const {
+    return InvalidArgumentError(
+        fmt::format("{}: {}.{} (line {}) must be {}", file, k.section, k.name, n.source().begin.line, want));
+  }
+
+  Status operator()(const Key& k, const toml::node& n, int RunFile::*m) const {
+    auto v = n.value<int64_t>();
+    if (!n.is_integer() || !v) return Type(k, n, "an integer");
+    if (*v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max()) {
+      return Type(k, n, "an integer of at most 10 digits");
+    }
+    r->*m = static_cast<int>(*v);
+    return Status::Ok();
+  }
+  Status operator()(const Key& k, const toml::node& n, int64_t RunFile::*m) const {
+    auto v = n.value<int64_t>();
+    if (!n.is_integer() || !v) return Type(k, n, "an integer");
+    r->*m = *v;
+    return Status::Ok();
+  }
+  Status operator()(const Key& k, const toml::node& n, double RunFile::*m) const {
+    auto v = n.value<double>();
+    if (!n.is_number() || !v || !std::isfinite(*v)) return Type(k, n, "a number");
+    r->*m = *v;
+    return Status::Ok();
+  }
+  Status operator()(const Key& k, const toml::node& n, bool RunFile::*m) const {
+    auto v = n.value<bool>();
+    if (!n.is_boolean() || !v) return Type(k, n, "true or false");
+    r->*m = *v;
+    return Status::Ok();
+  }
+  Status operator()(const Key& k, const toml::node& n, std::string RunFile::*m) const {
+    auto v = n.value<std::string>();
+    if (!n.is_string() || !v) return Type(k, n, "a string");
+    r->*m = *v;
+    return Status::Ok();
+  }
+  Status operator()(const Key& k, const toml::node& n, std::vector<std::string> RunFile::*m) const {
+    const toml::array* a = n.as_array();
+    if (!a) return Type(k, n, "an array of strings");
+    std::vector<std::string> out;
+    for (const auto& e : *a) {
+      auto v = e.value<std::string>();
+      if (!e.is_string() || !v) return Type(k, n, "an array of strings");
+      out.push_back(*v);
+    }
+    r->*m = std::move(out);
+    return Status::Ok();
+  }
+  Status operator()(const Key& k, const toml::node& n, EvenfixMode RunFile::*m) const {
+    auto v = n.value<std::string>();
+    if (!n.is_string() || !v) return Type(k, n, "a string (min, pad, off)");
+    auto mode = ParseEvenfixMode(*v);
+    if (!mode.ok()) {
+      return mode.status().WithContext(fmt::format("{}: {}.{} (line {})", file, k.section, k.name, n.source().begin.line));
+    }
+    r->*m = *mode;
+    return Status::Ok();
+  }
+};
+
+void AppendValue(std::string* o, const RunFile& r, const Key& k) {
+  std::visit(
+      [&](auto m) {
+        using T = std::decay_t<decltype(r.*m)>;
+        const T& v = r.*m;
+        if constexpr (std::is_same_v<T, std::string>) {
+          AppendJsonString(o, k.is_path ? r.Resolve(v) : v);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          *o += v ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, double>) {
+          *o += fmt::format("{}", v);
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          *o += "[";
+          for (size_t i = 0; i < v.size(); ++i) {
+            if (i) *o += ", ";
+            AppendJsonString(o, v[i]);
+          }
+          *o += "]";
+        } else if constexpr (std::is_same_v<T, EvenfixMode>) {
+          AppendJsonString(o, EvenfixModeName(v));
+        } else {
+          *o += fmt::format("{}", v);
+        }
+      },
+      k.member);
+}
+
+}  // namespace
+
+Status ValidateRunFile(const RunFile& r) {
+  auto bad = [&](std::string_view what) {
+    return InvalidArgumentError(fmt::format("{}: {}", r.path.empty() ? "run" : r.path, what));
+  };
+  if (r.nodes < 1) return bad("cluster.nodes must be at least 1");
+  if (r.gpus_per_node < 1) return bad("cluster.gpus_per_node must be at least 1");
+  if (!r.hosts.empty() && static_cast<int>(r.hosts.size()) != r.nodes) {
+    return bad(fmt::format("cluster.hosts lists {} hosts for {} nodes", r.hosts.size(), r.nodes));
+  }
+  if (r.seq_len < 1) return bad("train.seq_len must be positive");
+  if (r.micro_batch < 1) return bad("train.micro_batch must be positive");
+  if (r.grad_accum < 1) return bad("train.grad_accum must be positive");
+  if (r.epochs < 1) return bad("train.epochs must be positive");
+  if (r.max_steps < 0) return bad("train.max_steps must be >= 0 (0: no cap)");
+  if (r.warmup_steps < 0 || r.save_every < 0) return bad("train.warmup_steps and train.save_every must be >= 0");
+  if (r.lr <= 0) return bad("train.lr must be positive");
+  if (r.weight_decay < 0) return bad("train.weight_decay must be >= 0");
+  if (r.min_lr_ratio < 0 || r.min_lr_ratio > 1) return bad("train.min_lr_ratio must be in [0, 1]");
+  if (r.max_grad_norm < 0) return bad("train.max_grad_norm must be >= 0 (0: no clipping)");
+  if (r.seed < 0) return bad("train.seed must be >= 0");
+  if (r.precision != "auto" && r.precision != "bf16" && r.precision != "fp32") {
+    return bad(fmt::format("train.precision '{}' (auto, bf16, fp32)", r.precision));
+  }
+  if (r.log_every < 1) return bad("train.log_every must be positive");
+  if (r.keep < 1) return bad("checkpoint.keep must be at least 1");
+  if (r.write_gbps <= 0) return bad("checkpoint.write_gbps must be positive");
+  if (r.shard_size_gb <= 0) return bad("checkpoint.shard_size_gb must be positive");
+  if (r.headroom < 0 || r.headroom >= 1) return bad("gpu.headroom must be in [0, 1)");
+  if (r.params < 0 || r.memory_gb < 0) return bad("model.params and gpu.memory_gb must be >= 0");
+  if (r.backend != "nccl" && r.backend != "gloo") return bad("distributed.backend must be nccl or gloo");
+  if (r.watchdog_timeout_min <= 0) return bad("distributed.watchdog_timeout_min must be positive");
+  if (r.watch_poll_s <= 0 || r.stale_after_s <= 0 || r.agent_timeout_s <= 0) {
+    return bad("watch.poll_s, watch.stale_after_s and watch.agent_timeout_s must be positive");
+  }
+  if (r.hang_floor_s <= 0 || r.hang_factor <= 0 || r.checkpoint_allowance_s < 0) {
+    return bad("watch.hang_floor_s and watch.hang_factor must be positive, checkpoint_allowance_s >= 0");
+  }
+  if (r.throughput_floor_tok_s < 0 || r.throughput_samples < 1 || r.final_step < 0) {
+    return bad("watch.throughput_floor_tok_s and watch.final_step must be >= 0, throughput_samples >= 1");
+  }
+  if (r.alert_backoff_s <= 0 || r.alert_backoff_max_s < r.alert_backoff_s || r.alert_resend_s <= 0) {
+    return bad("alert.backoff_s and alert.resend_s must be positive, backoff_max_s >= backoff_s");
+  }
+  return Status::Ok();
+}
+
+Result<RunFile> ParseRunFile(std::string_view text, const std::string& name) {
+  toml::parse_result parsed = toml::parse(text, name);
+  if (!parsed) {
+    const auto& err = parsed.error();
+    return InvalidArgumentError(fmt::format("{}: line {}, column {}: {}", name, err.source().begin.line,
+                                            err.source().begin.column, err.description()));
+  }
+  const toml::table& root = parsed.table();
+  RunFile r;
+  r.path = name;
+  r.xxh3 = XXH3_64bits(text.data(), text.size());
+  std::set<std::string> sections;
+  for (const Key& k : kKeys) sections.insert(k.section);
+  for (const auto& [k, v] : root) {
+    if (!sections.count(std::string(k.str()))) {
+      return InvalidArgumentError(fmt::format("{}: unknown key {} (line {})", name, k.str(), v.source().begin.line));
+    }
+    const toml::table* t = v.as_table();
+    if (!t) {
+      return InvalidArgumentError(fmt::format("{}: {} (line {}) must be a table", name, k.str(), v.source().begin.line));
+    }
+    for (const auto& [key, node] : *t) {
+      const Key* found = nullptr;
+      for (const Key& s : kKeys) {
+        if (k.str() == s.section && key.str() == s.name) found = &s;
+      }
+      if (!found) {
+        return InvalidArgumentError(fmt::format("{}: unknown key {}.{} (line {})", name, k.str(), key.str(),
+                                                node.source().begin.line));
+      }
+      Reader reader{name, &r};
+      EK_RETURN_IF_ERROR(std::visit([&](auto m) { return reader(*found, node, m); }, found->member));
+    }
+  }
+  if (r.cache_dir.empty()) r.cache_dir = r.pack_dir;
+  EK_RETURN_IF_ERROR(ValidateRunFile(r));
+  return r;
+}
+
+Result<RunFile> ReadRunFile(const std::string& path) {
+  EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  return ParseRunFile(text, path);
+}
+
+std::string RunFileToJson(const RunFile& r) {
+  std::string o = "{\"path\": ";
+  AppendJsonString(&o, r.path);
+  o += fmt::format(", \"xxh3\": \"{:016x}\", \"world\": {}, \"config_path\": ", r.xxh3, r.world());
+  AppendJsonString(&o, r.ConfigPath());
+  std::string section;
+  for (const Key& k : kKeys) {
+    if (section != k.section) {
+      o += section.empty() ? ", " : "}, ";
+      section = k.section;
+      AppendJsonString(&o, section);
+      o += ": {";
+    } else {
+      o += ", ";
+    }
+    AppendJsonString(&o, k.name);
+    o += ": ";
+    AppendValue(&o, r, k);
+  }
+  o += "}}";
+  return o;
+}
+
+}  // namespace ek::run
