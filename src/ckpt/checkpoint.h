@@ -78,10 +78,10 @@ struct CheckpointEntry {
   std::string name;  // "step-00000010" or ".step-00000020.tmp-4242"
   std::string path;  // CKPT_DIR/name
   int64_t step = -1;
-  bool temp = false;  // a .step-*.tmp-* (or .old-*) directory
+  bool temp = false;  // a hidden .step-*.{tmp,old,del}-PID directory
   bool ok = false;    // verified (never true for a temp directory)
-  std::string
-      verdict;  // "ok", "in progress (pid 4242)", "abandoned (pid 4242 is gone)" or the headline
+  // "ok", "in progress (pid 4242)", "abandoned (pid 4242 is gone)" or the headline.
+  std::string verdict;
   uint64_t bytes = 0;  // regular files inside
   double mtime = 0;    // the directory's modification time (Unix seconds)
 };
