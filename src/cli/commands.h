@@ -28,6 +28,7 @@ int RunTokenize(int argc, char** argv);
 int RunDetokenize(int argc, char** argv);
 int RunPack(int argc, char** argv);
 int RunInspect(int argc, char** argv);
+int RunCkpt(int argc, char** argv);
 int RunPlan(int argc, char** argv);
 int RunGate(int argc, char** argv);
 int RunAgent(int argc, char** argv);

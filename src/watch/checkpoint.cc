@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <set>
 
+#include "ckpt/checkpoint.h"
 #include "core/file.h"
 
 namespace ek::watch {
@@ -52,42 +52,10 @@ std::vector<std::string> List(const std::string& dir) {
 
 double MtimeOf(const struct stat& st) { return st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9; }
 
-// 8-byte little-endian header length, then the JSON header whose tensors'
-// data_offsets are relative to the end of the header.
-bool SafetensorsExpectedSize(const std::string& path, uint64_t* file_size, uint64_t* data_bytes) {
-  auto text = ReadFile(path);
-  if (!text.ok() || text->size() < 8) return false;
-  uint64_t n = 0;
-  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>((*text)[i]);
-  if (n > text->size() - 8) return false;
-  simdjson::ondemand::parser parser;
-  simdjson::padded_string header(text->substr(8, n));
-  simdjson::ondemand::document doc;
-  simdjson::ondemand::object o;
-  if (parser.iterate(header).get(doc) || doc.get_object().get(o)) return false;
-  uint64_t end = 0;
-  for (auto field : o) {
-    std::string_view key;
-    if (field.unescaped_key().get(key)) return false;
-    if (key == "__metadata__") continue;
-    simdjson::ondemand::object t;
-    if (field.value().get_object().get(t)) return false;
-    simdjson::ondemand::array offs;
-    if (t["data_offsets"].get_array().get(offs)) return false;
-    uint64_t last = 0;
-    for (auto x : offs) {
-      uint64_t v;
-      if (x.get_uint64().get(v)) return false;
-      last = v;
-    }
-    end = std::max(end, last);
-  }
-  *file_size = 8 + n + end;
-  *data_bytes = end;
-  return true;
-}
-
-void InspectHfIndex(const std::string& path, const std::string& index, CheckpointInfo* info) {
+// An index over non-safetensors shards (pytorch_model.bin.index.json):
+// complete when every shard in weight_map exists. Safetensors indexes go to
+// ek_ckpt, which also checks the shards' headers and sizes.
+void InspectBinIndex(const std::string& path, const std::string& index, CheckpointInfo* info) {
   auto text = ReadFile(path + "/" + index);
   if (!text.ok()) {
     info->why = "index unreadable";
@@ -96,18 +64,12 @@ void InspectHfIndex(const std::string& path, const std::string& index, Checkpoin
   simdjson::ondemand::parser parser;
   simdjson::padded_string padded(*text);
   simdjson::ondemand::document doc;
-  if (parser.iterate(padded).get(doc)) {
-    info->why = index + ": not JSON";
-    return;
-  }
-  std::set<std::string> shards;
-  uint64_t total_size = 0;
-  bool have_total = false;
   simdjson::ondemand::object wm;
-  if (doc["weight_map"].get_object().get(wm)) {
+  if (parser.iterate(padded).get(doc) || doc["weight_map"].get_object().get(wm)) {
     info->why = index + ": no weight_map";
     return;
   }
+  std::set<std::string> shards;
   for (auto field : wm) {
     std::string_view f;
     if (field.value().get_string().get(f)) {
@@ -116,34 +78,31 @@ void InspectHfIndex(const std::string& path, const std::string& index, Checkpoin
     }
     shards.emplace(f);
   }
-  doc.rewind();
-  if (!doc["metadata"]["total_size"].get_uint64().get(total_size)) have_total = true;
-  uint64_t data = 0;
   for (const auto& shard : shards) {
     struct stat st;
-    std::string sp = path + "/" + shard;
-    if (stat(sp.c_str(), &st) != 0) {
+    if (stat((path + "/" + shard).c_str(), &st) != 0) {
       info->why = fmt::format("shard {} missing", shard);
       return;
     }
-    if (shard.ends_with(".safetensors")) {
-      uint64_t want = 0, bytes = 0;
-      if (!SafetensorsExpectedSize(sp, &want, &bytes)) {
-        info->why = fmt::format("shard {}: unreadable header", shard);
-        return;
-      }
-      if (static_cast<uint64_t>(st.st_size) != want) {
-        info->why = fmt::format("shard {}: {} bytes, header says {}", shard, st.st_size, want);
-        return;
-      }
-      data += bytes;
-    }
-  }
-  if (have_total && data != 0 && data != total_size) {
-    info->why = fmt::format("tensors hold {} bytes, index says {}", data, total_size);
-    return;
   }
   info->complete = true;
+}
+
+// A directory with evenkeel-checkpoint.json or a safetensors index: complete
+// when ek_ckpt verifies its structure (manifest, index, shard headers, sizes),
+// the manifest required only when there is one.
+void InspectVerified(const std::string& path, bool has_manifest, CheckpointInfo* info) {
+  ckpt::VerifyOptions options;
+  options.level = ckpt::VerifyLevel::kStructure;
+  options.require_manifest = has_manifest;
+  auto report = ckpt::VerifyCheckpoint(path, options);
+  if (!report.ok()) {
+    info->why = report.status().message();
+  } else if (!report->ok) {
+    info->why = report->problems.front();
+  } else {
+    info->complete = true;
+  }
 }
 
 }  // namespace
@@ -176,7 +135,7 @@ CheckpointInfo InspectCheckpoint(const std::string& dir, const std::string& name
     return info;
   }
   std::string index;
-  bool dcp_metadata = false, dcp_shards = false;
+  bool manifest = false, safetensors_index = false, dcp_metadata = false, dcp_shards = false;
   for (const auto& f : List(path)) {
     struct stat fs;
     if (stat((path + "/" + f).c_str(), &fs) != 0 || !S_ISREG(fs.st_mode)) continue;
@@ -184,13 +143,17 @@ CheckpointInfo InspectCheckpoint(const std::string& dir, const std::string& name
     info.bytes += fs.st_size;
     info.mtime = std::max(info.mtime, MtimeOf(fs));
     if (f.ends_with(".index.json")) index = f;
+    if (f.ends_with(".safetensors.index.json")) safetensors_index = true;
+    if (f == ckpt::kManifestName) manifest = true;
     if (f == ".metadata") dcp_metadata = true;
     if (f.ends_with(".distcp")) dcp_shards = true;
   }
   if (IsTemp(name)) {
     info.why = "temporary directory";
+  } else if (manifest || safetensors_index) {
+    InspectVerified(path, manifest, &info);
   } else if (!index.empty()) {
-    InspectHfIndex(path, index, &info);
+    InspectBinIndex(path, index, &info);
   } else if (dcp_shards || dcp_metadata) {
     info.complete = dcp_metadata && dcp_shards;
     if (!info.complete) info.why = dcp_metadata ? "no .distcp shards" : "no .metadata yet";

@@ -3,10 +3,12 @@
 //   - a single file per checkpoint (the reference trainer's step-00001000.pt,
 //     written to a temporary name and renamed): complete when it exists and is
 //     not empty; a "*.tmp*" file beside it is a save in progress;
-//   - a directory with a Hugging Face safetensors index (*.index.json): complete
-//     when every shard in weight_map exists and each shard's size is exactly
-//     what its own header says (8 + header length + the last tensor's end), and
-//     the tensors' bytes add up to metadata.total_size when the index has it;
+//   - a directory with evenkeel-checkpoint.json or a Hugging Face safetensors
+//     index (*.safetensors.index.json): complete when ek_ckpt verifies its
+//     structure (VerifyLevel::kStructure: index against shard headers, file
+//     sizes, total_size; the manifest and its file list when there is one);
+//   - a directory with another index (pytorch_model.bin.index.json): complete
+//     when every shard in weight_map exists;
 //   - a torch.distributed.checkpoint directory: complete once ".metadata" (the
 //     file DCP writes last) exists beside its *.distcp shards.
 // A directory that matches none of these yet is a save in progress.

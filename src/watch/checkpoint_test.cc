@@ -2,17 +2,20 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
+#include "ckpt/checkpoint.h"
 #include "core/file.h"
 #include "watch/test_util.h"
 
 namespace ek::watch {
 namespace {
 
-// A safetensors file with one tensor of `bytes` bytes; `cut` bytes short.
-std::string Safetensors(uint64_t bytes, uint64_t cut = 0) {
-  std::string header = "{\"w\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(bytes / 4) +
+// A safetensors file with one tensor `name` of `bytes` bytes; `cut` bytes short.
+std::string Safetensors(const std::string& name, uint64_t bytes, uint64_t cut = 0) {
+  std::string header = "{\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(bytes / 4) +
                        "],\"data_offsets\":[0," + std::to_string(bytes) + "]}}";
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
@@ -43,15 +46,15 @@ TEST(Checkpoint, SafetensorsIndexNeedsEveryShardAtItsHeaderSize) {
   ASSERT_TRUE(WriteFileAtomic(ck + "/model.safetensors.index.json",
                               R"({"metadata":{"total_size":96},"weight_map":{"a":"m-1.safetensors","b":"m-2.safetensors"}})")
                   .ok());
-  ASSERT_TRUE(WriteFileAtomic(ck + "/m-1.safetensors", Safetensors(64)).ok());
+  ASSERT_TRUE(WriteFileAtomic(ck + "/m-1.safetensors", Safetensors("a", 64)).ok());
   auto info = InspectCheckpoint(dir.path(), "checkpoint-3854");
   EXPECT_FALSE(info.complete);
   EXPECT_NE(info.why.find("m-2.safetensors missing"), std::string::npos) << info.why;
-  ASSERT_TRUE(WriteFileAtomic(ck + "/m-2.safetensors", Safetensors(32, 8)).ok());  // truncated
+  ASSERT_TRUE(WriteFileAtomic(ck + "/m-2.safetensors", Safetensors("b", 32, 8)).ok());  // truncated
   info = InspectCheckpoint(dir.path(), "checkpoint-3854");
   EXPECT_FALSE(info.complete);
-  EXPECT_NE(info.why.find("header says"), std::string::npos) << info.why;
-  ASSERT_TRUE(WriteFileAtomic(ck + "/m-2.safetensors", Safetensors(32)).ok());
+  EXPECT_NE(info.why.find("m-2.safetensors: truncated"), std::string::npos) << info.why;
+  ASSERT_TRUE(WriteFileAtomic(ck + "/m-2.safetensors", Safetensors("b", 32)).ok());
   info = InspectCheckpoint(dir.path(), "checkpoint-3854");
   EXPECT_TRUE(info.complete) << info.why;
   EXPECT_EQ(info.step, 3854);
@@ -60,6 +63,30 @@ TEST(Checkpoint, SafetensorsIndexNeedsEveryShardAtItsHeaderSize) {
                               R"({"metadata":{"total_size":100},"weight_map":{"a":"m-1.safetensors","b":"m-2.safetensors"}})")
                   .ok());
   EXPECT_FALSE(InspectCheckpoint(dir.path(), "checkpoint-3854").complete);
+}
+
+TEST(Checkpoint, EvenkeelCheckpointIsVerifiedAndItsTempDirectoryIsInProgress) {
+  testing::ScratchDir dir;
+  std::string temp = dir / ".step-00000010.tmp-4242";
+  ASSERT_TRUE(MakeDirs(temp).ok());
+  ASSERT_TRUE(WriteFileAtomic(temp + "/model.safetensors", Safetensors("w", 64)).ok());
+  ASSERT_TRUE(WriteFileAtomic(temp + "/config.json", "{}").ok());
+  ckpt::CheckpointManifest meta;
+  meta.step = 10;
+  meta.dtype = "float32";
+  auto scan = ScanCheckpoints(dir.path());
+  EXPECT_FALSE(scan.newest_complete);
+  ASSERT_TRUE(scan.in_progress);
+  ASSERT_TRUE(ckpt::FinalizeCheckpoint(temp, dir / "step-00000010", meta).ok());
+  scan = ScanCheckpoints(dir.path());
+  ASSERT_TRUE(scan.newest_complete);
+  EXPECT_EQ(scan.newest_complete->step, 10);
+  EXPECT_FALSE(scan.in_progress);
+  // A file the manifest lists goes missing: no longer complete.
+  ASSERT_EQ(::unlink((dir / "step-00000010/config.json").c_str()), 0);
+  auto info = InspectCheckpoint(dir.path(), "step-00000010");
+  EXPECT_FALSE(info.complete);
+  EXPECT_NE(info.why.find("config.json: missing"), std::string::npos) << info.why;
 }
 
 TEST(Checkpoint, DcpDirectoryIsCompleteOnceMetadataIsWritten) {

@@ -1,0 +1,428 @@
+// FinalizeCheckpoint, ListCheckpoints, NewestVerified, PruneCheckpoints and the
+// directory and hashing helpers they share with verify.cc.
+#include "ckpt/checkpoint.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+
+#include "ckpt/internal.h"
+#include "core/clock.h"
+#include "core/file.h"
+#include "core/version.h"
+
+namespace ek::ckpt {
+
+std::string StepDirName(int64_t step) { return fmt::format("step-{:08d}", step); }
+
+namespace internal {
+
+std::string BaseName(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  size_t slash = p.find_last_of('/');
+  return slash == std::string::npos ? p : p.substr(slash + 1);
+}
+
+std::string ParentOf(const std::string& path) {
+  std::string p = path;
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  size_t slash = p.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return p.substr(0, slash);
+}
+
+Result<std::vector<DirEntry>> ListDir(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    int err = errno;
+    if (err == ENOENT) return NotFoundError(dir + ": no such directory");
+    return ErrnoError(dir, err);
+  }
+  std::vector<DirEntry> out;
+  errno = 0;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    DirEntry entry;
+    entry.name = name;
+    struct stat st;
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+      continue;  // vanished meanwhile
+    entry.regular = S_ISREG(st.st_mode);
+    entry.directory = S_ISDIR(st.st_mode);
+    entry.size = entry.regular ? static_cast<uint64_t>(st.st_size) : 0;
+    entry.mtime = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9;
+    out.push_back(std::move(entry));
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end(),
+            [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  return out;
+}
+
+Status FsyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(dir + ": open for fsync", errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return ErrnoError(dir + ": fsync", err);
+  return Status::Ok();
+}
+
+Status HashFileChunks(const std::string& path, uint64_t chunk_bytes, bool sync, FileRecord* rec) {
+  if (chunk_bytes == 0) return InvalidArgumentError(path + ": chunk size 0");
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(path, errno);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  XXH3_state_t* whole = XXH3_createState();
+  XXH3_state_t* chunk = XXH3_createState();
+  XXH3_64bits_reset(whole);
+  XXH3_64bits_reset(chunk);
+  rec->size = 0;
+  rec->chunks.clear();
+  rec->chunk_bytes = chunk_bytes;
+  // 8 MiB reads: large enough that syscalls and readahead are not the limit.
+  std::string buf(std::min<uint64_t>(8ull << 20, chunk_bytes), '\0');
+  uint64_t in_chunk = 0;
+  Status status;
+  while (true) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), chunk_bytes - in_chunk));
+    ssize_t n = ::read(fd, buf.data(), want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      status = ErrnoError(fmt::format("{}: read at byte {}", path, rec->size), errno);
+      break;
+    }
+    if (n == 0) break;
+    XXH3_64bits_update(whole, buf.data(), static_cast<size_t>(n));
+    XXH3_64bits_update(chunk, buf.data(), static_cast<size_t>(n));
+    rec->size += static_cast<uint64_t>(n);
+    in_chunk += static_cast<uint64_t>(n);
+    if (in_chunk == chunk_bytes) {
+      rec->chunks.push_back(XXH3_64bits_digest(chunk));
+      XXH3_64bits_reset(chunk);
+      in_chunk = 0;
+    }
+  }
+  if (status.ok()) {
+    if (in_chunk > 0) rec->chunks.push_back(XXH3_64bits_digest(chunk));
+    rec->xxh3 = XXH3_64bits_digest(whole);
+    if (sync && ::fsync(fd) != 0) status = ErrnoError(path + ": fsync", errno);
+  }
+  XXH3_freeState(whole);
+  XXH3_freeState(chunk);
+  ::close(fd);
+  return status;
+}
+
+std::optional<int64_t> StepOfFinalName(std::string_view name) {
+  if (!name.starts_with("step-")) return std::nullopt;
+  std::string_view digits = name.substr(5);
+  if (digits.size() < 8 || digits.size() > 18) return std::nullopt;
+  int64_t v = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + (c - '0');
+  }
+  return v;
+}
+
+std::optional<TempName> ParseTempName(std::string_view name) {
+  // .step-NNNNNNNN.KIND-PID
+  if (!name.starts_with(".step-")) return std::nullopt;
+  std::string_view rest = name.substr(6);
+  size_t dot = rest.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  auto step = StepOfFinalName(fmt::format("step-{}", rest.substr(0, dot)));
+  if (!step) return std::nullopt;
+  rest = rest.substr(dot + 1);
+  TempName t;
+  t.step = *step;
+  if (rest.starts_with("tmp-")) {
+    t.kind = TempName::kWriting;
+  } else if (rest.starts_with("old-")) {
+    t.kind = TempName::kReplaced;
+  } else if (rest.starts_with("del-")) {
+    t.kind = TempName::kRemoving;
+  } else {
+    return std::nullopt;
+  }
+  rest = rest.substr(4);
+  if (rest.empty() || rest.size() > 9) return std::nullopt;
+  for (char c : rest) {
+    if (c < '0' || c > '9') return std::nullopt;
+    t.pid = t.pid * 10 + (c - '0');
+  }
+  return t;
+}
+
+bool ProcessAlive(int64_t pid) {
+  if (pid <= 0) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+Status RemoveTree(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec) return IoError(fmt::format("{}: remove: {}", path, ec.message()));
+  return Status::Ok();
+}
+
+}  // namespace internal
+
+using namespace internal;
+
+namespace {
+
+// Hashes `names` inside `dir` on a few threads; records come back in order.
+Status HashFiles(const std::string& dir, const std::vector<std::string>& names, bool sync,
+                 std::vector<FileRecord>* out) {
+  out->assign(names.size(), FileRecord{});
+  std::vector<Status> status(names.size());
+  RunParallel(names.size(), 0, [&](size_t i) {
+    (*out)[i].name = names[i];
+    status[i] = HashFileChunks(dir + "/" + names[i], kChunkBytes, sync, &(*out)[i]);
+  });
+  for (const auto& s : status) EK_RETURN_IF_ERROR(s);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_dir,
+                          const CheckpointManifest& meta_without_files) {
+  const std::string what = "finalize " + temp_dir;
+  EK_RETURN_IF_ERROR(CheckExtraJson(meta_without_files.extra).WithContext(what));
+  if (auto step = StepOfFinalName(BaseName(final_dir)); step && *step != meta_without_files.step) {
+    return InvalidArgumentError(fmt::format("{}: the manifest says step {} but the target is {}",
+                                            what, meta_without_files.step, final_dir));
+  }
+  if (BaseName(temp_dir) == BaseName(final_dir) && ParentOf(temp_dir) == ParentOf(final_dir)) {
+    return InvalidArgumentError(what + ": the temp and final directories are the same");
+  }
+  if (SafetensorsDtypeFor(meta_without_files.dtype).empty()) {
+    return InvalidArgumentError(
+        fmt::format("{}: dtype '{}' (bfloat16, float16, float32)", what, meta_without_files.dtype));
+  }
+  {
+    // What is written must read back: refuse a negative step or the like now,
+    // before hashing, rather than finalize a checkpoint no reader accepts.
+    CheckpointManifest probe = meta_without_files;
+    probe.files.clear();
+    auto back =
+        CheckpointManifestFromJson(CheckpointManifestToJson(probe), std::string(kManifestName));
+    if (!back.ok())
+      return InvalidArgumentError(fmt::format("{}: {}", what, back.status().message()));
+  }
+  EK_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, ListDir(temp_dir));
+  std::vector<std::string> names;
+  for (const auto& e : entries) {
+    if (e.name == kManifestName) continue;  // a previous attempt's; rewritten below
+    if (e.name.starts_with(".evenkeel-checkpoint.json.tmp.")) {
+      // WriteFileAtomic's temp file, left by an attempt that crashed.
+      (void)::unlink((temp_dir + "/" + e.name).c_str());
+      continue;
+    }
+    if (!e.regular) {
+      return InvalidArgumentError(fmt::format(
+          "{}/{}: not a regular file (a checkpoint directory is flat)", temp_dir, e.name));
+    }
+    names.push_back(e.name);
+  }
+  CheckpointManifest m = meta_without_files;
+  m.format_version = kCheckpointFormatVersion;
+  if (m.created.empty()) m.created = UtcNowIso8601();
+  if (m.evenkeel_version.empty()) m.evenkeel_version = kVersion;
+  EK_RETURN_IF_ERROR(HashFiles(temp_dir, names, /*sync=*/true, &m.files));
+  const std::string manifest_path = temp_dir + "/" + std::string(kManifestName);
+  EK_RETURN_IF_ERROR(WriteFileAtomic(manifest_path, CheckpointManifestToJson(m)));
+  // A directory that would fail verification never gets a final name.
+  auto report = VerifyCheckpoint(temp_dir, VerifyLevel::kStructure);
+  if (!report.ok() || !report->ok) {
+    ::unlink(manifest_path.c_str());
+    return report.ok() ? CorruptError(fmt::format("{}: not finalized: {}", temp_dir,
+                                                  report->problems.front()))
+                       : report.status().WithContext(what);
+  }
+  EK_RETURN_IF_ERROR(FsyncDir(temp_dir));
+
+  const std::string parent = ParentOf(final_dir);
+  std::string aside;
+  struct stat st;
+  if (::lstat(final_dir.c_str(), &st) == 0) {
+    // Move the old copy out of the final name first: rename(2) cannot replace
+    // a non-empty directory, and removing it in place would leave a
+    // half-deleted step-NNNNNNNN behind a crash.
+    aside = fmt::format("{}/.{}.old-{}", parent, BaseName(final_dir), ::getpid());
+    EK_RETURN_IF_ERROR(RemoveTree(aside));
+    if (::rename(final_dir.c_str(), aside.c_str()) != 0) {
+      return ErrnoError(
+          fmt::format("{}: move the existing checkpoint aside to {}", final_dir, aside), errno);
+    }
+  }
+  if (::rename(temp_dir.c_str(), final_dir.c_str()) != 0) {
+    int err = errno;
+    if (!aside.empty()) (void)::rename(aside.c_str(), final_dir.c_str());
+    return ErrnoError(fmt::format("{}: rename to {}", temp_dir, final_dir), err);
+  }
+  EK_RETURN_IF_ERROR(FsyncDir(parent));
+  if (ParentOf(temp_dir) != parent) EK_RETURN_IF_ERROR(FsyncDir(ParentOf(temp_dir)));
+  // The new checkpoint is in place; an old copy that fails to go is an
+  // abandoned hidden directory that PruneCheckpoints removes later.
+  if (!aside.empty()) (void)RemoveTree(aside);
+  return Status::Ok();
+}
+
+namespace {
+
+CheckpointEntry JudgeTemp(const std::string& ckpt_dir, const DirEntry& e, const TempName& t) {
+  CheckpointEntry c;
+  c.name = e.name;
+  c.path = ckpt_dir + "/" + e.name;
+  c.step = t.step;
+  c.temp = true;
+  c.mtime = e.mtime;
+  if (auto inside = ListDir(c.path); inside.ok()) {
+    for (const auto& f : *inside) c.bytes += f.size;
+  }
+  static constexpr const char* kDoing[] = {"in progress", "being replaced", "being removed"};
+  c.verdict = ProcessAlive(t.pid) ? fmt::format("{} (pid {})", kDoing[t.kind], t.pid)
+                                  : fmt::format("abandoned (pid {} is gone)", t.pid);
+  return c;
+}
+
+// Verifies one step directory into an entry; a directory that cannot be read
+// is an entry whose verdict says so.
+CheckpointEntry JudgeStep(const std::string& ckpt_dir, const DirEntry& e, int64_t step,
+                          VerifyLevel level) {
+  CheckpointEntry c;
+  c.name = e.name;
+  c.path = ckpt_dir + "/" + e.name;
+  c.step = step;
+  c.mtime = e.mtime;
+  auto report = VerifyCheckpoint(c.path, level);
+  if (!report.ok()) {
+    c.verdict = report.status().message();
+    return c;
+  }
+  c.bytes = report->total_bytes;
+  c.ok = report->ok;
+  c.verdict = report->ok ? "ok" : report->problems.front();
+  return c;
+}
+
+struct StepDir {
+  const DirEntry* entry;
+  int64_t step;
+};
+
+// Step directories, newest first.
+std::vector<StepDir> StepDirsNewestFirst(const std::vector<DirEntry>& entries) {
+  std::vector<StepDir> out;
+  for (const auto& e : entries) {
+    if (!e.directory) continue;
+    if (auto step = StepOfFinalName(e.name)) out.push_back({&e, *step});
+  }
+  std::sort(out.begin(), out.end(), [](const StepDir& a, const StepDir& b) {
+    return a.step != b.step ? a.step > b.step : a.entry->name > b.entry->name;
+  });
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<CheckpointEntry>> ListCheckpoints(const std::string& ckpt_dir,
+                                                     VerifyLevel level) {
+  EK_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, ListDir(ckpt_dir));
+  std::vector<CheckpointEntry> out;
+  for (const auto& e : entries) {
+    if (!e.directory) continue;
+    if (auto step = StepOfFinalName(e.name)) {
+      out.push_back(JudgeStep(ckpt_dir, e, *step, level));
+    } else if (auto t = ParseTempName(e.name)) {
+      out.push_back(JudgeTemp(ckpt_dir, e, *t));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const CheckpointEntry& a, const CheckpointEntry& b) {
+    return a.step != b.step ? a.step < b.step : a.name < b.name;
+  });
+  return out;
+}
+
+Result<std::optional<CheckpointEntry>> NewestVerified(const std::string& ckpt_dir,
+                                                      VerifyLevel level,
+                                                      std::vector<std::string>* warnings) {
+  auto entries = ListDir(ckpt_dir);
+  if (!entries.ok()) {
+    if (entries.status().code() == StatusCode::kNotFound) return std::optional<CheckpointEntry>();
+    return entries.status();
+  }
+  for (const StepDir& s : StepDirsNewestFirst(*entries)) {
+    CheckpointEntry c = JudgeStep(ckpt_dir, *s.entry, s.step, level);
+    if (c.ok) return std::optional<CheckpointEntry>(std::move(c));
+    if (warnings != nullptr) warnings->push_back(fmt::format("{}: skipped: {}", c.name, c.verdict));
+  }
+  return std::optional<CheckpointEntry>();
+}
+
+namespace {
+
+// Renames to a hidden name, then removes: a crash leaves a hidden directory
+// that the next prune removes, never a half-empty step-NNNNNNNN.
+Status RemoveCheckpointDir(const std::string& ckpt_dir, const DirEntry& e, int64_t step) {
+  std::string path = ckpt_dir + "/" + e.name;
+  std::string hidden = fmt::format("{}/.{}.del-{}", ckpt_dir, StepDirName(step), ::getpid());
+  if (e.name.starts_with(".")) return RemoveTree(path);
+  EK_RETURN_IF_ERROR(RemoveTree(hidden));
+  if (::rename(path.c_str(), hidden.c_str()) != 0)
+    return ErrnoError(path + ": rename for removal", errno);
+  return RemoveTree(hidden);
+}
+
+}  // namespace
+
+Status PruneCheckpoints(const std::string& ckpt_dir, int keep, std::vector<std::string>* removed) {
+  if (keep < 1)
+    return InvalidArgumentError(
+        fmt::format("prune {}: keep must be at least 1, not {}", ckpt_dir, keep));
+  EK_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, ListDir(ckpt_dir));
+  std::vector<StepDir> steps = StepDirsNewestFirst(entries);
+  // The oldest step kept: the keep-th newest verified one, or the oldest
+  // verified one when there are fewer. Directories older than it go.
+  std::optional<int64_t> oldest_kept;
+  int verified = 0;
+  size_t i = 0;
+  for (; i < steps.size() && verified < keep; ++i) {
+    auto report = VerifyCheckpoint(ckpt_dir + "/" + steps[i].entry->name, VerifyLevel::kStructure);
+    if (report.ok() && report->ok) {
+      ++verified;
+      oldest_kept = steps[i].step;
+    }
+  }
+  if (oldest_kept) {
+    for (const StepDir& s : steps) {
+      if (s.step >= *oldest_kept) continue;
+      EK_RETURN_IF_ERROR(RemoveCheckpointDir(ckpt_dir, *s.entry, s.step).WithContext("prune"));
+      if (removed != nullptr) removed->push_back(s.entry->name);
+    }
+  }
+  for (const auto& e : entries) {
+    if (!e.directory) continue;
+    auto t = ParseTempName(e.name);
+    if (!t || ProcessAlive(t->pid)) continue;
+    EK_RETURN_IF_ERROR(RemoveCheckpointDir(ckpt_dir, e, t->step).WithContext("prune"));
+    if (removed != nullptr) removed->push_back(e.name);
+  }
+  return Status::Ok();
+}
+
+}  // namespace ek::ckpt

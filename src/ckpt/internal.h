@@ -1,0 +1,59 @@
+// Helpers shared by checkpoint.cc and verify.cc; not part of ek_ckpt's API.
+#pragma once
+
+#include <dirent.h>
+#include <xxhash.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ckpt/manifest.h"
+#include "core/status.h"
+
+namespace ek::ckpt::internal {
+
+struct DirEntry {
+  std::string name;
+  bool regular = false;  // lstat: a symlink is neither regular nor a directory
+  bool directory = false;
+  uint64_t size = 0;  // regular files only
+  double mtime = 0;
+};
+
+// The entries of `dir` but "." and "..", sorted by name. kNotFound when the
+// directory does not exist.
+Result<std::vector<DirEntry>> ListDir(const std::string& dir);
+
+std::string BaseName(const std::string& path);
+std::string ParentOf(const std::string& path);
+Status FsyncDir(const std::string& dir);
+Status RemoveTree(const std::string& path);
+
+// Reads the file at `path` once, filling rec's size, xxh3 and per-chunk
+// hashes (rec->name is left alone); fsyncs it first when `sync`.
+Status HashFileChunks(const std::string& path, uint64_t chunk_bytes, bool sync, FileRecord* rec);
+
+// "step-00000010" -> 10; at least 8 digits; nullopt for any other name.
+std::optional<int64_t> StepOfFinalName(std::string_view name);
+
+// ".step-00000010.tmp-4242" (being written), ".old-PID" (a copy moved aside by
+// FinalizeCheckpoint), ".del-PID" (being removed by PruneCheckpoints).
+struct TempName {
+  enum Kind { kWriting = 0, kReplaced = 1, kRemoving = 2 };
+  int64_t step = 0;
+  int64_t pid = 0;
+  Kind kind = kWriting;
+};
+std::optional<TempName> ParseTempName(std::string_view name);
+
+// kill(pid, 0): true while a process with that id exists on this host.
+bool ProcessAlive(int64_t pid);
+
+// Runs fn(i) for i in [0, n) on up to `threads` threads (0: up to 8).
+void RunParallel(size_t n, size_t threads, const std::function<void(size_t)>& fn);
+
+}  // namespace ek::ckpt::internal

@@ -1,0 +1,149 @@
+// evenkeel ckpt verify / list: check consolidated checkpoints
+// (docs/checkpoint_format.md).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <ctime>
+#include <string>
+
+#include "ckpt/checkpoint.h"
+#include "cli/commands.h"
+#include "core/json_out.h"
+#include "gate/plan.h"
+
+namespace ek::cli {
+
+namespace {
+
+std::string_view LevelName(ckpt::VerifyLevel level) {
+  return level == ckpt::VerifyLevel::kFull ? "full" : "structure";
+}
+
+std::string ReportJson(const std::string& dir, const ckpt::VerifyReport& r) {
+  std::string o = "{\"dir\": ";
+  AppendJsonString(&o, dir);
+  o += fmt::format(
+      ", \"ok\": {}, \"level\": \"{}\", \"has_manifest\": {}, \"step\": {}, \"total_bytes\": {}, "
+      "\"tensor_count\": {}, \"shard_count\": {}, \"seconds\": {:.3f}, \"problems\": [",
+      r.ok, LevelName(r.level), r.has_manifest, r.step, r.total_bytes, r.tensor_count,
+      r.shard_count, r.seconds);
+  for (size_t i = 0; i < r.problems.size(); ++i) {
+    if (i) o += ", ";
+    AppendJsonString(&o, r.problems[i]);
+  }
+  return o + "]}\n";
+}
+
+std::string Bytes(uint64_t n) { return n == 0 ? "0 B" : gate::FormatBytes(static_cast<double>(n)); }
+
+std::string Count(uint64_t n, std::string_view what) {
+  return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
+}
+
+// "3m", "5h", "2d": how long ago, coarse.
+std::string Age(double mtime) {
+  double s = std::max(0.0, static_cast<double>(std::time(nullptr)) - mtime);
+  if (s < 120) return fmt::format("{:.0f}s", s);
+  if (s < 7200) return fmt::format("{:.0f}m", s / 60);
+  if (s < 172800) return fmt::format("{:.0f}h", s / 3600);
+  return fmt::format("{:.0f}d", s / 86400);
+}
+
+int RunVerify(const std::string& dir, bool quick, bool json, bool no_manifest) {
+  ckpt::VerifyOptions options;
+  options.level = quick ? ckpt::VerifyLevel::kStructure : ckpt::VerifyLevel::kFull;
+  options.require_manifest = !no_manifest;
+  auto r = ckpt::VerifyCheckpoint(dir, options);
+  if (!r.ok()) return ReportError(r.status());
+  if (json) {
+    std::fputs(ReportJson(dir, *r).c_str(), stdout);
+  } else {
+    std::string what =
+        fmt::format("{}, {}, {}, {}, {:.1f} s", LevelName(r->level), Count(r->shard_count, "shard"),
+                    Count(r->tensor_count, "tensor"), Bytes(r->total_bytes), r->seconds);
+    if (r->ok) {
+      std::printf("%s: ok (%s)\n", dir.c_str(), what.c_str());
+    } else {
+      std::printf("%s: FAILED (%s): %s\n", dir.c_str(), what.c_str(),
+                  Count(r->problems.size(), "problem").c_str());
+      for (const auto& p : r->problems) std::printf("  %s\n", p.c_str());
+    }
+  }
+  if (!r->ok) {
+    std::fflush(stdout);  // the report, then the error line, in that order on a terminal
+    return ReportError(CorruptError(fmt::format("{}: {}", dir, r->problems.front())));
+  }
+  return 0;
+}
+
+int RunList(const std::string& ckpt_dir, bool quick, bool json) {
+  auto level = quick ? ckpt::VerifyLevel::kStructure : ckpt::VerifyLevel::kFull;
+  auto list = ckpt::ListCheckpoints(ckpt_dir, level);
+  if (!list.ok()) return ReportError(list.status());
+  if (json) {
+    std::string o = "[";
+    for (size_t i = 0; i < list->size(); ++i) {
+      const auto& e = (*list)[i];
+      o += i ? ",\n {\"name\": " : "\n {\"name\": ";
+      AppendJsonString(&o, e.name);
+      o += ", \"path\": ";
+      AppendJsonString(&o, e.path);
+      o += fmt::format(
+          ", \"step\": {}, \"temp\": {}, \"ok\": {}, \"bytes\": {}, \"mtime\": {:.3f}, "
+          "\"verdict\": ",
+          e.step, e.temp, e.ok, e.bytes, e.mtime);
+      AppendJsonString(&o, e.verdict);
+      o += "}";
+    }
+    o += list->empty() ? "]\n" : "\n]\n";
+    std::fputs(o.c_str(), stdout);
+    return 0;
+  }
+  if (list->empty()) {
+    std::printf("%s: no checkpoints\n", ckpt_dir.c_str());
+    return 0;
+  }
+  std::printf("%-10s %10s %6s  %s\n", "STEP", "SIZE", "AGE", "VERDICT");
+  for (const auto& e : *list) {
+    std::string step = e.temp ? fmt::format("({})", e.step) : fmt::format("{}", e.step);
+    std::printf("%-10s %10s %6s  %s\n", step.c_str(), Bytes(e.bytes).c_str(), Age(e.mtime).c_str(),
+                e.verdict.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int RunCkpt(int argc, char** argv) {
+  CLI::App app{
+      "Check consolidated checkpoints (safetensors shards + evenkeel-checkpoint.json).\n"
+      "Exit 0: verified; 1: a check failed or the directory could not be read.",
+      "evenkeel ckpt"};
+  app.require_subcommand(1);
+  std::string dir;
+  bool quick = false, json = false, no_manifest = false;
+  CLI::App* verify =
+      app.add_subcommand("verify", "verify one checkpoint directory (full: re-hash every byte)");
+  verify->add_option("dir", dir, "checkpoint directory, e.g. CKPT_DIR/step-00000010")->required();
+  verify->add_flag("--quick", quick,
+                   "structure only: manifest, index, shard headers, sizes (no hashing)");
+  verify->add_flag("--json", json, "machine-readable report");
+  verify->add_flag(
+      "--no-manifest", no_manifest,
+      "check a Hugging Face directory from another tool (no evenkeel-checkpoint.json)");
+  CLI::App* list =
+      app.add_subcommand("list", "list the step directories of CKPT_DIR with a verdict each");
+  list->add_option("ckpt_dir", dir, "checkpoint directory of a run")->required();
+  list->add_flag("--quick", quick, "structure only (no hashing)");
+  list->add_flag("--json", json, "machine-readable list");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (verify->parsed()) return RunVerify(dir, quick, json, no_manifest);
+  return RunList(dir, quick, json);
+}
+
+}  // namespace ek::cli
