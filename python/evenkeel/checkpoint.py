@@ -41,14 +41,20 @@ def checkpoint_name(step: int) -> str:
 
 
 def verify(path: str, full: bool = True) -> dict:
-    """Verifies a checkpoint directory (raises evenkeel.Error naming the file and byte)."""
+    """Verifies a checkpoint directory as `evenkeel ckpt verify` does. Returns the
+    report ({"ok": ..., "problems": [...], ...}); problems name the file and byte."""
     return _core.verify_checkpoint(os.fspath(path), full)
 
 
 def newest_verified(ckpt_dir: str, full: bool = True) -> tuple[dict | None, list[str]]:
     """The newest checkpoint in `ckpt_dir` that verifies (its evenkeel-checkpoint.json
     as a dict, with "path" added), or None; and one warning per newer one skipped."""
-    return _core.newest_verified_checkpoint(os.fspath(ckpt_dir), full)
+    text, path, warnings = _core.newest_verified_checkpoint(os.fspath(ckpt_dir), full)
+    if text is None:
+        return None, list(warnings)
+    meta = json.loads(text)
+    meta["path"] = path
+    return meta, list(warnings)
 
 
 def _plan_shards(sizes: list[int], shard_bytes: int) -> list[int]:
@@ -127,9 +133,8 @@ class CheckpointWriter:
             f.write("\n")
         self._copy_model_files(tmp)
         final = os.path.join(self.ckpt_dir, checkpoint_name(step))
-        meta = dict(manifest)
-        meta.setdefault("step", int(step))
-        meta.setdefault("dtype", str(self.dtype).replace("torch.", ""))
+        meta = {"format_version": 1, "created": "", "evenkeel_version": "", "files": [], "extra": {},
+                "dtype": str(self.dtype).replace("torch.", ""), **manifest, "step": int(step)}
         _core.finalize_checkpoint(tmp, final, json.dumps(meta))
         _core.prune_checkpoints(self.ckpt_dir, self.keep)
         size = sum(os.path.getsize(os.path.join(final, n)) for n in os.listdir(final))

@@ -2,12 +2,15 @@
 // exception here and nowhere else (Raise); everything else is type conversion.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "ckpt/checkpoint.h"
 #include "core/jsonl.h"
 #include "loader/block_file.h"
 #include "loader/epoch_order.h"
@@ -123,6 +126,61 @@ PYBIND11_MODULE(_core, m) {
           return std::string(hex);
         },
         py::arg("path"));
+
+  // Checkpoints (src/ckpt): the trainer writes shards into a temp directory, then
+  // finalize hashes, writes evenkeel-checkpoint.json and renames it into place.
+  m.def("finalize_checkpoint",
+        [](const std::string& temp_dir, const std::string& final_dir, const std::string& manifest_json) {
+          ek::ckpt::CheckpointManifest meta =
+              Unwrap(ek::ckpt::CheckpointManifestFromJson(manifest_json, "finalize_checkpoint manifest"));
+          py::gil_scoped_release release;
+          ek::Status st = ek::ckpt::FinalizeCheckpoint(temp_dir, final_dir, meta);
+          py::gil_scoped_acquire acquire;
+          if (!st.ok()) Raise(st);
+        },
+        py::arg("temp_dir"), py::arg("final_dir"), py::arg("manifest_json"));
+  m.def("prune_checkpoints",
+        [](const std::string& ckpt_dir, int keep) {
+          std::vector<std::string> removed;
+          ek::Status st = ek::ckpt::PruneCheckpoints(ckpt_dir, keep, &removed);
+          if (!st.ok()) Raise(st);
+          return removed;
+        },
+        py::arg("ckpt_dir"), py::arg("keep"));
+  // Returns {"ok", "problems", "step", "total_bytes", "tensor_count", "shard_count", "seconds"}.
+  m.def("verify_checkpoint",
+        [](const std::string& dir, bool full) {
+          ek::Result<ek::ckpt::VerifyReport> r = [&] {
+            py::gil_scoped_release release;
+            return ek::ckpt::VerifyCheckpoint(dir, full ? ek::ckpt::VerifyLevel::kFull : ek::ckpt::VerifyLevel::kStructure);
+          }();
+          ek::ckpt::VerifyReport rep = Unwrap(std::move(r));
+          py::dict d;
+          d["ok"] = rep.ok;
+          d["problems"] = rep.problems;
+          d["step"] = rep.step;
+          d["total_bytes"] = rep.total_bytes;
+          d["tensor_count"] = rep.tensor_count;
+          d["shard_count"] = rep.shard_count;
+          d["seconds"] = rep.seconds;
+          return d;
+        },
+        py::arg("dir"), py::arg("full") = true);
+  // Returns (evenkeel-checkpoint.json text of the newest verified checkpoint or None, its path, warnings).
+  m.def("newest_verified_checkpoint",
+        [](const std::string& ckpt_dir, bool full) -> py::tuple {
+          std::vector<std::string> warnings;
+          auto found = [&] {
+            py::gil_scoped_release release;
+            return ek::ckpt::NewestVerified(ckpt_dir, full ? ek::ckpt::VerifyLevel::kFull : ek::ckpt::VerifyLevel::kStructure,
+                                            &warnings);
+          }();
+          std::optional<ek::ckpt::CheckpointEntry> entry = Unwrap(std::move(found));
+          if (!entry) return py::make_tuple(py::none(), py::none(), warnings);
+          ek::ckpt::CheckpointManifest manifest = Unwrap(ek::ckpt::ReadCheckpointManifest(entry->path));
+          return py::make_tuple(ek::ckpt::CheckpointManifestToJson(manifest), entry->path, warnings);
+        },
+        py::arg("ckpt_dir"), py::arg("full") = true);
 
   // Returns (position, exhausted, block).
   m.def("resume",

@@ -10,7 +10,7 @@
 #include "ckpt/checkpoint.h"
 #include "cli/commands.h"
 #include "core/json_out.h"
-#include "gate/plan.h"
+#include "run/plan.h"
 
 namespace ek::cli {
 
@@ -35,7 +35,7 @@ std::string ReportJson(const std::string& dir, const ckpt::VerifyReport& r) {
   return o + "]}\n";
 }
 
-std::string Bytes(uint64_t n) { return n == 0 ? "0 B" : gate::FormatBytes(static_cast<double>(n)); }
+std::string Bytes(uint64_t n) { return n == 0 ? "0 B" : run::FormatBytes(static_cast<double>(n)); }
 
 std::string Count(uint64_t n, std::string_view what) {
   return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");

@@ -69,8 +69,8 @@ def test_trains_a_real_model_and_writes_checkpoints_transformers_loads(family, t
     """Loss falls on a learnable pack; every checkpoint verifies; the final one loads
     with AutoModelForCausalLM.from_pretrained and holds the trained weights, bf16-rounded."""
     model_dir = request.getfixturevalue(f"{family}_model")
-    pack = learnable_pack(tmp_path, family, [24, 24, 24, 24])  # 12 steps per rank
-    rf = run_file(tmp_path, model_dir, pack, train__log_every=1)
+    pack = learnable_pack(tmp_path, family, [48, 48, 48, 48])  # 24 steps per rank
+    rf = run_file(tmp_path, model_dir, pack, train__log_every=1, train__lr=2e-2, train__save_every=8)
     fp32 = tmp_path / "trained-fp32.pt"
     results, wall = launch(4, [str(rf), "--save-fp32", str(fp32)], tmp_path, timeout=420)
     logs = logs_of(results)
@@ -78,14 +78,14 @@ def test_trains_a_real_model_and_writes_checkpoints_transformers_loads(family, t
     out0 = results[0].output
     assert re.search(rf"run file {re.escape(str(rf))} xxh3 [0-9a-f]{{16}} \(run test", out0), logs
     for r in results:
-        assert done_steps(r.output) == 12, logs
+        assert done_steps(r.output) == 24, logs
     loss = losses(out0)
-    assert len(loss) == 12, logs
+    assert len(loss) == 24, logs
     assert sum(loss[-3:]) / 3 < 0.8 * sum(loss[:3]) / 3, f"loss did not fall: {loss}"
 
     ckpt = tmp_path / "ckpt"
-    assert sorted(p.name for p in ckpt.iterdir()) == ["step-00000008", "step-00000012"], "keep = 2"
-    final = ckpt / "step-00000012"
+    assert sorted(p.name for p in ckpt.iterdir()) == ["step-00000016", "step-00000024"], "keep = 2"
+    final = ckpt / "step-00000024"
     names = sorted(p.name for p in final.iterdir())
     assert "model.safetensors.index.json" in names and "evenkeel-checkpoint.json" in names, names
     assert "config.json" in names and "tokenizer.json" in names and "generation_config.json" in names, names
@@ -94,9 +94,9 @@ def test_trains_a_real_model_and_writes_checkpoints_transformers_loads(family, t
     v = ckpt_verify(final)
     assert v.returncode == 0, v.stdout + v.stderr
     meta = json.loads((final / "evenkeel-checkpoint.json").read_text())
-    assert (meta["step"], meta["epoch"], meta["final"], meta["dtype"]) == (12, 0, True, "bfloat16"), meta
+    assert (meta["step"], meta["epoch"], meta["final"], meta["dtype"]) == (24, 0, True, "bfloat16"), meta
     assert meta["run"]["xxh3"] == re.search(r"xxh3 ([0-9a-f]{16})", out0).group(1)
-    assert meta["tokens_seen"] == 12 * 4 * 2 * SEQ
+    assert meta["tokens_seen"] == 24 * 4 * 2 * SEQ
 
     from transformers import AutoModelForCausalLM
     loaded = AutoModelForCausalLM.from_pretrained(str(final))
@@ -109,7 +109,7 @@ def test_trains_a_real_model_and_writes_checkpoints_transformers_loads(family, t
     original = AutoModelForCausalLM.from_pretrained(str(model_dir))
     assert not torch.equal(original.get_input_embeddings().weight.to(torch.bfloat16),
                            loaded.get_input_embeddings().weight), "the weights did not change"
-    print(f"{family}: 12 steps in {wall:.1f}s wall, loss {loss[0]:.3f} -> {loss[-1]:.3f}")
+    print(f"{family}: 24 steps in {wall:.1f}s wall, loss {loss[0]:.3f} -> {loss[-1]:.3f}")
 
 
 def test_resume_continues_the_exact_block_order_and_skips_a_corrupted_newest(qwen3_model, tmp_path):
