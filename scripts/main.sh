@@ -4,10 +4,12 @@
 #   1. a tiny Qwen3 model directory made with transformers (the real architecture and
 #      tokenizer, hidden size 64, 2 layers) stands in for a pretrained model (no hub here);
 #   2. the bundled sample's chat records are packed with that model's tokenizer for a
-#      2-node x 2-GPU world (world 4), balanced so every rank has the same block count;
-#   3. plan and gate the run file (the gate refuses an unsafe launch);
-#   4. train on 4 CPU ranks (gloo) with FSDP2 per decoder layer and evenfix, under torchrun,
-#      everything (micro-batch, accumulation, schedule, saves, timeout) from the run file;
+#      world of 4 ranks, balanced so every rank has the same block count;
+#   3. plan the run;
+#   4. evenkeel launch: the gate (it refuses an unsafe run), then torchrun with the flight
+#      recorder on: 4 CPU ranks (gloo), FSDP2 per decoder layer, evenfix, everything
+#      (micro-batch, accumulation, schedule, saves, timeout) from the run file, and a
+#      restart from the last verified checkpoint if an attempt fails;
 #   5. verify the final checkpoint (bf16 safetensors) with `evenkeel ckpt verify`, fail
 #      unless the loss fell, and load it with transformers for a short greedy generation.
 # Installs what it needs (scripts/setup.sh --main); safe to re-run. Output: ./rehearsal/
@@ -37,8 +39,8 @@ cat > "$W/run.toml" <<'TOML'
 [run]
 name = "rehearsal"
 [cluster]
-nodes = 2
-gpus_per_node = 2
+nodes = 1
+gpus_per_node = 4
 [data]
 pack_dir = "pack"
 [model]
@@ -68,21 +70,18 @@ watchdog_timeout_min = 30
 heartbeat_dir = "heartbeat"
 [gpu]
 memory_gb = 16
+[launch]
+torchrun = "../.venv/bin/torchrun"
 TOML
 
 echo "== 3. plan"
 "$EK" plan "$W/run.toml"
 
-echo "== 4. gate (with the flight recorder on, as a launch sets it)"
-export TORCH_FR_BUFFER_SIZE=2000
-"$EK" gate "$W/run.toml"
-
-echo "== 5. train: 4 CPU ranks, gloo, FSDP2, evenfix, everything from run.toml"
-"$ROOT/.venv/bin/torchrun" --standalone --nproc-per-node 4 "$ROOT/trainer/train.py" "$W/run.toml" \
-  2>&1 | grep -v -e "^W[0-9]* " -e "OMP_NUM_THREADS" -e "^\*\*\*\*" | tee "$W/train.log"
+echo "== 4. launch: gate, then 4 CPU ranks under torchrun (gloo, FSDP2, evenfix), all from run.toml"
+"$EK" launch "$W/run.toml" | tee "$W/train.log"
 test "${PIPESTATUS[0]}" = 0
 
-echo "== 6. the result: the loss fell, the final checkpoint verifies and loads with transformers"
+echo "== 5. the result: the loss fell, the final checkpoint verifies and loads with transformers"
 "$PY" scripts/rehearsal_tools.py check-loss "$W/train.log" 0.65
 FINAL=$("$EK" ckpt list "$W/ckpt" --json | "$PY" -c 'import json,sys; print([c for c in json.load(sys.stdin) if c["ok"]][-1]["path"])')
 "$EK" ckpt verify "$FINAL"

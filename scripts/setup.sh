@@ -27,7 +27,9 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config ccache git
   # (tools/corpus/make_corpus.py) enough Arabic, Hebrew, Hindi, Bengali, Tamil, Persian, Thai.
   iso-codes libglib2.0-data libgtk2.0-common xkb-data shared-mime-info
   # Real Prometheus, promtool and Alertmanager for the watcher's end-to-end tests.
-  prometheus prometheus-alertmanager)
+  prometheus prometheus-alertmanager
+  # A real SLURM (two slurmd on this machine) and munge for the launcher's SLURM test.
+  slurmd slurmctld slurm-client munge)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   # A nodejs from NodeSource bundles npm and conflicts with Debian's npm package.

@@ -17,10 +17,10 @@ fi
 status=0
 ctest --output-on-failure -j"$(nproc)" || status=1
 cd "$ROOT"
-suites=()
-# (tests/watch runs under ctest as watch_e2e.)
-for d in tests/cli tests/pack tests/tokenizer_variants tests/trainer; do
-  [ -d "$d" ] && suites+=("$d")
+# (tests/watch runs under ctest as watch_e2e.) A suite folder that went missing fails the run.
+suites=(tests/cli tests/pack tests/tokenizer_variants tests/trainer tests/launch tests/slurm)
+for d in "${suites[@]}"; do
+  [ -d "$d" ] || { echo "test: error: test folder $d is missing" >&2; exit 1; }
 done
 EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider "${suites[@]}" || status=1
 exit $status

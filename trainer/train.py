@@ -152,11 +152,12 @@ class Run:
         self.global_step = 0
         self.heartbeat: Heartbeat | None = None
 
-    def enter(self, phase: str, detail: str = "") -> None:
+    def enter(self, phase: str, detail: str = "", step: int | None = None) -> None:
+        """Phase `phase` of step `step` (forward of step 36; save_barrier after step 35)."""
         self.phase = f"{phase} ({detail})" if detail else phase
         self.phase_since = time.monotonic()
         if self.heartbeat is not None:
-            self.heartbeat.set_phase(phase)
+            self.heartbeat.set_phase(phase, step)
 
     def log(self, msg: str) -> None:
         sys.stdout.write(f"[rank {self.rank}] {msg}\n")  # one write: ranks may share a pipe
@@ -294,10 +295,10 @@ def train(args: argparse.Namespace, cfg: RunFile, run: Run, device: torch.device
                      "world": ds.world, "seq_len": ds.seq_len}
 
     def save(epoch: int, step_in_epoch: int) -> str:
-        run.enter("save_barrier", f"after step {run.global_step}")
+        run.enter("save_barrier", f"after step {run.global_step}", run.global_step)
         run.log(f"save barrier at step {run.global_step}")
         dist.barrier()  # the report's save barrier: every rank must arrive here at the same step
-        run.enter("save", f"step {run.global_step}")
+        run.enter("save", f"step {run.global_step}", run.global_step)
         t_save = time.monotonic()
         manifest = {
             "step": run.global_step, "epoch": epoch, "step_in_epoch": step_in_epoch,
@@ -342,12 +343,12 @@ def train(args: argparse.Namespace, cfg: RunFile, run: Run, device: torch.device
                 consumed.extend(int(i) for i in index)
                 batch = ds.tensor[torch.from_numpy(index)].to(device=device, dtype=torch.long, non_blocking=True)
                 model.set_requires_gradient_sync(micro == t.grad_accum - 1)
-                run.enter("forward", f"step {step}, micro-batch {micro}")
+                run.enter("forward", f"step {step}, micro-batch {micro}", step)
                 loss = model(input_ids=batch, labels=batch).loss
-                run.enter("backward", f"step {step}, micro-batch {micro}")
+                run.enter("backward", f"step {step}, micro-batch {micro}", step)
                 (loss / t.grad_accum).backward()
                 loss_sum += loss.item()
-            run.enter("optimizer", f"step {step}")
+            run.enter("optimizer", f"step {step}", step)
             if t.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), t.max_grad_norm)
             opt.step()

@@ -5,20 +5,26 @@
     for step in ...:
         ...
         hb.beat(step, tokens)                     # once per optimizer step
-    with hb.phase("checkpoint"):                  # a save: the watcher allows for it
+    hb.set_phase("forward", step + 1)             # what the rank is doing, and for which step
+    with hb.phase("save", step):                  # a save: the watcher allows for it
         save_checkpoint(...)
     hb.done()                                     # a clean exit, not a crash
 
-Each rank owns one small file, DIR/rank-<RANK>.json (about 250 bytes), rewritten
+Each rank owns one small file, DIR/rank-<RANK>.json (about 300 bytes), rewritten
 whole through a temporary file and os.replace: a reader never sees half a beat.
 That is four system calls per write (open, write, close, rename), no fsync (a
 heartbeat that a power cut loses is worth nothing anyway). Writes are coalesced
-to at most one per `min_interval_s`; the beat that was held back is written by
-the next beat, by a phase change or by close().
+to at most one per `min_interval_s`; what was held back is written by a
+background thread within `min_interval_s`, so the file shows the phase a rank
+blocked in even when it blocks right after changing phase (a collective that
+never returns), and by close().
 
 The file carries the rank's step, its cumulative tokens, the wall time of the
 beat and of the last step change, moving averages of step time and tokens/s,
-the phase, the pid and optionally the run's total steps.
+the phase with the step it belongs to and when it began, the pid and
+optionally the run's total steps (docs/heartbeat_format.md). The phases the
+reference trainer reports: load, forward, backward, optimizer, save_barrier,
+save, done.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import contextlib
 import json
 import os
 import socket
+import threading
 import time
 
 __all__ = ["Heartbeat"]
@@ -63,16 +70,27 @@ class Heartbeat:
         self._step = -1
         self._tokens = 0
         self._phase = "train"
+        self._phase_step = -1
+        self._phase_time = time.time()
         self._beat_time = 0.0
         self._step_time = 0.0
         self._step_s = 0.0
         self._tok_s = 0.0
         self._written = 0.0
         self._dirty = False
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = False
         self._write()  # the rank exists from the start, at step -1
+        self._flusher = threading.Thread(target=self._flush_loop, name="evenkeel-heartbeat", daemon=True)
+        self._flusher.start()
 
     def beat(self, step: int, tokens: int = 0) -> None:
         """Records that this rank finished `step`, having processed `tokens` in total."""
+        with self._lock:
+            self._beat(step, tokens)
+
+    def _beat(self, step: int, tokens: int) -> None:
         now = time.time()
         step, tokens = int(step), int(tokens)
         if step != self._step:
@@ -89,29 +107,62 @@ class Heartbeat:
         self._dirty = True
         if now - self._written >= self.min_interval_s:
             self._write()
+        else:
+            self._wake.set()
 
     @contextlib.contextmanager
-    def phase(self, name: str):
+    def phase(self, name: str, step: int | None = None):
         """Marks a stretch (a checkpoint save) during which the step does not advance."""
-        old = self._phase
-        self.set_phase(name)
+        old, old_step = self._phase, self._phase_step
+        self.set_phase(name, step)
         try:
             yield self
         finally:
-            self.set_phase(old)
+            self.set_phase(old, old_step)
 
-    def set_phase(self, name: str) -> None:
-        self._phase = str(name)
-        self._beat_time = time.time()
-        self._write()
+    def set_phase(self, name: str, step: int | None = None) -> None:
+        """Enters phase `name` of step `step` (forward of step 36: 36; save after step 35: 35)."""
+        with self._lock:
+            name = str(name)
+            step = -1 if step is None else int(step)
+            if name == self._phase and step == self._phase_step:
+                return
+            now = time.time()
+            self._phase, self._phase_step, self._phase_time = name, step, now
+            self._beat_time = now
+            self._dirty = True
+            if now - self._written >= self.min_interval_s or name == "done":
+                self._write()
+            else:
+                self._wake.set()
 
     def done(self) -> None:
         """A clean end: the watcher reads the exit as completion, not a crash."""
-        self.set_phase("done")
+        self.set_phase("done", self._step)
 
     def close(self) -> None:
-        if self._dirty:
-            self._write()
+        with self._lock:
+            self._closed = True
+            if self._dirty:
+                self._write()
+        self._wake.set()
+
+    def _flush_loop(self) -> None:
+        """Writes what a coalesced beat or phase change held back, within min_interval_s."""
+        while True:
+            self._wake.wait()
+            if self._closed:
+                return
+            time.sleep(self.min_interval_s)
+            with self._lock:
+                self._wake.clear()
+                if self._closed:
+                    return
+                if self._dirty:
+                    try:
+                        self._write()
+                    except OSError:
+                        pass  # the next beat tries again
 
     def __enter__(self) -> "Heartbeat":
         return self
@@ -125,6 +176,7 @@ class Heartbeat:
             "pid": os.getpid(), "host": self._host, "step": self._step, "tokens": self._tokens,
             "time": self._beat_time or time.time(), "step_time": self._step_time,
             "step_s": round(self._step_s, 6), "tok_s": round(self._tok_s, 3), "phase": self._phase,
+            "phase_step": self._phase_step, "phase_time": round(self._phase_time, 3),
             "total_steps": self.total_steps,
         }
         data = json.dumps(rec, separators=(",", ":")).encode()

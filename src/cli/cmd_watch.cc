@@ -170,6 +170,7 @@ Status RunWatchLoop(const WatchFlags& f) {
   o.settings.throughput_samples = run.throughput_samples;
   o.settings.stale_after_s = run.stale_after_s;
   o.settings.final_step = run.final_step;
+  o.settings.desync_s = run.desync_s;
   EK_ASSIGN_OR_RETURN(o.profile, triage::LoadProfile(run.watch_profile));
   o.agents = SplitList(f.agents);
   if (!run.hosts.empty() && o.agents.size() != run.hosts.size()) {

@@ -14,6 +14,8 @@ constexpr Command kCommands[] = {
     {"inspect", "verify a pack against its manifest; show a block", RunInspect},
     {"plan", "memory, steps, tokens and checkpoints of a run", RunPlan},
     {"gate", "preflight: six invariants checked before a launch, with a pass log", RunGate},
+    {"launch", "gate, then torchrun the trainer; retry with judgement, resume from the last verified checkpoint",
+     RunLaunch},
     {"triage", "name a run's state (healthy, checkpoint, deadlock, ...) from GPU power and utilization",
      RunTriage},
     {"fr", "read every rank's flight-recorder dump and name the desynced ranks", RunFr},
@@ -21,6 +23,7 @@ constexpr Command kCommands[] = {
     {"watch", "watch a run from another host: completion, crash, hang, deadlock; alert", RunWatch},
     {"ckpt", "verify a checkpoint (safetensors shards, index, hashes); list a run's checkpoints", RunCkpt},
     {"version", "print the evenkeel version", RunVersion},
+    {"launch-rank", "(internal) the per-rank wrapper launch gives torchrun", RunLaunchRank},
 };
 }  // namespace
 

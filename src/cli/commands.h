@@ -33,5 +33,7 @@ int RunPlan(int argc, char** argv);
 int RunGate(int argc, char** argv);
 int RunAgent(int argc, char** argv);
 int RunWatch(int argc, char** argv);
+int RunLaunch(int argc, char** argv);
+int RunLaunchRank(int argc, char** argv);
 
 }  // namespace ek::cli

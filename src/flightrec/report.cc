@@ -212,6 +212,11 @@ const Finding* HeadlineFinding(const Analysis& analysis) {
   return nullptr;
 }
 
+bool Conclusive(const Analysis& analysis) {
+  const Finding* head = HeadlineFinding(analysis);
+  return head && Suffix(*head).ends_with("- conclusive");
+}
+
 std::string VerdictLine(const LoadResult& load, const Analysis& a) {
   const Finding* f = HeadlineFinding(a);
   if (!f) {
@@ -336,7 +341,7 @@ std::string RenderJson(const std::string& dir, const LoadResult& load, const Ana
   o += ','; Key(&o, "world_size"); AppendInt(&o, load.world_size);
   o += ','; Key(&o, "verdict"); AppendJsonString(&o, VerdictLine(load, a));
   o += ','; Key(&o, "desync"); o += head && head->kind != FindingKind::kMissingDumps ? "true" : "false";
-  o += ','; Key(&o, "conclusive"); o += head && Suffix(*head).ends_with("- conclusive") ? "true" : "false";
+  o += ','; Key(&o, "conclusive"); o += Conclusive(a) ? "true" : "false";
   o += ','; Key(&o, "differs_from_fr_trace"); AppendJsonString(&o, head ? DifferenceNote(*head) : "");
   std::vector<int64_t> read;
   for (const Dump& d : load.dumps) read.push_back(d.rank);

@@ -20,6 +20,11 @@ const Finding* HeadlineFinding(const Analysis& analysis);
 // collectives at the same slot - conclusive", or "no desync: ...".
 std::string VerdictLine(const LoadResult& load, const Analysis& analysis);
 
+// True when the headline finding settles the cause ("- conclusive" in the
+// verdict): different collectives, sizes or dtypes at the same slot, ranks
+// that never joined. A restart would meet the same desync again.
+bool Conclusive(const Analysis& analysis);
+
 std::string RenderText(const std::string& dir, const LoadResult& load, const Analysis& analysis);
 std::string RenderJson(const std::string& dir, const LoadResult& load, const Analysis& analysis);
 

@@ -112,12 +112,28 @@ const Key kKeys[] = {
     {"watch", "final_step", &RunFile::final_step},
     {"watch", "agent_timeout_s", &RunFile::agent_timeout_s},
     {"watch", "state_dir", &RunFile::watch_state_dir, true},
+    {"watch", "desync_s", &RunFile::desync_s},
     {"alert", "alertmanager_url", &RunFile::alertmanager_url},
     {"alert", "webhook_url", &RunFile::webhook_url},
     {"alert", "command", &RunFile::alert_command},
     {"alert", "backoff_s", &RunFile::alert_backoff_s},
     {"alert", "backoff_max_s", &RunFile::alert_backoff_max_s},
     {"alert", "resend_s", &RunFile::alert_resend_s},
+    {"launch", "torchrun", &RunFile::launch_torchrun},
+    {"launch", "python", &RunFile::launch_python},
+    {"launch", "trainer", &RunFile::launch_trainer, true},
+    {"launch", "rdzv_endpoint", &RunFile::rdzv_endpoint},
+    {"launch", "rdzv_port", &RunFile::rdzv_port},
+    {"launch", "run_id", &RunFile::run_id},
+    {"launch", "dir", &RunFile::launch_dir, true},
+    {"launch", "gate_timeout_s", &RunFile::gate_timeout_s},
+    {"launch", "flight_recorder_entries", &RunFile::flight_recorder_entries},
+    {"launch", "omp_threads", &RunFile::omp_threads},
+    {"launch", "stop_grace_s", &RunFile::stop_grace_s},
+    {"retry", "max_restarts", &RunFile::max_restarts},
+    {"retry", "max_no_progress", &RunFile::max_no_progress},
+    {"retry", "backoff_s", &RunFile::retry_backoff_s},
+    {"retry", "backoff_max_s", &RunFile::retry_backoff_max_s},
 };
 
 struct Reader {
@@ -257,6 +273,21 @@ Status ValidateRunFile(const RunFile& r) {
   }
   if (r.alert_backoff_s <= 0 || r.alert_backoff_max_s < r.alert_backoff_s || r.alert_resend_s <= 0) {
     return bad("alert.backoff_s and alert.resend_s must be positive, backoff_max_s >= backoff_s");
+  }
+  if (r.desync_s <= 0) return bad("watch.desync_s must be positive");
+  if (r.rdzv_port < 1 || r.rdzv_port > 65535) return bad("launch.rdzv_port must be a port (1-65535)");
+  if (r.gate_timeout_s <= 0 || r.stop_grace_s < 0) {
+    return bad("launch.gate_timeout_s must be positive and launch.stop_grace_s >= 0");
+  }
+  if (r.flight_recorder_entries < 0 || r.omp_threads < 0) {
+    return bad("launch.flight_recorder_entries and launch.omp_threads must be >= 0");
+  }
+  if (r.launch_torchrun.empty()) return bad("launch.torchrun must name torchrun");
+  if (r.max_restarts < 0 || r.max_no_progress < 1) {
+    return bad("retry.max_restarts must be >= 0 and retry.max_no_progress >= 1");
+  }
+  if (r.retry_backoff_s < 0 || r.retry_backoff_max_s < r.retry_backoff_s) {
+    return bad("retry.backoff_s must be >= 0 and retry.backoff_max_s >= backoff_s");
   }
   return Status::Ok();
 }

@@ -80,6 +80,7 @@ struct RunFile {
   std::string watch_profile = "B300";  // triage power profile (watcher's deadlock/starvation)
   int64_t final_step = 0;          // the run's last step; 0: from the heartbeats' total_steps
   double agent_timeout_s = 2;      // one agent's poll, connect and read together
+  double desync_s = 10;            // a rank in a barrier/save phase this long while others train: deadlock
   std::string watch_state_dir;     // watcher state and spool; "" = <run name>.watch beside the run file
   // [alert] (used by evenkeel watch)
   std::string alertmanager_url;    // e.g. http://127.0.0.1:9093
@@ -88,6 +89,24 @@ struct RunFile {
   double alert_backoff_s = 1;      // first retry delay; doubles per failure
   double alert_backoff_max_s = 60;
   double alert_resend_s = 60;      // Alertmanager: re-post firing alerts (its resolve_timeout is 5m)
+
+  // [launch] (evenkeel launch)
+  std::string launch_torchrun = "torchrun";  // torchrun to start the ranks with (a path or a name on PATH)
+  std::string launch_python;       // the trainer's interpreter; "": the python beside torchrun, else python3
+  std::string launch_trainer;      // the training script; "": evenkeel's reference trainer/train.py
+  std::string rdzv_endpoint;       // c10d rendezvous HOST:PORT; "": environment, SLURM, first host
+  int rdzv_port = 29500;           // the port when the endpoint is derived
+  std::string run_id;              // rendezvous id; "": environment, SLURM_JOB_ID, run name
+  std::string launch_dir;          // attempt records; "": CHECKPOINT_DIR/launch
+  double gate_timeout_s = 300;     // how long node 0 waits for every node's gate part
+  int flight_recorder_entries = 2000;  // TORCH_FR_BUFFER_SIZE for the ranks
+  int omp_threads = 0;             // OMP_NUM_THREADS per rank; 0: cores / processes per node
+  double stop_grace_s = 30;        // SIGTERM to SIGKILL when stopping the ranks
+  // [retry]
+  int max_restarts = 3;            // attempts after the first
+  int max_no_progress = 2;         // attempts in a row without a new verified checkpoint: stop
+  double retry_backoff_s = 10;     // first wait before a restart; doubles per restart
+  double retry_backoff_max_s = 300;
 
   int world() const { return nodes * gpus_per_node; }
   Topology topology() const { return Topology(nodes, gpus_per_node, hosts); }

@@ -150,6 +150,7 @@ AgentStatus Agent::Snapshot() {
     // A rank that has not finished a step yet (starting up) counts from its
     // last beat, not from the epoch: otherwise every start looks like a hang.
     r.step_age_s = std::max(0.0, now - (hb.step_time > 0 ? hb.step_time : hb.time));
+    r.phase_age_s = hb.phase_time > 0 ? std::max(0.0, now - hb.phase_time) : -1;
     r.hb = std::move(hb);
     s.ranks.push_back(std::move(r));
   }

@@ -125,9 +125,10 @@ std::string AgentStatusToJson(const AgentStatus& s) {
     Num(&out, "step_s", r.hb.step_s);
     Num(&out, "beat_age_s", r.beat_age_s);
     Num(&out, "step_age_s", r.step_age_s);
+    Num(&out, "phase_age_s", r.phase_age_s);
     out += ",\"phase\":";
     AppendJsonString(&out, r.hb.phase);
-    out += fmt::format(",\"total_steps\":{}}}", r.hb.total_steps);
+    out += fmt::format(",\"phase_step\":{},\"total_steps\":{}}}", r.hb.phase_step, r.hb.total_steps);
   }
   out += "],\"checkpoint\":{";
   out += fmt::format("\"complete_count\":{}", s.checkpoint.complete_count);
@@ -187,6 +188,8 @@ Result<AgentStatus> ParseAgentStatus(std::string_view json, std::string_view whe
       r.beat_age_s = D(e, "beat_age_s");
       r.step_age_s = D(e, "step_age_s");
       r.hb.phase = S(e, "phase");
+      r.hb.phase_step = I(e, "phase_step", -1);
+      r.phase_age_s = D(e, "phase_age_s", -1);
       r.hb.total_steps = I(e, "total_steps");
       if (r.hb.rank < 0) return CorruptError(fmt::format("{}: a rank without a number", where));
       s.ranks.push_back(std::move(r));

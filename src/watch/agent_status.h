@@ -28,6 +28,7 @@ struct RankReading {
   bool alive = false;     // the heartbeat's pid is a live process on the node
   double beat_age_s = 0;  // now - hb.time
   double step_age_s = 0;  // now - hb.step_time: how long since this rank advanced
+  double phase_age_s = -1;  // now - hb.phase_time: how long in this phase; -1 unknown
 };
 
 struct AgentStatus {

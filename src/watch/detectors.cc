@@ -29,6 +29,20 @@ std::vector<int64_t> AsInt64(const std::vector<int>& v) { return {v.begin(), v.e
 
 std::string Dur(double s) { return triage::FormatDuration(std::max(0.0, s)); }
 
+// A save, or the barrier before it: the step does not advance, and the hang
+// limit allows for it.
+bool Saving(const Heartbeat& hb) {
+  PhaseKind k = KindOfPhase(hb.phase);
+  return k == PhaseKind::kCheckpoint || k == PhaseKind::kBarrier;
+}
+
+// "forward of step 36", "save_barrier after step 35".
+std::string PhaseText(const Heartbeat& hb) {
+  int64_t pos = PositionOf(hb);
+  return KindOfPhase(hb.phase) == PhaseKind::kTraining ? fmt::format("{} of step {}", hb.phase, pos)
+                                                       : fmt::format("{} after step {}", hb.phase, pos);
+}
+
 }  // namespace
 
 Detectors::Detectors(WatchSettings settings, triage::Profile profile)
@@ -103,7 +117,7 @@ std::vector<Finding> Detectors::Evaluate(double now, const std::vector<AgentPoll
       seen.r = r;
       seen.host = p.status.host;
       seen.received = p.received;
-      if (r.hb.phase == "checkpoint") {
+      if (Saving(r.hb)) {
         in_checkpoint = true;
         seen.checkpoint_seen_at = now;
       }
@@ -120,7 +134,7 @@ std::vector<Finding> Detectors::Evaluate(double now, const std::vector<AgentPoll
   // The last known phase counts too: a poll that timed out this round must not
   // turn a rank that is saving into a hang.
   for (const auto& [rank, seen] : ranks_) {
-    if (seen.r.hb.phase == "checkpoint") in_checkpoint = true;
+    if (Saving(seen.r.hb)) in_checkpoint = true;
   }
   triage::Assessment a = classifier_->Evaluate(now);
   if (a.verdict == triage::Verdict::kCheckpoint) in_checkpoint = true;
@@ -132,8 +146,9 @@ std::vector<Finding> Detectors::Evaluate(double now, const std::vector<AgentPoll
   bool done = Completion(now, &out);
   if (done) return out;
   bool crashed = Crash(now, &out);
-  if (!crashed) Hang(now, in_checkpoint, &out);
-  if (a.verdict == triage::Verdict::kDeadlockSuspect) {
+  bool desync = !crashed && Desync(now, &out);
+  if (!crashed && !desync) Hang(now, in_checkpoint, &out);
+  if (!desync && a.verdict == triage::Verdict::kDeadlockSuspect) {
     Finding f;
     f.kind = Kind::kDeadlock;
     f.key = "deadlock";
@@ -301,7 +316,7 @@ void Detectors::Hang(double now, bool in_checkpoint, std::vector<Finding>* out) 
     double age = seen.r.step_age_s + (now - seen.received);
     // After a save ends the step has not advanced yet: count from the save's end,
     // so its length does not read as a hang (during the save the allowance applies).
-    if (seen.r.hb.phase != "checkpoint" && seen.checkpoint_seen_at > 0) {
+    if (!Saving(seen.r.hb) && seen.checkpoint_seen_at > 0) {
       age = std::min(age, now - seen.checkpoint_seen_at);
     }
     progress_age = std::min(progress_age, age);
@@ -338,11 +353,75 @@ void Detectors::Hang(double now, bool in_checkpoint, std::vector<Finding>* out) 
   out->push_back(std::move(f));
 }
 
+// The field report's deadlock read from the ranks themselves: a rank has sat in
+// the save barrier (or the save) for desync_s while other ranks are at another
+// step or phase: they are training, it waits for them, and they will wait for
+// it in their next collective. A healthy save has every rank in the barrier at
+// the same step. Needs no GPU telemetry, and fires long before the hang limit
+// or the collective timeout.
+bool Detectors::Desync(double now, std::vector<Finding>* out) {
+  struct Group {
+    std::vector<int> ranks;
+    Heartbeat hb;
+  };
+  std::map<std::pair<std::string, int64_t>, Group> groups;  // (phase, position) -> ranks
+  double since = 0;
+  bool waiting = false;
+  for (const auto& [rank, seen] : ranks_) {
+    if (!seen.r.alive || KindOfPhase(seen.r.hb.phase) == PhaseKind::kDone || seen.r.hb.step < 0) continue;
+    Group& g = groups[{seen.r.hb.phase, PositionOf(seen.r.hb)}];
+    g.ranks.push_back(rank);
+    g.hb = seen.r.hb;
+    if (Saving(seen.r.hb) && seen.r.phase_age_s >= 0) {
+      double age = seen.r.phase_age_s + (now - seen.received);
+      if (age >= settings_.desync_s) {
+        waiting = true;
+        since = since == 0 ? now - age : std::min(since, now - age);
+      }
+    }
+  }
+  if (!waiting || groups.size() < 2) return false;
+  std::set<int64_t> positions;
+  for (const auto& [key, g] : groups) positions.insert(key.second);
+  if (positions.size() < 2) return false;  // same step everywhere: a save in progress, not a desync
+  // The waiting groups first (the odd ranks), then the rest, largest first.
+  std::vector<const Group*> order;
+  for (const auto& [key, g] : groups) order.push_back(&g);
+  std::sort(order.begin(), order.end(), [](const Group* x, const Group* y) {
+    if (Saving(x->hb) != Saving(y->hb)) return Saving(x->hb);
+    if (x->ranks.size() != y->ranks.size()) return x->ranks.size() < y->ranks.size();
+    return x->ranks < y->ranks;
+  });
+  std::vector<std::string> parts;
+  std::vector<int> odd;
+  for (const Group* g : order) {
+    parts.push_back(fmt::format("rank{} {} in {}", g->ranks.size() > 1 ? "s" : "", CompactRanges(AsInt64(g->ranks)),
+                                PhaseText(g->hb)));
+    if (Saving(g->hb)) odd.insert(odd.end(), g->ranks.begin(), g->ranks.end());
+  }
+  Finding f;
+  f.kind = Kind::kDeadlock;
+  f.key = "deadlock";
+  f.severity = "critical";
+  f.ranks = odd;
+  f.hosts = HostsOf(odd);
+  f.since = since;
+  f.summary = fmt::format("deadlock: {}; waiting {} (the save barrier's collective against a training collective)",
+                          fmt::join(parts, "; "), Dur(now - since));
+  f.evidence = fmt::format("ranks at {} different steps while rank(s) {} sat in {} for {:.1f} s (watch.desync_s {:.0f} s); "
+                           "a restart would meet the same uneven data: check evenfix",
+                           positions.size(), CompactRanges(AsInt64(odd)), order.front()->hb.phase, now - since,
+                           settings_.desync_s);
+  f.gpu_hours = std::max<double>(world(), ranks_.size()) * (now - since) / 3600;
+  out->push_back(std::move(f));
+  return true;
+}
+
 void Detectors::Throughput(double now, const triage::Assessment& a, std::vector<Finding>* out) {
   double total = 0;
   int live = 0;
   for (const auto& [rank, seen] : ranks_) {
-    if (!seen.r.alive || seen.r.hb.phase != "train" || seen.r.hb.step < 0) continue;
+    if (!seen.r.alive || KindOfPhase(seen.r.hb.phase) != PhaseKind::kTraining || seen.r.hb.step < 0) continue;
     live++;
     total += seen.r.hb.tok_s;
   }

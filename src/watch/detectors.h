@@ -30,6 +30,7 @@ struct WatchSettings {
   int throughput_samples = 5;
   double stale_after_s = 10;
   int64_t final_step = 0;  // 0: the heartbeats' total_steps
+  double desync_s = 10;    // a rank in the save barrier this long while others are elsewhere: deadlock
 };
 
 // One agent's answer (or silence) in one round.
@@ -87,6 +88,7 @@ class Detectors {
   bool Completion(double now, std::vector<Finding>* out);
   bool Crash(double now, std::vector<Finding>* out);
   void Hang(double now, bool in_checkpoint, std::vector<Finding>* out);
+  bool Desync(double now, std::vector<Finding>* out);
   void Throughput(double now, const triage::Assessment& a, std::vector<Finding>* out);
   std::vector<std::string> HostsOf(const std::vector<int>& ranks) const;
   int world() const;

@@ -13,6 +13,8 @@ struct RankSpec {
   std::string phase = "train";
   double tok_s = 1000;
   int64_t total_steps = 0;
+  int64_t phase_step = -1;
+  double phase_age_s = -1;
 };
 
 AgentPoll Poll(const std::string& host, double now, std::vector<std::pair<double, double>> util_power,
@@ -35,6 +37,8 @@ AgentPoll Poll(const std::string& host, double now, std::vector<std::pair<double
     rr.hb.tok_s = r.tok_s;
     rr.hb.phase = r.phase;
     rr.hb.total_steps = r.total_steps;
+    rr.hb.phase_step = r.phase_step;
+    rr.phase_age_s = r.phase_age_s;
     rr.alive = r.alive;
     rr.step_age_s = r.step_age_s;
     rr.beat_age_s = r.step_age_s;
@@ -105,6 +109,50 @@ TEST(Detectors, CheckpointPhaseGetsItsAllowance) {
   f = d.Evaluate(1001, {Poll("a", 1001, kHealthy, {{0, 50, 95, true, "checkpoint"}, {1, 50, 95}}),
                         Poll("b", 1001, kHealthy, {{2, 50, 95}, {3, 50, 95}})});
   EXPECT_TRUE(Has(f, Kind::kHang));
+}
+
+// The field report's deadlock from the ranks' own phases: rank 3 in the save
+// barrier after step 35, ranks 0-2 in the forward of step 36.
+TEST(Detectors, DesyncFromPhasesIsADeadlockNamingTheOddRank) {
+  WatchSettings s = Settings();
+  s.desync_s = 10;
+  Detectors d(s, triage::B300Profile());
+  auto round = [&](double now, double barrier_age) {
+    RankSpec fwd{0, 35, 1, true, "forward", 1000, 0, 36, 1};
+    RankSpec r1 = fwd, r2 = fwd;
+    r1.rank = 1;
+    r2.rank = 2;
+    RankSpec r3{3, 35, barrier_age, true, "save_barrier", 1000, 0, 35, barrier_age};
+    // No GPU telemetry: the rule needs none.
+    return d.Evaluate(now, {Poll("a", now, {}, {fwd, r1}), Poll("b", now, {}, {r2, r3})});
+  };
+  EXPECT_FALSE(Has(round(1000, 9), Kind::kDeadlock)) << "not before watch.desync_s";
+  auto f = round(1001, 11);
+  const Finding* dl = Get(f, Kind::kDeadlock);
+  ASSERT_TRUE(dl);
+  EXPECT_EQ(dl->ranks, std::vector<int>{3});
+  EXPECT_EQ(dl->hosts, std::vector<std::string>{"b"});
+  EXPECT_NE(dl->summary.find("rank 3 in save_barrier after step 35; ranks 0-2 in forward of step 36"), std::string::npos)
+      << dl->summary;
+  EXPECT_DOUBLE_EQ(dl->since, 1001 - 11);
+  EXPECT_NEAR(dl->gpu_hours, 4 * 11 / 3600.0, 1e-9);
+  EXPECT_FALSE(Has(f, Kind::kHang)) << "a named deadlock, not a generic hang";
+}
+
+TEST(Detectors, EveryRankInTheSaveBarrierAtOneStepIsAHealthySave) {
+  Detectors d(Settings(), triage::B300Profile());
+  std::vector<RankSpec> a, b;
+  for (int r = 0; r < 4; ++r) {
+    RankSpec x{r, 500, 20, true, "save_barrier", 1000, 0, 500, 20};
+    (r < 2 ? a : b).push_back(x);
+  }
+  auto f = d.Evaluate(1000, {Poll("a", 1000, kHealthy, a), Poll("b", 1000, kHealthy, b)});
+  EXPECT_FALSE(Has(f, Kind::kDeadlock));
+  EXPECT_FALSE(Has(f, Kind::kHang));
+  // A save in progress on rank 0 while the others wait in the barrier: the same step.
+  a[0].phase = "save";
+  f = d.Evaluate(1001, {Poll("a", 1001, kHealthy, a), Poll("b", 1001, kHealthy, b)});
+  EXPECT_FALSE(Has(f, Kind::kDeadlock));
 }
 
 TEST(Detectors, CrashIsAGoneProcessWithoutCompletion) {

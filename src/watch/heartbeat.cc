@@ -53,18 +53,33 @@ Result<Heartbeat> ParseHeartbeat(std::string_view text, std::string_view where) 
   Get(o, "step_s", &hb.step_s);
   Get(o, "tok_s", &hb.tok_s);
   if (Get(o, "phase", &s)) hb.phase = std::string(s);
+  Get(o, "phase_step", &hb.phase_step);
+  Get(o, "phase_time", &hb.phase_time);
   Get(o, "total_steps", &hb.total_steps);
   if (hb.step_time <= 0) hb.step_time = hb.time;
   return hb;
+}
+
+PhaseKind KindOfPhase(std::string_view phase) {
+  if (phase == "train" || phase == "forward" || phase == "backward" || phase == "optimizer") return PhaseKind::kTraining;
+  if (phase == "save_barrier") return PhaseKind::kBarrier;
+  if (phase == "save" || phase == "checkpoint") return PhaseKind::kCheckpoint;
+  if (phase == "done") return PhaseKind::kDone;
+  return PhaseKind::kOther;
+}
+
+int64_t PositionOf(const Heartbeat& hb) {
+  if (hb.phase_step >= 0) return hb.phase_step;
+  return KindOfPhase(hb.phase) == PhaseKind::kTraining ? hb.step + 1 : hb.step;
 }
 
 std::string HeartbeatToJson(const Heartbeat& hb) {
   std::string out = fmt::format(
       "{{\"v\":1,\"rank\":{},\"local_rank\":{},\"pid\":{},\"host\":{},\"step\":{},\"tokens\":{},"
       "\"time\":{:.3f},\"step_time\":{:.3f},\"step_s\":{},\"tok_s\":{},\"phase\":{},"
-      "\"total_steps\":{}}}",
+      "\"phase_step\":{},\"phase_time\":{:.3f},\"total_steps\":{}}}",
       hb.rank, hb.local_rank, hb.pid, JsonString(hb.host), hb.step, hb.tokens, hb.time,
-      hb.step_time, hb.step_s, hb.tok_s, JsonString(hb.phase), hb.total_steps);
+      hb.step_time, hb.step_s, hb.tok_s, JsonString(hb.phase), hb.phase_step, hb.phase_time, hb.total_steps);
   return out;
 }
 

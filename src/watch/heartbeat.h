@@ -23,9 +23,21 @@ struct Heartbeat {
   double step_time = 0; // wall time the step last changed
   double step_s = 0;    // moving average of seconds per step (0: unknown yet)
   double tok_s = 0;     // moving average of tokens/s
-  std::string phase = "train";  // "train", "checkpoint", "done", or the trainer's own
+  std::string phase = "train";  // see PhaseKind; the trainer's own names are kept as they are
+  int64_t phase_step = -1;      // the step the phase belongs to (forward of step 36: 36; save after 35: 35)
+  double phase_time = 0;        // wall time the phase began (trainer's clock); 0: unknown
   int64_t total_steps = 0;      // the run's final step, when the trainer knows it
 };
+
+// What a phase means to the watcher. The reference trainer reports forward,
+// backward, optimizer (training), save_barrier and save (a checkpoint: the
+// barrier before it is where the field report's run deadlocked), load and done;
+// older trainers "train" and "checkpoint".
+enum class PhaseKind { kTraining, kBarrier, kCheckpoint, kDone, kOther };
+PhaseKind KindOfPhase(std::string_view phase);
+// The step a rank is at in its phase: phase_step when the trainer says,
+// else the step after the last finished one while training, the last one otherwise.
+int64_t PositionOf(const Heartbeat& hb);
 
 // Parses one heartbeat file's text; `where` names it in errors.
 Result<Heartbeat> ParseHeartbeat(std::string_view text, std::string_view where);

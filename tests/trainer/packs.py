@@ -1,11 +1,10 @@
 """Test helpers: hand-made packs with exact block counts, run files, tiny Hugging
 Face models, and a multi-process launcher.
 
-A pack made here has the layout and manifest of `evenkeel pack` (docs/pack_format.md)
-but chosen block counts, so a test can give ranks uneven data. Its block checksums
-are zero: the loader does not read them (the gate does). With `tokenizer`, the
-manifest records that tokenizer.json's hash, so the trainer's tokenizer check
-accepts the pack for a model with that tokenizer.
+A pack made here has the layout and manifest of `evenkeel pack` (docs/pack_format.md),
+checksums included, but chosen block counts, so a test can give ranks uneven data.
+With `tokenizer`, the manifest records that tokenizer.json's hash, so the trainer's
+and the gate's tokenizer check accept the pack for a model with that tokenizer.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "trainer" / "train.py"
@@ -52,7 +52,7 @@ def make_pack(directory: Path, blocks: list[int], *, seq_len: int = 16, vocab: i
         name = f"rank-{r:05d}.i32"
         (directory / name).write_bytes(tokens.tobytes())
         ranks.append({"rank": r, "file": name, "records": n, "tokens": n * seq_len, "blocks": n,
-                      "bytes": n * seq_len * 4, "dropped_tokens": 0, "xxh3": "0000000000000000"})
+                      "bytes": n * seq_len * 4, "dropped_tokens": 0, "xxh3": xxh3_file(directory / name)})
     manifest = {
         "format_version": 1, "evenkeel_version": "0.1.0", "created": "2026-01-01T00:00:00Z",
         "tokenizer": {"path": str(tokenizer) if tokenizer else "none",
@@ -156,3 +156,16 @@ def launch(world: int, args: list[str], workdir: Path, *, timeout: float, env: d
         results.append(RankResult(r, code, logs[r].read()))
         logs[r].close()
     return results, time.monotonic() - t0
+
+
+@pytest.fixture(scope="session")
+def qwen3_model(tmp_path_factory) -> Path:
+    """A tiny Qwen3 (hidden 64, 2 layers, Qwen3's real 151,936-row vocabulary and
+    tokenizer) saved by transformers: the stand-in for a pretrained model."""
+    return make_tiny_model("qwen3", tmp_path_factory.mktemp("models") / "tiny-qwen3")
+
+
+@pytest.fixture(scope="session")
+def llama_model(tmp_path_factory) -> Path:
+    """A tiny Llama with Llama 3's real tokenizer and 128,256-row vocabulary."""
+    return make_tiny_model("llama", tmp_path_factory.mktemp("models") / "tiny-llama")

@@ -1,0 +1,132 @@
+// evenkeel launch RUN.toml [--node-rank N] [-- TRAINER ARGS]: the gate, then
+// torchrun, retries with judgement, resume (docs/launch.md). And the per-rank
+// wrapper torchrun starts, evenkeel launch-rank (not for people).
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+#include <simdjson.h>
+
+#include "cli/commands.h"
+#include "launch/launcher.h"
+#include "launch/process.h"
+#include "launch/rank_exec.h"
+
+namespace ek::cli {
+
+namespace {
+
+std::string SelfExe() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "evenkeel";
+  buf[n] = 0;
+  return buf;
+}
+
+// Splits argv at the first "--": what follows goes to the trainer.
+std::vector<std::string> SplitAtDashes(int* argc, char** argv) {
+  std::vector<std::string> rest;
+  for (int i = 1; i < *argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      for (int j = i + 1; j < *argc; ++j) rest.emplace_back(argv[j]);
+      *argc = i;
+      break;
+    }
+  }
+  return rest;
+}
+
+void PrintSummary(const std::string& json) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element s;
+  if (parser.parse(json).get(s)) return;
+  auto str = [&](const char* k) {
+    std::string_view v;
+    return s[k].get(v) ? std::string() : std::string(v);
+  };
+  auto num = [&](const char* k) {
+    double d;
+    if (!s[k].get(d)) return d;
+    int64_t i;
+    return s[k].get(i) ? 0.0 : static_cast<double>(i);
+  };
+  std::printf("launch: %s: steps %.0f of %.0f planned, %.0f tokens, %.0f tok/s; %.0f attempt(s); "
+              "%.3f GPU-hours used, %.3f lost to failures; evenfix dropped %.0f blocks\n",
+              str("outcome").c_str(), num("steps"), num("planned_steps"), num("tokens"), num("tokens_per_s"),
+              num("attempts"), num("gpu_hours_used"), num("gpu_hours_lost"), num("evenfix_dropped_blocks"));
+  if (!str("final_checkpoint").empty()) std::printf("launch: final checkpoint %s\n", str("final_checkpoint").c_str());
+}
+
+}  // namespace
+
+int RunLaunch(int argc, char** argv) {
+  std::vector<std::string> extra = SplitAtDashes(&argc, argv);
+  CLI::App app{"Gate, then train: the six-invariant gate on every node (any FAIL stops every node),\n"
+               "torchrun with the flight recorder on, the trainer with the run file, and on a failure\n"
+               "the flight recorder's verdict: a conclusive collective desync stops (exit 93, do not\n"
+               "requeue), anything else restarts from the newest verified checkpoint until\n"
+               "retry.max_restarts, or retry.max_no_progress attempts in a row without a new checkpoint\n"
+               "(exit 93). Exit 0 only when the final checkpoint exists and verifies.\n"
+               "Exit codes: 0 completed, 1 launcher error, 2 usage, 3 gate refused, 4 restart budget\n"
+               "spent, 93 do not requeue, 130 cancelled. Details: docs/launch.md.",
+               "evenkeel launch"};
+  launch::LaunchOptions o;
+  bool json = false;
+  app.add_option("RUN", o.run_path, "the run file (run.toml)")->required();
+  app.add_option("--node-rank", o.node_rank, "this node's rank (0..nodes-1); under srun, SLURM_NODEID");
+  app.add_flag("--accept-gate-fail", o.accept_gate_fail,
+               "start even when the gate FAILs (logged in the attempt records, warned on every node)");
+  app.add_flag("--agent", o.agent, "run `evenkeel agent` for this node beside the ranks");
+  app.add_option("--agent-listen", o.agent_listen, "the agent's HOST:PORT")->capture_default_str();
+  app.add_flag("--json", json, "print the launch summary as JSON at the end");
+  app.footer("Arguments after -- are appended to the trainer's command line.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  o.extra_args = extra;
+  o.evenkeel_exe = SelfExe();
+  o.env = launch::RealClusterEnv();
+  if (o.agent && o.agent_listen == "127.0.0.1:0") o.agent_listen = fmt::format("127.0.0.1:{}", 9500 + std::max(0, o.node_rank));
+  launch::InstallStopSignalHandlers();
+  auto say = [](const std::string& line) {
+    std::fputs(line.c_str(), stdout);
+    if (line.empty() || line.back() != '\n') std::fputc('\n', stdout);
+    std::fflush(stdout);
+  };
+  auto r = launch::Launch(o, say);
+  if (!r.ok()) {
+    ReportError(r.status());
+    return launch::kExitUsage;
+  }
+  PrintSummary(r->summary_json);
+  if (json) std::fputs(r->summary_json.c_str(), stdout);
+  return r->exit_code;
+}
+
+int RunLaunchRank(int argc, char** argv) {
+  std::vector<std::string> command = SplitAtDashes(&argc, argv);
+  CLI::App app{"The per-rank wrapper evenkeel launch gives torchrun (not for people).", "evenkeel launch-rank"};
+  launch::RankExecOptions o;
+  app.add_option("--attempt-dir", o.attempt_dir, "the attempt's directory")->required();
+  app.add_option("--node-rank", o.node_rank, "this node's rank")->required();
+  app.add_option("--nproc-per-node", o.nproc_per_node, "processes per node")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  o.command = command;
+  auto code = launch::RunRankExec(o);
+  if (!code.ok()) return ReportError(code.status());
+  return *code;
+}
+
+}  // namespace ek::cli
