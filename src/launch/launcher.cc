@@ -571,7 +571,7 @@ NodeRecord Launcher::RunAttempt(int attempt) {
   std::optional<ExitStatus> st;
   while (!st) {
     if (int sig = StopSignalReceived()) {
-      say_(fmt::format("launch: {} received: stopping the ranks (grace {:.0f} s)", sigabbrev_np(sig) ? sigabbrev_np(sig) : "signal",
+      say_(fmt::format("launch: {} received: stopping the ranks (grace {:.0f} s)", sigabbrev_np(sig) ? std::string("SIG") + sigabbrev_np(sig) : std::string("a signal"),
                        run_.stop_grace_s));
       rec.cancelled = true;
       st = child->Stop(run_.stop_grace_s);

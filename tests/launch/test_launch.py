@@ -217,3 +217,60 @@ def test_two_nodes_on_one_machine_rendezvous_and_complete(qwen3_model, tmp_path)
     assert sorted(r["rank"] for n in nodes for r in n["ranks"]) == [0, 1, 2, 3]
     for n in nodes:  # node-local ranks: node_rank x 2 + local_rank
         assert sorted(r["rank"] for r in n["ranks"]) == [2 * n["node"], 2 * n["node"] + 1], n
+
+
+def _wait_for_step(hb: Path, step: int, timeout: float = 300) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            beat = json.loads(hb.read_text())
+            if beat["step"] >= step:
+                return beat
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"{hb} never reached step {step}")
+
+
+def _live(pids) -> list[int]:
+    out = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    out.append(pid)
+        except OSError:
+            pass
+    return out
+
+
+def test_sigterm_cancels_and_sigkill_leaves_no_rank_behind(qwen3_model, tmp_path):
+    """SIGTERM to the launcher is forwarded to every rank and the attempt is recorded as
+    cancelled (exit 130); a launcher killed with SIGKILL takes torchrun, the wrappers and
+    every trainer with it (parent-death signals)."""
+    pack = pack_for(tmp_path, [200, 200, 200, 200])
+    rf = run_file(tmp_path, qwen3_model, pack, train__save_every=0)
+    hb_dir = session(tmp_path) / "heartbeat" / "node-0"
+    for sig, want in ((signal.SIGTERM, 130), (signal.SIGKILL, -signal.SIGKILL)):
+        for old in hb_dir.glob("rank-*.json"):
+            old.unlink()  # the first launch's beats
+        proc = subprocess.Popen([EVENKEEL, "launch", str(rf), "--json"], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, env=child_env(), cwd=tmp_path)
+        try:
+            _wait_for_step(hb_dir / "rank-0.json", 2)
+            pids = [json.loads((hb_dir / f"rank-{r}.json").read_text())["pid"] for r in range(4)]
+            assert len(_live(pids)) == 4
+            proc.send_signal(sig)
+            out, _ = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == want, out
+        deadline = time.monotonic() + 30
+        while _live(pids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _live(pids), f"ranks left running after {sig.name}: {_live(pids)}"
+        if sig == signal.SIGTERM:
+            s = summary_of(out)
+            assert s["outcome"] == "cancelled" and s["attempt_records"][-1]["outcome"] == "cancelled", s
+            assert "SIGTERM received: stopping the ranks" in out
