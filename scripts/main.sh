@@ -87,4 +87,7 @@ FINAL=$("$EK" ckpt list "$W/ckpt" --json | "$PY" -c 'import json,sys; print([c f
 "$EK" ckpt verify "$FINAL"
 "$EK" ckpt list "$W/ckpt"
 "$PY" scripts/rehearsal_tools.py generate "$FINAL" $'<|im_start|>user\nwhat does `fgetc` do<|im_end|>\n<|im_start|>assistant\n' 2>/dev/null
-echo "== rehearsal done: $W"
+
+echo "== 6. report: the run as one HTML page (no GPUs here: no telemetry, the page says so)"
+"$EK" report "$W/run.toml" -o "$W/report.html"
+echo "== rehearsal done: $W (open $W/report.html in a browser)"

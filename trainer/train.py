@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import math
 import os
 import pickle
@@ -326,7 +327,13 @@ def train(args: argparse.Namespace, cfg: RunFile, run: Run, device: torch.device
         if run.global_step:
             run.heartbeat.beat(run.global_step, tokens_seen)
     last_saved = resume["path"] if resume else None
-    t_start, steps_here = time.monotonic(), 0
+    steps_here = 0
+    # Rank 0's metrics, one JSON line per logged step, for evenkeel report.
+    metrics = None
+    if rank == 0:
+        os.makedirs(ckpt_dir, exist_ok=True)
+        metrics = open(os.path.join(ckpt_dir, "train-metrics.jsonl"), "a", encoding="utf-8")
+    last_log_t, last_log_step = time.monotonic(), run.global_step
     for epoch in range(start_epoch, t.epochs):
         if run.global_step >= total_steps:
             break
@@ -364,9 +371,17 @@ def train(args: argparse.Namespace, cfg: RunFile, run: Run, device: torch.device
             if run.heartbeat is not None:
                 run.heartbeat.beat(step, tokens_seen)
             if rank == 0 and (step % t.log_every == 0 or step == total_steps):
-                rate = steps_here * tokens_per_step / max(1e-9, time.monotonic() - t_start)
-                run.log(f"step {step} epoch {epoch} loss {loss_sum / t.grad_accum:.4f} "
-                        f"lr {sched.get_last_lr()[0]:.3g} tok/s {rate:,.0f}")
+                now = time.monotonic()
+                rate = (step - last_log_step) * tokens_per_step / max(1e-9, now - last_log_t)
+                last_log_t, last_log_step = now, step
+                loss_avg = loss_sum / t.grad_accum
+                lr_now = sched.get_last_lr()[0]
+                run.log(f"step {step} epoch {epoch} loss {loss_avg:.4f} lr {lr_now:.3g} tok/s {rate:,.0f}")
+                metrics.write(json.dumps({"time": round(time.time(), 3), "step": step, "epoch": epoch,
+                                          "loss": round(loss_avg, 6), "lr": lr_now, "tok_s": round(rate, 1),
+                                          "tokens": tokens_seen,
+                                          "attempt": int(os.environ.get("EVENKEEL_ATTEMPT", "0") or 0)}) + "\n")
+                metrics.flush()
             epoch_end = step_in_epoch >= steps_per_epoch
             if (t.save_every and step % t.save_every == 0) or epoch_end or step >= total_steps:
                 last_saved = save(epoch, step_in_epoch)
@@ -377,6 +392,8 @@ def train(args: argparse.Namespace, cfg: RunFile, run: Run, device: torch.device
                 return
     if block_log is not None:
         block_log.close()
+    if metrics is not None:
+        metrics.close()
     if args.save_fp32:
         state = {}
         for name, full in iter_full_tensors(model):

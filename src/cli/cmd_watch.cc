@@ -22,6 +22,7 @@
 #include "triage/profile.h"
 #include "watch/agent.h"
 #include "watch/http.h"
+#include "watch/live_page.h"
 #include "watch/watcher.h"
 
 namespace ek::cli {
@@ -154,6 +155,7 @@ struct WatchFlags {
   std::string log;
   std::string alertmanager, webhook, command;
   int rounds = 0;
+  std::string http, http_token;  // the live page
 };
 
 Status RunWatchLoop(const WatchFlags& f) {
@@ -206,8 +208,25 @@ Status RunWatchLoop(const WatchFlags& f) {
     std::fprintf(log, "%s\n", line.c_str());
     std::fflush(log);
   };
+  std::vector<std::string> page_hosts = !run.hosts.empty() ? run.hosts : o.agents;
   EK_ASSIGN_OR_RETURN(auto watcher, watch::Watcher::Create(std::move(o), std::move(sinks), http.get(),
                                                            telemetry::SystemClock(), log_fn));
+  std::unique_ptr<watch::LivePage> page;
+  if (!f.http.empty()) {
+    watch::LivePageOptions po;
+    po.listen = f.http;
+    po.token = !f.http_token.empty() ? f.http_token : (std::getenv("EVENKEEL_PAGE_TOKEN") ? std::getenv("EVENKEEL_PAGE_TOKEN") : "");
+    po.run = {run.name, run.path, fmt::format("{:016x}", run.xxh3), run.world(), run.nodes, run.gpus_per_node, run.hosts};
+    po.hosts = page_hosts;
+    po.gpus_per_node = run.gpus_per_node;
+    po.poll_s = run.watch_poll_s;
+    EK_ASSIGN_OR_RETURN(page, watch::LivePage::Start(po));
+    watch::LivePage* p = page.get();
+    watcher->set_observer([p](double now, const std::vector<watch::AgentPoll>& polls, const triage::Assessment& a,
+                              const std::map<std::string, watch::Incident>& open) { p->OnRound(now, polls, a, open); });
+    std::string host = f.http.substr(0, f.http.rfind(':'));
+    log_fn(fmt::format("{{\"event\":\"page\",\"url\":\"http://{}:{}/\"}}", host, page->port()));
+  }
   CatchStopSignals();
   Status st;
   if (f.rounds > 0) {
@@ -262,6 +281,8 @@ int RunWatch(int argc, char** argv) {
   app.add_option("--webhook", f.webhook, "JSON webhook URL (alert.webhook_url)");
   app.add_option("--command", f.command, "command run per notice (alert.command)");
   app.add_option("--rounds", f.rounds, "stop after this many rounds (0: until SIGINT/SIGTERM)");
+  app.add_option("--http", f.http, "serve the live run page on HOST:PORT (loopback; port 0 picks one)");
+  app.add_option("--http-token", f.http_token, "the page's bearer token (or EVENKEEL_PAGE_TOKEN); needed off loopback");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

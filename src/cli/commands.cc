@@ -21,6 +21,7 @@ constexpr Command kCommands[] = {
     {"fr", "read every rank's flight-recorder dump and name the desynced ranks", RunFr},
     {"agent", "serve a node's GPU readings, rank heartbeats and checkpoints (/metrics, /status)", RunAgent},
     {"watch", "watch a run from another host: completion, crash, hang, deadlock; alert", RunWatch},
+    {"report", "a run made visible: per-rank heatmaps, verdicts, throughput, incidents, as one HTML file", RunReport},
     {"ckpt", "verify a checkpoint (safetensors shards, index, hashes); list a run's checkpoints", RunCkpt},
     {"version", "print the evenkeel version", RunVersion},
     {"launch-rank", "(internal) the per-rank wrapper launch gives torchrun", RunLaunchRank},

@@ -34,6 +34,7 @@ int RunGate(int argc, char** argv);
 int RunAgent(int argc, char** argv);
 int RunWatch(int argc, char** argv);
 int RunLaunch(int argc, char** argv);
+int RunReport(int argc, char** argv);
 int RunLaunchRank(int argc, char** argv);
 
 }  // namespace ek::cli

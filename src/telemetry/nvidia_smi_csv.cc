@@ -17,16 +17,23 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
-std::vector<std::string_view> SplitFields(std::string_view line) {
-  std::vector<std::string_view> fields;
+// Splits into `fields` (reused: no allocation per row once it has grown).
+void SplitFields(std::string_view line, std::vector<std::string_view>* fields) {
+  fields->clear();
   size_t start = 0;
   for (size_t i = 0; i <= line.size(); ++i) {
     if (i == line.size() || line[i] == ',') {
-      fields.push_back(Trim(line.substr(start, i - start)));
+      fields->push_back(Trim(line.substr(start, i - start)));
       start = i + 1;
     }
   }
-  return fields;
+}
+
+// A value DropAbsurdValues would drop: only then is the row's location formatted.
+bool AnyAbsurd(const Sample& s) {
+  auto out = [](const std::optional<double>& v, double lo, double hi) { return v && !(*v >= lo && *v <= hi); };
+  return out(s.util_pct, 0, 100) || out(s.power_w, 0, kMaxPowerW) || out(s.mem_used_mib, 0, kMaxMemMiB) ||
+         out(s.energy_j, 0, 1e15) || out(s.sm_active, 0, 1) || out(s.sm_clock_mhz, 0, 10000);
 }
 
 // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
@@ -182,7 +189,8 @@ void NvidiaSmiCsvParser::ParseLine(std::string_view line, std::vector<Sample>* o
                                    std::vector<Problem>* problems) {
   ++line_;
   if (Trim(line).empty()) return;
-  std::vector<std::string_view> fields = SplitFields(line);
+  SplitFields(line, &fields_);
+  const std::vector<std::string_view>& fields = fields_;
   if (TryHeader(fields)) return;
   if (cols_.empty() || !from_header_) {
     if (fields.size() == 5) {
@@ -212,7 +220,14 @@ void NvidiaSmiCsvParser::ParseLine(std::string_view line, std::vector<Sample>* o
       case Col::kIgnore:
         break;
       case Col::kTime: {
-        auto t = ParseTimestamp(f);
+        // nvidia-smi prints one timestamp for all GPUs of a round: parse it once.
+        std::optional<double> t;
+        if (f == last_time_text_) {
+          t = last_time_;
+        } else {
+          t = ParseTimestamp(f);
+          if (t) last_time_text_.assign(f), last_time_ = *t;
+        }
         if (!t) {
           problems->push_back({Where(), fmt::format("bad timestamp '{}'; row dropped", f)});
           return;
@@ -258,7 +273,7 @@ void NvidiaSmiCsvParser::ParseLine(std::string_view line, std::vector<Sample>* o
     return;
   }
   if (!has_time) s.time = TickTime(s.host, s.gpu);
-  DropAbsurdValues(&s, Where(), problems);
+  if (AnyAbsurd(s)) DropAbsurdValues(&s, Where(), problems);
   out->push_back(std::move(s));
 }
 

@@ -63,6 +63,9 @@ class NvidiaSmiCsvParser {
     std::vector<bool> seen;
   };
   std::unordered_map<std::string, Ticks> ticks_;
+  std::vector<std::string_view> fields_;  // the current row's fields (reused)
+  std::string last_time_text_;            // the previous row's timestamp field, and its value
+  double last_time_ = 0;
 };
 
 }  // namespace ek::telemetry

@@ -10,13 +10,16 @@
 
 namespace ek::telemetry {
 
-void HostTimeAligner::Accept(Sample s, std::string_view where, std::vector<Sample>* out,
-                             std::vector<Problem>* problems) {
+std::string HostTimeAligner::Row::ToString() const {
+  return line > 0 ? fmt::format("{}:{}", file, line) : std::string(file);
+}
+
+void HostTimeAligner::Accept(Sample s, const Row& where, std::vector<Sample>* out, std::vector<Problem>* problems) {
   size_t g = static_cast<size_t>(s.gpu);
   if (g >= gpu_last_.size()) gpu_last_.resize(g + 1, -INFINITY);
   if (s.time < gpu_last_[g]) {
     problems->push_back(
-        {std::string(where),
+        {where.ToString(),
          fmt::format("time goes backwards for GPU {} ({} after {}); row dropped", s.gpu,
                      FormatTimestamp(s.time), FormatTimestamp(gpu_last_[g]))});
     return;
@@ -26,8 +29,7 @@ void HostTimeAligner::Accept(Sample s, std::string_view where, std::vector<Sampl
   out->push_back(std::move(s));
 }
 
-void HostTimeAligner::Add(Sample s, std::string where, std::vector<Sample>* out,
-                          std::vector<Problem>* problems) {
+void HostTimeAligner::Add(Sample s, Row where, std::vector<Sample>* out, std::vector<Problem>* problems) {
   double raw = s.time;
   s.time = raw + offset_;
   if (!last_ || std::fabs(s.time - *last_) <= clock_jump_s_) {
@@ -54,7 +56,7 @@ void HostTimeAligner::Add(Sample s, std::string where, std::vector<Sample>* out,
     held_.reset();
     first.time += shift;
     s.time += shift;
-    Accept(std::move(first), first_where, out, problems);
+    Accept(std::move(first), Row{first_where, 0}, out, problems);
     Accept(std::move(s), where, out, problems);
     return;
   }
@@ -63,7 +65,7 @@ void HostTimeAligner::Add(Sample s, std::string where, std::vector<Sample>* out,
                                                    "row dropped",
                                                    held_->jump)});
   }
-  held_ = Held{std::move(s), std::move(where), jump};
+  held_ = Held{std::move(s), where.ToString(), jump};
 }
 
 void HostTimeAligner::Finish(std::vector<Problem>* problems) {
@@ -89,15 +91,14 @@ void ReplaySource::AddFile(const std::string& name, std::string_view text,
   if (slash != std::string::npos) where.erase(0, slash + 1);
   NvidiaSmiCsvParser parser(where, HostFromPath(name), options.interval_s);
   std::vector<Sample> rows;
-  std::vector<std::string> row_where;
+  std::vector<int> row_line;
   size_t pos = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string_view::npos) nl = text.size();
     size_t before = rows.size();
     parser.ParseLine(text.substr(pos, nl - pos), &rows, &batch_.problems);
-    if (rows.size() != before)
-      row_where.push_back(fmt::format("{}:{}", where, parser.line_number()));
+    if (rows.size() != before) row_line.push_back(parser.line_number());
     pos = nl + 1;
   }
   if (!parser.has_host_column() && options.hosts.empty() &&
@@ -115,7 +116,7 @@ void ReplaySource::AddFile(const std::string& name, std::string_view text,
       aligners_.emplace_back(s.host, HostTimeAligner(options.interval_s, options.clock_jump_s));
       it = aligners_.end() - 1;
     }
-    it->second.Add(std::move(s), std::move(row_where[i]), &batch_.samples, &batch_.problems);
+    it->second.Add(std::move(s), HostTimeAligner::Row{where, row_line[i]}, &batch_.samples, &batch_.problems);
   }
 }
 

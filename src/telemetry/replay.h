@@ -31,15 +31,21 @@ struct ReplayOptions {
 // dropped (reported). Not thread-safe.
 class HostTimeAligner {
  public:
+  // Where a row came from, formatted ("node-a.csv:17") only when a problem
+  // names it: 22 million rows must not cost 22 million strings.
+  struct Row {
+    std::string_view file;
+    int line = 0;
+    std::string ToString() const;
+  };
   HostTimeAligner(double interval_s, double clock_jump_s)
       : interval_s_(interval_s), clock_jump_s_(clock_jump_s) {}
-  void Add(Sample s, std::string where, std::vector<Sample>* out, std::vector<Problem>* problems);
+  void Add(Sample s, Row where, std::vector<Sample>* out, std::vector<Problem>* problems);
   // Reports a held row that nothing confirmed.
   void Finish(std::vector<Problem>* problems);
 
  private:
-  void Accept(Sample s, std::string_view where, std::vector<Sample>* out,
-              std::vector<Problem>* problems);
+  void Accept(Sample s, const Row& where, std::vector<Sample>* out, std::vector<Problem>* problems);
   struct Held {
     Sample sample;
     std::string where;

@@ -137,6 +137,7 @@ std::vector<Finding> Detectors::Evaluate(double now, const std::vector<AgentPoll
     if (Saving(seen.r.hb)) in_checkpoint = true;
   }
   triage::Assessment a = classifier_->Evaluate(now);
+  last_assessment_ = a;
   if (a.verdict == triage::Verdict::kCheckpoint) in_checkpoint = true;
 
   if (first_rank_seen_ == 0 && !ranks_.empty()) first_rank_seen_ = now;

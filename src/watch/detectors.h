@@ -67,6 +67,8 @@ class Detectors {
   Status LoadJson(std::string_view json);
 
   const WatchSettings& settings() const { return settings_; }
+  // The triage assessment of the GPU readings in the last Evaluate.
+  const triage::Assessment& last_assessment() const { return last_assessment_; }
 
  private:
   struct RankSeen {
@@ -109,6 +111,7 @@ class Detectors {
   double low_since_ = 0;
   int starved_rounds_ = 0;
   double starved_since_ = 0;
+  triage::Assessment last_assessment_;
 };
 
 }  // namespace ek::watch

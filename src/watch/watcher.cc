@@ -242,6 +242,7 @@ Status Watcher::Round() {
     }
   }
   Update(now, detectors_->Evaluate(now, polls));
+  if (observer_) observer_(now, polls, detectors_->last_assessment(), open_);
   // Deliveries get their own time budget: a round whose polls ran into a
   // frozen agent's timeout must not hold back the alerts it just raised.
   DeliverDue(now, clock_->Now() + std::max(options_.settings.poll_s, 1.0));

@@ -57,6 +57,12 @@ struct Delivery {
 // Receives one JSON object per event, without a newline.
 using LogFn = std::function<void(const std::string&)>;
 
+// Sees every round after the detectors ran: the polls, the triage assessment
+// of the GPU readings, and the incidents open now (the live page).
+using RoundObserver = std::function<void(double now, const std::vector<AgentPoll>& polls,
+                                         const triage::Assessment& assessment,
+                                         const std::map<std::string, Incident>& open)>;
+
 class Watcher {
  public:
   // Loads STATE_DIR/state.json when present. `http` and `clock` must outlive
@@ -70,6 +76,7 @@ class Watcher {
   Status Run(const std::atomic<bool>* stop);
 
   const std::map<std::string, Incident>& open_incidents() const { return open_; }
+  void set_observer(RoundObserver observer) { observer_ = std::move(observer); }
   const std::vector<Delivery>& outbox() const { return outbox_; }
 
  private:
@@ -92,6 +99,7 @@ class Watcher {
   std::vector<Delivery> outbox_;
   uint64_t next_seq_ = 1;
   std::map<std::string, bool> agent_ok_;  // for logging transitions only
+  RoundObserver observer_;
 };
 
 }  // namespace ek::watch
