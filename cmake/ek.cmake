@@ -20,4 +20,5 @@ function(ek_test name)
   target_compile_definitions(${name} PRIVATE
     EK_SOURCE_DIR="${PROJECT_SOURCE_DIR}" EK_BINARY_DIR="${PROJECT_BINARY_DIR}")
   gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+  set_property(GLOBAL APPEND PROPERTY EK_TEST_TARGETS ${name})
 endfunction()

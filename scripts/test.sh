@@ -23,6 +23,13 @@ for d in "${suites[@]}"; do
   [ -d "$d" ] || { echo "test: error: test folder $d is missing" >&2; exit 1; }
 done
 EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider "${suites[@]}" || status=1
+# The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer (gcc), in a
+# build of their own; any report fails the run.
+cmake -S "$ROOT" -B "$ROOT/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEK_SANITIZE=ON \
+  -DEK_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DEK_COMPONENTS=all >/dev/null
+cmake --build "$ROOT/build-asan" -j"$(nproc)" --target unit_tests
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir "$ROOT/build-asan" -L unit -j"$(nproc)" --output-on-failure || status=1
 # The run report's page in a real browser (Debian chromium, puppeteer-core): node's test runner.
 [ -d tests/report ] || { echo "test: error: test folder tests/report is missing" >&2; exit 1; }
 EVENKEEL=$ROOT/build/src/cli/evenkeel node --test --test-concurrency=1 tests/report/ || status=1

@@ -5,6 +5,8 @@
 
 #include "core/file.h"
 #include "core/json_check.h"
+#include "core/json_fields.h"
+#include "core/parse.h"
 #include "core/json_out.h"
 
 namespace ek::ckpt {
@@ -13,120 +15,30 @@ namespace {
 
 std::string Hex(uint64_t v) { return fmt::format("{:016x}", v); }
 
-bool ParseHex16(std::string_view s, uint64_t* out) {
-  if (s.size() != 16) return false;
-  uint64_t v = 0;
-  for (char c : s) {
-    int d;
-    if (c >= '0' && c <= '9') {
-      d = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      d = c - 'a' + 10;
-    } else if (c >= 'A' && c <= 'F') {
-      d = c - 'A' + 10;
-    } else {
-      return false;
-    }
-    v = (v << 4) | static_cast<uint64_t>(d);
-  }
-  *out = v;
-  return true;
-}
-
 bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 using simdjson::dom::element;
 
-// Strict field access on a parsed manifest: every getter names the field
-// ("files[3].size") and the file when it is missing or has the wrong type.
-class Reader {
- public:
-  explicit Reader(const std::string& name) : name_(name) {}
-  Status Err(std::string_view field, std::string_view what) const {
-    return CorruptError(fmt::format("{}: {}: {}", name_, field, what));
-  }
-  Status Field(element obj, std::string_view path, std::string_view key, element* out) const {
-    auto r = obj[key];
-    if (r.error() == simdjson::NO_SUCH_FIELD) return Err(Join(path, key), "missing");
-    if (r.get(*out)) return Err(Join(path, key), "unreadable");
-    return Status::Ok();
-  }
-  Status Object(element obj, std::string_view path, std::string_view key, element* out) const {
-    EK_RETURN_IF_ERROR(Field(obj, path, key, out));
-    if (!out->is_object()) return Err(Join(path, key), "not an object");
-    return Status::Ok();
-  }
-  Status Int(element obj, std::string_view path, std::string_view key, int64_t lo, int64_t hi,
-             int64_t* out) const {
-    element e;
-    EK_RETURN_IF_ERROR(Field(obj, path, key, &e));
-    int64_t v;
-    if (e.get(v)) return Err(Join(path, key), "not an integer");
-    if (v < lo || v > hi)
-      return Err(Join(path, key), fmt::format("{} is out of range [{}, {}]", v, lo, hi));
-    *out = v;
-    return Status::Ok();
-  }
-  Status U64(element obj, std::string_view path, std::string_view key, uint64_t* out) const {
-    element e;
-    EK_RETURN_IF_ERROR(Field(obj, path, key, &e));
-    if (e.get(*out)) return Err(Join(path, key), "not a non-negative integer");
-    return Status::Ok();
-  }
-  Status Bool(element obj, std::string_view path, std::string_view key, bool* out) const {
-    element e;
-    EK_RETURN_IF_ERROR(Field(obj, path, key, &e));
-    if (e.get(*out)) return Err(Join(path, key), "not true or false");
-    return Status::Ok();
-  }
-  Status Str(element obj, std::string_view path, std::string_view key, std::string* out) const {
-    element e;
-    EK_RETURN_IF_ERROR(Field(obj, path, key, &e));
-    std::string_view v;
-    if (e.get(v)) return Err(Join(path, key), "not a string");
-    *out = std::string(v);
-    return Status::Ok();
-  }
-  Status HexOf(element e, std::string_view field, uint64_t* out) const {
-    std::string_view v;
-    if (e.get(v) || !ParseHex16(v, out)) return Err(field, "not a 16-digit hex xxh3");
-    return Status::Ok();
-  }
-  Status Hash(element obj, std::string_view path, std::string_view key, uint64_t* out) const {
-    element e;
-    EK_RETURN_IF_ERROR(Field(obj, path, key, &e));
-    return HexOf(e, Join(path, key), out);
-  }
-  static std::string Join(std::string_view path, std::string_view key) {
-    return path.empty() ? std::string(key) : fmt::format("{}.{}", path, key);
-  }
-
- private:
-  const std::string& name_;
-};
-
-Status ReadFileRecord(const Reader& r, element e, size_t i, FileRecord* f) {
-  const std::string path = fmt::format("files[{}]", i);
-  if (!e.is_object()) return r.Err(path, "not an object");
-  EK_RETURN_IF_ERROR(r.Str(e, path, "name", &f->name));
-  EK_RETURN_IF_ERROR(r.U64(e, path, "size", &f->size));
-  EK_RETURN_IF_ERROR(r.Hash(e, path, "xxh3", &f->xxh3));
-  EK_RETURN_IF_ERROR(r.U64(e, path, "chunk_bytes", &f->chunk_bytes));
-  if (f->chunk_bytes == 0) return r.Err(path + ".chunk_bytes", "must be positive");
-  element chunks;
-  EK_RETURN_IF_ERROR(r.Field(e, path, "chunks", &chunks));
+Status ReadFileRecord(const JsonFields& f, FileRecord* out) {
+  EK_RETURN_IF_ERROR(f.Str("name", &out->name));
+  EK_RETURN_IF_ERROR(f.U64("size", &out->size));
+  EK_RETURN_IF_ERROR(f.Hex64("xxh3", &out->xxh3));
+  EK_RETURN_IF_ERROR(f.U64("chunk_bytes", &out->chunk_bytes));
+  if (out->chunk_bytes == 0) return f.Err("chunk_bytes", "must be positive");
   simdjson::dom::array a;
-  if (chunks.get(a)) return r.Err(path + ".chunks", "not an array");
+  EK_RETURN_IF_ERROR(f.Array("chunks", &a));
   size_t k = 0;
   for (element c : a) {
-    uint64_t h = 0;
-    EK_RETURN_IF_ERROR(r.HexOf(c, fmt::format("{}.chunks[{}]", path, k++), &h));
-    f->chunks.push_back(h);
+    std::string_view v;
+    auto h = c.get(v) || v.size() != 16 ? std::nullopt : ParseUint64(v, 16);
+    if (!h) return f.Err(fmt::format("chunks[{}]", k), "not a 16-digit hex xxh3");
+    out->chunks.push_back(*h);
+    k++;
   }
-  uint64_t want = f->size / f->chunk_bytes + (f->size % f->chunk_bytes != 0 ? 1 : 0);
-  if (f->chunks.size() != want) {
-    return r.Err(path + ".chunks", fmt::format("{} hashes, a {}-byte file in {}-byte chunks has {}",
-                                               f->chunks.size(), f->size, f->chunk_bytes, want));
+  uint64_t want = out->size / out->chunk_bytes + (out->size % out->chunk_bytes != 0 ? 1 : 0);
+  if (out->chunks.size() != want) {
+    return f.Err("chunks", fmt::format("{} hashes, a {}-byte file in {}-byte chunks has {}", out->chunks.size(),
+                                       out->size, out->chunk_bytes, want));
   }
   return Status::Ok();
 }
@@ -225,56 +137,51 @@ Result<CheckpointManifest> CheckpointManifestFromJson(std::string_view json,
     return CorruptError(fmt::format("{}: malformed JSON: {}", name,
                                     where.empty() ? simdjson::error_message(err) : where));
   }
-  Reader r(name);
-  if (!root.is_object()) return r.Err("(top level)", "not an object");
+  EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, name));
   CheckpointManifest m;
-  int64_t v;
-  EK_RETURN_IF_ERROR(r.Int(root, "", "format_version", INT32_MIN, INT32_MAX, &v));
-  m.format_version = static_cast<int>(v);
+  EK_RETURN_IF_ERROR(f.Int("format_version", &m.format_version));
   if (m.format_version != kCheckpointFormatVersion) {
     return UnsupportedError(fmt::format("{}: format_version {} (this evenkeel reads {})", name,
                                         m.format_version, kCheckpointFormatVersion));
   }
-  EK_RETURN_IF_ERROR(r.Int(root, "", "step", 0, INT64_MAX, &m.step));
-  EK_RETURN_IF_ERROR(r.Int(root, "", "epoch", 0, INT64_MAX, &m.epoch));
-  EK_RETURN_IF_ERROR(r.Int(root, "", "step_in_epoch", 0, INT64_MAX, &m.step_in_epoch));
-  EK_RETURN_IF_ERROR(r.Bool(root, "", "epoch_complete", &m.epoch_complete));
-  EK_RETURN_IF_ERROR(r.Bool(root, "", "final", &m.final));
-  EK_RETURN_IF_ERROR(r.U64(root, "", "tokens_seen", &m.tokens_seen));
-  element run, pack, extra, files;
-  EK_RETURN_IF_ERROR(r.Object(root, "", "run", &run));
-  EK_RETURN_IF_ERROR(r.Str(run, "run", "name", &m.run.name));
-  EK_RETURN_IF_ERROR(r.Str(run, "run", "path", &m.run.path));
-  EK_RETURN_IF_ERROR(r.Hash(run, "run", "xxh3", &m.run.xxh3));
-  EK_RETURN_IF_ERROR(r.Object(root, "", "pack", &pack));
-  EK_RETURN_IF_ERROR(r.Str(pack, "pack", "dir", &m.pack.dir));
-  EK_RETURN_IF_ERROR(r.Hash(pack, "pack", "manifest_xxh3", &m.pack.manifest_xxh3));
-  EK_RETURN_IF_ERROR(r.Int(pack, "pack", "world", 0, INT32_MAX, &v));
+  EK_RETURN_IF_ERROR(f.Int("step", 0, INT64_MAX, &m.step));
+  EK_RETURN_IF_ERROR(f.Int("epoch", 0, INT64_MAX, &m.epoch));
+  EK_RETURN_IF_ERROR(f.Int("step_in_epoch", 0, INT64_MAX, &m.step_in_epoch));
+  EK_RETURN_IF_ERROR(f.Bool("epoch_complete", &m.epoch_complete));
+  EK_RETURN_IF_ERROR(f.Bool("final", &m.final));
+  EK_RETURN_IF_ERROR(f.U64("tokens_seen", &m.tokens_seen));
+  JsonFields run = f, pack = f, extra = f;
+  EK_RETURN_IF_ERROR(f.Object("run", &run));
+  EK_RETURN_IF_ERROR(run.Str("name", &m.run.name));
+  EK_RETURN_IF_ERROR(run.Str("path", &m.run.path));
+  EK_RETURN_IF_ERROR(run.Hex64("xxh3", &m.run.xxh3));
+  EK_RETURN_IF_ERROR(f.Object("pack", &pack));
+  EK_RETURN_IF_ERROR(pack.Str("dir", &m.pack.dir));
+  EK_RETURN_IF_ERROR(pack.Hex64("manifest_xxh3", &m.pack.manifest_xxh3));
+  int64_t v = 0;
+  EK_RETURN_IF_ERROR(pack.Int("world", 0, INT32_MAX, &v));
   m.pack.world = static_cast<int>(v);
-  EK_RETURN_IF_ERROR(r.Int(pack, "pack", "seq_len", 0, INT32_MAX, &v));
+  EK_RETURN_IF_ERROR(pack.Int("seq_len", 0, INT32_MAX, &v));
   m.pack.seq_len = static_cast<int>(v);
-  EK_RETURN_IF_ERROR(r.Str(root, "", "dtype", &m.dtype));
-  EK_RETURN_IF_ERROR(r.Str(root, "", "created", &m.created));
-  EK_RETURN_IF_ERROR(r.Str(root, "", "evenkeel_version", &m.evenkeel_version));
-  EK_RETURN_IF_ERROR(r.Object(root, "", "extra", &extra));
+  EK_RETURN_IF_ERROR(f.Str("dtype", &m.dtype));
+  EK_RETURN_IF_ERROR(f.Str("created", &m.created));
+  EK_RETURN_IF_ERROR(f.Str("evenkeel_version", &m.evenkeel_version));
+  EK_RETURN_IF_ERROR(f.Object("extra", &extra));
   EK_ASSIGN_OR_RETURN(m.extra, RawExtra(padded, name));
-  EK_RETURN_IF_ERROR(r.Field(root, "", "files", &files));
   simdjson::dom::array a;
-  if (files.get(a)) return r.Err("files", "not an array");
+  EK_RETURN_IF_ERROR(f.Array("files", &a));
   size_t i = 0;
   for (element e : a) {
-    FileRecord f;
-    EK_RETURN_IF_ERROR(ReadFileRecord(r, e, i, &f));
-    if (f.name.empty() || f.name.find('/') != std::string::npos || f.name == "." ||
-        f.name == "..") {
-      return r.Err(fmt::format("files[{}].name", i),
-                   fmt::format("'{}' is not a plain file name", f.name));
+    EK_ASSIGN_OR_RETURN(JsonFields item, f.Item(e, "files", i));
+    FileRecord rec;
+    EK_RETURN_IF_ERROR(ReadFileRecord(item, &rec));
+    if (rec.name.empty() || rec.name.find('/') != std::string::npos || rec.name == "." || rec.name == "..") {
+      return item.Err("name", fmt::format("'{}' is not a plain file name", rec.name));
     }
     for (const auto& g : m.files) {
-      if (g.name == f.name)
-        return r.Err(fmt::format("files[{}].name", i), fmt::format("'{}' listed twice", f.name));
+      if (g.name == rec.name) return item.Err("name", fmt::format("'{}' listed twice", rec.name));
     }
-    m.files.push_back(std::move(f));
+    m.files.push_back(std::move(rec));
     ++i;
   }
   return m;

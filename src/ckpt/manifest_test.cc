@@ -116,7 +116,7 @@ TEST(Manifest, AMistypedFieldIsNamedNeverZero) {
   EXPECT_EQ(ErrorOf(replaced("\"tokens_seen\": 7864320", "\"tokens_seen\": 1.5")),
             "step-00000120/evenkeel-checkpoint.json: tokens_seen: not a non-negative integer");
   EXPECT_EQ(ErrorOf(replaced("0123456789abcdef", "0123456789abcdeg")),
-            "step-00000120/evenkeel-checkpoint.json: run.xxh3: not a 16-digit hex xxh3");
+            "step-00000120/evenkeel-checkpoint.json: run.xxh3: not a 16-digit hex hash");
   EXPECT_EQ(ErrorOf(replaced("\"ffffffffffffffff\"", "\"fff\"")),
             "step-00000120/evenkeel-checkpoint.json: files[0].chunks[1]: not a 16-digit hex xxh3");
   EXPECT_NE(ErrorOf(replaced(", \"ffffffffffffffff\"", ""))

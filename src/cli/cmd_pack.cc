@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "core/parse.h"
 #include "core/json_out.h"
 #include "core/progress.h"
 #include "pack/inspect.h"
@@ -39,17 +40,12 @@ void PrintSummary(const pack::Manifest& m) {
 
 bool ParseRange(const std::string& s, int* lo, int* hi) {
   auto dash = s.find('-');
-  try {
-    if (dash == std::string::npos) {
-      *lo = *hi = std::stoi(s);
-    } else {
-      *lo = std::stoi(s.substr(0, dash));
-      *hi = std::stoi(s.substr(dash + 1));
-    }
-  } catch (...) {
-    return false;
-  }
-  return *lo >= 0 && *hi >= *lo;
+  auto a = ParseIntIn(s.substr(0, dash), 0, 1 << 24);
+  auto b = dash == std::string::npos ? a : ParseIntIn(s.substr(dash + 1), 0, 1 << 24);
+  if (!a || !b) return false;
+  *lo = static_cast<int>(*a);
+  *hi = static_cast<int>(*b);
+  return *hi >= *lo;
 }
 
 int RunPackMerge(int argc, char** argv) {

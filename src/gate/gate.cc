@@ -17,6 +17,7 @@
 #include "core/file.h"
 #include "core/json_check.h"
 #include "core/json_out.h"
+#include "core/parse.h"
 #include "core/version.h"
 #include "pack/inspect.h"
 #include "pack/manifest.h"
@@ -133,11 +134,7 @@ bool OnNetworkFs(const std::string& path, std::string* kind) {
 std::optional<long long> EnvInt(const GateEnv& env, const std::string& key) {
   auto v = env.getenv(key);
   if (!v) return std::nullopt;
-  try {
-    return std::stoll(*v);
-  } catch (...) {
-    return std::nullopt;
-  }
+  return ParseInt64(*v);
 }
 
 }  // namespace
@@ -552,8 +549,10 @@ Result<GateReport> GateReportFromJson(std::string_view json, const std::string& 
   if (!root["rank_blocks"].get(blocks)) {
     for (auto [k, v] : blocks) {
       int64_t b;
-      if (v.get(b)) return bad("rank_blocks");
-      r.rank_blocks[std::stoi(std::string(k))] = static_cast<uint64_t>(b);
+      auto rank = ParseIntIn(k, 0, 1 << 24);
+      if (!rank) return bad(fmt::format("rank_blocks key '{}' is not a rank", k));
+      if (v.get(b) || b < 0) return bad(fmt::format("rank_blocks.{} is not a block count", k));
+      r.rank_blocks[static_cast<int>(*rank)] = static_cast<uint64_t>(b);
     }
   }
   if (root["checks"].get(arr)) return bad("checks");

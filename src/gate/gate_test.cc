@@ -237,5 +237,26 @@ TEST_F(GateTest, NodePartsMergeIntoOneVerdict) {
   EXPECT_EQ(Get(*merged2, "data").verdict, Verdict::kFail);
 }
 
+// Regression: a part whose rank_blocks key is not a number aborted `gate merge`
+// (std::stoi threw out of the library, exit 134).
+TEST(GateReportTest, ABadRankBlocksKeyIsAnErrorNamingIt) {
+  GateReport r;
+  r.run_name = "r";
+  r.host = "h";
+  std::string json = GateReportToJson(r);
+  auto at = json.find("\"rank_blocks\": {}");
+  ASSERT_NE(at, std::string::npos) << json;
+  json.replace(at, 17, "\"rank_blocks\": {\"x\": 3}");
+  auto bad = GateReportFromJson(json, "part.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("part.json: not a gate part: rank_blocks key 'x' is not a rank"),
+            std::string::npos)
+      << bad.status().message();
+  json.replace(json.find("\"x\": 3"), 6, "\"2\": -1");
+  auto neg = GateReportFromJson(json, "part.json");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_NE(neg.status().message().find("rank_blocks.2 is not a block count"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ek::gate

@@ -17,6 +17,7 @@
 #include "core/clock.h"
 #include "core/file.h"
 #include "core/json_check.h"
+#include "core/json_fields.h"
 #include "core/json_out.h"
 #include "launch/process.h"
 
@@ -64,31 +65,18 @@ Result<RankRecord> RankRecordFromJson(std::string_view json, const std::string& 
   simdjson::padded_string padded(json);
   simdjson::dom::element root;
   if (parser.parse(padded).get(root)) return CorruptError(fmt::format("{}: malformed JSON: {}", name, LocateJsonError(json)));
+  EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, name));
   RankRecord r;
-  auto bad = [&](const char* field) { return CorruptError(fmt::format("{}: field {} missing or mistyped", name, field)); };
-  int64_t i;
-  double d;
-  std::string_view s;
-  if (root["rank"].get(i)) return bad("rank");
-  r.rank = static_cast<int>(i);
-  if (root["local_rank"].get(i)) return bad("local_rank");
-  r.local_rank = static_cast<int>(i);
-  if (root["node_rank"].get(i)) return bad("node_rank");
-  r.node_rank = static_cast<int>(i);
-  if (root["host"].get(s)) return bad("host");
-  r.host = std::string(s);
-  if (root["pid"].get(i)) return bad("pid");
-  r.pid = i;
-  if (root["start"].get(d)) return bad("start");
-  r.start = d;
-  if (root["end"].get(d)) return bad("end");
-  r.end = d;
-  if (root["exit_code"].get(i)) return bad("exit_code");
-  r.exit_code = static_cast<int>(i);
-  if (root["signal"].get(i)) return bad("signal");
-  r.signal = static_cast<int>(i);
-  if (root["log"].get(s)) return bad("log");
-  r.log = std::string(s);
+  EK_RETURN_IF_ERROR(f.Int("rank", &r.rank));
+  EK_RETURN_IF_ERROR(f.Int("local_rank", &r.local_rank));
+  EK_RETURN_IF_ERROR(f.Int("node_rank", &r.node_rank));
+  EK_RETURN_IF_ERROR(f.Str("host", &r.host));
+  EK_RETURN_IF_ERROR(f.Int("pid", &r.pid));
+  EK_RETURN_IF_ERROR(f.Num("start", &r.start));
+  EK_RETURN_IF_ERROR(f.Num("end", &r.end));
+  EK_RETURN_IF_ERROR(f.Int("exit_code", &r.exit_code));
+  EK_RETURN_IF_ERROR(f.Int("signal", &r.signal));
+  EK_RETURN_IF_ERROR(f.Str("log", &r.log));
   return r;
 }
 

@@ -1,5 +1,8 @@
 #include "pack/manifest.h"
 
+#include "core/json_fields.h"
+#include "core/parse.h"
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -112,51 +115,6 @@ namespace {
 
 using simdjson::dom::element;
 
-class Reader {
- public:
-  explicit Reader(const std::string& name) : name_(name) {}
-  Status Err(std::string_view key, std::string_view what) const {
-    return CorruptError(fmt::format("{}: {}: {}", name_, key, what));
-  }
-  template <typename T>
-  Status Get(element e, std::string_view key, T* out) {
-    if (e[key].get(*out) != simdjson::SUCCESS) return Err(key, "missing or wrong type");
-    return Status::Ok();
-  }
-  Status GetU64(element e, std::string_view key, uint64_t* out) {
-    int64_t v;
-    if (e[key].get(v) != simdjson::SUCCESS || v < 0) return Err(key, "missing or not a non-negative integer");
-    *out = static_cast<uint64_t>(v);
-    return Status::Ok();
-  }
-  Status GetInt(element e, std::string_view key, int* out) {
-    int64_t v;
-    if (e[key].get(v) != simdjson::SUCCESS || v < INT32_MIN || v > INT32_MAX) return Err(key, "missing or not an integer");
-    *out = static_cast<int>(v);
-    return Status::Ok();
-  }
-  Status GetStr(element e, std::string_view key, std::string* out) {
-    std::string_view v;
-    if (e[key].get(v) != simdjson::SUCCESS) return Err(key, "missing or not a string");
-    *out = std::string(v);
-    return Status::Ok();
-  }
-  Status GetHex(element e, std::string_view key, uint64_t* out) {
-    std::string s;
-    EK_RETURN_IF_ERROR(GetStr(e, key, &s));
-    if (s.size() != 16) return Err(key, "not a 16-digit hex hash");
-    try {
-      *out = std::stoull(s, nullptr, 16);
-    } catch (...) {
-      return Err(key, "not a hex hash");
-    }
-    return Status::Ok();
-  }
-
- private:
-  std::string name_;
-};
-
 }  // namespace
 
 Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name) {
@@ -167,81 +125,92 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
     std::string where = LocateJsonError(json);
     return CorruptError(fmt::format("{}: malformed JSON: {}", name, where.empty() ? "?" : where));
   }
-  Reader r(name);
+  EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, name));
   Manifest m;
-  EK_RETURN_IF_ERROR(r.GetInt(root, "format_version", &m.format_version));
+  EK_RETURN_IF_ERROR(f.Int("format_version", &m.format_version));
   if (m.format_version != kManifestFormatVersion) {
     return UnsupportedError(fmt::format("{}: format_version {} (this evenkeel reads {})", name,
                                         m.format_version, kManifestFormatVersion));
   }
-  EK_RETURN_IF_ERROR(r.GetStr(root, "evenkeel_version", &m.evenkeel_version));
-  (void)r.GetStr(root, "created", &m.created);
-  element tok;
-  if (root["tokenizer"].get(tok)) return r.Err("tokenizer", "missing");
-  EK_RETURN_IF_ERROR(r.GetStr(tok, "path", &m.tokenizer_path));
-  EK_RETURN_IF_ERROR(r.GetHex(tok, "xxh3", &m.tokenizer_xxh3));
-  if (tok["vocab_xxh3"].error() != simdjson::NO_SUCH_FIELD) {  // absent in packs made before it existed
-    EK_RETURN_IF_ERROR(r.GetHex(tok, "vocab_xxh3", &m.tokenizer_vocab_xxh3));
+  EK_RETURN_IF_ERROR(f.Str("evenkeel_version", &m.evenkeel_version));
+  EK_RETURN_IF_ERROR(f.OptStr("created", &m.created));
+  JsonFields tok = f, eos = f, totals = f;
+  EK_RETURN_IF_ERROR(f.Object("tokenizer", &tok));
+  EK_RETURN_IF_ERROR(tok.Str("path", &m.tokenizer_path));
+  EK_RETURN_IF_ERROR(tok.Hex64("xxh3", &m.tokenizer_xxh3));
+  if (tok.Has("vocab_xxh3")) {  // absent in packs made before it existed
+    EK_RETURN_IF_ERROR(tok.Hex64("vocab_xxh3", &m.tokenizer_vocab_xxh3));
   }
-  EK_RETURN_IF_ERROR(r.Get(tok, "vocab_size", &m.vocab_size));
-  EK_RETURN_IF_ERROR(r.GetInt(root, "seq_len", &m.seq_len));
-  EK_RETURN_IF_ERROR(r.GetInt(root, "world", &m.world));
-  if (m.seq_len <= 0 || m.world <= 0) return r.Err("seq_len/world", "must be positive");
+  EK_RETURN_IF_ERROR(tok.Int("vocab_size", 0, INT64_MAX, &m.vocab_size));
+  EK_RETURN_IF_ERROR(f.IntIn("seq_len", 1, INT32_MAX, &m.seq_len));
+  EK_RETURN_IF_ERROR(f.IntIn("world", 1, INT32_MAX, &m.world));
   std::string shard;
-  EK_RETURN_IF_ERROR(r.GetStr(root, "shard", &shard));
-  EK_ASSIGN_OR_RETURN(m.shard, ParseShardMode(shard));
-  element eos;
-  if (root["eos"].get(eos)) return r.Err("eos", "missing");
-  EK_RETURN_IF_ERROR(r.Get(eos, "id", &m.eos_id));
-  EK_RETURN_IF_ERROR(r.GetStr(eos, "token", &m.eos_token));
-  EK_RETURN_IF_ERROR(r.GetStr(root, "chat_template", &m.chat_template));
-  EK_RETURN_IF_ERROR(r.GetStr(root, "text_field", &m.text_field));
+  EK_RETURN_IF_ERROR(f.Str("shard", &shard));
+  auto mode = ParseShardMode(shard);
+  if (!mode.ok()) return f.Err("shard", mode.status().message());
+  m.shard = *mode;
+  EK_RETURN_IF_ERROR(f.Object("eos", &eos));
+  EK_RETURN_IF_ERROR(eos.Int("id", 0, INT64_MAX, &m.eos_id));
+  EK_RETURN_IF_ERROR(eos.Str("token", &m.eos_token));
+  EK_RETURN_IF_ERROR(f.Str("chat_template", &m.chat_template));
+  EK_RETURN_IF_ERROR(f.Str("text_field", &m.text_field));
   simdjson::dom::array arr;
-  if (root["inputs"].get(arr)) return r.Err("inputs", "missing");
+  EK_RETURN_IF_ERROR(f.Array("inputs", &arr));
+  size_t i = 0;
   for (element e : arr) {
+    EK_ASSIGN_OR_RETURN(JsonFields x, f.Item(e, "inputs", i++));
     InputInfo in;
-    EK_RETURN_IF_ERROR(r.GetStr(e, "path", &in.path));
-    EK_RETURN_IF_ERROR(r.GetU64(e, "size", &in.size));
-    EK_RETURN_IF_ERROR(r.GetHex(e, "xxh3", &in.xxh3));
-    EK_RETURN_IF_ERROR(r.GetU64(e, "records", &in.records));
-    EK_RETURN_IF_ERROR(r.GetU64(e, "skipped_bad", &in.skipped_bad));
+    EK_RETURN_IF_ERROR(x.Str("path", &in.path));
+    EK_RETURN_IF_ERROR(x.U64("size", &in.size));
+    EK_RETURN_IF_ERROR(x.Hex64("xxh3", &in.xxh3));
+    EK_RETURN_IF_ERROR(x.U64("records", &in.records));
+    EK_RETURN_IF_ERROR(x.U64("skipped_bad", &in.skipped_bad));
     m.inputs.push_back(in);
   }
-  if (root["ranks"].get(arr)) return r.Err("ranks", "missing");
+  EK_RETURN_IF_ERROR(f.Array("ranks", &arr));
+  i = 0;
   for (element e : arr) {
+    EK_ASSIGN_OR_RETURN(JsonFields x, f.Item(e, "ranks", i++));
     RankInfo ri;
-    EK_RETURN_IF_ERROR(r.GetInt(e, "rank", &ri.rank));
-    EK_RETURN_IF_ERROR(r.GetStr(e, "file", &ri.file));
-    EK_RETURN_IF_ERROR(r.GetU64(e, "records", &ri.records));
-    EK_RETURN_IF_ERROR(r.GetU64(e, "tokens", &ri.tokens));
-    EK_RETURN_IF_ERROR(r.GetU64(e, "blocks", &ri.blocks));
-    EK_RETURN_IF_ERROR(r.GetU64(e, "bytes", &ri.bytes));
-    EK_RETURN_IF_ERROR(r.GetU64(e, "dropped_tokens", &ri.dropped_tokens));
-    EK_RETURN_IF_ERROR(r.GetHex(e, "xxh3", &ri.xxh3));
-    if (ri.rank < 0 || ri.rank >= m.world) return r.Err("ranks", fmt::format("rank {} outside world {}", ri.rank, m.world));
-    if (ri.bytes != ri.blocks * static_cast<uint64_t>(m.seq_len) * 4) {
-      return r.Err("ranks", fmt::format("rank {}: bytes != blocks x seq_len x 4", ri.rank));
+    EK_RETURN_IF_ERROR(x.Int("rank", &ri.rank));
+    EK_RETURN_IF_ERROR(x.Str("file", &ri.file));
+    EK_RETURN_IF_ERROR(x.U64("records", &ri.records));
+    EK_RETURN_IF_ERROR(x.U64("tokens", &ri.tokens));
+    EK_RETURN_IF_ERROR(x.U64("blocks", &ri.blocks));
+    EK_RETURN_IF_ERROR(x.U64("bytes", &ri.bytes));
+    EK_RETURN_IF_ERROR(x.U64("dropped_tokens", &ri.dropped_tokens));
+    EK_RETURN_IF_ERROR(x.Hex64("xxh3", &ri.xxh3));
+    if (ri.rank < 0 || ri.rank >= m.world) {
+      return x.Err("rank", fmt::format("rank {} outside world {}", ri.rank, m.world));
+    }
+    if (ri.blocks > (UINT64_MAX / 4) / static_cast<uint64_t>(m.seq_len) ||
+        ri.bytes != ri.blocks * static_cast<uint64_t>(m.seq_len) * 4) {
+      return x.Err("bytes", fmt::format("rank {}: bytes != blocks x seq_len x 4", ri.rank));
     }
     m.ranks.push_back(ri);
   }
-  element totals;
-  if (root["totals"].get(totals)) return r.Err("totals", "missing");
-  EK_RETURN_IF_ERROR(r.GetU64(totals, "records", &m.total_records));
-  EK_RETURN_IF_ERROR(r.GetU64(totals, "tokens", &m.total_tokens));
-  EK_RETURN_IF_ERROR(r.GetU64(totals, "dropped_tokens", &m.total_dropped_tokens));
-  EK_RETURN_IF_ERROR(r.GetU64(totals, "skipped_bad", &m.skipped_bad));
-  if (root["bad_examples"].get(arr) == simdjson::SUCCESS) {
+  EK_RETURN_IF_ERROR(f.Object("totals", &totals));
+  EK_RETURN_IF_ERROR(totals.U64("records", &m.total_records));
+  EK_RETURN_IF_ERROR(totals.U64("tokens", &m.total_tokens));
+  EK_RETURN_IF_ERROR(totals.U64("dropped_tokens", &m.total_dropped_tokens));
+  EK_RETURN_IF_ERROR(totals.U64("skipped_bad", &m.skipped_bad));
+  if (f.Has("bad_examples")) {
+    EK_RETURN_IF_ERROR(f.Array("bad_examples", &arr));
+    i = 0;
     for (element e : arr) {
+      EK_ASSIGN_OR_RETURN(JsonFields x, f.Item(e, "bad_examples", i++));
       BadRecord b;
-      (void)r.GetStr(e, "path", &b.path);
-      (void)r.GetU64(e, "line", &b.line);
-      (void)r.GetStr(e, "error", &b.error);
+      EK_RETURN_IF_ERROR(x.Str("path", &b.path));
+      EK_RETURN_IF_ERROR(x.U64("line", &b.line));
+      EK_RETURN_IF_ERROR(x.Str("error", &b.error));
       m.bad_examples.push_back(b);
     }
   }
   std::sort(m.ranks.begin(), m.ranks.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
-  for (size_t i = 1; i < m.ranks.size(); ++i) {
-    if (m.ranks[i].rank == m.ranks[i - 1].rank) return r.Err("ranks", fmt::format("rank {} twice", m.ranks[i].rank));
+  for (size_t k = 1; k < m.ranks.size(); ++k) {
+    if (m.ranks[k].rank == m.ranks[k - 1].rank) {
+      return f.Err("ranks", fmt::format("rank {} twice", m.ranks[k].rank));
+    }
   }
   return m;
 }

@@ -15,6 +15,7 @@
 #include "ckpt/checkpoint.h"
 #include "core/file.h"
 #include "core/json_check.h"
+#include "core/json_fields.h"
 #include "core/thread_pool.h"
 #include "run/run_file.h"
 #include "telemetry/nvidia_smi_csv.h"
@@ -91,38 +92,46 @@ Status ReadLaunch(const std::string& dir, Recorder* rec) {
   const std::string path = dir + "/summary.json";
   EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   simdjson::dom::parser parser;
-  element s;
-  if (parser.parse(text).get(s)) return CorruptError(fmt::format("{}: malformed JSON: {}", path, LocateJsonError(text)));
+  element root;
+  if (parser.parse(text).get(root)) return CorruptError(fmt::format("{}: malformed JSON: {}", path, LocateJsonError(text)));
+  EK_ASSIGN_OR_RETURN(JsonFields s, JsonFields::Root(root, path));
   Summary& m = rec->summary;
-  if (auto v = Str(s, "outcome"); !v.empty()) m.outcome = v;
-  if (auto v = Str(s, "final_checkpoint"); !v.empty()) m.final_checkpoint = v;
-  auto set = [&](std::optional<double>* out, const char* k) {
-    if (auto v = OptNum(s, k); v && *v >= 0) *out = *v;
+  std::string outcome, final_ckpt;
+  EK_RETURN_IF_ERROR(s.OptStr("outcome", &outcome));
+  EK_RETURN_IF_ERROR(s.OptStr("final_checkpoint", &final_ckpt));
+  if (!outcome.empty()) m.outcome = outcome;
+  if (!final_ckpt.empty()) m.final_checkpoint = final_ckpt;
+  // Negative counts (-1) mean "not known" in the launcher's summary.
+  auto set = [&](std::optional<double>* out, const char* k) -> Status {
+    double v = -1;
+    EK_RETURN_IF_ERROR(s.OptNum(k, &v));
+    if (v >= 0) *out = v;
+    return Status::Ok();
   };
-  set(&m.steps, "steps");
-  set(&m.planned_steps, "planned_steps");
-  set(&m.tokens, "tokens");
-  set(&m.tokens_per_s, "tokens_per_s");
-  set(&m.attempts, "attempts");
-  set(&m.gpu_hours_used, "gpu_hours_used");
-  set(&m.gpu_hours_lost, "gpu_hours_lost");
-  set(&m.evenfix_dropped_blocks, "evenfix_dropped_blocks");
+  for (auto [out, key] : {std::pair{&m.steps, "steps"}, {&m.planned_steps, "planned_steps"}, {&m.tokens, "tokens"},
+                          {&m.tokens_per_s, "tokens_per_s"}, {&m.attempts, "attempts"},
+                          {&m.gpu_hours_used, "gpu_hours_used"}, {&m.gpu_hours_lost, "gpu_hours_lost"},
+                          {&m.evenfix_dropped_blocks, "evenfix_dropped_blocks"}}) {
+    EK_RETURN_IF_ERROR(set(out, key));
+  }
+  if (!s.Has("attempt_records")) return Status::Ok();
   simdjson::dom::array arr;
-  if (!s["attempt_records"].get(arr)) {
-    for (element a : arr) {
-      AttemptMark mark;
-      mark.attempt = static_cast<int>(OptNum(a, "attempt").value_or(0));
-      mark.start = OptNum(a, "start").value_or(0);
-      mark.end = OptNum(a, "end").value_or(0);
-      mark.outcome = Str(a, "outcome");
-      element d, fr;
-      if (!a["decision"].get(d)) {
-        mark.decision = Str(d, "action");
-        mark.reason = Str(d, "reason");
-      }
-      if (!a["flight_recorder"].get(fr)) mark.flight_recorder = Str(fr, "verdict");
-      rec->attempts.push_back(mark);
-    }
+  EK_RETURN_IF_ERROR(s.Array("attempt_records", &arr));
+  size_t i = 0;
+  for (element e : arr) {
+    EK_ASSIGN_OR_RETURN(JsonFields a, s.Item(e, "attempt_records", i++));
+    AttemptMark mark;
+    EK_RETURN_IF_ERROR(a.Int("attempt", &mark.attempt));
+    EK_RETURN_IF_ERROR(a.Num("start", &mark.start));
+    EK_RETURN_IF_ERROR(a.Num("end", &mark.end));
+    EK_RETURN_IF_ERROR(a.Str("outcome", &mark.outcome));
+    JsonFields d = a, fr = a;
+    EK_RETURN_IF_ERROR(a.Object("decision", &d));
+    EK_RETURN_IF_ERROR(d.Str("action", &mark.decision));
+    EK_RETURN_IF_ERROR(d.Str("reason", &mark.reason));
+    EK_RETURN_IF_ERROR(a.Object("flight_recorder", &fr));
+    EK_RETURN_IF_ERROR(fr.Str("verdict", &mark.flight_recorder));
+    rec->attempts.push_back(mark);
   }
   return Status::Ok();
 }

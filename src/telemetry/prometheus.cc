@@ -6,7 +6,6 @@
 #include <charconv>
 #include <cmath>
 #include <map>
-#include <thread>
 
 namespace ek::telemetry {
 
@@ -221,16 +220,9 @@ Status PrometheusSource::Poll(double deadline, Batch* out) {
   double now = clock_->Now();
   double timeout = std::max(0.2, deadline - now);
   std::vector<Result<std::string>> bodies(urls_.size(), Result<std::string>(std::string()));
-  // Bounded fan-out: 64 scrapes in flight cover 512 GPUs per wave.
-  constexpr size_t kParallel = 64;
-  for (size_t base = 0; base < urls_.size(); base += kParallel) {
-    std::vector<std::thread> threads;
-    for (size_t i = base; i < std::min(urls_.size(), base + kParallel); ++i) {
-      threads.emplace_back(
-          [this, i, timeout, &bodies] { bodies[i] = http_->Get(urls_[i], timeout); });
-    }
-    for (auto& t : threads) t.join();
-  }
+  // Bounded fan-out through the core pool: kScrapeThreads in flight, however many nodes.
+  if (!pool_) pool_ = std::make_unique<ThreadPool>(std::min(urls_.size(), kScrapeThreads));
+  pool_->ParallelFor(urls_.size(), [&](size_t i, size_t) { bodies[i] = http_->Get(urls_[i], timeout); });
   double received = clock_->Now();
   for (size_t i = 0; i < urls_.size(); ++i) {
     if (!bodies[i].ok()) {

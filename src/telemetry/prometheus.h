@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "telemetry/sample.h"
 
 namespace ek::telemetry {
@@ -35,6 +36,10 @@ std::unique_ptr<HttpClient> MakeHttpClient();
 // "node-a:9400" -> "http://node-a:9400/metrics"; a URL with a path is kept.
 std::string NormalizeMetricsUrl(std::string_view url);
 
+// Scrapes in flight at once (the core thread pool's size); a scrape waits at
+// most its timeout, so a round of 128 nodes takes at most 128 / 32 timeouts.
+inline constexpr size_t kScrapeThreads = 32;
+
 class PrometheusSource : public Source {
  public:
   // Hosts are the URLs' host names in the order given (host:port where two
@@ -55,6 +60,7 @@ class PrometheusSource : public Source {
   std::vector<std::string> hosts_;
   HttpClient* http_;
   Clock* clock_;
+  std::unique_ptr<ThreadPool> pool_;  // created at the first poll
 };
 
 }  // namespace ek::telemetry

@@ -315,7 +315,11 @@ Status Tokenizer::Decode(std::span<const int32_t> ids, std::string* out) const {
     }
     if (join_with_space_) {
       if (i) out->push_back(' ');
-      out->append(raw_token_text_.at(id));
+      auto it = raw_token_text_.find(id);
+      if (it == raw_token_text_.end()) {
+        return InternalError(fmt::format("id {} has no token text", id));  // has_id_ said it exists
+      }
+      out->append(it->second);
     } else if (auto it = decode_override_.find(id); it != decode_override_.end()) {
       out->append(it->second);
     } else {

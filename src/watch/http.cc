@@ -1,5 +1,7 @@
 #include "watch/http.h"
 
+#include "core/parse.h"
+
 #include <fmt/format.h>
 
 #include "telemetry/http_request.h"
@@ -27,11 +29,9 @@ Status SplitHostPort(const std::string& s, std::string* host, int* port) {
   std::string p = colon == std::string::npos ? s : s.substr(colon + 1);
   *host = colon == std::string::npos ? "127.0.0.1" : s.substr(0, colon);
   if (host->empty()) *host = "127.0.0.1";
-  if (p.empty() || p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoi(p) > 65535) {
-    return InvalidArgumentError(fmt::format("'{}': expected HOST:PORT", s));
-  }
-  *port = std::stoi(p);
+  auto n = ParseIntIn(p, 0, 65535);
+  if (!n) return InvalidArgumentError(fmt::format("'{}': expected HOST:PORT", s));
+  *port = static_cast<int>(*n);
   return Status::Ok();
 }
 

@@ -105,11 +105,11 @@ void Watcher::Log(double now, std::string_view event, const std::string& fields)
 
 std::vector<AgentPoll> Watcher::PollAgents() {
   std::vector<AgentPoll> polls(options_.agents.size());
-  std::vector<std::thread> threads;
   std::vector<std::pair<std::string, std::string>> headers;
   if (!options_.token.empty()) headers.emplace_back("Authorization", "Bearer " + options_.token);
-  for (size_t i = 0; i < polls.size(); ++i) {
-    threads.emplace_back([&, i] {
+  // Bounded fan-out: kPollThreads polls in flight, each bounded by its timeout.
+  if (!pool_) pool_ = std::make_unique<ThreadPool>(std::min(polls.size(), kPollThreads));
+  pool_->ParallelFor(polls.size(), [&](size_t i, size_t) {
       AgentPoll& p = polls[i];
       p.target = options_.agents[i];
       std::string url = AgentUrl(p.target);
@@ -128,9 +128,7 @@ std::vector<AgentPoll> Watcher::PollAgents() {
           p.ok = true;
         }
       }
-    });
-  }
-  for (auto& t : threads) t.join();
+  });
   return polls;
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "telemetry/sample.h"
 #include "triage/profile.h"
 #include "watch/detectors.h"
@@ -27,6 +28,10 @@
 #include "watch/sinks.h"
 
 namespace ek::watch {
+
+// Agent polls in flight at once: a round over 128 agents, 4 of them dead, takes
+// at most ~4 timeouts instead of 128 threads.
+inline constexpr size_t kPollThreads = 32;
 
 struct WatcherOptions {
   WatchSettings settings;
@@ -99,6 +104,7 @@ class Watcher {
   std::vector<Delivery> outbox_;
   uint64_t next_seq_ = 1;
   std::map<std::string, bool> agent_ok_;  // for logging transitions only
+  std::unique_ptr<ThreadPool> pool_;       // the polls' workers (kPollThreads)
   RoundObserver observer_;
 };
 

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <mutex>
+#include <thread>
 
 #include "core/file.h"
 #include "telemetry/fake_clock.h"
@@ -193,6 +196,47 @@ TEST(Watcher, RefusesAnotherRunsState) {
   auto bad = Watcher::Create(std::move(o), {}, &rig.http, &rig.clock, nullptr);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("other"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ek::watch
+
+namespace ek::watch {
+namespace {
+
+// Counts how many polls are in flight at once.
+class SlowHttp : public HttpClient {
+ public:
+  Result<HttpResponse> Send(const std::string&, const std::string& url, const std::string&,
+                            const std::vector<std::pair<std::string, std::string>>&, double) override {
+    int now = ++in_flight;
+    int seen = max_in_flight.load();
+    while (now > seen && !max_in_flight.compare_exchange_weak(seen, now)) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    --in_flight;
+    calls++;
+    return UnavailableError(url + ": connection refused");
+  }
+  std::atomic<int> in_flight{0}, max_in_flight{0}, calls{0};
+};
+
+// 128 agents are polled by a bounded pool, not 128 threads.
+TEST(Watcher, PollsManyAgentsThroughABoundedPool) {
+  testing::ScratchDir dir;
+  telemetry::FakeClock clock{2'000'000'000};
+  SlowHttp http;
+  WatcherOptions o;
+  o.settings.run = "t";
+  o.profile = triage::B300Profile();
+  for (int i = 0; i < 128; ++i) o.agents.push_back("node-" + std::to_string(i) + ":9500");
+  o.state_dir = dir / "state";
+  auto w = Watcher::Create(std::move(o), {}, &http, &clock, [](const std::string&) {});
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  ASSERT_TRUE((*w)->Round().ok());
+  EXPECT_EQ(http.calls.load(), 128);
+  EXPECT_LE(http.max_in_flight.load(), static_cast<int>(kPollThreads));
+  EXPECT_GT(http.max_in_flight.load(), 1) << "polls run in parallel";
 }
 
 }  // namespace

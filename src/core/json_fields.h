@@ -1,0 +1,80 @@
+// Strict reading of a JSON object's fields, shared by every evenkeel format
+// (pack and checkpoint manifests, gate parts, heartbeats, /status, launch
+// records): a missing required field or a field of the wrong type is an error
+// naming the file and the field's path ("manifest.json: ranks[3].blocks: not a
+// non-negative integer"), never a silent 0. Optional fields may be absent;
+// present, they are checked like required ones.
+//
+// Views into the simdjson document: the parser that produced it must outlive
+// the JsonFields and the elements it returns.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+
+#include <simdjson.h>
+
+#include "core/status.h"
+
+namespace ek {
+
+class JsonFields {
+ public:
+  // `obj` must be an object (see Root); `file` starts every error; `path` is
+  // this object's place in the document ("" at the top, "ranks[3]" inside).
+  JsonFields(simdjson::dom::element obj, std::string file, std::string path = "");
+  // The document's top level, or an error when it is not an object.
+  static Result<JsonFields> Root(simdjson::dom::element root, std::string file);
+
+  bool Has(std::string_view key) const;
+  const std::string& file() const { return file_; }
+  const std::string& path() const { return path_; }
+  simdjson::dom::element element() const { return obj_; }
+
+  Status Str(std::string_view key, std::string* out) const;
+  Status Int(std::string_view key, int64_t lo, int64_t hi, int64_t* out) const;
+  // An integer of type I within [lo, hi].
+  template <typename I>
+  Status IntIn(std::string_view key, int64_t lo, int64_t hi, I* out) const {
+    int64_t v = 0;
+    EK_RETURN_IF_ERROR(Int(key, lo, hi, &v));
+    *out = static_cast<I>(v);
+    return Status::Ok();
+  }
+  template <typename I>
+  Status Int(std::string_view key, I* out) const {
+    int64_t v = 0;
+    EK_RETURN_IF_ERROR(Int(key, std::numeric_limits<I>::lowest(), std::numeric_limits<I>::max(), &v));
+    *out = static_cast<I>(v);
+    return Status::Ok();
+  }
+  Status U64(std::string_view key, uint64_t* out) const;
+  Status Num(std::string_view key, double* out) const;  // an integer or a finite number
+  Status Bool(std::string_view key, bool* out) const;
+  Status Hex64(std::string_view key, uint64_t* out) const;  // "0123456789abcdef"
+  Status Object(std::string_view key, JsonFields* out) const;
+  Status Array(std::string_view key, simdjson::dom::array* out) const;
+
+  // Absent: *out untouched, OK. Present: as the required form.
+  Status OptStr(std::string_view key, std::string* out) const;
+  template <typename I>
+  Status OptInt(std::string_view key, I* out) const {
+    return Has(key) ? Int(key, out) : Status::Ok();
+  }
+  Status OptNum(std::string_view key, double* out) const;
+  Status OptBool(std::string_view key, bool* out) const;
+
+  // The element of an array at `index`, as fields ("ranks[3]").
+  Result<JsonFields> Item(simdjson::dom::element e, std::string_view array_key, size_t index) const;
+  Status Err(std::string_view key, std::string_view what) const;
+  std::string Where(std::string_view key) const;
+
+ private:
+  Status Field(std::string_view key, simdjson::dom::element* out) const;
+  simdjson::dom::element obj_;
+  std::string file_, path_;
+};
+
+}  // namespace ek
