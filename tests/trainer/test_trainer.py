@@ -84,7 +84,7 @@ def test_trains_a_real_model_and_writes_checkpoints_transformers_loads(family, t
     assert sum(loss[-3:]) / 3 < 0.8 * sum(loss[:3]) / 3, f"loss did not fall: {loss}"
 
     ckpt = tmp_path / "ckpt"
-    assert sorted(p.name for p in ckpt.iterdir()) == ["step-00000016", "step-00000024"], "keep = 2"
+    assert sorted(p.name for p in ckpt.glob("step-*")) == ["step-00000016", "step-00000024"], "keep = 2"
     final = ckpt / "step-00000024"
     names = sorted(p.name for p in final.iterdir())
     assert "model.safetensors.index.json" in names and "evenkeel-checkpoint.json" in names, names
@@ -97,6 +97,10 @@ def test_trains_a_real_model_and_writes_checkpoints_transformers_loads(family, t
     assert (meta["step"], meta["epoch"], meta["final"], meta["dtype"]) == (24, 0, True, "bfloat16"), meta
     assert meta["run"]["xxh3"] == re.search(r"xxh3 ([0-9a-f]{16})", out0).group(1)
     assert meta["tokens_seen"] == 24 * 4 * 2 * SEQ
+    # Rank 0's metrics for evenkeel report: one line per logged step.
+    metrics = [json.loads(line) for line in (ckpt / "train-metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics] == list(range(1, 25))
+    assert all(m["tok_s"] > 0 and m["loss"] > 0 for m in metrics)
 
     from transformers import AutoModelForCausalLM
     loaded = AutoModelForCausalLM.from_pretrained(str(final))
@@ -132,7 +136,7 @@ def test_resume_continues_the_exact_block_order_and_skips_a_corrupted_newest(qwe
     assert [r.returncode for r in first] == [0] * 4, logs
     assert "stopping after step 5" in first[0].output, logs
     ckpt = resumed / "ckpt"
-    assert sorted(p.name for p in ckpt.iterdir()) == ["step-00000002", "step-00000004"], logs
+    assert sorted(p.name for p in ckpt.glob("step-*")) == ["step-00000002", "step-00000004"], logs
     # Corrupt the newest: one flipped byte in its last shard's tensor data.
     newest = ckpt / "step-00000004"
     shard = sorted(newest.glob("model-*.safetensors"))[-1]
@@ -256,4 +260,4 @@ def test_evenfix_pad_under_torchrun(qwen3_model, tmp_path):
     assert evenfix_lines == ["[evenfix] local=12 -> max=12"] * 3 + ["[evenfix] local=8 -> max=12"], out
     steps = {int(r): int(s) for r, s in re.findall(r"\[rank (\d)\] done steps=(\d+)", out)}
     assert steps == {0: 6, 1: 6, 2: 6, 3: 6}, out
-    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["step-00000003", "step-00000006"]
+    assert sorted(p.name for p in (tmp_path / "ckpt").glob("step-*")) == ["step-00000003", "step-00000006"]
