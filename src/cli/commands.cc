@@ -11,6 +11,7 @@ constexpr Command kCommands[] = {
     {"tokenize", "encode JSON lines of text into token ids with a tokenizer.json", RunTokenize},
     {"detokenize", "decode JSON lines of token ids back into text", RunDetokenize},
     {"pack", "tokenize once and pack fixed blocks per rank (.i32 files + manifest)", RunPack},
+    {"template", "render conversations with a model's chat template exactly as transformers does", RunTemplate},
     {"inspect", "verify a pack against its manifest; show a block", RunInspect},
     {"plan", "memory, steps, tokens and checkpoints of a run", RunPlan},
     {"gate", "preflight: six invariants checked before a launch, with a pass log", RunGate},

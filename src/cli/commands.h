@@ -36,5 +36,6 @@ int RunWatch(int argc, char** argv);
 int RunLaunch(int argc, char** argv);
 int RunReport(int argc, char** argv);
 int RunLaunchRank(int argc, char** argv);
+int RunTemplate(int argc, char** argv);
 
 }  // namespace ek::cli

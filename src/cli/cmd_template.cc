@@ -1,0 +1,142 @@
+// evenkeel template: render conversations with a chat template exactly as
+// transformers' apply_chat_template(tokenize=False) does; check a template.
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include "cli/commands.h"
+#include "core/file.h"
+#include "core/json_out.h"
+#include "core/utf8.h"
+#include "template/chat.h"
+
+namespace ek::cli {
+
+namespace {
+
+struct Source {
+  std::string tmpl;    // FILE.jinja, or "" for the config's own template
+  std::string config;  // tokenizer_config.json
+};
+
+Result<tmpl::ChatTemplate> Load(const Source& s) {
+  if (!s.tmpl.empty()) return tmpl::ChatTemplate::FromFile(s.tmpl, s.config);
+  if (s.config.empty()) return InvalidArgumentError("give --template FILE.jinja or --tokenizer-config FILE");
+  return tmpl::ChatTemplate::FromTokenizerConfig(s.config);
+}
+
+void AppendSpans(std::string* out, const std::string& text, const std::vector<std::pair<size_t, size_t>>& spans) {
+  // transformers reports character (code point) offsets.
+  out->append("[");
+  for (size_t i = 0; i < spans.size(); ++i) {
+    if (i) out->append(",");
+    size_t b = tmpl::CodePoints(std::string_view(text).substr(0, spans[i].first));
+    size_t e = b + tmpl::CodePoints(std::string_view(text).substr(spans[i].first, spans[i].second - spans[i].first));
+    out->append(fmt::format("[{},{}]", b, e));
+  }
+  out->append("]");
+}
+
+int Render(const Source& src, const std::string& input, bool add_generation_prompt, bool keep_going) {
+  auto chat = Load(src);
+  if (!chat.ok()) return ReportError(chat.status());
+  std::string data;
+  if (input.empty() || input == "-") {
+    data.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    auto d = ReadFile(input);
+    if (!d.ok()) return ReportError(d.status());
+    data = std::move(*d);
+  }
+  std::string_view name = input.empty() ? "<stdin>" : input;
+  size_t pos = 0, line_no = 0;
+  std::string out;
+  while (pos < data.size()) {
+    size_t nl = data.find('\n', pos);
+    if (nl == std::string::npos) nl = data.size();
+    std::string_view line(data.data() + pos, nl - pos);
+    pos = nl + 1;
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    auto fail = [&](const Status& st) {
+      return Status(st.code(), fmt::format("{}:{}: {}", name, line_no, st.message()));
+    };
+    Status st;
+    Result<tmpl::Rendered> r = Status(StatusCode::kInternal, "unset");
+    if (size_t bad = FirstInvalidUtf8(line); bad != std::string_view::npos) {
+      st = InvalidArgumentError(fmt::format("invalid UTF-8 at byte {} of the line", bad));
+    } else if (auto rec = tmpl::ValueFromJsonText(line); !rec.ok()) {
+      st = rec.status();
+    } else if (!rec->is_dict()) {
+      st = InvalidArgumentError("a record is not a JSON object");
+    } else {
+      const tmpl::Value* msgs = rec->dict().Find("messages");
+      const tmpl::Value* tools = rec->dict().Find("tools");
+      if (!msgs) {
+        st = InvalidArgumentError("record has no \"messages\"");
+      } else {
+        r = chat->Apply(*msgs, tools ? *tools : tmpl::Value::None(), add_generation_prompt);
+        if (!r.ok()) st = r.status();
+      }
+    }
+    if (!st.ok()) {
+      if (!keep_going) return ReportError(fail(st));
+      out.append("{\"error\":");
+      AppendJsonString(&out, st.message());
+      out.append("}\n");
+    } else {
+      out.append("{\"text\":");
+      AppendJsonString(&out, r->text);
+      out.append(",\"generation\":");
+      AppendSpans(&out, r->text, r->generation);
+      out.append("}\n");
+    }
+    if (out.size() > (1 << 20)) {
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      out.clear();
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return std::fflush(stdout) == 0 ? 0 : ReportError(IoError("writing stdout failed"));
+}
+
+}  // namespace
+
+int RunTemplate(int argc, char** argv) {
+  CLI::App app{"Render chat conversations with a model's chat template, exactly as transformers' "
+               "apply_chat_template(tokenize=False) renders them (docs/template.md).",
+               "evenkeel template"};
+  app.require_subcommand(1);
+  Source src;
+  std::string input;
+  bool add_generation_prompt = false, keep_going = false;
+  auto* render = app.add_subcommand(
+      "render", "JSON lines of {\"messages\": [...], \"tools\": [...]} in; {\"text\", \"generation\"} lines out");
+  render->add_option("input", input, "JSONL file (default: stdin)");
+  render->add_option("--template", src.tmpl, "a .jinja chat template file");
+  render->add_option("--tokenizer-config", src.config,
+                     "tokenizer_config.json: its chat_template (when no --template) and special tokens");
+  render->add_flag("--add-generation-prompt", add_generation_prompt, "end with the assistant header");
+  render->add_flag("--keep-going", keep_going, "write {\"error\": ...} for a record that fails, and go on");
+  auto* check = app.add_subcommand("check", "parse a template and say whether evenkeel can render it");
+  check->add_option("--template", src.tmpl, "a .jinja chat template file");
+  check->add_option("--tokenizer-config", src.config, "tokenizer_config.json");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (check->parsed()) {
+    auto chat = Load(src);
+    if (!chat.ok()) return ReportError(chat.status());
+    std::printf("%s: ok%s\n", chat->tmpl().name().c_str(),
+                chat->tmpl().has_generation() ? " ({% generation %} blocks: assistant spans come from them)" : "");
+    return 0;
+  }
+  return Render(src, input, add_generation_prompt, keep_going);
+}
+
+}  // namespace ek::cli

@@ -1,0 +1,41 @@
+// Shared between the interpreter (render.cc) and the builtins (builtins.cc).
+// Errors from these functions carry no template location; the interpreter
+// adds "NAME:LINE: " where it calls them.
+#pragma once
+
+#include <string_view>
+
+#include "core/status.h"
+#include "template/value.h"
+
+namespace ek::tmpl {
+
+// jinja2's sandboxed getattr (obj.name) and getitem (obj[key]) as transformers
+// sees them: a dict's methods shadow its keys for '.', a missing key or index
+// on a defined object is Undefined, any access on Undefined is an error.
+Result<Value> GetAttr(const Value& obj, std::string_view name);
+Result<Value> GetItem(const Value& obj, const Value& key);
+// A dotted attribute path as filters take it ("a.b", "0.name").
+Result<Value> GetAttrPath(const Value& obj, std::string_view path);
+
+// What `for x in v` iterates: a list's items, a dict's keys, a string's
+// characters, nothing for Undefined; anything else is an error.
+Result<std::shared_ptr<const List>> Iterate(const Value& v);
+
+// obj.name(args) for str, list, dict and loop methods. *found is false when
+// `obj` has no such method (the caller then looks the attribute up instead).
+Result<Value> CallMethod(const Value& obj, std::string_view name, CallArgs& args, bool* found);
+
+// Filters, tests and globals by name. Known* tell the parser-time check which
+// names exist; an unimplemented one is reported as unsupported.
+bool KnownFilter(std::string_view name);
+bool KnownTest(std::string_view name);
+Result<Value> CallFilter(std::string_view name, const Value& operand, CallArgs& args);
+Result<bool> CallTest(std::string_view name, const Value& v, CallArgs& args);
+// The global `name`, or nullptr.
+const Value* FindGlobal(std::string_view name);
+
+// Python's len() (code points for str); an error for types without one.
+Result<int64_t> Length(const Value& v);
+
+}  // namespace ek::tmpl

@@ -1,0 +1,419 @@
+#include "template/value.h"
+
+#include "template/pystr.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/core.h>
+
+namespace ek::tmpl {
+
+const Value* Dict::Find(std::string_view key) const {
+  for (const auto& [k, v] : items) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+Value* Dict::Find(std::string_view key) {
+  for (auto& [k, v] : items) {
+    if (k == key) return &v;
+  }
+  return nullptr;
+}
+
+void Dict::Set(std::string key, Value v) {
+  if (Value* slot = Find(key)) {
+    *slot = std::move(v);
+  } else {
+    items.emplace_back(std::move(key), std::move(v));
+  }
+}
+
+Value Value::Undefined(std::string name) {
+  Value v;
+  v.s_ = std::make_shared<const std::string>(std::move(name));
+  return v;
+}
+Value Value::None() {
+  Value v;
+  v.kind_ = Kind::kNone;
+  return v;
+}
+Value Value::Bool(bool b) {
+  Value v;
+  v.kind_ = Kind::kBool;
+  v.b_ = b;
+  return v;
+}
+Value Value::Int(int64_t i) {
+  Value v;
+  v.kind_ = Kind::kInt;
+  v.i_ = i;
+  return v;
+}
+Value Value::Float(double d) {
+  Value v;
+  v.kind_ = Kind::kFloat;
+  v.f_ = d;
+  return v;
+}
+Value Value::String(std::string s) {
+  Value v;
+  v.kind_ = Kind::kString;
+  v.s_ = std::make_shared<const std::string>(std::move(s));
+  return v;
+}
+Value Value::StringRef(std::shared_ptr<const std::string> s) {
+  Value v;
+  v.kind_ = Kind::kString;
+  v.s_ = std::move(s);
+  return v;
+}
+Value Value::MakeList(List items) {
+  Value v;
+  v.kind_ = Kind::kList;
+  v.l_ = std::make_shared<List>(std::move(items));
+  return v;
+}
+Value Value::ListRef(std::shared_ptr<const List> items) {
+  Value v;
+  v.kind_ = Kind::kList;
+  v.l_ = std::move(items);
+  return v;
+}
+Value Value::Loop(std::shared_ptr<LoopState> state) {
+  Value v;
+  v.kind_ = Kind::kLoop;
+  v.loop_ = std::move(state);
+  return v;
+}
+Value Value::MakeDict(Dict d) {
+  Value v;
+  v.kind_ = Kind::kDict;
+  v.d_ = std::make_shared<Dict>(std::move(d));
+  return v;
+}
+Value Value::Namespace(Dict attrs) {
+  Value v;
+  v.kind_ = Kind::kNamespace;
+  v.d_ = std::make_shared<Dict>(std::move(attrs));
+  return v;
+}
+Value Value::Callable(std::string name, Function fn) {
+  Value v;
+  v.kind_ = Kind::kCallable;
+  v.s_ = std::make_shared<const std::string>(std::move(name));
+  v.fn_ = std::make_shared<Function>(std::move(fn));
+  return v;
+}
+
+bool Value::Truthy() const {
+  switch (kind_) {
+    case Kind::kUndefined:
+    case Kind::kNone: return false;
+    case Kind::kBool: return b_;
+    case Kind::kInt: return i_ != 0;
+    case Kind::kFloat: return f_ != 0;
+    case Kind::kString: return !s_->empty();
+    case Kind::kList: return !l_->empty();
+    case Kind::kDict: return !d_->items.empty();
+    case Kind::kNamespace:
+    case Kind::kCallable:
+    case Kind::kLoop: return true;
+  }
+  return false;
+}
+
+std::string_view Value::TypeName() const {
+  switch (kind_) {
+    case Kind::kUndefined: return "Undefined";
+    case Kind::kNone: return "NoneType";
+    case Kind::kBool: return "bool";
+    case Kind::kInt: return "int";
+    case Kind::kFloat: return "float";
+    case Kind::kString: return "str";
+    case Kind::kList: return "list";
+    case Kind::kDict: return "dict";
+    case Kind::kNamespace: return "Namespace";
+    case Kind::kCallable: return "function";
+    case Kind::kLoop: return "LoopContext";
+  }
+  return "?";
+}
+
+const Value* CallArgs::Get(size_t index, std::string_view name) const {
+  for (const auto& [k, v] : keyword) {
+    if (k == name) return &v;
+  }
+  return index < positional.size() ? &positional[index] : nullptr;
+}
+
+std::string FloatRepr(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d < 0 ? "-inf" : "inf";
+  if (d == 0) return std::signbit(d) ? "-0.0" : "0.0";
+  // The shortest round-trip digits, then Python's repr layout: fixed for
+  // 1e-4 <= |d| < 1e16, else scientific with at least two exponent digits.
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+  std::string sci(buf, r.ptr);
+  bool neg = sci[0] == '-';
+  if (neg) sci.erase(0, 1);
+  size_t e = sci.find('e');
+  std::string mant = sci.substr(0, e);
+  int exp = 0;
+  std::from_chars(sci.data() + e + 1 + (sci[e + 1] == '+' ? 1 : 0), sci.data() + sci.size(), exp);
+  std::string digits;
+  for (char c : mant) {
+    if (c != '.') digits += c;
+  }
+  std::string out;
+  // Python's repr is fixed for -4 <= exponent < 16: 0.0001 -> '0.0001', 0.00001 -> '1e-05'.
+  if (exp >= -4 && exp < 16) {
+    if (exp < 0) {
+      out = "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
+    } else if (static_cast<int>(digits.size()) <= exp + 1) {
+      out = digits + std::string(static_cast<size_t>(exp + 1 - static_cast<int>(digits.size())), '0') + ".0";
+    } else {
+      out = digits.substr(0, static_cast<size_t>(exp + 1)) + "." + digits.substr(static_cast<size_t>(exp + 1));
+    }
+    return neg ? "-" + out : out;
+  }
+  out = digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  out += fmt::format("e{}{:02d}", exp < 0 ? '-' : '+', std::abs(exp));
+  return neg ? "-" + out : out;
+}
+
+namespace {
+
+std::string StrRepr(std::string_view s) { return PyStrRepr(s); }
+
+void AppendRepr(std::string* out, const Value& v);
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  out->push_back('"');
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': *out += "\\\""; break;
+      case '\\': *out += "\\\\"; break;
+      case '\n': *out += "\\n"; break;
+      case '\r': *out += "\\r"; break;
+      case '\t': *out += "\\t"; break;
+      case '\b': *out += "\\b"; break;
+      case '\f': *out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          *out += fmt::format("\\u{:04x}", c);
+        } else {
+          out->push_back(static_cast<char>(c));
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool sort_keys, std::string_view item_sep,
+                  std::string_view key_sep) {
+  auto newline = [&](int d) {
+    if (indent < 0) return;
+    out->push_back('\n');
+    out->append(static_cast<size_t>(indent * d), ' ');
+  };
+  switch (v.kind()) {
+    case Value::Kind::kNone: *out += "null"; return Status::Ok();
+    case Value::Kind::kBool: *out += v.boolean() ? "true" : "false"; return Status::Ok();
+    case Value::Kind::kInt: *out += std::to_string(v.integer()); return Status::Ok();
+    case Value::Kind::kFloat: {
+      double d = v.number();
+      *out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d < 0 ? "-Infinity" : "Infinity") : FloatRepr(d);
+      return Status::Ok();
+    }
+    case Value::Kind::kString: AppendJsonString(out, v.str()); return Status::Ok();
+    case Value::Kind::kList: {
+      if (v.list().empty()) {
+        *out += "[]";
+        return Status::Ok();
+      }
+      out->push_back('[');
+      for (size_t i = 0; i < v.list().size(); ++i) {
+        if (i) *out += item_sep;
+        newline(depth + 1);
+        EK_RETURN_IF_ERROR(AppendJson(out, v.list()[i], indent, depth + 1, sort_keys, item_sep, key_sep));
+      }
+      newline(depth);
+      out->push_back(']');
+      return Status::Ok();
+    }
+    case Value::Kind::kDict:
+    case Value::Kind::kNamespace: {
+      if (v.kind() == Value::Kind::kNamespace) {
+        return InvalidArgumentError("Object of type Namespace is not JSON serializable");
+      }
+      if (v.dict().items.empty()) {
+        *out += "{}";
+        return Status::Ok();
+      }
+      std::vector<const std::pair<std::string, Value>*> items;
+      for (const auto& kv : v.dict().items) items.push_back(&kv);
+      if (sort_keys) {
+        std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first < b->first; });
+      }
+      out->push_back('{');
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (i) *out += item_sep;
+        newline(depth + 1);
+        AppendJsonString(out, items[i]->first);
+        *out += key_sep;
+        EK_RETURN_IF_ERROR(AppendJson(out, items[i]->second, indent, depth + 1, sort_keys, item_sep, key_sep));
+      }
+      newline(depth);
+      out->push_back('}');
+      return Status::Ok();
+    }
+    case Value::Kind::kUndefined:
+      return InvalidArgumentError(fmt::format("Object of type Undefined is not JSON serializable{}",
+                                              v.name().empty() ? "" : " ('" + v.name() + "' is undefined)"));
+    case Value::Kind::kCallable: return InvalidArgumentError("Object of type function is not JSON serializable");
+    case Value::Kind::kLoop: return InvalidArgumentError("Object of type LoopContext is not JSON serializable");
+  }
+  return Status::Ok();
+}
+
+void AppendRepr(std::string* out, const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kString: *out += StrRepr(v.str()); return;
+    case Value::Kind::kList:
+      out->push_back('[');
+      for (size_t i = 0; i < v.list().size(); ++i) {
+        if (i) *out += ", ";
+        AppendRepr(out, v.list()[i]);
+      }
+      out->push_back(']');
+      return;
+    case Value::Kind::kDict:
+      out->push_back('{');
+      for (size_t i = 0; i < v.dict().items.size(); ++i) {
+        if (i) *out += ", ";
+        *out += StrRepr(v.dict().items[i].first);
+        *out += ": ";
+        AppendRepr(out, v.dict().items[i].second);
+      }
+      out->push_back('}');
+      return;
+    default: AppendStr(out, v);
+  }
+}
+
+}  // namespace
+
+void AppendStr(std::string* out, const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kUndefined: return;
+    case Value::Kind::kNone: *out += "None"; return;
+    case Value::Kind::kBool: *out += v.boolean() ? "True" : "False"; return;
+    case Value::Kind::kInt: *out += std::to_string(v.integer()); return;
+    case Value::Kind::kFloat: *out += FloatRepr(v.number()); return;
+    case Value::Kind::kString: *out += v.str(); return;
+    case Value::Kind::kList:
+    case Value::Kind::kDict: AppendRepr(out, v); return;
+    case Value::Kind::kNamespace: *out += "<Namespace>"; return;
+    case Value::Kind::kCallable: *out += "<function " + v.name() + ">"; return;
+    case Value::Kind::kLoop: *out += "<LoopContext>"; return;
+  }
+}
+
+std::string ToStr(const Value& v) {
+  if (v.is_string()) return v.str();
+  std::string out;
+  AppendStr(&out, v);
+  return out;
+}
+
+std::string Repr(const Value& v) {
+  std::string out;
+  if (v.is_undefined()) return "Undefined";
+  AppendRepr(&out, v);
+  return out;
+}
+
+Result<std::string> ToJson(const Value& v, int indent, bool sort_keys, std::string_view item_sep,
+                           std::string_view key_sep) {
+  std::string out;
+  EK_RETURN_IF_ERROR(AppendJson(&out, v, indent, 0, sort_keys, item_sep, key_sep));
+  return out;
+}
+
+bool Equal(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.kind() == Value::Kind::kFloat || b.kind() == Value::Kind::kFloat) return a.number() == b.number();
+    return a.integer() == b.integer();
+  }
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case Value::Kind::kUndefined:
+    case Value::Kind::kNone: return true;
+    case Value::Kind::kString: return a.str() == b.str();
+    case Value::Kind::kList: {
+      if (a.list().size() != b.list().size()) return false;
+      for (size_t i = 0; i < a.list().size(); ++i) {
+        if (!Equal(a.list()[i], b.list()[i])) return false;
+      }
+      return true;
+    }
+    case Value::Kind::kDict: {
+      if (a.dict().items.size() != b.dict().items.size()) return false;
+      for (const auto& [k, v] : a.dict().items) {
+        const Value* o = b.dict().Find(k);
+        if (!o || !Equal(v, *o)) return false;
+      }
+      return true;
+    }
+    case Value::Kind::kNamespace: return &a.dict() == &b.dict();
+    default: return false;
+  }
+}
+
+Result<bool> Less(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.kind() == Value::Kind::kFloat || b.kind() == Value::Kind::kFloat) return a.number() < b.number();
+    return a.integer() < b.integer();
+  }
+  if (a.is_string() && b.is_string()) {
+    // Python compares code points; UTF-8 byte order is the same order.
+    return a.str() < b.str();
+  }
+  if (a.is_list() && b.is_list()) {
+    const List& x = a.list();
+    const List& y = b.list();
+    for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+      if (!Equal(x[i], y[i])) return Less(x[i], y[i]);
+    }
+    return x.size() < y.size();
+  }
+  return InvalidArgumentError(fmt::format("'<' not supported between instances of '{}' and '{}'", a.TypeName(),
+                                          b.TypeName()));
+}
+
+size_t CodePoints(std::string_view s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+size_t ByteOffsetOfCodePoint(std::string_view s, size_t index) {
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) {
+      if (n == index) return i;
+      ++n;
+    }
+  }
+  return s.size();
+}
+
+}  // namespace ek::tmpl
