@@ -19,6 +19,12 @@ background thread within `min_interval_s`, so the file shows the phase a rank
 blocked in even when it blocks right after changing phase (a collective that
 never returns), and by close().
 
+A write that fails (a full disk, EIO, a short write) never raises and never
+reaches the final name: the heartbeat must not take the trainer down with it.
+The file keeps the last good beat, one "evenkeel: warning:" line per run of
+failures goes to stderr, and the next beat (or the background thread) tries
+again.
+
 The file carries the rank's step, its cumulative tokens, the wall time of the
 beat and of the last step change, moving averages of step time and tokens/s,
 the phase with the step it belongs to and when it began, the pid and
@@ -30,9 +36,11 @@ save, done.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import socket
+import sys
 import threading
 import time
 
@@ -63,7 +71,7 @@ class Heartbeat:
             raise ValueError(f"heartbeat: rank {self.rank} / local rank {self.local_rank} must be >= 0")
         self.total_steps = int(total_steps) if total_steps else 0
         self.min_interval_s = float(min_interval_s)
-        os.makedirs(self.dir, exist_ok=True)
+        self._failing = False  # a failure was reported and no write has succeeded since
         self.path = os.path.join(self.dir, f"rank-{self.rank}.json")
         self._tmp = os.path.join(self.dir, f".rank-{self.rank}.json.tmp.{os.getpid()}")
         self._host = socket.gethostname()
@@ -81,6 +89,10 @@ class Heartbeat:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = False
+        try:
+            os.makedirs(self.dir, exist_ok=True)
+        except OSError as e:
+            self._report("create directory", self.dir, e)
         self._write()  # the rank exists from the start, at step -1
         self._flusher = threading.Thread(target=self._flush_loop, name="evenkeel-heartbeat", daemon=True)
         self._flusher.start()
@@ -171,6 +183,7 @@ class Heartbeat:
         self.close()
 
     def _write(self) -> None:
+        """Writes the beat; on failure keeps the old file, reports once, stays dirty."""
         rec = {
             "v": _FORMAT_VERSION, "rank": self.rank, "local_rank": self.local_rank,
             "pid": os.getpid(), "host": self._host, "step": self._step, "tokens": self._tokens,
@@ -180,11 +193,39 @@ class Heartbeat:
             "total_steps": self.total_steps,
         }
         data = json.dumps(rec, separators=(",", ":")).encode()
-        fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        op, target = "open", self._tmp
         try:
-            os.write(fd, data)
-        finally:
+            fd = os.open(self._tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            op = "write"
+            try:
+                view = memoryview(data)
+                while view:  # os.write may write less than asked: write the rest
+                    n = os.write(fd, view)
+                    if n <= 0:
+                        raise OSError(errno.EIO, "write made no progress")
+                    view = view[n:]
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+                raise
+            op = "close"
             os.close(fd)
-        os.replace(self._tmp, self.path)
+            op, target = "rename to", self.path
+            os.replace(self._tmp, self.path)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.unlink(self._tmp)
+            self._report(op, target, e)
+            return
         self._written = time.time()
         self._dirty = False
+        self._failing = False
+
+    def _report(self, op: str, target: str, e: OSError) -> None:
+        if self._failing:
+            return
+        self._failing = True
+        what = f"{self._tmp}: {op} {target}" if op == "rename to" else f"{target}: {op}"
+        print(f"evenkeel: warning: heartbeat of rank {self.rank}: {what}: {e.strerror or e}; "
+              f"{self.path} keeps the last good beat; retrying on the next beat",
+              file=sys.stderr, flush=True)

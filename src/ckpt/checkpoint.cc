@@ -10,7 +10,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <filesystem>
 
 #include "ckpt/internal.h"
 #include "core/clock.h"
@@ -68,17 +67,7 @@ Result<std::vector<DirEntry>> ListDir(const std::string& dir) {
   return out;
 }
 
-Status FsyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(dir + ": open for fsync", errno);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) return ErrnoError(dir + ": fsync", err);
-  return Status::Ok();
-}
-
-Status HashFileChunks(const std::string& path, uint64_t chunk_bytes, bool sync, FileRecord* rec) {
+Status HashFileChunks(const std::string& path, uint64_t chunk_bytes, FileRecord* rec) {
   if (chunk_bytes == 0) return InvalidArgumentError(path + ": chunk size 0");
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoError(path, errno);
@@ -116,7 +105,6 @@ Status HashFileChunks(const std::string& path, uint64_t chunk_bytes, bool sync, 
   if (status.ok()) {
     if (in_chunk > 0) rec->chunks.push_back(XXH3_64bits_digest(chunk));
     rec->xxh3 = XXH3_64bits_digest(whole);
-    if (sync && ::fsync(fd) != 0) status = ErrnoError(path + ": fsync", errno);
   }
   XXH3_freeState(whole);
   XXH3_freeState(chunk);
@@ -170,27 +158,24 @@ bool ProcessAlive(int64_t pid) {
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
-Status RemoveTree(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-  if (ec) return IoError(fmt::format("{}: remove: {}", path, ec.message()));
-  return Status::Ok();
-}
-
 }  // namespace internal
 
 using namespace internal;
 
 namespace {
 
-// Hashes `names` inside `dir` on a few threads; records come back in order.
-Status HashFiles(const std::string& dir, const std::vector<std::string>& names, bool sync,
-                 std::vector<FileRecord>* out) {
+// Hashes `names` inside `dir` on a few threads, then fsyncs each through
+// `env` (the page cache has it; the trainer did not fsync); records come back
+// in order.
+Status HashAndSyncFiles(Env* env, const std::string& dir, const std::vector<std::string>& names,
+                        std::vector<FileRecord>* out) {
   out->assign(names.size(), FileRecord{});
   std::vector<Status> status(names.size());
   RunParallel(names.size(), 0, [&](size_t i) {
     (*out)[i].name = names[i];
-    status[i] = HashFileChunks(dir + "/" + names[i], kChunkBytes, sync, &(*out)[i]);
+    const std::string path = dir + "/" + names[i];
+    status[i] = HashFileChunks(path, kChunkBytes, &(*out)[i]);
+    if (status[i].ok()) status[i] = env->SyncFile(path);
   });
   for (const auto& s : status) EK_RETURN_IF_ERROR(s);
   return Status::Ok();
@@ -199,7 +184,7 @@ Status HashFiles(const std::string& dir, const std::vector<std::string>& names, 
 }  // namespace
 
 Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_dir,
-                          const CheckpointManifest& meta_without_files) {
+                          const CheckpointManifest& meta_without_files, Env* env) {
   const std::string what = "finalize " + temp_dir;
   EK_RETURN_IF_ERROR(CheckExtraJson(meta_without_files.extra).WithContext(what));
   if (auto step = StepOfFinalName(BaseName(final_dir)); step && *step != meta_without_files.step) {
@@ -229,7 +214,7 @@ Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_
     if (e.name == kManifestName) continue;  // a previous attempt's; rewritten below
     if (e.name.starts_with(".evenkeel-checkpoint.json.tmp.")) {
       // WriteFileAtomic's temp file, left by an attempt that crashed.
-      (void)::unlink((temp_dir + "/" + e.name).c_str());
+      (void)env->RemoveFile(temp_dir + "/" + e.name);
       continue;
     }
     if (!e.regular) {
@@ -242,18 +227,18 @@ Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_
   m.format_version = kCheckpointFormatVersion;
   if (m.created.empty()) m.created = UtcNowIso8601();
   if (m.evenkeel_version.empty()) m.evenkeel_version = kVersion;
-  EK_RETURN_IF_ERROR(HashFiles(temp_dir, names, /*sync=*/true, &m.files));
+  EK_RETURN_IF_ERROR(HashAndSyncFiles(env, temp_dir, names, &m.files).WithContext(what));
   const std::string manifest_path = temp_dir + "/" + std::string(kManifestName);
-  EK_RETURN_IF_ERROR(WriteFileAtomic(manifest_path, CheckpointManifestToJson(m)));
+  EK_RETURN_IF_ERROR(WriteFileAtomic(manifest_path, CheckpointManifestToJson(m), env).WithContext(what));
   // A directory that would fail verification never gets a final name.
   auto report = VerifyCheckpoint(temp_dir, VerifyLevel::kStructure);
   if (!report.ok() || !report->ok) {
-    ::unlink(manifest_path.c_str());
+    (void)env->RemoveFile(manifest_path);
     return report.ok() ? CorruptError(fmt::format("{}: not finalized: {}", temp_dir,
                                                   report->problems.front()))
                        : report.status().WithContext(what);
   }
-  EK_RETURN_IF_ERROR(FsyncDir(temp_dir));
+  EK_RETURN_IF_ERROR(env->SyncDir(temp_dir).WithContext(what));
 
   const std::string parent = ParentOf(final_dir);
   std::string aside;
@@ -263,22 +248,21 @@ Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_
     // a non-empty directory, and removing it in place would leave a
     // half-deleted step-NNNNNNNN behind a crash.
     aside = fmt::format("{}/.{}.old-{}", parent, BaseName(final_dir), ::getpid());
-    EK_RETURN_IF_ERROR(RemoveTree(aside));
-    if (::rename(final_dir.c_str(), aside.c_str()) != 0) {
-      return ErrnoError(
-          fmt::format("{}: move the existing checkpoint aside to {}", final_dir, aside), errno);
-    }
+    EK_RETURN_IF_ERROR(env->RemoveTree(aside).WithContext(what));
+    EK_RETURN_IF_ERROR(
+        env->RenameFile(final_dir, aside).WithContext(what + ": move the existing checkpoint aside"));
   }
-  if (::rename(temp_dir.c_str(), final_dir.c_str()) != 0) {
-    int err = errno;
-    if (!aside.empty()) (void)::rename(aside.c_str(), final_dir.c_str());
-    return ErrnoError(fmt::format("{}: rename to {}", temp_dir, final_dir), err);
+  if (Status st = env->RenameFile(temp_dir, final_dir); !st.ok()) {
+    if (!aside.empty()) (void)env->RenameFile(aside, final_dir);
+    return st.WithContext(what);
   }
-  EK_RETURN_IF_ERROR(FsyncDir(parent));
-  if (ParentOf(temp_dir) != parent) EK_RETURN_IF_ERROR(FsyncDir(ParentOf(temp_dir)));
-  // The new checkpoint is in place; an old copy that fails to go is an
-  // abandoned hidden directory that PruneCheckpoints removes later.
-  if (!aside.empty()) (void)RemoveTree(aside);
+  // From here the new checkpoint is in place and complete; a failed fsync
+  // means it may not survive a power cut, which the caller must hear.
+  EK_RETURN_IF_ERROR(env->SyncDir(parent).WithContext(what));
+  if (ParentOf(temp_dir) != parent) EK_RETURN_IF_ERROR(env->SyncDir(ParentOf(temp_dir)).WithContext(what));
+  // An old copy that fails to go is an abandoned hidden directory that
+  // PruneCheckpoints removes later.
+  if (!aside.empty()) (void)env->RemoveTree(aside);
   return Status::Ok();
 }
 
@@ -378,19 +362,19 @@ namespace {
 
 // Renames to a hidden name, then removes: a crash leaves a hidden directory
 // that the next prune removes, never a half-empty step-NNNNNNNN.
-Status RemoveCheckpointDir(const std::string& ckpt_dir, const DirEntry& e, int64_t step) {
+Status RemoveCheckpointDir(Env* env, const std::string& ckpt_dir, const DirEntry& e, int64_t step) {
   std::string path = ckpt_dir + "/" + e.name;
   std::string hidden = fmt::format("{}/.{}.del-{}", ckpt_dir, StepDirName(step), ::getpid());
-  if (e.name.starts_with(".")) return RemoveTree(path);
-  EK_RETURN_IF_ERROR(RemoveTree(hidden));
-  if (::rename(path.c_str(), hidden.c_str()) != 0)
-    return ErrnoError(path + ": rename for removal", errno);
-  return RemoveTree(hidden);
+  if (e.name.starts_with(".")) return env->RemoveTree(path);
+  EK_RETURN_IF_ERROR(env->RemoveTree(hidden));
+  EK_RETURN_IF_ERROR(env->RenameFile(path, hidden).WithContext("remove " + path));
+  return env->RemoveTree(hidden);
 }
 
 }  // namespace
 
-Status PruneCheckpoints(const std::string& ckpt_dir, int keep, std::vector<std::string>* removed) {
+Status PruneCheckpoints(const std::string& ckpt_dir, int keep, std::vector<std::string>* removed,
+                        Env* env) {
   if (keep < 1)
     return InvalidArgumentError(
         fmt::format("prune {}: keep must be at least 1, not {}", ckpt_dir, keep));
@@ -411,7 +395,7 @@ Status PruneCheckpoints(const std::string& ckpt_dir, int keep, std::vector<std::
   if (oldest_kept) {
     for (const StepDir& s : steps) {
       if (s.step >= *oldest_kept) continue;
-      EK_RETURN_IF_ERROR(RemoveCheckpointDir(ckpt_dir, *s.entry, s.step).WithContext("prune"));
+      EK_RETURN_IF_ERROR(RemoveCheckpointDir(env, ckpt_dir, *s.entry, s.step).WithContext("prune"));
       if (removed != nullptr) removed->push_back(s.entry->name);
     }
   }
@@ -419,7 +403,7 @@ Status PruneCheckpoints(const std::string& ckpt_dir, int keep, std::vector<std::
     if (!e.directory) continue;
     auto t = ParseTempName(e.name);
     if (!t || ProcessAlive(t->pid)) continue;
-    EK_RETURN_IF_ERROR(RemoveCheckpointDir(ckpt_dir, e, t->step).WithContext("prune"));
+    EK_RETURN_IF_ERROR(RemoveCheckpointDir(env, ckpt_dir, e, t->step).WithContext("prune"));
     if (removed != nullptr) removed->push_back(e.name);
   }
   return Status::Ok();

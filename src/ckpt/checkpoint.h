@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ckpt/manifest.h"
+#include "core/env.h"
 #include "core/status.h"
 
 namespace ek::ckpt {
@@ -38,8 +39,12 @@ std::string StepDirName(int64_t step);
 // no `final_dir` is left that looks complete, and the error names the path.
 // `temp_dir` must be flat: a subdirectory, symlink or other non-regular entry
 // is an error. `meta_without_files.extra` must be empty or a JSON object.
+// Every write, fsync and rename goes through `env`. A failure after the
+// rename (the parent's fsync) is reported with the new checkpoint in place
+// and complete, but not known to be durable.
 Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_dir,
-                          const CheckpointManifest& meta_without_files);
+                          const CheckpointManifest& meta_without_files,
+                          Env* env = Env::Default());
 
 enum class VerifyLevel {
   kStructure,  // manifest, index, shard headers, file sizes: reads only headers
@@ -108,6 +113,6 @@ Result<std::optional<CheckpointEntry>> NewestVerified(const std::string& ckpt_di
 // first, so a crash mid-removal never leaves a half-deleted step-NNNNNNNN.
 // `removed` (may be null) gets the names removed.
 Status PruneCheckpoints(const std::string& ckpt_dir, int keep,
-                        std::vector<std::string>* removed = nullptr);
+                        std::vector<std::string>* removed = nullptr, Env* env = Env::Default());
 
 }  // namespace ek::ckpt

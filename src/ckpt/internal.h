@@ -30,12 +30,10 @@ Result<std::vector<DirEntry>> ListDir(const std::string& dir);
 
 std::string BaseName(const std::string& path);
 std::string ParentOf(const std::string& path);
-Status FsyncDir(const std::string& dir);
-Status RemoveTree(const std::string& path);
 
 // Reads the file at `path` once, filling rec's size, xxh3 and per-chunk
-// hashes (rec->name is left alone); fsyncs it first when `sync`.
-Status HashFileChunks(const std::string& path, uint64_t chunk_bytes, bool sync, FileRecord* rec);
+// hashes (rec->name is left alone).
+Status HashFileChunks(const std::string& path, uint64_t chunk_bytes, FileRecord* rec);
 
 // "step-00000010" -> 10; at least 8 digits; nullopt for any other name.
 std::optional<int64_t> StepOfFinalName(std::string_view name);

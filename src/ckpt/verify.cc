@@ -353,7 +353,7 @@ class Verifier {
     RunParallel(todo.size(), options_.threads, [&](size_t i) {
       const FileRecord& want = *todo[i];
       FileRecord got;
-      Status st = HashFileChunks(dir_ + "/" + want.name, want.chunk_bytes, /*sync=*/false, &got);
+      Status st = HashFileChunks(dir_ + "/" + want.name, want.chunk_bytes, &got);
       if (!st.ok()) {
         found[i] = st.message();
         return;

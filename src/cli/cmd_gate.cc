@@ -165,7 +165,7 @@ int RunGateMerge(int argc, char** argv) {
   auto merged = gate::MergeGateReports(reps, rp);
   if (!merged.ok()) return ReportError(merged.status());
   if (!log.empty()) {
-    if (Status st = WriteFileAtomic(log, gate::GateReportToJson(*merged)); !st.ok()) return ReportError(st);
+    if (Status st = gate::WriteGateLog(log, *merged); !st.ok()) return ReportError(st);
   }
   std::fputs(json ? gate::GateReportToJson(*merged).c_str() : gate::GateReportToText(*merged).c_str(), stdout);
   return ExitFor(merged->overall());
@@ -205,7 +205,7 @@ int RunGate(int argc, char** argv) {
     log = node_rank < 0 ? dir + "/gate-log.json" : fmt::format("{}/gate-node-{}.json", dir, node_rank);
   }
   if (!log.empty()) {
-    Status st = WriteFileAtomic(log, gate::GateReportToJson(*rep));
+    Status st = gate::WriteGateLog(log, *rep);
     if (!st.ok()) Warn("pass log not written: " + st.message());
   }
   std::fputs(json ? gate::GateReportToJson(*rep).c_str() : gate::GateReportToText(*rep).c_str(), stdout);

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -148,7 +149,7 @@ struct Totals {
 
 // Runs `fn` over every line of every input on the pool; output in input order.
 Status ProcessInputs(const std::vector<std::string>& inputs, ThreadPool& pool, LineFn fn,
-                     const void* ctx, int out_fd, const std::string& out_name, Totals* totals,
+                     const void* ctx, const std::function<Status(std::string_view)>& out, Totals* totals,
                      Progress* progress) {
   std::vector<Worker> workers(pool.size());
   std::vector<std::string_view> lines;
@@ -179,7 +180,7 @@ Status ProcessInputs(const std::vector<std::string>& inputs, ThreadPool& pool, L
       });
       for (size_t t = 0; t < tasks; ++t) {
         LineResult& r = results[t];
-        if (!r.out.empty()) EK_RETURN_IF_ERROR(WriteAll(out_fd, r.out, out_name));
+        if (!r.out.empty()) EK_RETURN_IF_ERROR(out(r.out));
         totals->records += r.records;
         totals->tokens += r.tokens;
         totals->bytes += r.bytes;
@@ -216,23 +217,22 @@ int RunLines(CLI::App& app, int argc, char** argv, CommonFlags& f, LineFn fn, vo
   auto t1 = std::chrono::steady_clock::now();
   if (f.inputs.empty()) f.inputs.push_back("-");
   ThreadPool pool(f.threads);
-  int out_fd = STDOUT_FILENO;
   std::unique_ptr<AtomicFile> out_file;
-  std::string out_name = "<stdout>";
   if (!f.output.empty() && f.output != "-") {
     auto af = AtomicFile::Create(f.output);
     if (!af.ok()) return ReportError(af.status());
     out_file = std::make_unique<AtomicFile>(std::move(af).value());
-    out_name = f.output;
   }
   Totals totals;
   Progress progress(label);
   Status st;
   if (out_file) {
-    st = ProcessInputs(f.inputs, pool, fn, ctx, out_file->fd(), out_name, &totals, &progress);
+    auto out = [&](std::string_view data) { return out_file->Write(data); };
+    st = ProcessInputs(f.inputs, pool, fn, ctx, out, &totals, &progress);
     if (st.ok()) st = out_file->Commit();
   } else {
-    st = ProcessInputs(f.inputs, pool, fn, ctx, out_fd, out_name, &totals, &progress);
+    auto out = [](std::string_view data) { return WriteAll(STDOUT_FILENO, data, "<stdout>"); };
+    st = ProcessInputs(f.inputs, pool, fn, ctx, out, &totals, &progress);
   }
   if (!st.ok()) return ReportError(st);
   auto t2 = std::chrono::steady_clock::now();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/env.h"
 #include "run/run_file.h"
 #include "telemetry/nvidia_smi_live.h"
 #include "telemetry/nvml.h"
@@ -199,14 +200,19 @@ Status RunWatchLoop(const WatchFlags& f) {
   if (!cmd.empty()) sinks.push_back(watch::MakeCommandSink(cmd, 10));
   if (sinks.empty()) Warn("watch: no alert sink configured ([alert] in the run file); incidents go to the log only");
 
-  FILE* log = stdout;
+  std::unique_ptr<WritableFile> log;  // null: stdout
   if (!f.log.empty() && f.log != "-") {
-    log = std::fopen(f.log.c_str(), "a");
-    if (!log) return ErrnoError("watch: " + f.log, errno);
+    auto opened = Env::Default()->NewAppendableFile(f.log);
+    if (!opened.ok()) return opened.status().WithContext("watch");
+    log = std::move(opened).value();
   }
-  auto log_fn = [log](const std::string& line) {
-    std::fprintf(log, "%s\n", line.c_str());
-    std::fflush(log);
+  auto log_fn = [&log](const std::string& line) {
+    if (log) {
+      (void)log->Append(line + "\n");  // one write(2) a line, as the fflush gave
+    } else {
+      std::fprintf(stdout, "%s\n", line.c_str());
+      std::fflush(stdout);
+    }
   };
   std::vector<std::string> page_hosts = !run.hosts.empty() ? run.hosts : o.agents;
   EK_ASSIGN_OR_RETURN(auto watcher, watch::Watcher::Create(std::move(o), std::move(sinks), http.get(),
@@ -237,7 +243,7 @@ Status RunWatchLoop(const WatchFlags& f) {
   } else {
     st = watcher->Run(&g_stop);
   }
-  if (log != stdout) std::fclose(log);
+  if (log) (void)log->Close();
   return st;
 }
 

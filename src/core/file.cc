@@ -109,36 +109,41 @@ std::string DirOf(const std::string& path) {
 }
 }  // namespace
 
-Result<AtomicFile> AtomicFile::Create(const std::string& path) {
+Result<AtomicFile> AtomicFile::Create(const std::string& path, Env* env) {
   AtomicFile f;
+  f.env_ = env;
   f.path_ = path;
   auto slash = path.find_last_of('/');
   std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   f.temp_path_ = dir + "." + base + ".tmp." + std::to_string(::getpid()) + "." +
                  std::to_string(g_temp_counter.fetch_add(1));
-  f.fd_ = ::open(f.temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (f.fd_ < 0) return ErrnoError(f.temp_path_, errno);
+  auto file = env->NewWritableFile(f.temp_path_);
+  if (!file.ok()) {
+    f.temp_path_.clear();  // nothing was created
+    return file.status().WithContext(path);
+  }
+  f.file_ = std::move(file).value();
   return f;
 }
 
 AtomicFile::AtomicFile(AtomicFile&& o) noexcept
-    : fd_(o.fd_),
+    : env_(o.env_),
+      file_(std::move(o.file_)),
       path_(std::move(o.path_)),
       temp_path_(std::move(o.temp_path_)),
       bytes_written_(o.bytes_written_) {
-  o.fd_ = -1;
   o.temp_path_.clear();
 }
 
 AtomicFile& AtomicFile::operator=(AtomicFile&& o) noexcept {
   if (this != &o) {
     Abandon();
-    fd_ = o.fd_;
+    env_ = o.env_;
+    file_ = std::move(o.file_);
     path_ = std::move(o.path_);
     temp_path_ = std::move(o.temp_path_);
     bytes_written_ = o.bytes_written_;
-    o.fd_ = -1;
     o.temp_path_.clear();
   }
   return *this;
@@ -147,51 +152,37 @@ AtomicFile& AtomicFile::operator=(AtomicFile&& o) noexcept {
 AtomicFile::~AtomicFile() { Abandon(); }
 
 void AtomicFile::Abandon() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-  if (!temp_path_.empty()) ::unlink(temp_path_.c_str());
+  if (file_) (void)file_->Close();
+  file_.reset();
+  if (!temp_path_.empty()) (void)env_->RemoveFile(temp_path_);
   temp_path_.clear();
 }
 
 Status AtomicFile::Write(std::string_view data) {
-  if (fd_ < 0) return FailedPreconditionError(path_ + ": write after commit");
-  EK_RETURN_IF_ERROR(WriteAll(fd_, data, temp_path_));
+  if (!file_) return FailedPreconditionError(path_ + ": write after commit");
+  EK_RETURN_IF_ERROR(file_->Append(data).WithContext(path_));
   bytes_written_ += data.size();
   return Status::Ok();
 }
 
 Status AtomicFile::Commit() {
-  if (fd_ < 0) return FailedPreconditionError(path_ + ": commit twice");
-  if (::fsync(fd_) != 0) return ErrnoError(temp_path_ + ": fsync", errno);
-  if (::close(fd_) != 0) {
-    fd_ = -1;
-    return ErrnoError(temp_path_ + ": close", errno);
-  }
-  fd_ = -1;
-  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    return ErrnoError(path_ + ": rename", errno);
-  }
+  if (!file_) return FailedPreconditionError(path_ + ": commit twice");
+  EK_RETURN_IF_ERROR(file_->Sync().WithContext(path_));
+  Status closed = file_->Close();
+  file_.reset();
+  EK_RETURN_IF_ERROR(closed.WithContext(path_));
+  EK_RETURN_IF_ERROR(env_->RenameFile(temp_path_, path_).WithContext(path_));
   temp_path_.clear();
-  int dfd = ::open(DirOf(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return Status::Ok();
+  return env_->SyncDir(DirOf(path_)).WithContext(path_);
 }
 
-Status WriteFileAtomic(const std::string& path, std::string_view data) {
-  EK_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(path));
+Status WriteFileAtomic(const std::string& path, std::string_view data, Env* env) {
+  EK_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(path, env));
   EK_RETURN_IF_ERROR(f.Write(data));
   return f.Commit();
 }
 
-Status MakeDirs(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) return IoError(path + ": " + ec.message());
-  return Status::Ok();
-}
+Status MakeDirs(const std::string& path, Env* env) { return env->CreateDirs(path); }
 
 bool FileExists(const std::string& path) {
   struct stat st;

@@ -1,13 +1,16 @@
 // File helpers: read-only mappings, whole-file reads, and atomic writes
 // (temp file in the same directory, fsync, rename, fsync the directory), so a
-// crash never leaves a file that looks complete.
+// crash or a full disk never leaves a file that looks complete. Writes go
+// through an Env (core/env.h), the seam tests use to inject faults.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
+#include "core/env.h"
 #include "core/status.h"
 
 namespace ek {
@@ -38,12 +41,15 @@ class MappedFile {
 
 Result<std::string> ReadFile(const std::string& path);
 
-// Writes `path` atomically. Until Commit() succeeds the data lives in a
-// hidden temp file beside the target ("DIR/.NAME.tmp.PID.N"); the destructor
-// removes an uncommitted temp file. Not thread-safe.
+// Writes `path` atomically through `env` (core/env.h). Until Commit()
+// succeeds the data lives in a hidden temp file beside the target
+// ("DIR/.NAME.tmp.PID.N"); the destructor removes an uncommitted temp file, so
+// a failed write leaves the target as it was (the old file, or none). Errors
+// name the target and then the temp file and the operation. Not thread-safe.
 class AtomicFile {
  public:
-  static Result<AtomicFile> Create(const std::string& path);
+  // `env` must outlive the AtomicFile.
+  static Result<AtomicFile> Create(const std::string& path, Env* env = Env::Default());
   AtomicFile() = default;
   AtomicFile(AtomicFile&& other) noexcept;
   AtomicFile& operator=(AtomicFile&& other) noexcept;
@@ -52,30 +58,33 @@ class AtomicFile {
   ~AtomicFile();
 
   Status Write(std::string_view data);
-  // fsync the data, rename over the target, fsync the directory.
+  // fsync the data, close, rename over the target, fsync the directory. After
+  // a failure before the rename the target is untouched; a failed directory
+  // fsync is reported, the new file then being in place but not yet durable.
   Status Commit();
   // Removes the temp file; the target is untouched.
   void Abandon();
   const std::string& path() const { return path_; }
   const std::string& temp_path() const { return temp_path_; }
-  // The temp file's descriptor, for callers that stream with WriteAll().
-  int fd() const { return fd_; }
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  int fd_ = -1;
+  Env* env_ = nullptr;
+  std::unique_ptr<WritableFile> file_;
   std::string path_;
   std::string temp_path_;
   uint64_t bytes_written_ = 0;
 };
 
-Status WriteFileAtomic(const std::string& path, std::string_view data);
+Status WriteFileAtomic(const std::string& path, std::string_view data, Env* env = Env::Default());
 
-// Writes all of `data` to fd, retrying on EINTR and short writes.
+// Writes all of `data` to fd, retrying on EINTR and short writes. For
+// descriptors that are not files evenkeel opened (stdout, pipes); files go
+// through Env.
 Status WriteAll(int fd, std::string_view data, std::string_view what);
 
 // Creates `path` and its parents (like mkdir -p).
-Status MakeDirs(const std::string& path);
+Status MakeDirs(const std::string& path, Env* env = Env::Default());
 
 bool FileExists(const std::string& path);
 

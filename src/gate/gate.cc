@@ -323,14 +323,14 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
     double need = plan.checkpoint_bytes * run.keep;
     if (ckpt.empty()) {
       fails.push_back("checkpoint.dir is not set");
-    } else if (Status st = MakeDirs(ckpt); !st.ok()) {
+    } else if (Status st = MakeDirs(ckpt, env.files); !st.ok()) {
       fails.push_back("checkpoint dir: " + st.message());
     } else {
       std::string probe = ckpt + "/.evenkeel-gate-probe";
-      if (Status st = WriteFileAtomic(probe, "probe"); !st.ok()) {
+      if (Status st = WriteFileAtomic(probe, "probe", env.files); !st.ok()) {
         fails.push_back("checkpoint dir not writable: " + st.message());
       } else {
-        ::unlink(probe.c_str());
+        (void)env.files->RemoveFile(probe);
         struct statvfs vfs;
         if (::statvfs(ckpt.c_str(), &vfs) == 0) {
           double free_bytes = static_cast<double>(vfs.f_bavail) * vfs.f_frsize;
@@ -587,6 +587,11 @@ std::string GateReportToText(const GateReport& r) {
                    r.seconds, r.node_rank >= 0 ? fmt::format(", node {}", r.node_rank) : "", Thousands(r.global_min_blocks));
   if (!r.run_file.empty()) o += fmt::format("run file: {} (xxh3 {:016x})\n", r.run_file, r.run_xxh3);
   return o;
+}
+
+Status WriteGateLog(const std::string& path, const GateReport& r, Env* env) {
+  Status st = WriteFileAtomic(path, GateReportToJson(r), env);
+  return st.WithContext(r.node_rank >= 0 ? "gate: node part" : "gate: pass log");
 }
 
 }  // namespace ek::gate

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env.h"
 #include "core/status.h"
 #include "run/plan.h"
 #include "run/run_file.h"
@@ -47,6 +48,7 @@ struct GateEnv {
   GpuFacts gpus;
   std::string host;
   size_t threads = 0;
+  Env* files = Env::Default();  // the storage check's probe write goes through it
 };
 GateEnv RealGateEnv();
 
@@ -78,5 +80,10 @@ Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const 
 std::string GateReportToJson(const GateReport& r);
 Result<GateReport> GateReportFromJson(std::string_view json, const std::string& name);
 std::string GateReportToText(const GateReport& r);
+
+// Writes a pass log (or a node part, node_rank >= 0) as JSON at `path`,
+// atomically: on failure the previous file at `path` is left whole, and the
+// error names `path` and the operation that failed.
+Status WriteGateLog(const std::string& path, const GateReport& r, Env* env = Env::Default());
 
 }  // namespace ek::gate

@@ -1,5 +1,6 @@
 #include "gate/gate.h"
 
+#include <dirent.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -7,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/fault_env.h"
 #include "core/file.h"
 #include "pack/packer.h"
 #include "tokenize/tiny_tokenizer_testing.h"
@@ -256,6 +258,71 @@ TEST(GateReportTest, ABadRankBlocksKeyIsAnErrorNamingIt) {
   auto neg = GateReportFromJson(json, "part.json");
   ASSERT_FALSE(neg.ok());
   EXPECT_NE(neg.status().message().find("rank_blocks.2 is not a block count"), std::string::npos);
+}
+
+std::vector<std::string> TempFilesIn(const std::string& dir) {
+  std::vector<std::string> temps;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return temps;
+  while (auto* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n.find(".tmp.") != std::string::npos) temps.push_back(n);
+  }
+  ::closedir(d);
+  return temps;
+}
+
+// The pass log and a node part under each way a write fails: the error names
+// the file and the operation, the previous log stays whole, a re-run writes.
+TEST_F(GateTest, PassLogAndNodePartSurviveEveryWriteFault) {
+  RunFile r = Run("even");
+  const std::string ckpt = dir_ + "/ckpt";
+  struct Target {
+    std::string path;
+    GateReport report;
+    std::string what;
+  };
+  std::vector<Target> targets = {{ckpt + "/gate-log.json", Gate(r), "gate: pass log"},
+                                 {ckpt + "/gate-node-1.json", Gate(r, 1), "gate: node part"}};
+  for (Target& t : targets) {
+    std::string name = t.path.substr(t.path.rfind('/') + 1);
+    for (const WriteFault& fault : WriteFaults(name)) {
+      SCOPED_TRACE(name + " " + fault.name);
+      t.report.host = "old-host";
+      ASSERT_TRUE(WriteGateLog(t.path, t.report).ok());
+      FaultInjectionEnv env(Env::Default());
+      env.Add(fault.rule);
+      t.report.host = "new-host";
+      Status st = WriteGateLog(t.path, t.report, &env);
+      ASSERT_FALSE(st.ok());
+      EXPECT_EQ(st.message().rfind(t.what + ": " + t.path + ": ", 0), 0u) << st.message();
+      for (const auto& e : fault.expect) EXPECT_NE(st.message().find(e), std::string::npos) << st.message();
+      auto text = ReadFile(t.path);
+      ASSERT_TRUE(text.ok());
+      auto back = GateReportFromJson(*text, t.path);
+      ASSERT_TRUE(back.ok()) << back.status().message();
+      EXPECT_EQ(back->host, "old-host");
+      EXPECT_EQ(back->node_rank, t.report.node_rank);
+      EXPECT_TRUE(TempFilesIn(ckpt).empty());
+      env.Clear();
+      ASSERT_TRUE(WriteGateLog(t.path, t.report, &env).ok());
+      EXPECT_EQ(GateReportFromJson(*ReadFile(t.path), t.path)->host, "new-host");
+    }
+  }
+}
+
+TEST_F(GateTest, StorageProbeThatCannotBeWrittenFails) {
+  FaultInjectionEnv files(Env::Default());
+  files.Add(FaultRule::Fail(FileOp::kAppend, ".evenkeel-gate-probe", ENOSPC));
+  env_.files = &files;
+  const Check c = Get(Gate(Run("even")), "storage");
+  EXPECT_EQ(c.verdict, Verdict::kFail);
+  EXPECT_NE(c.reason.find("not writable: " + dir_ + "/ckpt/.evenkeel-gate-probe"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("No space left on device"), std::string::npos) << c.reason;
+  files.Clear();
+  EXPECT_EQ(Get(Gate(Run("even")), "storage").verdict, Verdict::kPass);
+  EXPECT_TRUE(TempFilesIn(dir_ + "/ckpt").empty());
+  EXPECT_FALSE(FileExists(dir_ + "/ckpt/.evenkeel-gate-probe"));
 }
 
 }  // namespace

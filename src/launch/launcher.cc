@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <thread>
@@ -383,7 +384,9 @@ bool Launcher::Gate(int* first_attempt, int* exit_code) {
   }
   if (!multi) {
     gate::GateReport rep = *part;
-    (void)WriteFileAtomic(paths_.ckpt_dir + "/gate-log.json", gate::GateReportToJson(rep));
+    if (Status st = gate::WriteGateLog(paths_.ckpt_dir + "/gate-log.json", rep); !st.ok()) {
+      say_("launch: warning: " + st.message());
+    }
     say_(gate::GateReportToText(rep));
     bool fail = rep.overall() == gate::Verdict::kFail;
     verdict_text = fmt::format("{{\"overall\": \"{}\", \"accepted\": {}, \"first_attempt\": {}, \"parts\": {{}}}}\n",
@@ -405,7 +408,7 @@ bool Launcher::Gate(int* first_attempt, int* exit_code) {
   const std::string my_part = fmt::format("{}/node-{}.json", gate_dir, cluster_.node_rank);
   if (cluster_.node_rank == 0) {
     // A new session: no verdict, no part from before this launch.
-    for (const auto& name : ListNames(gate_dir)) ::unlink((gate_dir + "/" + name).c_str());
+    for (const auto& name : ListNames(gate_dir)) (void)Env::Default()->RemoveFile(gate_dir + "/" + name);
     (void)WriteFileAtomic(my_part, part_json);
     std::map<int, gate::GateReport> parts;
     std::map<int, std::string> nonces;
@@ -447,7 +450,9 @@ bool Launcher::Gate(int* first_attempt, int* exit_code) {
         for (const auto& c : merged->checks) {
           if (c.verdict == gate::Verdict::kFail) reasons += (reasons.empty() ? "" : " | ") + c.name + ": " + c.reason;
         }
-        (void)WriteFileAtomic(paths_.ckpt_dir + "/gate-log.json", gate::GateReportToJson(*merged));
+        if (Status st = gate::WriteGateLog(paths_.ckpt_dir + "/gate-log.json", *merged); !st.ok()) {
+          say_("launch: warning: " + st.message());
+        }
       }
     }
     bool fail = overall == "FAIL";
@@ -539,7 +544,9 @@ NodeRecord Launcher::RunAttempt(int attempt) {
   so.output_pipe = true;
   so.parent_death_signal = SIGKILL;
   const std::string log_path = fmt::format("{}/torchrun-node-{}.log", dir, cluster_.node_rank);
-  int log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  // A log that cannot be opened is not worth failing the attempt for.
+  std::unique_ptr<WritableFile> log;
+  if (auto opened = Env::Default()->NewAppendableFile(log_path); opened.ok()) log = std::move(opened).value();
   (void)WriteFileAtomic(dir + fmt::format("/command-node-{}.txt", cluster_.node_rank), fmt::format("{}\n", fmt::join(argv, " ")));
   rec.start = Now();
   auto child = Child::Spawn(so);
@@ -547,7 +554,6 @@ NodeRecord Launcher::RunAttempt(int attempt) {
     rec.end = Now();
     rec.error = child.status().message();
     say_("launch: cannot start torchrun: " + rec.error);
-    if (log_fd >= 0) ::close(log_fd);
     return rec;
   }
   std::string pending;
@@ -582,7 +588,7 @@ NodeRecord Launcher::RunAttempt(int attempt) {
       if (::poll(&p, 1, 200) > 0) {
         ssize_t got = ::read(child->output_fd(), buf, sizeof buf);
         if (got > 0) {
-          if (log_fd >= 0) (void)WriteAll(log_fd, std::string_view(buf, static_cast<size_t>(got)), log_path);
+          if (log) (void)log->Append(std::string_view(buf, static_cast<size_t>(got)));
           pending.append(buf, static_cast<size_t>(got));
           flush_lines(false);
         } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
@@ -598,11 +604,11 @@ NodeRecord Launcher::RunAttempt(int attempt) {
   while (pipe_open) {
     ssize_t got = ::read(child->output_fd(), buf, sizeof buf);
     if (got <= 0) break;
-    if (log_fd >= 0) (void)WriteAll(log_fd, std::string_view(buf, static_cast<size_t>(got)), log_path);
+    if (log) (void)log->Append(std::string_view(buf, static_cast<size_t>(got)));
     pending.append(buf, static_cast<size_t>(got));
   }
   flush_lines(true);
-  if (log_fd >= 0) ::close(log_fd);
+  if (log) (void)log->Close();
   rec.end = Now();
   rec.torchrun_code = st->code;
   rec.torchrun_signal = st->signal;

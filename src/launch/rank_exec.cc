@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 
 #include <fmt/core.h>
 #include <simdjson.h>
@@ -96,9 +97,8 @@ Result<int> RunRankExec(const RankExecOptions& o) {
   rec.rank = o.node_rank * o.nproc_per_node + local_rank;
   rec.host = HostName();
   rec.log = fmt::format("{}/rank-{}.log", o.attempt_dir, rec.rank);
-  EK_RETURN_IF_ERROR(MakeDirs(o.attempt_dir));
-  int log_fd = ::open(rec.log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) return ErrnoError(rec.log, errno);
+  EK_RETURN_IF_ERROR(MakeDirs(o.attempt_dir, o.env));
+  EK_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> log, o.env->NewAppendableFile(rec.log));
 
   SpawnOptions so;
   so.argv = o.command;
@@ -110,10 +110,7 @@ Result<int> RunRankExec(const RankExecOptions& o) {
   InstallStopSignalHandlers();
   rec.start = Now();
   auto child = Child::Spawn(so);
-  if (!child.ok()) {
-    ::close(log_fd);
-    return child.status().WithContext("launch-rank");
-  }
+  if (!child.ok()) return child.status().WithContext("launch-rank");
   rec.pid = child->pid();
   int forwarded = 0;
   char buf[65536];
@@ -135,7 +132,7 @@ Result<int> RunRankExec(const RankExecOptions& o) {
       if (n > 0) {
         ssize_t got = ::read(child->output_fd(), buf, sizeof buf);
         if (got > 0) {
-          (void)WriteAll(log_fd, std::string_view(buf, static_cast<size_t>(got)), rec.log);
+          (void)log->Append(std::string_view(buf, static_cast<size_t>(got)));
           (void)WriteAll(o.tee_fd, std::string_view(buf, static_cast<size_t>(got)), "stdout");
           continue;
         }
@@ -149,16 +146,16 @@ Result<int> RunRankExec(const RankExecOptions& o) {
       while (pipe_open) {
         ssize_t got = ::read(child->output_fd(), buf, sizeof buf);
         if (got <= 0) break;
-        (void)WriteAll(log_fd, std::string_view(buf, static_cast<size_t>(got)), rec.log);
+        (void)log->Append(std::string_view(buf, static_cast<size_t>(got)));
         (void)WriteAll(o.tee_fd, std::string_view(buf, static_cast<size_t>(got)), "stdout");
       }
       rec.end = Now();
       rec.exit_code = st->code;
       rec.signal = st->signal;
-      ::fsync(log_fd);
-      ::close(log_fd);
+      (void)log->Sync();
+      (void)log->Close();
       std::string path = fmt::format("{}/rank-{}.json", o.attempt_dir, rec.rank);
-      EK_RETURN_IF_ERROR(WriteFileAtomic(path, RankRecordToJson(rec)));
+      EK_RETURN_IF_ERROR(WriteFileAtomic(path, RankRecordToJson(rec), o.env));
       return st->ShellCode();
     }
   }

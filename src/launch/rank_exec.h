@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env.h"
 #include "core/status.h"
 
 namespace ek::launch {
@@ -27,6 +28,7 @@ struct RankExecOptions {
   int nproc_per_node = 1;
   std::vector<std::string> command;  // the trainer command
   int tee_fd = 1;                    // where the child's output also goes (torchrun's pipe)
+  Env* env = Env::Default();         // the log and the record are written through it
 };
 
 // The rank's record, as written to ATTEMPT_DIR/rank-R.json.

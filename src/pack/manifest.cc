@@ -225,8 +225,8 @@ Result<Manifest> ReadManifest(const std::string& dir) {
   return ManifestFromJson(*data, path);
 }
 
-Status WriteManifest(const std::string& dir, const Manifest& m) {
-  return WriteFileAtomic(dir + "/manifest.json", ManifestToJson(m));
+Status WriteManifest(const std::string& dir, const Manifest& m, Env* env) {
+  return WriteFileAtomic(dir + "/manifest.json", ManifestToJson(m), env);
 }
 
 Result<Manifest> MergeManifests(const std::vector<Manifest>& parts, const std::vector<std::string>& names) {

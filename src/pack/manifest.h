@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env.h"
 #include "core/status.h"
 
 namespace ek::pack {
@@ -73,7 +74,7 @@ std::string RankFileName(int rank);
 std::string ManifestToJson(const Manifest& m);
 Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name);
 Result<Manifest> ReadManifest(const std::string& dir);
-Status WriteManifest(const std::string& dir, const Manifest& m);
+Status WriteManifest(const std::string& dir, const Manifest& m, Env* env = Env::Default());
 
 // Combines node manifests (each covering some ranks) into one, checking that
 // they describe the same pack and cover every rank exactly once.

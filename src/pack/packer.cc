@@ -67,11 +67,11 @@ namespace {
 // One rank's block file: full blocks are appended (buffered) and hashed.
 class RankWriter {
  public:
-  static Result<std::unique_ptr<RankWriter>> Open(const std::string& dir, int rank, int seq_len) {
+  static Result<std::unique_ptr<RankWriter>> Open(Env* env, const std::string& dir, int rank, int seq_len) {
     auto w = std::unique_ptr<RankWriter>(new RankWriter());
     w->rank_ = rank;
     w->seq_len_ = static_cast<size_t>(seq_len);
-    EK_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(dir + "/" + RankFileName(rank)));
+    EK_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(dir + "/" + RankFileName(rank), env));
     w->file_ = std::make_unique<AtomicFile>(std::move(f));
     w->hash_ = XXH3_createState();
     XXH3_64bits_reset(w->hash_);
@@ -124,14 +124,14 @@ class RankWriter {
 };
 
 // Removes hidden temp files that a killed run left behind.
-void RemoveStaleTemps(const std::string& dir) {
+void RemoveStaleTemps(Env* env, const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return;
   while (auto* e = ::readdir(d)) {
     std::string n = e->d_name;
     bool ours = (n.rfind(".rank-", 0) == 0 || n.rfind(".manifest.json.", 0) == 0) &&
                 n.find(".tmp.") != std::string::npos;
-    if (ours) ::unlink((dir + "/" + n).c_str());
+    if (ours) (void)env->RemoveFile(dir + "/" + n);
   }
   ::closedir(d);
 }
@@ -214,11 +214,11 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
   }
   const uint64_t total = m.total_records;
 
-  EK_RETURN_IF_ERROR(MakeDirs(opt.out_dir));
-  RemoveStaleTemps(opt.out_dir);
+  EK_RETURN_IF_ERROR(MakeDirs(opt.out_dir, opt.env));
+  RemoveStaleTemps(opt.env, opt.out_dir);
   std::vector<std::unique_ptr<RankWriter>> writers(static_cast<size_t>(opt.world));
   for (int r = lo; r <= hi; ++r) {
-    EK_ASSIGN_OR_RETURN(writers[static_cast<size_t>(r)], RankWriter::Open(opt.out_dir, r, opt.seq_len));
+    EK_ASSIGN_OR_RETURN(writers[static_cast<size_t>(r)], RankWriter::Open(opt.env, opt.out_dir, r, opt.seq_len));
   }
   std::vector<RankInfo> stats(static_cast<size_t>(opt.world));
   for (int r = 0; r < opt.world; ++r) {
@@ -383,9 +383,7 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
     s.xxh3 = w.digest();
   }
   std::string manifest_path = opt.out_dir + "/manifest.json";
-  if (FileExists(manifest_path) && ::unlink(manifest_path.c_str()) != 0) {
-    return ErrnoError(manifest_path, errno);
-  }
+  if (Status st = opt.env->RemoveFile(manifest_path); !st.ok() && st.code() != StatusCode::kNotFound) return st;
   for (int r = lo; r <= hi; ++r) EK_RETURN_IF_ERROR(writers[static_cast<size_t>(r)]->file().Commit());
   for (int r = lo; r <= hi; ++r) m.ranks.push_back(stats[static_cast<size_t>(r)]);
   if (opt.shard != ShardMode::kBalanced) {
@@ -399,7 +397,7 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
     m.total_records = total - m.skipped_bad;
     for (const auto& s : stats) m.total_dropped_tokens += s.dropped_tokens;
   }
-  EK_RETURN_IF_ERROR(WriteManifest(opt.out_dir, m));
+  EK_RETURN_IF_ERROR(WriteManifest(opt.out_dir, m, opt.env));
   return m;
 }
 

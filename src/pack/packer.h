@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env.h"
 #include "core/status.h"
 #include "pack/manifest.h"
 #include "pack/record.h"
@@ -34,6 +35,7 @@ struct PackOptions {
   size_t threads = 0;                    // 0: all cores
   bool skip_bad = false;
   size_t chunk_bytes = 8u << 20;
+  Env* env = Env::Default();  // every file written goes through it (tests inject faults)
 };
 
 struct PackProgress {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/fault_env.h"
 #include "core/file.h"
 #include "core/json_out.h"
 #include "pack/inspect.h"
@@ -258,6 +259,89 @@ TEST_F(PackerTest, InspectCatchesDamage) {
   EXPECT_EQ(r->ranks[0].first_bad_token_at, 1);
   ASSERT_TRUE(WriteFileAtomic(f0, data.substr(0, 20)).ok());
   EXPECT_FALSE(Inspect(o.out_dir)->ranks[0].problems.empty());
+}
+
+// A failed write (rank file or manifest, each way a write fails) is an error
+// naming the file and the operation; what it leaves is the previous pack whole
+// or no manifest at all, never a manifest over ranks it does not describe, and
+// no temp file; a re-run without the fault completes.
+TEST_F(PackerTest, EveryWriteFaultLeavesNothingThatLooksComplete) {
+  auto old_texts = Texts(30);
+  auto new_texts = Texts(41);
+  std::string old_in = WriteInput("old.jsonl", old_texts);
+  std::string new_in = WriteInput("new.jsonl", new_texts);
+  int n = 0;
+  for (std::string target : {"rank-00001.i32", "manifest.json"}) {
+    for (const WriteFault& fault : WriteFaults(target)) {
+      SCOPED_TRACE(target + " " + fault.name);
+      std::string out = "fault" + std::to_string(n++);
+      auto old_pack = Pack(Options({old_in}, out, 4, 8));
+      ASSERT_TRUE(old_pack.ok()) << old_pack.status().message();
+      FaultInjectionEnv env(Env::Default());
+      env.Add(fault.rule);
+      PackOptions o = Options({new_in}, out, 4, 8);
+      o.env = &env;
+      auto m = Pack(o);
+      ASSERT_FALSE(m.ok());
+      EXPECT_EQ(env.injected(), 1);
+      const std::string& msg = m.status().message();
+      EXPECT_NE(msg.find(o.out_dir + "/" + target), std::string::npos) << msg;
+      for (const auto& e : fault.expect) EXPECT_NE(msg.find(e), std::string::npos) << msg;
+      // Either the old pack, whole, or no manifest; never a temp file.
+      for (const auto& name : List(out)) EXPECT_EQ(name.find(".tmp."), std::string::npos) << name;
+      auto left = ReadManifest(o.out_dir);
+      if (left.ok()) {
+        EXPECT_EQ(left->total_records, old_pack->total_records);
+        auto report = Inspect(o.out_dir);
+        ASSERT_TRUE(report.ok());
+        EXPECT_TRUE(report->ok());
+      } else {
+        EXPECT_EQ(left.status().code(), StatusCode::kNotFound) << left.status().message();
+      }
+      env.Clear();
+      auto again = Pack(o);
+      ASSERT_TRUE(again.ok()) << again.status().message();
+      EXPECT_EQ(again->total_records, new_texts.size());
+      EXPECT_TRUE(Inspect(o.out_dir)->ok());
+    }
+  }
+}
+
+// Faults the packer meets before any rank is published keep the old pack.
+TEST_F(PackerTest, FaultBeforePublishKeepsTheOldPack) {
+  std::string in = WriteInput("a.jsonl", Texts(30));
+  std::string other = WriteInput("b.jsonl", Texts(12));
+  auto old_pack = Pack(Options({in}, "keep", 2, 8));
+  ASSERT_TRUE(old_pack.ok());
+  for (FaultRule rule : {FaultRule::ShortWrite("rank-00000", 5),
+                         FaultRule::Fail(FileOp::kRemove, "/manifest.json", EACCES),
+                         FaultRule::Fail(FileOp::kOpen, "rank-00001", ENOSPC)}) {
+    SCOPED_TRACE(std::string(FileOpName(rule.op)));
+    FaultInjectionEnv env(Env::Default());
+    env.Add(rule);
+    PackOptions o = Options({other}, "keep", 2, 8);
+    o.env = &env;
+    auto m = Pack(o);
+    ASSERT_FALSE(m.ok());
+    auto left = ReadManifest(o.out_dir);
+    ASSERT_TRUE(left.ok()) << left.status().message();
+    EXPECT_EQ(left->ranks[0].xxh3, old_pack->ranks[0].xxh3);
+    EXPECT_EQ(left->ranks[1].xxh3, old_pack->ranks[1].xxh3);
+    EXPECT_TRUE(Inspect(o.out_dir)->ok());
+    EXPECT_EQ(List("keep"), (std::set<std::string>{"manifest.json", "rank-00000.i32", "rank-00001.i32"}));
+  }
+}
+
+TEST_F(PackerTest, OutputDirectoryThatCannotBeMadeIsNamed) {
+  std::string in = WriteInput("a.jsonl", Texts(3));
+  FaultInjectionEnv env(Env::Default());
+  env.Add(FaultRule::Fail(FileOp::kCreateDirs, "nodir", EACCES));
+  PackOptions o = Options({in}, "nodir", 2, 8);
+  o.env = &env;
+  auto m = Pack(o);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find(o.out_dir + ": create directory: Permission denied"), std::string::npos)
+      << m.status().message();
 }
 
 }  // namespace

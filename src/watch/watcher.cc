@@ -92,7 +92,7 @@ Result<std::unique_ptr<Watcher>> Watcher::Create(WatcherOptions options, std::ve
   w->clock_ = clock;
   w->log_ = std::move(log);
   w->detectors_ = std::make_unique<Detectors>(w->options_.settings, w->options_.profile);
-  EK_RETURN_IF_ERROR(MakeDirs(w->options_.state_dir));
+  EK_RETURN_IF_ERROR(MakeDirs(w->options_.state_dir, w->options_.env).WithContext("watch"));
   EK_RETURN_IF_ERROR(w->Load());
   return w;
 }
@@ -281,7 +281,7 @@ Status Watcher::Save() {
     first = false;
   }
   out += "]}\n";
-  Status st = WriteFileAtomic(options_.state_dir + "/state.json", out);
+  Status st = WriteFileAtomic(options_.state_dir + "/state.json", out, options_.env);
   return st.ok() ? st : st.WithContext("watch: saving state");
 }
 

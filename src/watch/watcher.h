@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "core/env.h"
 #include "telemetry/sample.h"
 #include "triage/profile.h"
 #include "watch/detectors.h"
@@ -44,6 +45,7 @@ struct WatcherOptions {
   double backoff_max_s = 60;
   double resend_s = 60;
   int clear_rounds = 2;  // rounds a condition must be absent before its incident resolves
+  Env* env = Env::Default();  // STATE_DIR and state.json are written through it
 };
 
 // One notice owed to one sink: queued when an incident opens or resolves.
@@ -75,7 +77,9 @@ class Watcher {
   static Result<std::unique_ptr<Watcher>> Create(WatcherOptions options,
                                                  std::vector<std::unique_ptr<Sink>> sinks,
                                                  HttpClient* http, telemetry::Clock* clock, LogFn log);
-  // One round: poll, detect, update incidents, deliver what is due, save.
+  // One round: poll, detect, update incidents, deliver what is due, save. A
+  // failed save is an error naming STATE_DIR/state.json; the file then holds
+  // the previous round's state, whole.
   Status Round();
   // Rounds every poll_s until *stop; a failed save ends it.
   Status Run(const std::atomic<bool>* stop);

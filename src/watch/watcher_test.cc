@@ -4,9 +4,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <thread>
 
+#include "core/fault_env.h"
 #include "core/file.h"
 #include "telemetry/fake_clock.h"
 #include "watch/test_util.h"
@@ -60,6 +62,7 @@ struct Rig {
   std::vector<std::string> log;
   std::vector<std::string> am_got;  // an Alertmanager-like sink that wants re-posts
   double resend_s = 60;
+  Env* env = Env::Default();
 
   void SetRank(double step_age, bool alive = true) {
     AgentStatus s;
@@ -89,6 +92,7 @@ struct Rig {
     o.backoff_s = 2;
     o.backoff_max_s = 8;
     o.resend_s = resend_s;
+    o.env = env;
     std::vector<std::unique_ptr<Sink>> sinks;
     sinks.push_back(std::make_unique<FakeSink>(&got, &sink_up));
     sinks.push_back(std::make_unique<FakeSink>(&am_got, &am_up, true, "alertmanager"));
@@ -196,6 +200,62 @@ TEST(Watcher, RefusesAnotherRunsState) {
   auto bad = Watcher::Create(std::move(o), {}, &rig.http, &rig.clock, nullptr);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("other"), std::string::npos);
+}
+
+// state.json (incidents and the outbox) under each way a write fails: the
+// round's error names the file and the operation, the file keeps the previous
+// round's state whole, and the next round without the fault saves.
+TEST(Watcher, StateSaveSurvivesEveryWriteFault) {
+  for (const WriteFault& fault : WriteFaults("state.json")) {
+    SCOPED_TRACE(fault.name);
+    Rig rig;
+    FaultInjectionEnv env(Env::Default());
+    rig.env = &env;
+    rig.sink_up = false;
+    auto w = rig.Make();
+    rig.Rounds(w.get(), 3, 11);  // hung: an incident and its undelivered notice
+    ASSERT_EQ(w->outbox().size(), 1u);
+    const std::string path = rig.dir / "state/state.json";
+    const std::string before = *ReadFile(path);
+    ASSERT_NE(before.find("\"outbox\":[{"), std::string::npos);
+    env.Add(fault.rule);
+    rig.SetRank(14);
+    rig.clock.Advance(1);
+    Status st = w->Round();
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.message().rfind("watch: saving state: " + path + ": ", 0), 0u) << st.message();
+    for (const auto& e : fault.expect) EXPECT_NE(st.message().find(e), std::string::npos) << st.message();
+    EXPECT_EQ(*ReadFile(path), before);
+    for (const auto& e : std::filesystem::directory_iterator(rig.dir / "state")) {
+      EXPECT_EQ(e.path().filename(), "state.json");  // no temp file left behind
+    }
+    env.Clear();
+    rig.clock.Advance(1);
+    ASSERT_TRUE(w->Round().ok());
+    w.reset();
+    rig.sink_up = true;
+    rig.clock.Advance(60);  // past any backoff
+    auto w2 = rig.Make();  // restarts from what the healthy round saved
+    EXPECT_EQ(w2->open_incidents().size(), 1u);
+    ASSERT_EQ(w2->outbox().size(), 1u);
+    rig.Rounds(w2.get(), 1, 80);
+    EXPECT_EQ(rig.Count("firing"), 1);
+  }
+}
+
+TEST(Watcher, StateDirThatCannotBeMadeIsNamed) {
+  Rig rig;
+  FaultInjectionEnv env(Env::Default());
+  env.Add(FaultRule::Fail(FileOp::kCreateDirs, "state", EACCES));
+  WatcherOptions o;
+  o.settings.run = "t";
+  o.agents = {"x:1"};
+  o.state_dir = rig.dir / "state";
+  o.env = &env;
+  auto w = Watcher::Create(std::move(o), {}, &rig.http, &rig.clock, nullptr);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find(rig.dir / "state: create directory: Permission denied"), std::string::npos)
+      << w.status().message();
 }
 
 }  // namespace
