@@ -37,19 +37,20 @@ void PrintSummary(const pack::Manifest& m) {
   if (m.skipped_bad) std::printf("skipped %llu bad record(s)\n", static_cast<unsigned long long>(m.skipped_bad));
 }
 
+// A rank number: digits only, below 2^31.
+bool ParseRank(std::string_view s, int* out) {
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string_view::npos) return false;
+  *out = 0;
+  for (char c : s) *out = *out * 10 + (c - '0');
+  return true;
+}
+
+// "8-15" or "3".
 bool ParseRange(const std::string& s, int* lo, int* hi) {
   auto dash = s.find('-');
-  try {
-    if (dash == std::string::npos) {
-      *lo = *hi = std::stoi(s);
-    } else {
-      *lo = std::stoi(s.substr(0, dash));
-      *hi = std::stoi(s.substr(dash + 1));
-    }
-  } catch (...) {
-    return false;
-  }
-  return *lo >= 0 && *hi >= *lo;
+  if (dash == std::string::npos) return ParseRank(s, lo) && ParseRank(s, hi);
+  std::string_view v(s);
+  return ParseRank(v.substr(0, dash), lo) && ParseRank(v.substr(dash + 1), hi) && *hi >= *lo;
 }
 
 int RunPackMerge(int argc, char** argv) {
@@ -62,11 +63,7 @@ int RunPackMerge(int argc, char** argv) {
   app.add_option("dirs", dirs, "pack directories, one per node")->required();
   app.add_option("--out", out, "write the merged manifest.json here (default: print only)");
   app.add_flag("--json", json, "print the merged manifest as JSON");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   std::vector<pack::Manifest> parts;
   for (const auto& d : dirs) {
     auto m = pack::ReadManifest(d);
@@ -85,7 +82,7 @@ int RunPackMerge(int argc, char** argv) {
   } else {
     PrintSummary(*merged);
   }
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace
@@ -115,11 +112,7 @@ int RunPack(int argc, char** argv) {
   app.add_option("--invalid-utf8", invalid, "error | replace (U+FFFD, as Python's errors=\"replace\")")
       ->check(CLI::IsMember({"error", "replace"}))->capture_default_str();
   app.add_flag("--json", json, "print the manifest as JSON instead of the table");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   auto mode = pack::ParseShardMode(shard);
   if (!mode.ok()) return ReportError(mode.status());
   opt.shard = *mode;
@@ -129,7 +122,7 @@ int RunPack(int argc, char** argv) {
   opt.record.invalid_utf8 = invalid == "replace" ? InvalidUtf8Policy::kReplace : InvalidUtf8Policy::kError;
   if (!eos.empty()) opt.eos_token = eos;
   if (!ranks.empty() && !ParseRange(ranks, &opt.rank_lo, &opt.rank_hi)) {
-    return ReportError(InvalidArgumentError("--ranks wants A-B, e.g. 8-15"));
+    return UsageError("--ranks " + ranks + ": wants A-B with A <= B, e.g. 8-15");
   }
   Progress progress("pack");
   auto on_progress = [&](const pack::PackProgress& p) {
@@ -146,7 +139,7 @@ int RunPack(int argc, char** argv) {
   } else {
     PrintSummary(*m);
   }
-  return 0;
+  return kExitOk;
 }
 
 int RunInspect(int argc, char** argv) {
@@ -165,22 +158,18 @@ int RunInspect(int argc, char** argv) {
   app.add_option("--tokenizer", tokenizer, "tokenizer.json (default: the one the manifest names)");
   app.add_option("--threads", threads, "verification threads (default: all cores)");
   app.add_flag("--json", json, "machine-readable report");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
+  if ((rank >= 0) != (block >= 0)) return UsageError("--rank and --block go together");
   auto m = pack::ReadManifest(dir);
   if (!m.ok()) return ReportError(m.status());
   if (rank >= 0 || block >= 0) {
-    if (rank < 0 || block < 0) return ReportError(InvalidArgumentError("--rank and --block go together"));
     auto ids = pack::ReadBlock(dir, *m, rank, static_cast<uint64_t>(block));
     if (!ids.ok()) return ReportError(ids.status());
     if (!decode) {
       std::string out;
       AppendIntArray(&out, ids->data(), ids->size());
       std::printf("%s\n", out.c_str());
-      return 0;
+      return kExitOk;
     }
     auto tok = tokenize::Tokenizer::FromFile(tokenizer.empty() ? m->tokenizer_path : tokenizer);
     if (!tok.ok()) return ReportError(tok.status());
@@ -194,7 +183,7 @@ int RunInspect(int argc, char** argv) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fputc('\n', stdout);
     }
-    return 0;
+    return kExitOk;
   }
   pack::InspectReport report = pack::InspectWith(*m, dir, threads, true);
   if (json) {
@@ -226,10 +215,9 @@ int RunInspect(int argc, char** argv) {
                 m->complete() ? "" : " (manifest covers only some ranks)");
   }
   if (!report.ok()) {
-    std::fprintf(stderr, "evenkeel: error: %s: the pack does not match its manifest\n", dir.c_str());
-    return 1;
+    return ReportNo(dir + ": the pack does not match its manifest");
   }
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace ek::cli
