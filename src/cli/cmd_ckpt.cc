@@ -71,10 +71,9 @@ int RunVerify(const std::string& dir, bool quick, bool json, bool no_manifest) {
     }
   }
   if (!r->ok) {
-    std::fflush(stdout);  // the report, then the error line, in that order on a terminal
-    return ReportError(CorruptError(fmt::format("{}: {}", dir, r->problems.front())));
+    return ReportNo(fmt::format("{}: {}", dir, r->problems.front()));
   }
-  return 0;
+  return kExitOk;
 }
 
 int RunList(const std::string& ckpt_dir, bool quick, bool json) {
@@ -98,11 +97,11 @@ int RunList(const std::string& ckpt_dir, bool quick, bool json) {
     }
     o += list->empty() ? "]\n" : "\n]\n";
     std::fputs(o.c_str(), stdout);
-    return 0;
+    return kExitOk;
   }
   if (list->empty()) {
     std::printf("%s: no checkpoints\n", ckpt_dir.c_str());
-    return 0;
+    return kExitOk;
   }
   std::printf("%-10s %10s %6s  %s\n", "STEP", "SIZE", "AGE", "VERDICT");
   for (const auto& e : *list) {
@@ -110,7 +109,7 @@ int RunList(const std::string& ckpt_dir, bool quick, bool json) {
     std::printf("%-10s %10s %6s  %s\n", step.c_str(), Bytes(e.bytes).c_str(), Age(e.mtime).c_str(),
                 e.verdict.c_str());
   }
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace
@@ -118,7 +117,7 @@ int RunList(const std::string& ckpt_dir, bool quick, bool json) {
 int RunCkpt(int argc, char** argv) {
   CLI::App app{
       "Check consolidated checkpoints (safetensors shards + evenkeel-checkpoint.json).\n"
-      "Exit 0: verified; 1: a check failed or the directory could not be read.",
+      "Exit 0: verified; 1: a check failed; 2: usage; 65: the directory is missing or unreadable.",
       "evenkeel ckpt"};
   app.require_subcommand(1);
   std::string dir;
@@ -137,11 +136,7 @@ int RunCkpt(int argc, char** argv) {
   list->add_option("ckpt_dir", dir, "checkpoint directory of a run")->required();
   list->add_flag("--quick", quick, "structure only (no hashing)");
   list->add_flag("--json", json, "machine-readable list");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   if (verify->parsed()) return RunVerify(dir, quick, json, no_manifest);
   return RunList(dir, quick, json);
 }

@@ -17,7 +17,7 @@ int RunFr(int argc, char** argv) {
       "Read the flight-recorder dump of every rank (files <prefix><rank>, pickle or JSON) in DIR, match\n"
       "collectives across ranks per process group and sequence id as PyTorch's fr_trace does, and say\n"
       "which ranks sit in which collective. Exit status 0 when the analysis ran (whatever it found),\n"
-      "1 on error. Details: docs/fr.md.",
+      "2 usage, 65 no readable dump. Details: docs/fr.md.",
       "evenkeel fr"};
   std::string dir;
   flightrec::LoadOptions load_options;
@@ -31,11 +31,7 @@ int RunFr(int argc, char** argv) {
   app.add_option("--mismatch-cap", analyze_options.mismatch_cap,
                  "stop after this many mismatches in one process group (fr_trace's default)")
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   auto load = flightrec::LoadDumps(dir, load_options);
   if (!load.ok()) return ReportError(load.status().WithContext("fr"));
   for (const auto& bad : load->bad) Warn("fr: " + bad.status.message() + " (rank reported missing)");
@@ -46,7 +42,7 @@ int RunFr(int argc, char** argv) {
   flightrec::Analysis analysis = flightrec::Analyze(load->dumps, analyze_options);
   std::string out = json ? flightrec::RenderJson(dir, *load, analysis) : flightrec::RenderText(dir, *load, analysis);
   std::fwrite(out.data(), 1, out.size(), stdout);
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace ek::cli

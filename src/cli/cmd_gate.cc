@@ -44,7 +44,7 @@ gate::GpuFacts ProbeGpus() {
   return f;
 }
 
-int ExitFor(gate::Verdict v) { return v == gate::Verdict::kFail ? 1 : 0; }
+int ExitFor(gate::Verdict v) { return v == gate::Verdict::kFail ? kExitNo : kExitOk; }
 
 }  // namespace
 
@@ -75,11 +75,7 @@ int RunPlan(int argc, char** argv) {
   app.add_option("--gpu-memory-gb", memory_gb, "GPU memory per device");
   app.add_flag("--gradient-checkpointing", ckpt, "plan with recomputation");
   app.add_flag("--json", json, "machine-readable plan");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   run::RunFile run;
   if (!path.empty()) {
     auto r = run::ReadRunFile(path);
@@ -127,7 +123,7 @@ int RunPlan(int argc, char** argv) {
   } else {
     std::fputs(run::PlanToText(run, *plan).c_str(), stdout);
   }
-  return 0;
+  return kExitOk;
 }
 
 namespace {
@@ -141,11 +137,7 @@ int RunGateMerge(int argc, char** argv) {
   app.add_option("--run", run_path, "run.toml: recompute the balance over all ranks");
   app.add_option("--log", log, "write the merged pass log here");
   app.add_flag("--json", json, "print the merged log as JSON");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   std::vector<gate::GateReport> reps;
   for (const auto& p : parts) {
     auto text = ReadFile(p);
@@ -188,11 +180,7 @@ int RunGate(int argc, char** argv) {
   app.add_option("--log", log, "pass log path (default: CHECKPOINT_DIR/gate-log.json, or gate-node-N.json)");
   app.add_option("--threads", threads, "verification threads (default: all cores)");
   app.add_flag("--json", json, "print the log as JSON");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   auto run = run::ReadRunFile(path);
   if (!run.ok()) return ReportError(run.status());
   gate::GateEnv env = gate::RealGateEnv();

@@ -73,8 +73,9 @@ int RunLaunch(int argc, char** argv) {
                "requeue), anything else restarts from the newest verified checkpoint until\n"
                "retry.max_restarts, or retry.max_no_progress attempts in a row without a new checkpoint\n"
                "(exit 93). Exit 0 only when the final checkpoint exists and verifies.\n"
-               "Exit codes: 0 completed, 1 launcher error, 2 usage, 3 gate refused, 4 restart budget\n"
-               "spent, 93 do not requeue, 130 cancelled. Details: docs/launch.md.",
+               "Exit codes: 0 completed, 1 gate refused, 2 usage, 65 bad input (run file, cluster),\n"
+               "69 a peer or component unavailable, 70 launcher error, 74 I/O error, 75 restart budget\n"
+               "spent (requeue), 93 do not requeue, 130 cancelled. Details: docs/launch.md.",
                "evenkeel launch"};
   launch::LaunchOptions o;
   bool json = false;
@@ -83,14 +84,12 @@ int RunLaunch(int argc, char** argv) {
   app.add_flag("--accept-gate-fail", o.accept_gate_fail,
                "start even when the gate FAILs (logged in the attempt records, warned on every node)");
   app.add_flag("--agent", o.agent, "run `evenkeel agent` for this node beside the ranks");
-  app.add_option("--agent-listen", o.agent_listen, "the agent's HOST:PORT")->capture_default_str();
+  app.add_option("--agent-listen", o.agent_listen,
+                 "the agent's HOST:PORT (beyond loopback it needs EVENKEEL_AGENT_TOKEN in the environment)")
+      ->capture_default_str();
   app.add_flag("--json", json, "print the launch summary as JSON at the end");
   app.footer("Arguments after -- are appended to the trainer's command line.");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   o.extra_args = extra;
   o.evenkeel_exe = SelfExe();
   o.env = launch::RealClusterEnv();
@@ -102,10 +101,7 @@ int RunLaunch(int argc, char** argv) {
     std::fflush(stdout);
   };
   auto r = launch::Launch(o, say);
-  if (!r.ok()) {
-    ReportError(r.status());
-    return launch::kExitUsage;
-  }
+  if (!r.ok()) return ReportError(r.status());
   PrintSummary(r->summary_json);
   if (json) std::fputs(r->summary_json.c_str(), stdout);
   return r->exit_code;
@@ -118,11 +114,7 @@ int RunLaunchRank(int argc, char** argv) {
   app.add_option("--attempt-dir", o.attempt_dir, "the attempt's directory")->required();
   app.add_option("--node-rank", o.node_rank, "this node's rank")->required();
   app.add_option("--nproc-per-node", o.nproc_per_node, "processes per node")->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   o.command = command;
   auto code = launch::RunRankExec(o);
   if (!code.ok()) return ReportError(code.status());

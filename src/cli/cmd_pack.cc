@@ -38,6 +38,7 @@ void PrintSummary(const pack::Manifest& m) {
   if (m.skipped_bad) std::printf("skipped %llu bad record(s)\n", static_cast<unsigned long long>(m.skipped_bad));
 }
 
+// "8-15" or "3".
 bool ParseRange(const std::string& s, int* lo, int* hi) {
   auto dash = s.find('-');
   auto a = ParseIntIn(s.substr(0, dash), 0, 1 << 24);
@@ -58,11 +59,7 @@ int RunPackMerge(int argc, char** argv) {
   app.add_option("dirs", dirs, "pack directories, one per node")->required();
   app.add_option("--out", out, "write the merged manifest.json here (default: print only)");
   app.add_flag("--json", json, "print the merged manifest as JSON");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   std::vector<pack::Manifest> parts;
   for (const auto& d : dirs) {
     auto m = pack::ReadManifest(d);
@@ -81,7 +78,7 @@ int RunPackMerge(int argc, char** argv) {
   } else {
     PrintSummary(*merged);
   }
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace
@@ -111,11 +108,7 @@ int RunPack(int argc, char** argv) {
   app.add_option("--invalid-utf8", invalid, "error | replace (U+FFFD, as Python's errors=\"replace\")")
       ->check(CLI::IsMember({"error", "replace"}))->capture_default_str();
   app.add_flag("--json", json, "print the manifest as JSON instead of the table");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   auto mode = pack::ParseShardMode(shard);
   if (!mode.ok()) return ReportError(mode.status());
   opt.shard = *mode;
@@ -125,7 +118,7 @@ int RunPack(int argc, char** argv) {
   opt.record.invalid_utf8 = invalid == "replace" ? InvalidUtf8Policy::kReplace : InvalidUtf8Policy::kError;
   if (!eos.empty()) opt.eos_token = eos;
   if (!ranks.empty() && !ParseRange(ranks, &opt.rank_lo, &opt.rank_hi)) {
-    return ReportError(InvalidArgumentError("--ranks wants A-B, e.g. 8-15"));
+    return UsageError("--ranks " + ranks + ": wants A-B with A <= B, e.g. 8-15");
   }
   Progress progress("pack");
   auto on_progress = [&](const pack::PackProgress& p) {
@@ -142,7 +135,7 @@ int RunPack(int argc, char** argv) {
   } else {
     PrintSummary(*m);
   }
-  return 0;
+  return kExitOk;
 }
 
 int RunInspect(int argc, char** argv) {
@@ -161,22 +154,18 @@ int RunInspect(int argc, char** argv) {
   app.add_option("--tokenizer", tokenizer, "tokenizer.json (default: the one the manifest names)");
   app.add_option("--threads", threads, "verification threads (default: all cores)");
   app.add_flag("--json", json, "machine-readable report");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
+  if ((rank >= 0) != (block >= 0)) return UsageError("--rank and --block go together");
   auto m = pack::ReadManifest(dir);
   if (!m.ok()) return ReportError(m.status());
   if (rank >= 0 || block >= 0) {
-    if (rank < 0 || block < 0) return ReportError(InvalidArgumentError("--rank and --block go together"));
     auto ids = pack::ReadBlock(dir, *m, rank, static_cast<uint64_t>(block));
     if (!ids.ok()) return ReportError(ids.status());
     if (!decode) {
       std::string out;
       AppendIntArray(&out, ids->data(), ids->size());
       std::printf("%s\n", out.c_str());
-      return 0;
+      return kExitOk;
     }
     auto tok = tokenize::Tokenizer::FromFile(tokenizer.empty() ? m->tokenizer_path : tokenizer);
     if (!tok.ok()) return ReportError(tok.status());
@@ -190,7 +179,7 @@ int RunInspect(int argc, char** argv) {
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fputc('\n', stdout);
     }
-    return 0;
+    return kExitOk;
   }
   pack::InspectReport report = pack::InspectWith(*m, dir, threads, true);
   if (json) {
@@ -222,10 +211,9 @@ int RunInspect(int argc, char** argv) {
                 m->complete() ? "" : " (manifest covers only some ranks)");
   }
   if (!report.ok()) {
-    std::fprintf(stderr, "evenkeel: error: %s: the pack does not match its manifest\n", dir.c_str());
-    return 1;
+    return ReportNo(dir + ": the pack does not match its manifest");
   }
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace ek::cli

@@ -44,18 +44,14 @@ int RunReport(int argc, char** argv) {
   std::string from_model;
   app.add_option("--from-model", from_model,
                  "assemble the page around this data model (from --json, or made by hand for tests)");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   auto t0 = std::chrono::steady_clock::now();
   if (!from_model.empty()) {
     auto model = ReadFile(from_model);
     if (!model.ok()) return ReportError(model.status().WithContext("report"));
     if (Status st = WriteFileAtomic(out, report::AssembleHtml(*model)); !st.ok()) return ReportError(st.WithContext("report"));
     std::printf("report: %s (from %s)\n", out.c_str(), from_model.c_str());
-    return 0;
+    return kExitOk;
   }
   std::vector<std::string> problems;
   auto rec = report::BuildRecorder(in, &problems);
@@ -70,7 +66,7 @@ int RunReport(int argc, char** argv) {
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("report: %s (%.1f MB; %d ranks, %zu readings, %zu notes) in %.2f s\n", out.c_str(), body.size() / 1e6,
               static_cast<int>((*rec)->ranks().size()), (*rec)->readings(), (*rec)->notes.size(), secs);
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace ek::cli

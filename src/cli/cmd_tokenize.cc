@@ -252,7 +252,7 @@ int RunLines(CLI::App& app, int argc, char** argv, CommonFlags& f, LineFn fn, vo
   (void)app;
   (void)argc;
   (void)argv;
-  return 0;
+  return kExitOk;
 }
 
 void AddCommon(CLI::App& app, CommonFlags& f) {
@@ -278,11 +278,7 @@ int RunTokenize(int argc, char** argv) {
   app.add_option("--invalid-utf8", invalid, "error: refuse the line; replace: U+FFFD per bad sequence")
       ->check(CLI::IsMember({"error", "replace"}))
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   ctx.policy = invalid == "replace" ? InvalidUtf8Policy::kReplace : InvalidUtf8Policy::kError;
   std::unique_ptr<tokenize::Tokenizer> owned;
   return RunLines(app, argc, argv, f, TokenizeLine, &ctx, &ctx.tok, &owned, "tokenize");
@@ -294,11 +290,7 @@ int RunDetokenize(int argc, char** argv) {
                "evenkeel detokenize"};
   CommonFlags f;
   AddCommon(app, f);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   DetokenizeCtx ctx;
   std::unique_ptr<tokenize::Tokenizer> owned;
   return RunLines(app, argc, argv, f, DetokenizeLine, &ctx, &ctx.tok, &owned, "detokenize");

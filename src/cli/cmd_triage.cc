@@ -28,7 +28,6 @@ namespace ek::cli {
 
 namespace {
 
-constexpr int kUsage = 2;
 constexpr size_t kMaxWarnings = 50;
 
 std::atomic<bool> g_stop{false};
@@ -200,11 +199,7 @@ int RunCalibrate(int argc, char** argv) {
   app.add_option("--duration", duration_s, "live sources: seconds to sample")
       ->capture_default_str();
   app.add_option("-o,--output", output, "profile file to write")->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kUsage;
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   if (!f.run_file.empty()) {
     std::string unused_profile;
     triage::SessionOptions unused_options;
@@ -251,7 +246,7 @@ int RunCalibrate(int argc, char** argv) {
       "(%s)\n",
       output.c_str(), profile->healthy_lo_w, profile->healthy_hi_w, profile->communication_w,
       profile->starvation_w, profile->floor_w, profile->origin.c_str());
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace
@@ -263,7 +258,8 @@ int RunTriage(int argc, char** argv) {
       "(or --json object) per sample window: HEALTHY, CHECKPOINT, DEADLOCK_SUSPECT, STARVATION,\n"
       "COMMUNICATION, IDLE or UNKNOWN, each with its reason. Exit status: the last window's\n"
       "verdict: 0 HEALTHY, 10 CHECKPOINT, 11 CHECKPOINT past its plan, 12 IDLE, 13 COMMUNICATION,\n"
-      "14 STARVATION, 15 DEADLOCK_SUSPECT, 16 UNKNOWN; 1 error, 2 usage.\n"
+      "14 STARVATION, 15 DEADLOCK_SUSPECT, 16 UNKNOWN; or 2 usage, 65 bad input (a recording\n"
+      "with no usable sample), 69 source unavailable, 74 I/O error.\n"
       "`evenkeel triage calibrate --help` learns a profile. Details: docs/triage.md.",
       "evenkeel triage"};
   SourceFlags f;
@@ -289,11 +285,7 @@ int RunTriage(int argc, char** argv) {
                  "planned checkpoint write time; 3x longer is flagged")
       ->capture_default_str();
   app.add_flag("--list-profiles", list_profiles, "print the built-in profiles and exit");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kUsage;
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   if (list_profiles) {
     for (const auto& name : triage::BuiltinProfileNames()) {
       triage::Profile p = *triage::BuiltinProfile(name);
@@ -303,7 +295,7 @@ int RunTriage(int argc, char** argv) {
           p.name.c_str(), p.healthy_lo_w, p.healthy_hi_w, p.communication_w, p.starvation_w,
           p.floor_w, p.origin.c_str());
     }
-    return 0;
+    return kExitOk;
   }
   if (!f.run_file.empty()) {
     Status applied = ApplyRunFile(app.count("--profile") > 0, app.count("--checkpoint-s") > 0, &f,

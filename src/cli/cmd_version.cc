@@ -1,13 +1,17 @@
 #include <cstdio>
 
+#include <CLI/CLI.hpp>
+
 #include "cli/commands.h"
 #include "core/version.h"
 
 namespace ek::cli {
 
-int RunVersion(int, char**) {
+int RunVersion(int argc, char** argv) {
+  CLI::App app{"Print the evenkeel version.", "evenkeel version"};
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   std::printf("evenkeel %s\n", kVersion);
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace ek::cli

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,13 +31,11 @@ namespace ek::cli {
 
 namespace {
 
-constexpr int kUsage = 2;
-
 std::atomic<bool> g_stop{false};
 watch::AgentServer* g_server = nullptr;
 void OnStop(int) {
   g_stop = true;
-  if (g_server) g_server->Stop();  // sets a flag and shuts the socket: async-signal-safe enough for httplib
+  if (g_server) g_server->Stop();  // an atomic flag and a write(2) to a pipe: async-signal-safe
 }
 void CatchStopSignals() {
   struct sigaction sa{};
@@ -53,6 +52,30 @@ std::string TokenFrom(const std::string& flag) {
   return env ? env : "";
 }
 
+// A server that listens beyond loopback serves the node to anyone who can
+// reach the port: without a token that is refused as a usage error, unless
+// asked for explicitly (then warned). Returns the exit code when refused.
+std::optional<int> CheckListenToken(std::string_view what, const std::string& listen,
+                                    const std::string& token, bool insecure,
+                                    std::string_view token_flags) {
+  std::string host;
+  int port = 0;
+  if (Status st = watch::SplitHostPort(listen, &host, &port); !st.ok()) {
+    return UsageError(fmt::format("{} {}", what, st.message()));
+  }
+  if (!token.empty() || watch::IsLoopbackHost(host)) return std::nullopt;
+  if (insecure) {
+    Warn(fmt::format("{} {}: listening beyond loopback without a token (--insecure-no-token): "
+                     "anyone who can reach this port can read it",
+                     what, listen));
+    return std::nullopt;
+  }
+  return UsageError(fmt::format(
+      "{} {}: listening beyond loopback without a token is refused; give {} "
+      "(or --insecure-no-token where the network is trusted)",
+      what, listen, token_flags));
+}
+
 struct AgentFlags {
   std::string run_file;
   std::string listen = "127.0.0.1:9464";
@@ -64,6 +87,7 @@ struct AgentFlags {
   bool replay_hold = false;
   std::string nvidia_smi = "nvidia-smi";
   std::string nvml_library;
+  bool insecure_no_token = false;
 };
 
 Result<std::unique_ptr<watch::GpuFeed>> MakeFeed(const AgentFlags& f, const run::RunFile& run,
@@ -264,10 +288,12 @@ int RunAgent(int argc, char** argv) {
   app.add_flag("--replay-hold", f.replay_hold, "replay: after the end, keep serving the last readings as fresh");
   app.add_option("--nvidia-smi", f.nvidia_smi, "the nvidia-smi program")->capture_default_str();
   app.add_option("--nvml-library", f.nvml_library, "the NVML library to dlopen");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kUsage;
+  app.add_flag("--insecure-no-token", f.insecure_no_token,
+               "serve beyond loopback without a token (anyone who can reach the port reads the node)");
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
+  if (auto code = CheckListenToken("agent --listen", f.listen, TokenFrom(f.token), f.insecure_no_token,
+                                   "--token or EVENKEEL_AGENT_TOKEN")) {
+    return *code;
   }
   Status st = RunAgentLoop(f);
   return st.ok() ? 0 : ReportError(st);
@@ -289,10 +315,13 @@ int RunWatch(int argc, char** argv) {
   app.add_option("--rounds", f.rounds, "stop after this many rounds (0: until SIGINT/SIGTERM)");
   app.add_option("--http", f.http, "serve the live run page on HOST:PORT (loopback; port 0 picks one)");
   app.add_option("--http-token", f.http_token, "the page's bearer token (or EVENKEEL_PAGE_TOKEN); needed off loopback");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kUsage;
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
+  if (!f.http.empty()) {
+    const char* env = std::getenv("EVENKEEL_PAGE_TOKEN");
+    std::string token = !f.http_token.empty() ? f.http_token : env ? env : "";
+    if (auto code = CheckListenToken("watch --http", f.http, token, false, "--http-token or EVENKEEL_PAGE_TOKEN")) {
+      return *code;
+    }
   }
   Status st = RunWatchLoop(f);
   return st.ok() ? 0 : ReportError(st);

@@ -1,8 +1,5 @@
 #include "cli/commands.h"
 
-#include <cstdio>
-#include <string>
-
 namespace ek::cli {
 
 namespace {
@@ -30,15 +27,5 @@ constexpr Command kCommands[] = {
 }  // namespace
 
 std::span<const Command> Commands() { return kCommands; }
-
-int ReportError(const Status& status) {
-  std::fprintf(stderr, "evenkeel: error: %s\n", status.message().c_str());
-  return 1;
-}
-
-void Warn(std::string_view message) {
-  std::fprintf(stderr, "evenkeel: warning: %.*s\n", static_cast<int>(message.size()),
-               message.data());
-}
 
 }  // namespace ek::cli

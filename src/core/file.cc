@@ -11,9 +11,18 @@
 
 namespace ek {
 
+// A file that cannot be opened for reading is bad input, not an I/O failure:
+// the CLI exits 65 for it and 74 for a disk that fails.
+Status OpenForReadError(const std::string& path, int err) {
+  Status st = ErrnoError(path, err);
+  if (err == ENOENT || err == ENOTDIR) return NotFoundError(st.message());
+  if (err == EACCES || err == EPERM || err == ELOOP || err == ENAMETOOLONG) return InvalidArgumentError(st.message());
+  return st;
+}
+
 Result<MappedFile> MappedFile::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(path, errno);
+  if (fd < 0) return OpenForReadError(path, errno);
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int err = errno;
@@ -68,7 +77,7 @@ void MappedFile::Reset() {
 
 Result<std::string> ReadFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(path, errno);
+  if (fd < 0) return OpenForReadError(path, errno);
   std::string out;
   char buf[1 << 16];
   while (true) {

@@ -41,6 +41,11 @@ class MappedFile {
 
 Result<std::string> ReadFile(const std::string& path);
 
+// The Status for open(path, O_RDONLY) failing with `err`: NotFound for a path
+// that does not exist, InvalidArgument for one that may not be read (both are
+// bad input), IoError otherwise. The message is "path: strerror(err)".
+Status OpenForReadError(const std::string& path, int err);
+
 // Writes `path` atomically through `env` (core/env.h). Until Commit()
 // succeeds the data lives in a hidden temp file beside the target
 // ("DIR/.NAME.tmp.PID.N"); the destructor removes an uncommitted temp file, so

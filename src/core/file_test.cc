@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -53,6 +54,17 @@ TEST(FileTest, MissingFileNamesPath) {
   auto m = MappedFile::Open("/nonexistent/zzz");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("/nonexistent/zzz"), std::string::npos);
+}
+
+TEST(FileTest, OpenFailuresAreBadInputNotIoErrors) {
+  auto missing = ReadFile("/nonexistent/evenkeel/file");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message(), "/nonexistent/evenkeel/file: No such file or directory");
+  EXPECT_EQ(OpenForReadError("x", EACCES).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(OpenForReadError("x", EACCES).message(), "x: Permission denied");
+  EXPECT_EQ(OpenForReadError("x", EIO).code(), StatusCode::kIoError);
+  EXPECT_EQ(MappedFile::Open("/nonexistent/x").status().code(), StatusCode::kNotFound);
 }
 
 TEST(FileTest, EmptyFileMapsEmpty) {

@@ -1,5 +1,6 @@
 #include "core/jsonl.h"
 
+#include "core/file.h"
 #include "core/utf8.h"
 
 #include <fcntl.h>
@@ -239,7 +240,7 @@ Result<std::unique_ptr<LineChunkReader>> LineChunkReader::Open(const std::string
   // Plain reads rather than a mapping keep resident memory independent of
   // the file's size.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(path, errno);
+  if (fd < 0) return OpenForReadError(path, errno);
   struct stat st;
   if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
     ::close(fd);
@@ -258,7 +259,7 @@ Result<std::unique_ptr<LineChunkReader>> LineChunkReader::Open(const std::string
 
 Result<uint64_t> HashFile(const std::string& path, uint64_t* size) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError(path, errno);
+  if (fd < 0) return OpenForReadError(path, errno);
   XXH3_state_t* st = XXH3_createState();
   XXH3_64bits_reset(st);
   std::string buf(1u << 20, '\0');

@@ -481,7 +481,7 @@ bool Launcher::Gate(int* first_attempt, int* exit_code) {
   simdjson::dom::element v;
   if (parser.parse(verdict_text).get(v)) {
     say_("launch: unreadable gate verdict " + verdict_path);
-    *exit_code = kExitError;
+    *exit_code = kExitBadInput;
     return false;
   }
   std::string text = Str(v, "text");

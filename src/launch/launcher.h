@@ -23,12 +23,18 @@
 
 namespace ek::launch {
 
-// Exit codes of `evenkeel launch`, the same on every node.
+// Exit codes of `evenkeel launch`, the same on every node (docs/launch.md).
+// They extend the CLI's (src/cli/commands.h): 1 is a verdict that said no,
+// 2/65/69/70/74 mean what they mean for every command; 75 (EX_TEMPFAIL), 93
+// and 130 are launch's own. A Status from Launch() becomes 65/69/70/74 in the
+// CLI; the codes below are the ones the launcher decides itself.
 inline constexpr int kExitCompleted = 0;     // the final checkpoint exists and verifies
-inline constexpr int kExitError = 1;         // the launcher itself failed (I/O, a node never answered)
-inline constexpr int kExitUsage = 2;         // bad flags or run file
-inline constexpr int kExitGateRefused = 3;   // the gate FAILed on some node (or a node never reported)
-inline constexpr int kExitBudgetSpent = 4;   // retry.max_restarts used up while attempts still progressed
+inline constexpr int kExitGateRefused = 1;   // the gate FAILed on some node (or a node never reported)
+inline constexpr int kExitUsage = 2;         // bad flags
+inline constexpr int kExitBadInput = 65;     // EX_DATAERR: run file, cluster layout, a record it cannot read
+inline constexpr int kExitError = 70;        // EX_SOFTWARE: the launcher itself failed (node 0 never decided)
+inline constexpr int kExitIoError = 74;      // EX_IOERR: the launcher could not write its records
+inline constexpr int kExitBudgetSpent = 75;  // EX_TEMPFAIL: retry.max_restarts used up while still progressing
 inline constexpr int kExitDoNotRequeue = 93; // deterministic failure: a conclusive desync, or no progress
 inline constexpr int kExitCancelled = 130;   // SIGINT/SIGTERM/SIGHUP
 
@@ -52,7 +58,8 @@ struct LaunchResult {
 using Say = std::function<void(const std::string&)>;
 
 // Runs the whole launch. Errors before any attempt (run file, cluster) are a
-// Status (exit kExitUsage); everything after is in the result's exit code.
+// Status (the CLI's exit 65/69/70/74); everything after is in the result's
+// exit code.
 Result<LaunchResult> Launch(const LaunchOptions& options, const Say& say);
 
 }  // namespace ek::launch

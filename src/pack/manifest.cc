@@ -4,6 +4,9 @@
 #include "core/parse.h"
 
 #include <simdjson.h>
+#include <sys/stat.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <set>
@@ -216,6 +219,12 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
 }
 
 Result<Manifest> ReadManifest(const std::string& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return NotFoundError(dir + ": directory does not exist");
+    return ErrnoError(dir, errno);
+  }
+  if (!S_ISDIR(st.st_mode)) return InvalidArgumentError(dir + ": not a directory (a pack is a directory)");
   std::string path = dir + "/manifest.json";
   auto data = ReadFile(path);
   if (!data.ok()) {

@@ -52,6 +52,20 @@ TEST(ManifestTest, ForeignJsonIsRefused) {
   EXPECT_FALSE(ManifestFromJson("[1, 2", "m.json").ok());
 }
 
+TEST(ManifestTest, AMissingPackDirectorySaysSo) {
+  auto missing = ReadManifest("/nonexistent-evenkeel-pack");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().message(), "/nonexistent-evenkeel-pack: directory does not exist");
+  auto file = ReadManifest("/proc/self/status");
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(file.status().message().find("not a directory"), std::string::npos);
+  auto empty = ReadManifest("/");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("//manifest.json: no manifest"), std::string::npos)
+      << empty.status().message();
+}
+
 TEST(ShardTest, ContiguousMatchesDatasetsFormula) {
   // 10 records over 4 shards: sizes 3,3,2,2 (first N % W get one more).
   std::vector<int> owners;

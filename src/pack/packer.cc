@@ -15,6 +15,7 @@
 
 #include "core/clock.h"
 #include "core/file.h"
+#include "core/json_out.h"
 #include "core/jsonl.h"
 #include "core/thread_pool.h"
 #include "core/version.h"
@@ -370,6 +371,20 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
     }
   }
   for (auto& s : stats) s.bytes = s.blocks * seq * 4;
+  std::vector<int64_t> empty;
+  for (int r = lo; r <= hi; ++r) {
+    if (stats[static_cast<size_t>(r)].blocks == 0) empty.push_back(r);
+  }
+  if (!empty.empty()) {
+    uint64_t blocks = 0;
+    for (const auto& s : stats) blocks += s.blocks;
+    return InvalidArgumentError(fmt::format(
+        "rank{} {} of a world of {} would get no block: too little data for the world ({} record(s), {} "
+        "token(s) with EOS, make {} block(s) of {} tokens; {} ranks need at least {} tokens, more with "
+        "--shard contiguous or strided); give more data, a smaller --world or a shorter --seq-len",
+        empty.size() == 1 ? "" : "s", CompactRanges(empty), opt.world, global_index - m.skipped_bad, tokens_done,
+        blocks, seq, opt.world, static_cast<uint64_t>(opt.world) * seq));
+  }
 
   // Publish: flush and fsync every rank, drop the old manifest, rename the
   // ranks into place, then write the new manifest.

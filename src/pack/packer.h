@@ -44,6 +44,10 @@ struct PackProgress {
 };
 
 // Runs a pack. `progress` (optional) is called from the calling thread.
+// A rank left without a single block is an error (InvalidArgument, naming the
+// ranks and the token count against what the world needs), and nothing is
+// published: such a rank would wait in the first collective while the others
+// train, which is a hang, not a run.
 Result<Manifest> Pack(const PackOptions& options,
                       const std::function<void(const PackProgress&)>& progress = nullptr);
 

@@ -174,7 +174,10 @@ TEST_F(PackerTest, NodeRangesAreByteIdenticalAndMerge) {
 
 TEST_F(PackerTest, BadRecordPublishesNothing) {
   std::string path = dir_ + "/bad.jsonl";
-  ASSERT_TRUE(WriteFileAtomic(path, "{\"text\": \"ok\"}\n{\"text\": \"ok\"}\n{\"txt\": 1}\n").ok());
+  // Line 3 is bad; line 4 gives rank 1 its block when line 3 is skipped.
+  ASSERT_TRUE(WriteFileAtomic(path, "{\"text\": \"ok\"}\n{\"text\": \"ok\"}\n{\"txt\": 1}\n"
+                                    "{\"text\": \"a record long enough for a block of its own\"}\n")
+                  .ok());
   auto m = Pack(Options({path}, "bad", 2, 4));
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("bad.jsonl:3"), std::string::npos) << m.status().message();
@@ -205,23 +208,28 @@ TEST_F(PackerTest, RerunAfterAKilledRunFinishesTheJob) {
 }
 
 TEST_F(PackerTest, EdgeCases) {
-  // Empty input.
+  // Empty input: no rank gets a block, and nothing is published.
   std::string empty = WriteInput("empty.jsonl", {});
   auto e = Pack(Options({empty}, "empty", 2, 8));
-  ASSERT_TRUE(e.ok()) << e.status().message();
-  EXPECT_EQ(e->total_blocks(), 0u);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find("ranks 0-1 of a world of 2 would get no block: too little data for the world"),
+            std::string::npos)
+      << e.status().message();
+  EXPECT_FALSE(ReadManifest(dir_ + "/empty").ok());
   // A record longer than a block spans blocks.
   std::string longrec(200, 'a');
   std::string lp = WriteInput("long.jsonl", {longrec});
   auto l = Pack(Options({lp}, "long", 1, 8));
   ASSERT_TRUE(l.ok());
   EXPECT_EQ(l->ranks[0].blocks, (200 + 1) / 8);
-  // World larger than the record count.
+  // World larger than the record count: the ranks without a block are named.
   std::string few = WriteInput("few.jsonl", {"one", "two"});
   auto f = Pack(Options({few}, "few", 5, 2));
-  ASSERT_TRUE(f.ok());
-  EXPECT_EQ(f->ranks[4].records, 0u);
-  EXPECT_EQ(f->min_blocks(), 0u);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("ranks 2-4 of a world of 5 would get no block"), std::string::npos)
+      << f.status().message();
+  EXPECT_NE(f.status().message().find("2 record(s)"), std::string::npos) << f.status().message();
 }
 
 TEST_F(PackerTest, ReadsZstdInput) {

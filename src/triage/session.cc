@@ -56,10 +56,12 @@ Result<std::optional<Window>> Session::NextReplay() {
     replay_ = std::move(batch.samples);
     w.problems = std::move(batch.problems);
     if (replay_.empty()) {
+      // Nothing to classify is bad input, not an UNKNOWN verdict: a verdict
+      // says something about the run, and this says nothing.
       ended_ = true;
-      w.assessment = Evaluate(0);
-      w.assessment.reason = "the recording holds no usable samples";
-      return std::optional<Window>(std::move(w));
+      if (w.problems.empty()) return InvalidArgumentError("the recording holds no usable sample (no data rows)");
+      return InvalidArgumentError(fmt::format("the recording holds no usable sample ({} bad row(s); the first: {})",
+                                              w.problems.size(), w.problems.front().ToString()));
     }
     SetTopology(replay_);
     // The first window closes one interval after the first sample.

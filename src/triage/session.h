@@ -36,7 +36,8 @@ class Session {
           SessionOptions options);
 
   // The next window, or nullopt once the source has ended (replay exhausted,
-  // child exited). An error when the source itself fails.
+  // child exited). An error when the source itself fails, and
+  // (InvalidArgument) when a replay holds no usable sample at all.
   Result<std::optional<Window>> Next();
 
   // Known once the first samples have arrived.

@@ -62,13 +62,22 @@ TEST(Session, SamplesOutsideTheLayoutAreReportedOnce) {
   EXPECT_EQ(w.back().assessment.verdict, Verdict::kHealthy);
 }
 
-TEST(Session, EmptyRecordingIsOneUnknownWindow) {
+TEST(Session, ARecordingWithoutAUsableSampleIsBadInput) {
   auto source = telemetry::ReplaySource::FromTexts({{"node-a.csv", "garbage\n"}}, {});
   Session s(source.get(), telemetry::SystemClock(), B300Profile(), {});
-  std::vector<Window> w = Drain(&s);
-  ASSERT_EQ(w.size(), 1u);
-  EXPECT_EQ(w[0].assessment.verdict, Verdict::kUnknown);
-  EXPECT_EQ(w[0].problems.size(), 1u);
+  auto w = s.Next();
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(w.status().message().find("no usable sample (1 bad row(s); the first: node-a.csv:1: "), std::string::npos)
+      << w.status().message();
+  auto after = s.Next();  // and then the source has ended
+  ASSERT_TRUE(after.ok());
+  EXPECT_FALSE(after->has_value());
+  auto blank = telemetry::ReplaySource::FromTexts({{"node-b.csv", ""}}, {});
+  Session b(blank.get(), telemetry::SystemClock(), B300Profile(), {});
+  auto none = b.Next();
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("no usable sample (no data rows)"), std::string::npos);
 }
 
 // A live source that hands out scripted rounds, stamped by the clock.

@@ -1,27 +1,16 @@
 #include "watch/live_page.h"
 
-#include <httplib.h>
-
 #include <chrono>
 
 #include <fmt/core.h>
 
 #include "report/html.h"
 #include "watch/http.h"
+#include "watch/http_server.h"
 
 namespace ek::watch {
 
 namespace {
-
-bool SameSecret(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % (b.size() ? b.size() : 1)]);
-  return diff == 0 && !b.empty();
-}
-
-bool IsLoopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
 
 double Mono() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
@@ -32,17 +21,23 @@ struct LivePage::Impl {
   std::mutex mu;
   std::unique_ptr<report::Recorder> rec;
   std::map<std::string, report::Incident> seen;  // by incident id
-  std::string cached;
+  // The model and the page built around it, shared with the connections that
+  // are still sending them (each is ~11 MB for a big run: never copied).
+  std::shared_ptr<const std::string> model, html;
+  std::shared_ptr<const std::string> html_model;  // the model `html` was built around
   double cached_at = -1e300;
-  httplib::Server server;
+  HttpServer server;
   std::thread thread;
+
+  // Rebuilds the model when older than poll_s. Called with mu held.
+  void Refresh();
 };
 
 Result<std::unique_ptr<LivePage>> LivePage::Start(LivePageOptions o) {
   std::string host;
   int port = 0;
   EK_RETURN_IF_ERROR(SplitHostPort(o.listen, &host, &port));
-  if (!IsLoopback(host) && o.token.empty()) {
+  if (!IsLoopbackHost(host) && o.token.empty()) {
     return InvalidArgumentError(fmt::format(
         "watch --http {}: listening beyond loopback needs a token (--http-token or EVENKEEL_PAGE_TOKEN)", o.listen));
   }
@@ -56,45 +51,51 @@ Result<std::unique_ptr<LivePage>> LivePage::Start(LivePageOptions o) {
   }
   impl->rec = std::make_unique<report::Recorder>(ranks);
   impl->rec->run = o.run;
-  impl->server.set_read_timeout(5, 0);
-  impl->server.set_write_timeout(5, 0);
-  impl->server.set_pre_routing_handler([impl](const httplib::Request& req, httplib::Response& res) {
-    if (req.method != "GET" && req.method != "HEAD") {
-      res.status = 405;
-      res.set_header("Allow", "GET");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (!impl->o.token.empty()) {
-      std::string auth = req.get_header_value("Authorization");
-      std::string given = auth.starts_with("Bearer ") ? auth.substr(7) : req.get_param_value("token");
-      if (!SameSecret(given, impl->o.token)) {
-        res.status = 401;
-        res.set_header("WWW-Authenticate", "Bearer");
-        res.set_content("unauthorized\n", "text/plain");
-        return httplib::Server::HandlerResponse::Handled;
+  impl->server.SetFilter([impl](const HttpServer::Request& req) -> std::optional<HttpServer::Response> {
+    if (impl->o.token.empty()) return std::nullopt;
+    std::string auth = req.Header("Authorization");
+    std::string given = auth.starts_with("Bearer ") ? auth.substr(7) : req.QueryParam("token");
+    if (ConstantTimeEquals(given, impl->o.token)) return std::nullopt;
+    auto res = HttpServer::Response::Text(401, "unauthorized\n");
+    res.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return res;
+  });
+  impl->server.Get("/", [impl](const HttpServer::Request&) {
+    HttpServer::Response res;
+    {
+      std::lock_guard<std::mutex> lock(impl->mu);
+      impl->Refresh();
+      if (impl->html_model != impl->model) {  // built on demand: the page polls /data.json, not /
+        impl->html = std::make_shared<const std::string>(report::AssembleHtml(*impl->model));
+        impl->html_model = impl->model;
       }
+      res.shared_body = impl->html;
     }
-    return httplib::Server::HandlerResponse::Unhandled;
+    res.content_type = "text/html; charset=utf-8";
+    res.headers.emplace_back("Cache-Control", "no-store");
+    return res;
   });
-  LivePage* self = page.get();
-  impl->server.Get("/", [self](const httplib::Request&, httplib::Response& res) {
-    res.set_header("Cache-Control", "no-store");
-    res.set_content(report::AssembleHtml(self->ModelJson()), "text/html; charset=utf-8");
+  impl->server.Get("/data.json", [impl](const HttpServer::Request&) {
+    HttpServer::Response res;
+    {
+      std::lock_guard<std::mutex> lock(impl->mu);
+      impl->Refresh();
+      res.shared_body = impl->model;
+    }
+    res.content_type = "application/json";
+    res.headers.emplace_back("Cache-Control", "no-store");
+    return res;
   });
-  impl->server.Get("/data.json", [self](const httplib::Request&, httplib::Response& res) {
-    res.set_header("Cache-Control", "no-store");
-    res.set_content(self->ModelJson(), "application/json");
-  });
-  int bound = port == 0 ? impl->server.bind_to_any_port(host) : (impl->server.bind_to_port(host, port) ? port : -1);
-  if (bound <= 0) return UnavailableError(fmt::format("watch --http: cannot listen on {}", o.listen));
-  page->port_ = bound;
-  impl->thread = std::thread([impl] { impl->server.listen_after_bind(); });
+  auto bound = impl->server.Bind(o.listen);
+  if (!bound.ok()) return bound.status().WithContext("watch --http");
+  page->port_ = *bound;
+  impl->thread = std::thread([impl] { (void)impl->server.Serve(); });
   return page;
 }
 
 LivePage::~LivePage() {
   if (impl_) {
-    impl_->server.stop();
+    impl_->server.Stop();
     if (impl_->thread.joinable()) impl_->thread.join();
   }
 }
@@ -154,20 +155,23 @@ void LivePage::OnRound(double now, const std::vector<AgentPoll>& polls, const tr
   for (const auto& [id, inc] : impl_->seen) rec.incidents.push_back(inc);
 }
 
+void LivePage::Impl::Refresh() {
+  double now = Mono();
+  if (model && now - cached_at < o.poll_s) return;
+  report::ModelOptions mo;
+  mo.live = true;
+  mo.poll_s = o.poll_s;
+  mo.interval_s = o.poll_s;
+  rec->notes.clear();
+  if (rec->readings() == 0) rec->notes.push_back("no GPU readings from the agents yet");
+  model = std::make_shared<const std::string>(rec->ToJson(mo));
+  cached_at = now;
+}
+
 std::string LivePage::ModelJson() {
   std::lock_guard<std::mutex> lock(impl_->mu);
-  double now = Mono();
-  if (now - impl_->cached_at >= impl_->o.poll_s) {
-    report::ModelOptions mo;
-    mo.live = true;
-    mo.poll_s = impl_->o.poll_s;
-    mo.interval_s = impl_->o.poll_s;
-    impl_->rec->notes.clear();
-    if (impl_->rec->readings() == 0) impl_->rec->notes.push_back("no GPU readings from the agents yet");
-    impl_->cached = impl_->rec->ToJson(mo);
-    impl_->cached_at = now;
-  }
-  return impl_->cached;
+  impl_->Refresh();
+  return *impl_->model;
 }
 
 }  // namespace ek::watch

@@ -5,6 +5,8 @@
 // it every poll_s, and the model is rebuilt at most once per poll_s however
 // many clients ask. Read-only. Loopback by default; anywhere else needs a
 // bearer token (header, or ?token= for a browser), compared in constant time.
+// Served by http_server.h's poll loop, with the agent's limits against idle,
+// slow and junk clients; the model is shared with every connection sending it.
 #pragma once
 
 #include <map>

@@ -95,4 +95,4 @@ def test_truncated_shard_names_file_and_bytes(hf_dir, tmp_path):
 def test_usage_errors(tmp_path):
     assert run().returncode != 0
     p = run("verify", str(tmp_path / "absent"))
-    assert p.returncode == 1 and "no such directory" in p.stderr
+    assert p.returncode == 65 and "no such directory" in p.stderr

@@ -16,7 +16,7 @@ def run(args, data):
 
 def test_invalid_utf8_names_line_and_byte():
     p = run(["tokenize", "--tokenizer", QWEN], b'{"text": "ok"}\n{"text": "ab\xffcd"}\n')
-    assert p.returncode == 1
+    assert p.returncode == 65
     err = p.stderr.decode()
     assert "<stdin>:2" in err and "byte 12" in err and "invalid UTF-8" in err, err
 
@@ -37,7 +37,7 @@ def test_invalid_utf8_replace_matches_python():
 
 def test_lone_surrogate_escape():
     p = run(["tokenize", "--tokenizer", QWEN], b'{"text": "a\\ud800b"}\n')
-    assert p.returncode == 1
+    assert p.returncode == 65
     assert b"lone surrogate" in p.stderr and b"<stdin>:1" in p.stderr
     p = run(["tokenize", "--tokenizer", QWEN, "--invalid-utf8=replace"], b'{"text": "a\\ud800b"}\n')
     assert p.returncode == 0
@@ -47,28 +47,28 @@ def test_lone_surrogate_escape():
 
 def test_malformed_lines_and_fields():
     p = run(["tokenize", "--tokenizer", QWEN], b'{"text": "ok"}\n{"text": "x"\n')
-    assert p.returncode == 1 and b"<stdin>:2" in p.stderr and b"malformed JSON" in p.stderr
+    assert p.returncode == 65 and b"<stdin>:2" in p.stderr and b"malformed JSON" in p.stderr
     p = run(["tokenize", "--tokenizer", QWEN], b'{"body": "x"}\n')
-    assert p.returncode == 1 and b'no "text" field' in p.stderr
+    assert p.returncode == 65 and b'no "text" field' in p.stderr
     p = run(["tokenize", "--tokenizer", QWEN], b'{"text": 3}\n')
-    assert p.returncode == 1 and b"not a string" in p.stderr
+    assert p.returncode == 65 and b"not a string" in p.stderr
 
 
 def test_bad_tokenizer_files(tmp_path):
     cut = tmp_path / "cut.json"
     cut.write_bytes(open(QWEN, "rb").read()[:100000])
     p = run(["tokenize", "--tokenizer", str(cut)], b'{"text": "x"}\n')
-    assert p.returncode == 1 and b"cut.json" in p.stderr and b"unexpected end of input" in p.stderr, p.stderr
+    assert p.returncode == 65 and b"cut.json" in p.stderr and b"unexpected end of input" in p.stderr, p.stderr
     wp = tmp_path / "wordpiece.json"
     wp.write_text(json.dumps({"model": {"type": "WordPiece", "vocab": {}}}))
     p = run(["tokenize", "--tokenizer", str(wp)], b'{"text": "x"}\n')
-    assert p.returncode == 1 and b"WordPiece" in p.stderr and b"unsupported" in p.stderr
+    assert p.returncode == 65 and b"WordPiece" in p.stderr and b"unsupported" in p.stderr
     t = json.load(open(QWEN))
     t["normalizer"] = {"type": "NFKC"}
     nf = tmp_path / "nfkc.json"
     nf.write_text(json.dumps(t))
     p = run(["tokenize", "--tokenizer", str(nf)], b'{"text": "x"}\n')
-    assert p.returncode == 1 and b"normalizer" in p.stderr and b"NFKC" in p.stderr
+    assert p.returncode == 65 and b"normalizer" in p.stderr and b"NFKC" in p.stderr
 
 
 def test_round_trip_and_order_with_threads():

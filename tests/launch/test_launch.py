@@ -22,7 +22,9 @@ from packs import EVENKEEL, TOKENIZER_DIRS, child_env, free_port, make_pack, wri
 SEQ = 32
 TORCHRUN = str(Path(sys.executable).parent / "torchrun")
 DO_NOT_REQUEUE = 93
-GATE_REFUSED = 3
+GATE_REFUSED = 1
+BUDGET_SPENT = 75
+CANCELLED = 130
 
 
 def run_file(tmp: Path, model: Path, pack: Path, *, nodes: int = 1, gpus: int = 4, **over) -> Path:
@@ -251,7 +253,7 @@ def test_sigterm_cancels_and_sigkill_leaves_no_rank_behind(qwen3_model, tmp_path
     pack = pack_for(tmp_path, [200, 200, 200, 200])
     rf = run_file(tmp_path, qwen3_model, pack, train__save_every=0)
     hb_dir = session(tmp_path) / "heartbeat" / "node-0"
-    for sig, want in ((signal.SIGTERM, 130), (signal.SIGKILL, -signal.SIGKILL)):
+    for sig, want in ((signal.SIGTERM, CANCELLED), (signal.SIGKILL, -signal.SIGKILL)):
         for old in hb_dir.glob("rank-*.json"):
             old.unlink()  # the first launch's beats
         proc = subprocess.Popen([EVENKEEL, "launch", str(rf), "--json"], stdout=subprocess.PIPE,
