@@ -323,7 +323,8 @@ Result<RunFile> ParseRunFile(std::string_view text, const std::string& name) {
                                                 node.source().begin.line));
       }
       Reader reader{name, &r};
-      EK_RETURN_IF_ERROR(std::visit([&](auto m) { return reader(*found, node, m); }, found->member));
+      const auto& value = node;  // a lambda cannot capture a structured binding before clang 16
+      EK_RETURN_IF_ERROR(std::visit([&](auto m) { return reader(*found, value, m); }, found->member));
     }
   }
   if (r.cache_dir.empty()) r.cache_dir = r.pack_dir;
