@@ -124,11 +124,7 @@ int RunTemplate(int argc, char** argv) {
   auto* check = app.add_subcommand("check", "parse a template and say whether evenkeel can render it");
   check->add_option("--template", src.tmpl, "a .jinja chat template file");
   check->add_option("--tokenizer-config", src.config, "tokenizer_config.json");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto code = ParseArgs(app, argc, argv)) return *code;
   if (check->parsed()) {
     auto chat = Load(src);
     if (!chat.ok()) return ReportError(chat.status());

@@ -39,7 +39,8 @@ def commands():
     names = re.findall(r"^  ([a-z][a-z-]*) ", p.stdout, re.M)
     assert "tokenize" in names and "watch" in names, p.stdout
     return [[n] for n in names] + [["pack", "merge"], ["gate", "merge"], ["triage", "calibrate"],
-                                   ["ckpt", "verify"], ["ckpt", "list"]]
+                                   ["ckpt", "verify"], ["ckpt", "list"],
+                                   ["template", "render"], ["template", "check"]]
 
 
 # ---- flags and arguments: exit 2 with one line that says what to fix ----

@@ -159,10 +159,13 @@ def test_evenfix_prints_and_pins(pack: Path, tmp_path: Path, capsys):
         dist.destroy_process_group()
 
 
-def test_missing_pack_names_the_manifest(tmp_path: Path):
-    with pytest.raises(evenkeel.NotFoundError, match=str(tmp_path / "nowhere" / "manifest.json")) as e:
+def test_missing_pack_names_the_directory_or_the_manifest(tmp_path: Path):
+    with pytest.raises(evenkeel.NotFoundError, match=f"{tmp_path / 'nowhere'}: directory does not exist") as e:
         BlockDataset(tmp_path / "nowhere", 0)
     assert isinstance(e.value, FileNotFoundError) and isinstance(e.value, evenkeel.Error)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(evenkeel.NotFoundError, match=str(tmp_path / "empty" / "manifest.json")):
+        BlockDataset(tmp_path / "empty", 0)
 
 
 def test_truncated_block_file_is_an_error_naming_it(pack: Path):

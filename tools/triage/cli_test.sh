@@ -78,7 +78,8 @@ check "bad input exit" 15 $?
 expect_grep "bad input warning" "evenkeel: warning: node-a.csv:[0-9]*: power W -12 is outside" "$TMP/bad.err"
 printf '\x00\x01garbage\nmore, garbage\n' >"$TMP/junk.csv"
 "$EK" triage "$TMP/junk.csv" >"$TMP/junk.out" 2>"$TMP/junk.err"
-check "all-garbage file is UNKNOWN" 16 $?
+check "a file with no usable sample is bad input, not a verdict" 65 $?
+expect_grep "no usable sample names the file" "evenkeel: error: .*junk.csv" "$TMP/junk.err"
 
 # Calibrate a profile from the healthy and idle fixtures, then use it.
 "$EK" triage calibrate --source replay "$T/healthy"/*.csv --idle "$T/idle"/*.csv \
@@ -88,22 +89,22 @@ expect_grep "calibrated profile file" '"name": "mine"' "$TMP/mine.json"
 "$EK" triage --profile "$TMP/mine.json" "$T/healthy_checkpoint_healthy"/*.csv >/dev/null
 check "--profile FILE" 0 $?
 "$EK" triage calibrate "$T/starvation"/*.csv -o "$TMP/bad.json" 2>"$TMP/cal.err"
-check "calibrate refuses a starved window" 1 $?
+check "calibrate refuses a starved window (bad input)" 65 $?
 expect_grep "calibrate says why" "not steady training" "$TMP/cal.err"
 "$EK" triage --profile H100 "$T/healthy"/*.csv >/dev/null
 check "B300 watts on an H100 profile are not 'healthy' by magic" 16 $?
 
 # Errors and usage.
 "$EK" triage --source nvml --nvml-library /nonexistent/libnvidia-ml.so.1 2>"$TMP/nvml.err"
-check "nvml unavailable" 1 $?
+check "nvml unavailable (unavailable)" 69 $?
 expect_grep "nvml message" "evenkeel: error: triage: NVML unavailable" "$TMP/nvml.err"
 "$EK" triage --source nvidia-smi --nvidia-smi /nonexistent/nvidia-smi 2>/dev/null
-check "nvidia-smi missing" 1 $?
+check "nvidia-smi missing (unavailable)" 69 $?
 "$EK" triage --source nvidia-smi --nvidia-smi false 2>"$TMP/false.err"
-check "nvidia-smi failing" 1 $?
+check "nvidia-smi failing (unavailable)" 69 $?
 expect_grep "nvidia-smi failing says so" "nvidia-smi exited with status 1" "$TMP/false.err"
 "$EK" triage --source prometheus node-a:9400 http://node-a:9400/metrics 2>"$TMP/dup.err"
-check "same node twice" 1 $?
+check "same node twice (bad input)" 65 $?
 "$EK" triage --bogus 2>/dev/null
 check "usage" 2 $?
 
