@@ -4,6 +4,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -62,6 +63,14 @@ inline void WriteWhole(const std::string& path, std::string_view bytes) {
     done += static_cast<size_t>(n);
   }
   ::close(fd);
+}
+
+// A harness's own invariant failed (the input itself was fine to give): says
+// which and traps, so libFuzzer keeps the input as a crash.
+[[noreturn]] inline void Fail(const char* what, std::string_view detail = {}) {
+  fprintf(stderr, "fuzz invariant failed: %s%s%.*s\n", what, detail.empty() ? "" : ": ",
+          static_cast<int>(detail.size()), detail.data());
+  __builtin_trap();
 }
 
 }  // namespace ek::fuzz

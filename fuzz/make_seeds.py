@@ -378,6 +378,97 @@ def seeds_watcher_state():
     return {"state": jdump(state), "detectors_only": jdump(det), "other_run": jdump(other)}
 
 
+def seeds_http_request():
+    crlf = lambda *lines: "".join(l + "\r\n" for l in lines).encode()
+    return {
+        "metrics": crlf("GET /metrics HTTP/1.1", "Host: node-a:9464", "User-Agent: Prometheus/2.45.0",
+                        "Accept: text/plain;version=0.0.4;q=1,*/*;q=0.1", "Accept-Encoding: gzip", ""),
+        "status_bearer": crlf("GET /status HTTP/1.1", "Host: 10.0.0.7:9464",
+                              "Authorization: Bearer secret-token", "Connection: close", ""),
+        "pipelined": crlf("GET / HTTP/1.1", "Host: a", "", "HEAD /metrics HTTP/1.1", "Host: a", "",
+                          "GET /status?since=12&x=a%20b+c HTTP/1.1", "Host: a", "Connection: keep-alive, Upgrade", ""),
+        "http10_keepalive": crlf("HEAD /status HTTP/1.0", "Connection: Keep-Alive", ""),
+        "absolute_form": crlf("GET http://node-a:9464/metrics?x=%zz HTTP/1.1", "host: node-a", ""),
+        "bare_lf": b"\r\n\nGET /live HTTP/1.1\nHost: w\n\n",
+        "post_body": crlf("POST /status HTTP/1.1", "Content-Length: 5", "", "") + b"hello",
+        "huge_length": crlf("GET /metrics HTTP/1.1", "Content-Length: 99999999999999999999", ""),
+        "chunked": crlf("GET / HTTP/1.1", "Transfer-Encoding: chunked", "", "0", ""),
+        "two_lengths": crlf("GET / HTTP/1.1", "Content-Length: 0", "content-length: 00", ""),
+        "obs_fold": crlf("GET / HTTP/1.1", "X-A: one", " two", ""),
+        "http2": crlf("GET / HTTP/2.0", ""),
+        "binary": bytes(range(256)),
+        "tls_hello": bytes.fromhex("16030100c4010000c00303") + bytes(32),
+        "long_line": b"GET /" + b"a" * 200 + b" HTTP/1.1\r\n\r\n",
+        "many_headers": crlf("GET / HTTP/1.1", *("X-H%d: v" % i for i in range(8)), ""),
+    }
+
+
+# Chat templates written for these seeds in the shapes real ones take (ChatML,
+# Llama 3, tool calling, reasoning, Mistral's alternation check); none is copied
+# from a model repository.
+TEMPLATES = {
+    "chatml": "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
+              "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}",
+    "llama3": "{{- bos_token }}\n{%- for message in messages %}\n    {{- '<|start_header_id|>' + message.role + "
+              "'<|end_header_id|>\\n\\n' + message.content | trim + '<|eot_id|>' }}\n{%- endfor %}\n"
+              "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}\n",
+    "tools": "{%- set ns = namespace(sys='', last=-1) %}\n{%- if messages[0].role == 'system' %}{% set ns.sys = "
+             "messages[0].content %}{% endif %}\n{%- if tools is not none and tools | length > 0 %}\n"
+             "<tools>{% for t in tools %}{{ t | tojson }}\n{% endfor %}</tools>\n{%- endif %}\n"
+             "{%- for m in messages %}{% if m.role == 'user' %}{% set ns.last = loop.index0 %}{% endif %}{% endfor %}\n"
+             "{%- for m in messages[1:] if m.role != 'system' %}\n"
+             "{%- if m.tool_calls is defined %}{% for c in m.tool_calls %}<tool_call>{{ {'name': c.function.name, "
+             "'arguments': c.function.arguments} | tojson(indent=2) }}</tool_call>{% endfor %}\n"
+             "{%- elif m.role == 'tool' %}<tool_response>{{ m.content }}</tool_response>\n"
+             "{%- elif m.content is string %}{{ m.role | upper }}: {{ m.content }}\n"
+             "{%- else %}{% for part in m.content %}{{ part.text if part is mapping else part }}{% endfor %}\n"
+             "{%- endif %}{% if loop.last and loop.index0 > ns.last %}[end]{% endif %}\n{%- endfor %}",
+    "reasoning": "{% macro render(m, think=true) -%}\n{%- if think and m.reasoning_content -%}<think>{{ "
+                 "m.reasoning_content.strip('\\n') }}</think>{%- endif -%}{{ m.content if m.content is string else "
+                 "m.content | map(attribute='text') | join('') }}\n{%- endmacro %}\n"
+                 "{%- for m in messages %}{% generation %}{{ render(m, loop.revindex < 3) }}{% endgeneration %}"
+                 "{% if not loop.last %}\n{% endif %}{% endfor %}{{ eos_token | default('</s>') }}",
+    "mistral": "{%- if messages[0]['role'] == 'system' %}{%- set system_message = messages[0]['content'] %}"
+               "{%- set loop_messages = messages[1:] %}{%- else %}{%- set loop_messages = messages %}{%- endif %}\n"
+               "{{- bos_token }}{%- for message in loop_messages %}\n"
+               "{%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}\n"
+               "{{- raise_exception('After the optional system message, conversation roles must alternate "
+               "user/assistant/user/assistant...') }}\n{%- endif %}\n"
+               "{%- if message['role'] == 'user' %}{{- ' [INST] ' + message['content'] + ' [/INST]' }}\n"
+               "{%- else %}{{- ' ' + message['content'] + eos_token }}{%- endif %}{%- endfor %}",
+    "filters": "{{ messages | length }} {{ messages | map(attribute='role') | unique | list | sort | join(',') }}\n"
+               "{{ 'x' ~ 3 * 2 ~ (7 // 2) ~ (7 % 3) ~ (2 ** 5) }} {{ '%s-%d' | format('a', 4) }} {{ 'Ab'.lower() }}"
+               "{{ range(3) | list }} {{ [3, 1, 2] | sort(reverse=true) | first }} {{ {'b': 1, 'a': 2} | dictsort }}\n"
+               "{{ strftime_now('%Y-%m-%d') | length }} {{ 'a,b,,c'.split(',') }} {{ '  pad '.rjust(9, '.') }}"
+               "{{ none is none }} {{ 1 in [1] }} {{ 'é😀'[1:] }} {{ (messages | selectattr('role', 'equalto', 'user') "
+               "| list)[-1].content }}{% raw %}{{ not parsed }}{% endraw %}{# comment #}",
+    "loop_controls": "{% for i in range(10) %}{% if i is odd %}{% continue %}{% endif %}{% if i > 6 %}{% break %}"
+                     "{% endif %}{{ loop.index }}/{{ loop.length }}{{ loop.cycle('a', 'b') }} {% else %}none"
+                     "{% endfor %}{% set x %}captured {{ 1 }}{% endset %}{{ x | replace('c', 'C') }}"
+                     "{% filter upper %}shout{% endfilter %}{{ dict(a=1, b=[2]) | tojson(sort_keys=true) }}",
+    "errors": "{{ messages[0].content.nope.deeper }}{{ 1 / 0 }}",
+    "syntax_error": "{% for m in messages %}{{ m.content }",
+}
+
+CONFIG = {"bos_token": "<s>", "eos_token": {"content": "</s>", "lstrip": False, "special": True},
+          "unk_token": None, "pad_token": "<pad>",
+          "extra_special_tokens": {"image_token": "<image>", "audio_token": {"content": "<audio>"}},
+          "chat_template": None}
+
+
+def seeds_template():
+    sep = b"\n#EK-CONFIG#\n"  # fuzz/fuzz_template.cc
+    s = {name: t.encode() for name, t in TEMPLATES.items()}
+    cfg = dict(CONFIG, chat_template=TEMPLATES["chatml"])
+    s["chatml_with_config"] = s["chatml"] + sep + jdump(cfg)
+    cfg = dict(CONFIG, chat_template=[{"name": "tool_use", "template": TEMPLATES["tools"]},
+                                      {"name": "default", "template": TEMPLATES["reasoning"]}])
+    s["reasoning_config_list"] = s["reasoning"] + sep + jdump(cfg, 1)
+    s["llama3_no_template"] = s["llama3"] + sep + jdump(dict(CONFIG))
+    s["mistral_bad_config"] = s["mistral"] + sep + b'{"bos_token": ["<s>"], "chat_template": 7'
+    return s
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
@@ -399,6 +490,8 @@ def main():
         "safetensors": seeds_safetensors,
         "ckpt_manifest": seeds_ckpt_manifest,
         "watcher_state": seeds_watcher_state,
+        "http_request": seeds_http_request,
+        "template": seeds_template,
     }
     for reader, make in readers.items():
         d = os.path.join(args.out, reader)
