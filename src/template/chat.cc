@@ -50,9 +50,45 @@ Result<Value> ValueFromJsonText(std::string_view text) {
 
 namespace {
 
+// Integers over 64 bits (model_max_length = 1000000000000000019884624838656
+// in many configs) outside strings, which Python reads and a strict parser
+// refuses, replaced by 0: templates never read them.
+std::string WithoutHugeIntegers(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size();) {
+    char c = text[i];
+    if (in_string) {
+      out.push_back(c);
+      if (c == '\\' && i + 1 < text.size()) out.push_back(text[++i]);
+      else if (c == '"') in_string = false;
+      ++i;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c >= '0' && c <= '9') {
+      size_t j = i;
+      while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
+      bool integer = j == text.size() || (text[j] != '.' && text[j] != 'e' && text[j] != 'E');
+      if (integer && j - i > 18) {
+        out.push_back('0');
+        i = j;
+        continue;
+      }
+      out.append(text.substr(i, j - i));
+      i = j;
+      continue;
+    }
+    out.push_back(c);
+    ++i;
+  }
+  return out;
+}
+
 Result<Value> ReadConfig(const std::string& path) {
   EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  auto v = ValueFromJsonText(text);
+  auto v = ValueFromJsonText(WithoutHugeIntegers(text));
   if (!v.ok()) return v.status().WithContext(path);
   if (!v->is_dict()) return InvalidArgumentError(fmt::format("{}: not a JSON object", path));
   return v;

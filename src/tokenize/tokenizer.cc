@@ -226,6 +226,51 @@ Status Tokenizer::Encode(std::string_view text, std::vector<int32_t>* ids) const
   return Status::Ok();
 }
 
+size_t Tokenizer::TokenLength(int32_t id) const {
+  if (id < 0 || id >= vocab_size_ || join_with_space_) return 0;
+  if (auto it = decode_override_.find(id); it != decode_override_.end()) return it->second.size();
+  return static_cast<size_t>(id) < bpe_.id_limit() ? bpe_.TokenBytes(id).size() : 0;
+}
+
+Status Tokenizer::EncodeWithOffsets(std::string_view text, std::vector<int32_t>* ids,
+                                    std::vector<uint32_t>* ends) const {
+  if (text.size() > UINT32_MAX) return InvalidArgumentError("text over 4 GiB");
+  if (!simdjson::validate_utf8(text.data(), text.size())) {
+    size_t at = FirstInvalidUtf8(text);
+    return InvalidArgumentError(fmt::format("invalid UTF-8 at byte {}", at));
+  }
+  if (text.empty()) return Status::Ok();
+  EncodeScratch& s = Scratch();
+  // Model tokens of the piece [b, e) that were appended from index `from`.
+  auto place = [&](size_t from, size_t b, size_t e) {
+    size_t pos = b;
+    for (size_t k = from; k < ids->size(); ++k) {
+      pos = std::min(e, pos + TokenLength((*ids)[k]));
+      ends->push_back(static_cast<uint32_t>(pos));
+    }
+    if (ids->size() > from) ends->back() = static_cast<uint32_t>(e);
+  };
+  if (raw_matcher_.empty()) {
+    size_t from = ids->size();
+    EncodeNormalizable(text, ids, s);
+    place(from, 0, text.size());
+    return Status::Ok();
+  }
+  s.raw_splits.clear();
+  raw_matcher_.Split(text, &s.raw_splits);
+  for (const AddedSplit& sp : s.raw_splits) {
+    if (sp.token_id >= 0) {
+      ids->push_back(sp.token_id);
+      ends->push_back(static_cast<uint32_t>(sp.end));
+    } else {
+      size_t from = ids->size();
+      EncodeNormalizable(text.substr(sp.begin, sp.end - sp.begin), ids, s);
+      place(from, sp.begin, sp.end);
+    }
+  }
+  return Status::Ok();
+}
+
 void Tokenizer::EncodeNormalizable(std::string_view text, std::vector<int32_t>* ids,
                                    EncodeScratch& s) const {
   if (nfc_ && !IsNfcQuick(text)) {

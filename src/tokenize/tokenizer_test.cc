@@ -41,6 +41,35 @@ TEST(TokenizerTest, NormalizesNfcBetweenAddedTokens) {
   EXPECT_EQ(Ids(*raw, "e\u0301"), (std::vector<int32_t>{'e', 0xCC, 0x81}));
 }
 
+TEST(TokenizerTest, OffsetsTileTheTextAndAgreeWithEncode) {
+  auto t = *Tokenizer::FromJson(TinyJson(), "tiny.json");
+  auto ends_of = [&](std::string_view text, std::vector<int32_t>* ids) {
+    std::vector<uint32_t> ends;
+    size_t before = ids->size();
+    EXPECT_TRUE(t->EncodeWithOffsets(text, ids, &ends).ok());
+    EXPECT_EQ(ends.size(), ids->size() - before);
+    return ends;
+  };
+  std::vector<int32_t> ids;
+  // hello | " w" | o
+  EXPECT_EQ(ends_of("hello wo", &ids), (std::vector<uint32_t>{5, 7, 8}));
+  EXPECT_EQ(ids, Ids(*t, "hello wo"));
+  // he | <|x|> | ll: the added token ends where its match ends.
+  ids.clear();
+  EXPECT_EQ(ends_of("he<|x|>ll", &ids), (std::vector<uint32_t>{2, 7, 9}));
+  // lstrip/rstrip: the stripped spaces belong to the token.
+  ids.clear();
+  EXPECT_EQ(ends_of("a  <y>  b", &ids), (std::vector<uint32_t>{1, 8, 9}));
+  // Appends to ids (the ends are offsets within each text).
+  EXPECT_EQ(ends_of("hello", &ids), (std::vector<uint32_t>{5}));
+  EXPECT_EQ(ids.size(), 4u);
+  ids.clear();
+  EXPECT_TRUE(ends_of("", &ids).empty());
+  std::vector<uint32_t> ends;
+  EXPECT_FALSE(t->EncodeWithOffsets("a\xff", &ids, &ends).ok());
+  EXPECT_TRUE(t->normalizes_nfc());
+}
+
 TEST(TokenizerTest, DecodeRoundTrips) {
   auto t = *Tokenizer::FromJson(TinyJson(), "tiny.json");
   std::string out;
