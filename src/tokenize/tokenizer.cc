@@ -245,7 +245,8 @@ Status Tokenizer::EncodeWithOffsets(std::string_view text, std::vector<int32_t>*
   auto place = [&](size_t from, size_t b, size_t e) {
     size_t pos = b;
     for (size_t k = from; k < ids->size(); ++k) {
-      pos = std::min(e, pos + TokenLength((*ids)[k]));
+      int32_t id = (*ids)[k];
+      pos = std::min(e, pos + (static_cast<uint32_t>(id) < token_len_.size() ? token_len_[static_cast<size_t>(id)] : 0));
       ends->push_back(static_cast<uint32_t>(pos));
     }
     if (ids->size() > from) ends->back() = static_cast<uint32_t>(e);
@@ -811,6 +812,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json, st
   std::unique_ptr<Tokenizer> t(new Tokenizer());
   TokenizerLoader loader(t.get(), name);
   EK_RETURN_IF_ERROR(loader.Load(json));
+  t->token_len_.resize(static_cast<size_t>(t->vocab_size_));
+  for (int32_t id = 0; id < t->vocab_size_; ++id) t->token_len_[static_cast<size_t>(id)] = static_cast<uint32_t>(t->TokenLength(id));
   return t;
 }
 

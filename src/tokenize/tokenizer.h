@@ -99,6 +99,7 @@ class Tokenizer {
   bool join_with_space_ = false;  // no decoder: HF joins token strings with ' '
   std::unordered_map<int32_t, std::string> raw_token_text_;  // only when join_with_space_
   int32_t vocab_size_ = 0;
+  std::vector<uint32_t> token_len_;  // bytes of each id's token (0: none), for offsets
 };
 
 }  // namespace ek::tokenize
