@@ -292,6 +292,18 @@ def test_an_assistant_loss_mask_is_what_the_trainer_trains(qwen3_model, tmp_path
     assert p.returncode == 0, p.stderr
     rf = run_file(tmp_path, qwen3_model, pack, world=2, train__log_every=1, train__max_steps=2,
                   train__save_every=100)
+    # The gate verifies the masks with the blocks: a flipped mask byte is a FAIL naming the file.
+    gate = [EVENKEEL, "gate", str(rf), "--log", str(tmp_path / "gate.json")]
+    g = subprocess.run(gate, capture_output=True, text=True, timeout=120)
+    data_line = next(line for line in g.stdout.splitlines() if "1. data" in line)
+    assert "PASS" in data_line, g.stdout + g.stderr  # (the test's 2-minute watchdog fails check 6)
+    mask_file = pack / "rank-00001.mask"
+    good = mask_file.read_bytes()
+    mask_file.write_bytes(good[:7] + bytes([good[7] ^ 1]) + good[8:])
+    g = subprocess.run(gate, capture_output=True, text=True, timeout=120)
+    data = g.stdout[g.stdout.index("1. data"):g.stdout.index("2. ")]
+    assert g.returncode == 1 and "FAIL" in data and "rank-00001.mask: checksum" in data, g.stdout + g.stderr
+    mask_file.write_bytes(good)
     results, _ = launch(2, [str(rf)], tmp_path, timeout=300)
     logs = logs_of(results)
     assert [r.returncode for r in results] == [0, 0], logs
