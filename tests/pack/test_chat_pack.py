@@ -328,3 +328,27 @@ def test_a_pack_without_mask_trains_every_token(tmp_path):
     ids, labels = ds.batch([0])
     assert not ds.has_mask and ds.mask is None and torch.equal(ids, labels)
     assert ds.trained_targets([0, 0]) == 2 * (SEQ - 1)
+
+
+@pytest.mark.parametrize("shard", ["balanced", "strided"])
+def test_masks_do_not_change_the_blocks(tmp_path, shard):
+    """Sharding, block counts and the ids are the same with and without --loss-mask."""
+    rng = random.Random(9)
+    rows = [conversation(rng, "qwen3", tools=False) if i % 4 else {"text": text(rng, 12)} for i in range(200)]
+    template = trl_template("qwen3_training.jinja")
+    outs = {}
+    for mask in ["none", "assistant"]:
+        src = tmp_path / "in.jsonl"
+        write_jsonl(src, rows)
+        out = tmp_path / mask
+        p = subprocess.run([EVENKEEL, "pack", "--tokenizer", os.path.join(MODELS["qwen3"], "tokenizer.json"),
+                            "--world", "3", "--seq-len", str(SEQ), "--shard", shard, "--chat-template", template,
+                            "--loss-mask", mask, "--out", str(out), "--json", str(src)], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        outs[mask] = (out, json.loads(p.stdout))
+    (a, ma), (b, mb) = outs["none"], outs["assistant"]
+    assert [r["blocks"] for r in ma["ranks"]] == [r["blocks"] for r in mb["ranks"]]
+    for r in range(3):
+        assert (a / f"rank-{r:05d}.i32").read_bytes() == (b / f"rank-{r:05d}.i32").read_bytes()
+        assert (b / f"rank-{r:05d}.mask").stat().st_size * 4 == (b / f"rank-{r:05d}.i32").stat().st_size
+        assert not (a / f"rank-{r:05d}.mask").exists()
