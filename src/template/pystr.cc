@@ -71,6 +71,11 @@ bool InSet(uint32_t cp, std::string_view chars) {
 }
 
 bool StripHere(std::string_view s, size_t i, const std::optional<std::string_view>& chars, size_t* len) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  if (!chars && c < 0x80) {
+    *len = 1;
+    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20);
+  }
   uint32_t cp = DecodeAt(s, i, len);
   return chars ? InSet(cp, *chars) : IsPySpace(cp);
 }
@@ -107,15 +112,14 @@ std::string_view PyStrip(std::string_view s, const std::optional<std::string_vie
     }
   }
   if (right) {
-    // Find the end of the last code point not in the set.
-    size_t keep = b;
-    for (size_t i = b; i < e;) {
+    // Walk back over the code points in the set, from the end.
+    while (e > b) {
+      size_t start = e - 1;
+      while (start > b && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
       size_t len;
-      bool strip = StripHere(s, i, chars, &len);
-      i += len;
-      if (!strip) keep = i;
+      if (!StripHere(s, start, chars, &len)) break;
+      e = start;
     }
-    e = keep;
   }
   return s.substr(b, e - b);
 }
