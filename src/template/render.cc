@@ -113,7 +113,12 @@ class Interp {
             return Status::Ok();
           }
         }
-        EK_ASSIGN_OR_RETURN(Value v, Eval(*s.expr, scope));
+        Value v;
+        if (s.expr->kind == Expr::Kind::kBinary && s.expr->name == "+") {
+          EK_ASSIGN_OR_RETURN(v, EvalPlus(*s.expr, scope, out_));  // strings go straight to the output
+        } else {
+          EK_ASSIGN_OR_RETURN(v, Eval(*s.expr, scope));
+        }
         if (Status st = CheckPrintable(v); !st.ok()) return Locate(s.line, st);
         AppendStr(out_, v);
         return Status::Ok();
@@ -524,7 +529,9 @@ class Interp {
  private:
   // a + b + c ...: while the operands are strings, one buffer (not a string
   // per '+'); anything else goes through Arith pairwise, left to right.
-  Result<Value> EvalPlus(const Expr& e, Scope* scope) {
+  // With `sink`, strings are appended to it directly (what {{ a + b }} prints)
+  // and the result is Undefined; a non-string operand takes the text back.
+  Result<Value> EvalPlus(const Expr& e, Scope* scope, std::string* sink = nullptr) {
     const Expr* chain[16];
     size_t n = 0;
     const Expr* x = &e;
@@ -534,29 +541,36 @@ class Interp {
     }
     chain[n++] = x;  // the leftmost operand; chain is right-to-left
     EK_ASSIGN_OR_RETURN(Value acc, Eval(*chain[n - 1], scope));
-    std::string buf;
+    std::string own;
+    std::string* buf_ptr = &own;
+    size_t start = 0;
+    if (sink) {
+      buf_ptr = sink;
+      start = sink->size();
+    }
+    std::string& buf = *buf_ptr;
     bool buffered = false;
     for (size_t i = n - 1; i-- > 0;) {
       EK_ASSIGN_OR_RETURN(Value v, Eval(*chain[i], scope));
       if (v.is_string() && (buffered || acc.is_string())) {
         if (!buffered) {
-          buf.reserve(acc.str().size() + v.str().size() + 64);
-          buf = acc.str();
+          if (!sink) buf.reserve(acc.str().size() + v.str().size() + 64);
+          buf += acc.str();
           buffered = true;
         }
         buf += v.str();
         continue;
       }
       if (buffered) {
-        acc = Value::String(std::move(buf));
-        buf.clear();
+        acc = Value::String(buf.substr(start));
+        buf.resize(start);
         buffered = false;
       }
       auto r = Arith("+", acc, v);
       if (!r.ok()) return Locate(e.line, r.status());
       acc = std::move(*r);
     }
-    if (buffered) return Value::String(std::move(buf));
+    if (buffered) return sink ? Value() : Value::String(std::move(buf));
     return acc;
   }
 
