@@ -8,6 +8,7 @@
 #include <deque>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/core.h>
 
@@ -548,6 +549,14 @@ class TokenizerLoader {
       }
       if (t_->join_with_space_) t_->raw_token_text_[static_cast<int32_t>(i)] = std::string(field.key);
     }
+    {
+      // Hugging Face's model.get_vocab_size() is the vocabulary map's length: every
+      // distinct key, byte-level or not; added tokens' ids are assigned after it.
+      std::unordered_set<std::string_view> keys;
+      keys.reserve(n);
+      for (auto field : vocab) keys.insert(field.key);
+      model_vocab_len_ = static_cast<int64_t>(keys.size());
+    }
     Status st = t_->bpe_.InitVocab(std::move(tokens), std::move(present), ignore_merges);
     if (!st.ok()) return st.WithContext(name_);
     // Merges: "a b" strings or ["a", "b"] pairs, resolved through the raw-byte vocabulary.
@@ -735,7 +744,7 @@ class TokenizerLoader {
   // vocabulary size when no added id reaches it. The JSON "id" is only a
   // hint there (HF warns when they differ); real files agree with this.
   Status AssignAddedIds() {
-    const int64_t model_size = static_cast<int64_t>(t_->bpe_.vocab_count());
+    const int64_t model_size = model_vocab_len_;
     std::unordered_map<std::string, int32_t> non_byte_level_keys;
     for (const auto& [id, key] : t_->decode_override_) non_byte_level_keys.emplace(key, id);
     std::vector<AddedToken> out;
@@ -806,6 +815,7 @@ class TokenizerLoader {
 
   Tokenizer* t_;
   std::string name_;
+  int64_t model_vocab_len_ = 0;
 };
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json, std::string_view name) {

@@ -70,6 +70,29 @@ TEST(TokenizerTest, OffsetsTileTheTextAndAgreeWithEncode) {
   EXPECT_TRUE(t->normalizes_nfc());
 }
 
+TEST(TokenizerTest, AddedTokensAfterNonByteLevelVocabularyKeys) {
+  // A vocabulary key that byte-level BPE cannot reach ("<｜fim｜>", as DeepSeek V3's
+  // vocabulary has) still counts in Hugging Face's vocabulary size: an added token
+  // that is not in the vocabulary gets the id after all of them.
+  std::string json = TinyJson();
+  auto at = json.find("\"Ġw\":260");
+  ASSERT_NE(at, std::string::npos);
+  json.insert(at + std::string("\"Ġw\":260").size(), ",\"<｜fim｜>\":263");
+  at = json.find("\"added_tokens\":[");
+  json.insert(at + std::string("\"added_tokens\":[").size(),
+              R"({"id":264,"content":"<｜User｜>","single_word":false,"lstrip":false,"rstrip":false,"normalized":true,"special":false},)");
+  auto t = Tokenizer::FromJson(json, "tiny.json");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  // Hugging Face (tokenizers 0.23, checked with this same file) ignores the ids the
+  // file gives added tokens: the vocabulary has 262 keys, so the first added token
+  // not in it gets 262 and each next one the largest so far + 1 (263 even though a
+  // vocabulary key has it).
+  EXPECT_EQ((*t)->TokenToId("<｜User｜>"), std::optional<int32_t>(262));
+  EXPECT_EQ(Ids(**t, "<｜User｜>"), (std::vector<int32_t>{262}));
+  EXPECT_EQ(Ids(**t, "<|x|>"), (std::vector<int32_t>{263}));
+  EXPECT_EQ(Ids(**t, "<y>"), (std::vector<int32_t>{264}));
+}
+
 TEST(TokenizerTest, DecodeRoundTrips) {
   auto t = *Tokenizer::FromJson(TinyJson(), "tiny.json");
   std::string out;

@@ -33,8 +33,6 @@ UNSUPPORTED = {}
 # they still diverge, so the entry goes when the tokenizer is fixed.
 IDS_KNOWN_DIVERGENT = {
     "gemma3": "src/tokenize refuses the tokenizer.json (decoder 'Sequence'; only ByteLevel is supported)",
-    "deepseek_v3": "src/tokenize assigns some added tokens other ids than Hugging Face "
-                   "(<｜User｜> gets 128800, HF 128803): AssignAddedIds",
 }
 
 RECORDS = corpus.corpus()
