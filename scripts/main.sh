@@ -3,8 +3,9 @@
 # on this machine's CPUs, from one run file:
 #   1. a tiny Qwen3 model directory made with transformers (the real architecture and
 #      tokenizer, hidden size 64, 2 layers) stands in for a pretrained model (no hub here);
-#   2. the bundled sample's chat records are packed with that model's tokenizer for a
-#      world of 4 ranks, balanced so every rank has the same block count;
+#   2. the bundled sample's conversations are rendered with that model's own chat template
+#      (Qwen3's Jinja template, exactly as transformers renders it) and packed with its
+#      tokenizer for a world of 4 ranks, balanced so every rank has the same block count;
 #   3. plan the run;
 #   4. evenkeel launch: the gate (it refuses an unsafe run), then torchrun with the flight
 #      recorder on: 4 CPU ranks (gloo), FSDP2 per decoder layer, evenfix, everything
@@ -29,9 +30,9 @@ export OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
 echo "== 1. model: a tiny Qwen3 with the real tokenizer, saved by transformers"
 "$PY" trainer/make_tiny_model.py --family qwen3 --tokenizer-dir "$TOKDIR" --out "$W/model" 2>/dev/null
 
-echo "== 2. pack: the sample's chat records with the model's tokenizer, world 4, 256-token blocks, balanced"
+echo "== 2. pack: the sample's conversations, rendered with the model's own chat template, world 4, 256-token blocks, balanced"
 "$PY" scripts/rehearsal_tools.py slice "$SAMPLE" "$W/chat.jsonl" 16
-"$EK" tokenize --tokenizer "$W/model/tokenizer.json" --stats "$W/chat.jsonl" > "$W/ids.jsonl"
+"$EK" template check --tokenizer-config "$W/model/tokenizer_config.json"
 "$EK" pack --tokenizer "$W/model/tokenizer.json" --world 4 --seq-len 256 --shard balanced --out "$W/pack" "$W/chat.jsonl"
 "$EK" inspect "$W/pack" | tail -1
 

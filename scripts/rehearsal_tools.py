@@ -14,19 +14,23 @@ import sys
 
 
 def slice_chat(sample: str, out: str, n: int) -> int:
-    """A learnable slice: chat records (ChatML text), which a tiny model can memorize
-    in a few epochs, so the loss visibly falls."""
+    """A learnable slice: the sample's chat records (ChatML text), which a tiny model can
+    memorize in a few epochs, so the loss visibly falls; written back as conversations
+    ({"messages": [...]}) for `evenkeel pack` to render with the model's own template."""
     kept = []
     with open(sample, encoding="utf-8") as f:
         for line in f:
             text = json.loads(line).get("text", "")
-            if text.startswith("<|im_start|>"):
-                kept.append(line if line.endswith("\n") else line + "\n")
+            if not text.startswith("<|im_start|>"):
+                continue
+            turns = re.findall(r"<\|im_start\|>(\w+)\n(.*?)(?:<\|im_end\|>|$)", text, re.S)
+            kept.append(json.dumps({"messages": [{"role": r, "content": c} for r, c in turns]},
+                                   ensure_ascii=False) + "\n")
             if len(kept) == n:
                 break
     with open(out, "w", encoding="utf-8") as f:
         f.writelines(kept)
-    print(f"slice: {len(kept)} chat records -> {out}")
+    print(f"slice: {len(kept)} conversations -> {out}")
     return 0 if kept else 1
 
 

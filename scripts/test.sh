@@ -19,7 +19,7 @@ status=0
 ctest --output-on-failure -j"$(nproc)" || status=1
 cd "$ROOT"
 # (tests/watch runs under ctest as watch_e2e.) A suite folder that went missing fails the run.
-suites=(tests/cli tests/pack tests/tokenizer_variants tests/trainer tests/launch tests/slurm tests/hardening)
+suites=(tests/cli tests/pack tests/tokenizer_variants tests/trainer tests/launch tests/slurm tests/hardening tests/template)
 for d in "${suites[@]}"; do
   [ -d "$d" ] || { echo "test: error: test folder $d is missing" >&2; exit 1; }
 done

@@ -344,17 +344,32 @@ def train(args: argparse.Namespace, cfg: RunFile, run: Run, device: torch.device
             step = run.global_step + 1
             loss_sum = 0.0
             consumed = []
+            window = order[position:position + t.micro_batch * t.grad_accum]
+            # With a loss mask, the loss is the mean over the window's trained tokens (a
+            # micro-batch can hold few or none): each micro-batch's summed loss is divided by
+            # the window's count, as transformers does with num_items_in_batch.
+            trained = None
+            if ds.has_mask:
+                trained = max(1, ds.trained_targets(window))
             for micro in range(t.grad_accum):
                 index = order[position:position + t.micro_batch]
                 position += t.micro_batch
                 consumed.extend(int(i) for i in index)
-                batch = ds.tensor[torch.from_numpy(index)].to(device=device, dtype=torch.long, non_blocking=True)
+                # Labels are the ids, with -100 where the pack's loss mask is 0 (assistant-only loss).
+                batch, labels = ds.batch(index, device=device)
                 model.set_requires_gradient_sync(micro == t.grad_accum - 1)
                 run.enter("forward", f"step {step}, micro-batch {micro}", step)
-                loss = model(input_ids=batch, labels=batch).loss
-                run.enter("backward", f"step {step}, micro-batch {micro}", step)
-                (loss / t.grad_accum).backward()
-                loss_sum += loss.item()
+                if trained is None:
+                    loss = model(input_ids=batch, labels=labels).loss
+                    run.enter("backward", f"step {step}, micro-batch {micro}", step)
+                    (loss / t.grad_accum).backward()
+                    loss_sum += loss.item()
+                else:
+                    loss = model(input_ids=batch, labels=labels,
+                                 num_items_in_batch=torch.tensor(trained, device=device)).loss
+                    run.enter("backward", f"step {step}, micro-batch {micro}", step)
+                    loss.backward()
+                    loss_sum += loss.item() * t.grad_accum  # logged as loss_sum / grad_accum
             run.enter("optimizer", f"step {step}", step)
             if t.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), t.max_grad_norm)

@@ -25,7 +25,14 @@ class BlockDataset:
     a permutation of the rank's blocks that depends only on ``(seed, e, blocks)``
     (SplitMix64-seeded Fisher-Yates, src/loader/epoch_order.h), truncated to the
     pinned count or repeated cyclically up to it.
+
+    A pack made with ``--loss-mask assistant`` has a loss mask beside the blocks
+    (``has_mask``); :meth:`labels` and :meth:`batch` turn it into the labels a
+    Hugging Face causal LM takes: the token ids, with ``-100`` (ignored by the
+    loss) where the mask is 0. Without a mask the labels are the ids.
     """
+
+    IGNORE_INDEX = -100
 
     def __init__(self, pack_dir: str | os.PathLike, rank: int, *, seed: int = 0, shuffle: bool = True):
         self._file = _core.BlockFile.open(os.fspath(pack_dir), int(rank))
@@ -34,6 +41,8 @@ class BlockDataset:
             # torch warns that it cannot mark tensors read-only; the class docstring says they are.
             warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
             self._blocks = torch.from_numpy(array)
+            mask = self._file.mask_array()
+            self._mask = None if mask is None else torch.from_numpy(mask)
         self.seed = int(seed)
         self.shuffle = bool(shuffle)
         self._count = self._file.blocks
@@ -65,6 +74,41 @@ class BlockDataset:
     @property
     def eos_id(self) -> int:
         return self._file.eos_id
+
+    @property
+    def has_mask(self) -> bool:
+        """True for a pack with assistant loss masks (``evenkeel pack --loss-mask assistant``)."""
+        return self._mask is not None
+
+    @property
+    def mask(self) -> torch.Tensor | None:
+        """The loss mask as a (local_blocks, seq_len) uint8 view (1: the token trains), or None."""
+        return self._mask
+
+    def labels(self, ids: torch.Tensor, index) -> torch.Tensor:
+        """Labels for the blocks ``index`` whose ids (any integer dtype, any device) are
+        ``ids``: int64 ids with ``-100`` where the mask is 0; the ids when there is no mask."""
+        labels = ids.to(dtype=torch.long, copy=True)
+        if self._mask is not None:
+            keep = self._mask[torch.as_tensor(index)].to(device=labels.device, dtype=torch.bool)
+            labels.masked_fill_(~keep, self.IGNORE_INDEX)
+        return labels
+
+    def batch(self, index, device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+        """``(input_ids, labels)`` for the blocks ``index`` (a sequence or array of block
+        indices of the file), both int64 of shape (len(index), seq_len) on ``device``."""
+        index = torch.as_tensor(np.asarray(index, dtype=np.int64))
+        ids = self._blocks[index].to(device=device, dtype=torch.long, non_blocking=True)
+        return ids, self.labels(ids, index)
+
+    def trained_targets(self, index) -> int:
+        """How many tokens of the blocks ``index`` are loss targets: positions 1.. of each
+        block whose mask is 1 (a causal LM predicts token t from the tokens before it, so
+        a block's first token is never a target)."""
+        index = torch.as_tensor(np.asarray(index, dtype=np.int64))
+        if self._mask is None:
+            return int(len(index) * (self.seq_len - 1))
+        return int(self._mask[index][:, 1:].sum())
 
     @property
     def local_blocks(self) -> int:

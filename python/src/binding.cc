@@ -76,6 +76,23 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("eos_id", [](const BlockFile& f) { return f.manifest().eos_id; })
       .def_property_readonly("global_min_blocks", [](const BlockFile& f) { return f.manifest().min_blocks(); })
       .def_property_readonly("global_max_blocks", [](const BlockFile& f) { return f.manifest().max_blocks(); })
+      .def_property_readonly("has_mask", &BlockFile::has_mask)
+      .def_property_readonly("loss_mask", [](const BlockFile& f) { return f.manifest().loss_mask; })
+      .def_property_readonly("chat_template", [](const BlockFile& f) { return f.manifest().chat_template; })
+      // The loss mask as a read-only (blocks, seq_len) uint8 array over the
+      // mapping (it keeps the BlockFile alive), or None for a pack without one.
+      .def("mask_array",
+           [](py::object self) -> py::object {
+             const BlockFile& f = self.cast<const BlockFile&>();
+             if (!f.has_mask()) return py::none();
+             static const uint8_t kNoMask[1] = {0};
+             const uint8_t* data = f.blocks() == 0 ? kNoMask : f.mask();
+             const auto rows = static_cast<py::ssize_t>(f.blocks());
+             const auto cols = static_cast<py::ssize_t>(f.seq_len());
+             py::array a(py::dtype::of<uint8_t>(), {rows, cols}, {cols, py::ssize_t{1}}, data, self);
+             a.attr("flags").attr("writeable") = false;
+             return a;
+           })
       .def_buffer([](const BlockFile& f) {
         const int32_t* data = f.blocks() == 0 ? kNoBlocks : f.data();
         const auto rows = static_cast<py::ssize_t>(f.blocks());

@@ -35,6 +35,20 @@ void PrintSummary(const pack::Manifest& m) {
               static_cast<unsigned long long>(m.max_blocks()),
               static_cast<unsigned long long>(m.max_blocks() - m.min_blocks()),
               m.complete() ? "" : fmt::format(" (ranks {} only)", m.ranks.empty() ? "none" : fmt::format("{}-{}", m.ranks.front().rank, m.ranks.back().rank)).c_str());
+  if (m.chat_records) {
+    std::printf("%llu chat record(s) rendered with %s%s%s\n", static_cast<unsigned long long>(m.chat_records),
+                m.chat_template.c_str(), m.chat_template_path.empty() ? "" : " ",
+                m.chat_template_path.c_str());
+  }
+  if (m.loss_mask == "assistant") {
+    uint64_t loss = 0, all = 0;
+    for (const auto& r : m.ranks) {
+      loss += r.loss_tokens;
+      all += r.blocks * static_cast<uint64_t>(m.seq_len);
+    }
+    std::printf("loss mask: %llu of %llu tokens in blocks train (%.1f%%)\n", static_cast<unsigned long long>(loss),
+                static_cast<unsigned long long>(all), all ? 100.0 * static_cast<double>(loss) / static_cast<double>(all) : 0.0);
+  }
   if (m.skipped_bad) std::printf("skipped %llu bad record(s)\n", static_cast<unsigned long long>(m.skipped_bad));
 }
 
@@ -90,7 +104,7 @@ int RunPack(int argc, char** argv) {
                "'evenkeel pack merge DIR...' combines node manifests made with --ranks.",
                "evenkeel pack"};
   pack::PackOptions opt;
-  std::string shard = "contiguous", chat = "none", ranks, invalid = "error", eos;
+  std::string shard = "contiguous", chat = "auto", loss_mask = "none", ranks, invalid = "error", eos;
   bool json = false;
   app.add_option("--tokenizer", opt.tokenizer_path, "Hugging Face tokenizer.json")->required();
   app.add_option("--world", opt.world, "number of ranks (GPUs)")->required();
@@ -100,7 +114,15 @@ int RunPack(int argc, char** argv) {
   app.add_option("--shard", shard, "contiguous | strided (as datasets.shard) | balanced (spread 0)")
       ->check(CLI::IsMember({"contiguous", "strided", "balanced"}))->capture_default_str();
   app.add_option("--text-field", opt.record.text_field, "field holding the text")->capture_default_str();
-  app.add_option("--chat-template", chat, "render {\"messages\": [...]}: chatml | llama3");
+  app.add_option("--chat-template", chat,
+                 "how records with \"messages\" are rendered: auto (the chat_template of tokenizer_config.json "
+                 "beside the tokenizer), FILE.jinja, chatml, llama3, or none (refuse them); records with a text "
+                 "field pass through unchanged")
+      ->capture_default_str();
+  app.add_option("--loss-mask", loss_mask,
+                 "assistant: write rank-NNNNN.mask beside each block file marking the tokens the assistant "
+                 "generates (docs/pack_format.md); none: every token trains")
+      ->check(CLI::IsMember({"none", "assistant"}))->capture_default_str();
   app.add_option("--eos", eos, "EOS token appended to every record (default: tokenizer_config.json's)");
   app.add_option("--ranks", ranks, "write only ranks A-B (one node's), e.g. 8-15");
   app.add_option("--threads", opt.threads, "worker threads (default: all cores)");
@@ -114,7 +136,10 @@ int RunPack(int argc, char** argv) {
   opt.shard = *mode;
   auto tmpl = pack::ParseChatTemplate(chat);
   if (!tmpl.ok()) return ReportError(tmpl.status());
-  opt.record.chat = *tmpl;
+  opt.chat = *tmpl;
+  auto mask = pack::ParseLossMask(loss_mask);
+  if (!mask.ok()) return ReportError(mask.status());
+  opt.loss_mask = *mask;
   opt.record.invalid_utf8 = invalid == "replace" ? InvalidUtf8Policy::kReplace : InvalidUtf8Policy::kError;
   if (!eos.empty()) opt.eos_token = eos;
   if (!ranks.empty() && !ParseRange(ranks, &opt.rank_lo, &opt.rank_hi)) {

@@ -51,7 +51,8 @@ int Render(const Source& src, const std::string& input, bool add_generation_prom
     if (!d.ok()) return ReportError(d.status());
     data = std::move(*d);
   }
-  std::string_view name = input.empty() ? "<stdin>" : input;
+  // A std::string: the conditional yields a temporary, which a string_view would outlive.
+  const std::string name = input.empty() || input == "-" ? std::string("<stdin>") : input;
   size_t pos = 0, line_no = 0;
   std::string out;
   while (pos < data.size()) {

@@ -89,7 +89,7 @@ std::vector<std::string> SplitComma(const std::string& s) {
 }
 
 struct OpenSource {
-  std::unique_ptr<telemetry::HttpClient> http;
+  std::unique_ptr<net::HttpClient> http;
   std::unique_ptr<telemetry::Source> source;
 };
 
@@ -131,7 +131,7 @@ Result<OpenSource> MakeSource(const SourceFlags& f) {
     if (args.empty()) {
       return InvalidArgumentError("--source prometheus needs URLs, or --run with cluster.hosts");
     }
-    out.http = telemetry::MakeHttpClient();
+    out.http = net::MakeHttpClient();
     EK_ASSIGN_OR_RETURN(out.source,
                         telemetry::PrometheusSource::Create(args, out.http.get(), clock));
   } else {

@@ -122,6 +122,64 @@ Status JsonFields::OptBool(std::string_view key, bool* out) const {
   return Has(key) ? Bool(key, out) : Status::Ok();
 }
 
+Status JsonFields::NumOrNull(std::string_view key, std::optional<double>* out) const {
+  simdjson::dom::element e;
+  EK_RETURN_IF_ERROR(Field(key, &e));
+  if (e.is_null()) {
+    *out = std::nullopt;
+    return Status::Ok();
+  }
+  double d = 0;
+  EK_RETURN_IF_ERROR(Num(key, &d));
+  *out = d;
+  return Status::Ok();
+}
+
+Status JsonFields::OptNumOrNull(std::string_view key, std::optional<double>* out) const {
+  if (!Has(key)) {
+    *out = std::nullopt;
+    return Status::Ok();
+  }
+  return NumOrNull(key, out);
+}
+
+Status JsonFields::StrList(std::string_view key, std::vector<std::string>* out) const {
+  simdjson::dom::array a;
+  EK_RETURN_IF_ERROR(Array(key, &a));
+  out->clear();
+  size_t i = 0;
+  for (simdjson::dom::element e : a) {
+    std::string_view v;
+    if (e.get(v)) return Err(fmt::format("{}[{}]", key, i), "not a string");
+    out->emplace_back(v);
+    ++i;
+  }
+  return Status::Ok();
+}
+
+Status JsonFields::IntList(std::string_view key, int64_t lo, int64_t hi, std::vector<int64_t>* out) const {
+  simdjson::dom::array a;
+  EK_RETURN_IF_ERROR(Array(key, &a));
+  out->clear();
+  size_t i = 0;
+  for (simdjson::dom::element e : a) {
+    int64_t v;
+    if (e.get(v)) return Err(fmt::format("{}[{}]", key, i), "not an integer");
+    if (v < lo || v > hi) return Err(fmt::format("{}[{}]", key, i), fmt::format("{} is out of range [{}, {}]", v, lo, hi));
+    out->push_back(v);
+    ++i;
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string_view> JsonFields::Keys() const {
+  std::vector<std::string_view> keys;
+  simdjson::dom::object o;
+  if (obj_.get(o)) return keys;
+  for (auto [k, v] : o) keys.push_back(k);
+  return keys;
+}
+
 Result<JsonFields> JsonFields::Item(simdjson::dom::element e, std::string_view array_key, size_t index) const {
   std::string where = fmt::format("{}[{}]", Where(array_key), index);
   if (!e.is_object()) return CorruptError(fmt::format("{}: {}: not an object", file_, where));

@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <optional>
 #include <string_view>
+#include <vector>
 
 #include <simdjson.h>
 
@@ -65,6 +67,17 @@ class JsonFields {
   }
   Status OptNum(std::string_view key, double* out) const;
   Status OptBool(std::string_view key, bool* out) const;
+  // A number or null (how evenkeel's writers spell NaN): null is nullopt.
+  // Required: absent is an error; Opt: absent is nullopt too.
+  Status NumOrNull(std::string_view key, std::optional<double>* out) const;
+  Status OptNumOrNull(std::string_view key, std::optional<double>* out) const;
+
+  // Arrays of one type; an element of another is an error naming it
+  // ("hosts[2]: not a string").
+  Status StrList(std::string_view key, std::vector<std::string>* out) const;
+  Status IntList(std::string_view key, int64_t lo, int64_t hi, std::vector<int64_t>* out) const;
+  // This object's keys in document order (a map's members: "rank_blocks").
+  std::vector<std::string_view> Keys() const;
 
   // The element of an array at `index`, as fields ("ranks[3]").
   Result<JsonFields> Item(simdjson::dom::element e, std::string_view array_key, size_t index) const;

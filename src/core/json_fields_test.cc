@@ -57,5 +57,36 @@ TEST(JsonFieldsTest, MissingOrMistypedIsNamedNeverZero) {
   EXPECT_FALSE(f->OptStr("n", &keep).ok());
 }
 
+TEST(JsonFieldsTest, ListsNullableNumbersAndKeys) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  ASSERT_FALSE(parser.parse(std::string_view(
+      R"({"hosts":["a",3],"ranks":[0,1,-2],"names":["x","y"],"t":null,"u":2,"m":{"0":1,"x":2},"s":"a"})"))
+                   .get(root));
+  auto f = JsonFields::Root(root, "f.json");
+  ASSERT_TRUE(f.ok());
+  std::vector<std::string> names;
+  EXPECT_EQ(f->StrList("hosts", &names).message(), "f.json: hosts[1]: not a string");
+  EXPECT_TRUE(f->StrList("names", &names).ok());
+  EXPECT_EQ(names, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(f->StrList("s", &names).message(), "f.json: s: not an array");
+  std::vector<int64_t> ints;
+  EXPECT_EQ(f->IntList("ranks", 0, 10, &ints).message(), "f.json: ranks[2]: -2 is out of range [0, 10]");
+  EXPECT_EQ(f->IntList("names", 0, 10, &ints).message(), "f.json: names[0]: not an integer");
+  std::optional<double> d = 1;
+  EXPECT_TRUE(f->NumOrNull("t", &d).ok());
+  EXPECT_FALSE(d.has_value());
+  EXPECT_TRUE(f->NumOrNull("u", &d).ok());
+  EXPECT_EQ(d, 2.0);
+  EXPECT_EQ(f->NumOrNull("s", &d).message(), "f.json: s: not a number");
+  EXPECT_EQ(f->NumOrNull("gone", &d).message(), "f.json: gone: missing");
+  EXPECT_TRUE(f->OptNumOrNull("gone", &d).ok());
+  EXPECT_FALSE(d.has_value());
+  JsonFields m = *f;
+  ASSERT_TRUE(f->Object("m", &m).ok());
+  EXPECT_EQ(m.Keys(), (std::vector<std::string_view>{"0", "x"}));
+  EXPECT_TRUE(f->Keys().size() == 7);
+}
+
 }  // namespace
 }  // namespace ek

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/file.h"
 #include "core/json_check.h"
+#include "core/json_fields.h"
 #include "core/json_out.h"
 #include "core/parse.h"
 #include "core/version.h"
@@ -503,6 +504,38 @@ std::string GateReportToJson(const GateReport& r) {
   return o;
 }
 
+namespace {
+
+Status ReadVerdict(const JsonFields& f, Verdict* out) {
+  std::string v;
+  EK_RETURN_IF_ERROR(f.Str("verdict", &v));
+  if (v == "PASS") *out = Verdict::kPass;
+  else if (v == "WARN") *out = Verdict::kWarn;
+  else if (v == "FAIL") *out = Verdict::kFail;
+  else return f.Err("verdict", fmt::format("'{}' is not PASS, WARN or FAIL", v));
+  return Status::Ok();
+}
+
+Status ReadCheck(const JsonFields& c, Check* out) {
+  EK_RETURN_IF_ERROR(c.Str("name", &out->name));
+  EK_RETURN_IF_ERROR(ReadVerdict(c, &out->verdict));
+  EK_RETURN_IF_ERROR(c.OptStr("reason", &out->reason));
+  if (c.Has("numbers")) {
+    JsonFields nums = c;
+    EK_RETURN_IF_ERROR(c.Object("numbers", &nums));
+    for (std::string_view k : nums.Keys()) {
+      double d = 0;
+      EK_RETURN_IF_ERROR(nums.Num(k, &d));
+      out->numbers[std::string(k)] = d;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// Strict (docs/gate_format.md): required fields must be there, and every field
+// that is there must have its type; the error names the file and the field.
 Result<GateReport> GateReportFromJson(std::string_view json, const std::string& name) {
   simdjson::dom::parser parser;
   simdjson::padded_string padded(json);
@@ -510,70 +543,55 @@ Result<GateReport> GateReportFromJson(std::string_view json, const std::string& 
   if (parser.parse(padded).get(root)) {
     return CorruptError(fmt::format("{}: malformed JSON: {}", name, LocateJsonError(json)));
   }
-  GateReport r;
-  std::string_view s;
-  int64_t i;
-  auto bad = [&](std::string_view what) { return CorruptError(fmt::format("{}: not a gate part: {}", name, what)); };
-  if (root["run"].get(s)) return bad("run");
-  r.run_name = std::string(s);
-  if (!root["run_file"]["path"].get(s)) r.run_file = std::string(s);
-  if (!root["run_file"]["xxh3"].get(s)) {
-    uint64_t h = 0;
-    for (char ch : s) {
-      int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-      if (d < 0 || s.size() != 16) return bad("run_file.xxh3");
-      h = h * 16 + static_cast<uint64_t>(d);
+  auto read = [&](GateReport* r) -> Status {
+    EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, name));
+    EK_RETURN_IF_ERROR(f.Str("run", &r->run_name));
+    if (f.Has("run_file")) {
+      JsonFields rf = f;
+      EK_RETURN_IF_ERROR(f.Object("run_file", &rf));
+      EK_RETURN_IF_ERROR(rf.OptStr("path", &r->run_file));
+      if (rf.Has("xxh3")) EK_RETURN_IF_ERROR(rf.Hex64("xxh3", &r->run_xxh3));
     }
-    r.run_xxh3 = h;
-  }
-  if (root["host"].get(s)) return bad("host");
-  r.host = std::string(s);
-  if (root["node_rank"].get(i)) return bad("node_rank");
-  r.node_rank = static_cast<int>(i);
-  if (!root["time"].get(s)) r.time = std::string(s);
-  if (!root["versions"]["evenkeel"].get(s)) r.evenkeel_version = std::string(s);
-  double secs;
-  if (!root["seconds"].get(secs)) r.seconds = secs;
-  simdjson::dom::array arr;
-  if (!root["hosts"].get(arr)) {
-    for (auto h : arr) {
-      if (!h.get(s)) r.hosts.emplace_back(s);
+    EK_RETURN_IF_ERROR(f.Str("host", &r->host));
+    EK_RETURN_IF_ERROR(f.IntIn("node_rank", -1, 1 << 24, &r->node_rank));
+    EK_RETURN_IF_ERROR(f.OptStr("time", &r->time));
+    if (f.Has("versions")) {
+      JsonFields v = f;
+      EK_RETURN_IF_ERROR(f.Object("versions", &v));
+      EK_RETURN_IF_ERROR(v.OptStr("evenkeel", &r->evenkeel_version));
     }
-  }
-  if (!root["ranks_checked"].get(arr)) {
-    for (auto x : arr) {
-      if (!x.get(i)) r.ranks_checked.push_back(static_cast<int>(i));
+    EK_RETURN_IF_ERROR(f.OptNum("seconds", &r->seconds));
+    if (f.Has("hosts")) EK_RETURN_IF_ERROR(f.StrList("hosts", &r->hosts));
+    if (f.Has("ranks_checked")) {
+      std::vector<int64_t> ranks;
+      EK_RETURN_IF_ERROR(f.IntList("ranks_checked", 0, 1 << 24, &ranks));
+      for (int64_t x : ranks) r->ranks_checked.push_back(static_cast<int>(x));
     }
-  }
-  simdjson::dom::object blocks;
-  if (!root["rank_blocks"].get(blocks)) {
-    for (auto [k, v] : blocks) {
-      int64_t b;
-      auto rank = ParseIntIn(k, 0, 1 << 24);
-      if (!rank) return bad(fmt::format("rank_blocks key '{}' is not a rank", k));
-      if (v.get(b) || b < 0) return bad(fmt::format("rank_blocks.{} is not a block count", k));
-      r.rank_blocks[static_cast<int>(*rank)] = static_cast<uint64_t>(b);
-    }
-  }
-  if (root["checks"].get(arr)) return bad("checks");
-  for (auto c : arr) {
-    Check ch;
-    if (c["name"].get(s)) return bad("checks.name");
-    ch.name = std::string(s);
-    if (c["verdict"].get(s)) return bad("checks.verdict");
-    ch.verdict = s == "PASS" ? Verdict::kPass : s == "WARN" ? Verdict::kWarn : Verdict::kFail;
-    if (!c["reason"].get(s)) ch.reason = std::string(s);
-    simdjson::dom::object nums;
-    if (!c["numbers"].get(nums)) {
-      for (auto [k, v] : nums) {
-        double d;
-        if (!v.get(d)) ch.numbers[std::string(k)] = d;
+    if (f.Has("rank_blocks")) {
+      JsonFields blocks = f;
+      EK_RETURN_IF_ERROR(f.Object("rank_blocks", &blocks));
+      for (std::string_view k : blocks.Keys()) {
+        auto rank = ParseIntIn(k, 0, 1 << 24);
+        if (!rank) return blocks.Err(k, "the key is not a rank number");
+        uint64_t b = 0;
+        EK_RETURN_IF_ERROR(blocks.U64(k, &b));
+        r->rank_blocks[static_cast<int>(*rank)] = b;
       }
     }
-    r.checks.push_back(ch);
-  }
-  int64_t gmin;
-  if (!root["global_min_blocks"].get(gmin)) r.global_min_blocks = static_cast<uint64_t>(gmin);
+    simdjson::dom::array checks;
+    EK_RETURN_IF_ERROR(f.Array("checks", &checks));
+    size_t i = 0;
+    for (simdjson::dom::element e : checks) {
+      EK_ASSIGN_OR_RETURN(JsonFields c, f.Item(e, "checks", i++));
+      Check ch;
+      EK_RETURN_IF_ERROR(ReadCheck(c, &ch));
+      r->checks.push_back(std::move(ch));
+    }
+    if (f.Has("global_min_blocks")) EK_RETURN_IF_ERROR(f.U64("global_min_blocks", &r->global_min_blocks));
+    return Status::Ok();
+  };
+  GateReport r;
+  EK_RETURN_IF_ERROR(read(&r));
   return r;
 }
 

@@ -48,6 +48,25 @@ Result<BlockFile> BlockFile::Open(const std::string& pack_dir, const pack::Manif
   if (out.file_.size() != want) {  // the file changed between stat and mmap
     return CorruptError(fmt::format("loader: {}: size changed while opening", path));
   }
+  if (manifest.loss_mask == "assistant") {
+    const std::string mask_path = pack_dir + "/" + (info->mask_file.empty() ? pack::MaskFileName(rank) : info->mask_file);
+    struct stat ms {};
+    if (::stat(mask_path.c_str(), &ms) != 0) {
+      return NotFoundError(fmt::format("loader: {}: missing loss-mask file of rank {} (the manifest says the pack "
+                                       "has assistant loss masks)", mask_path, rank));
+    }
+    const uint64_t tokens = info->blocks * static_cast<uint64_t>(manifest.seq_len);
+    if (static_cast<uint64_t>(ms.st_size) != tokens) {
+      return CorruptError(fmt::format("loader: {}: {} bytes, but {} holds {} tokens (one mask byte each; {})",
+                                      mask_path, static_cast<uint64_t>(ms.st_size), path, tokens,
+                                      static_cast<uint64_t>(ms.st_size) < tokens ? "truncated" : "too long"));
+    }
+    auto mask = MappedFile::Open(mask_path);
+    if (!mask.ok()) return mask.status().WithContext("loader");
+    out.mask_file_ = std::move(mask).value();
+    if (out.mask_file_.size() != tokens) return CorruptError(fmt::format("loader: {}: size changed while opening", mask_path));
+    out.has_mask_ = true;
+  }
   out.manifest_ = manifest;
   out.blocks_ = info->blocks;
   out.seq_len_ = manifest.seq_len;

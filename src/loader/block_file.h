@@ -37,6 +37,13 @@ class BlockFile {
   const std::string& path() const { return file_.path(); }
   const pack::Manifest& manifest() const { return manifest_; }
 
+  // The loss mask (packs made with --loss-mask assistant): one byte per token,
+  // aligned with data(), 1 where the token counts in the loss. Null otherwise.
+  bool has_mask() const { return has_mask_; }
+  const uint8_t* mask() const {
+    return has_mask_ ? reinterpret_cast<const uint8_t*>(mask_file_.data().data()) : nullptr;
+  }
+
   // Block `i` (precondition: i < blocks()).
   std::span<const int32_t> Block(uint64_t i) const {
     return {data() + i * static_cast<uint64_t>(seq_len_), static_cast<size_t>(seq_len_)};
@@ -44,6 +51,8 @@ class BlockFile {
 
  private:
   MappedFile file_;
+  MappedFile mask_file_;
+  bool has_mask_ = false;
   pack::Manifest manifest_;
   uint64_t blocks_ = 0;
   int seq_len_ = 0;

@@ -20,6 +20,42 @@ bool InspectReport::ok() const {
 
 namespace {
 
+// The loss mask beside a block file: one byte per token, each 0 or 1, its
+// checksum and count of ones as the manifest says.
+void CheckMask(const Manifest& m, const RankInfo& info, const std::string& dir, RankCheck* out) {
+  auto f = MappedFile::Open(dir + "/" + info.mask_file);
+  if (!f.ok()) {
+    out->problems.push_back(fmt::format("{}: {}", info.mask_file, f.status().message()));
+    return;
+  }
+  const uint64_t want = info.blocks * static_cast<uint64_t>(m.seq_len);
+  if (f->size() != want) {
+    out->problems.push_back(fmt::format("{}: {} bytes, but {} has {} tokens (one mask byte each)", info.mask_file,
+                                        f->size(), info.file, want));
+    return;
+  }
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(f->data().data());
+  uint64_t ones = 0, bad = 0;
+  int64_t first_bad = -1;
+  for (uint64_t i = 0; i < want; ++i) {
+    ones += p[i] == 1;
+    if (p[i] > 1) {
+      if (first_bad < 0) first_bad = static_cast<int64_t>(i);
+      ++bad;
+    }
+  }
+  uint64_t h = XXH3_64bits(p, want);
+  if (h != info.mask_xxh3) {
+    out->problems.push_back(fmt::format("{}: checksum {:016x}, manifest says {:016x}", info.mask_file, h, info.mask_xxh3));
+  }
+  if (bad) {
+    out->problems.push_back(fmt::format("{}: {} byte(s) neither 0 nor 1 (first at token {})", info.mask_file, bad, first_bad));
+  }
+  if (ones != info.loss_tokens) {
+    out->problems.push_back(fmt::format("{}: {} tokens marked, manifest says {}", info.mask_file, ones, info.loss_tokens));
+  }
+}
+
 void CheckRank(const Manifest& m, const RankInfo& info, const std::string& dir, bool check_tokens,
                RankCheck* out) {
   out->rank = info.rank;
@@ -80,6 +116,7 @@ void CheckRank(const Manifest& m, const RankInfo& info, const std::string& dir, 
     out->problems.push_back(fmt::format("{}: {} token(s) outside the vocabulary (first: {} at token {})", info.file,
                                         out->bad_tokens, out->first_bad_token, out->first_bad_token_at));
   }
+  if (m.loss_mask == "assistant") CheckMask(m, info, dir, out);
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ std::string_view ShardModeName(ShardMode m) {
 }
 
 std::string RankFileName(int rank) { return fmt::format("rank-{:05d}.i32", rank); }
+std::string MaskFileName(int rank) { return fmt::format("rank-{:05d}.mask", rank); }
 
 uint64_t Manifest::total_blocks() const {
   uint64_t n = 0;
@@ -76,6 +77,11 @@ std::string ManifestToJson(const Manifest& m) {
   kv("shard"); AppendJsonString(&o, ShardModeName(m.shard)); o += ",\n";
   kv("eos"); o += fmt::format("{{\"id\": {}, \"token\": ", m.eos_id); AppendJsonString(&o, m.eos_token); o += "},\n";
   kv("chat_template"); AppendJsonString(&o, m.chat_template); o += ",\n";
+  if (m.chat_template == "jinja") {
+    kv("chat_template_source"); o += "{\"path\": "; AppendJsonString(&o, m.chat_template_path);
+    o += fmt::format(", \"xxh3\": \"{}\"}},\n", Hex(m.chat_template_xxh3));
+  }
+  kv("loss_mask"); AppendJsonString(&o, m.loss_mask); o += ",\n";
   kv("text_field"); AppendJsonString(&o, m.text_field); o += ",\n";
   kv("inputs"); o += "[";
   for (size_t i = 0; i < m.inputs.size(); ++i) {
@@ -93,12 +99,17 @@ std::string ManifestToJson(const Manifest& m) {
     o += fmt::format("{{\"rank\": {}, \"file\": ", r.rank); AppendJsonString(&o, r.file);
     o += fmt::format(", \"records\": {}, \"tokens\": {}, \"blocks\": {}, \"bytes\": {}, \"dropped_tokens\": {}, \"xxh3\": \"{}\"}}",
                      r.records, r.tokens, r.blocks, r.bytes, r.dropped_tokens, Hex(r.xxh3));
+    if (!r.mask_file.empty()) {
+      o.pop_back();
+      o += ", \"mask_file\": "; AppendJsonString(&o, r.mask_file);
+      o += fmt::format(", \"mask_xxh3\": \"{}\", \"loss_tokens\": {}}}", Hex(r.mask_xxh3), r.loss_tokens);
+    }
   }
   o += m.ranks.empty() ? "],\n" : "\n  ],\n";
   kv("complete"); o += m.complete() ? "true,\n" : "false,\n";
   kv("totals");
-  o += fmt::format("{{\"records\": {}, \"tokens\": {}, \"blocks\": {}, \"dropped_tokens\": {}, \"skipped_bad\": {}}},\n",
-                   m.total_records, m.total_tokens, m.total_blocks(), m.total_dropped_tokens, m.skipped_bad);
+  o += fmt::format("{{\"records\": {}, \"chat_records\": {}, \"tokens\": {}, \"blocks\": {}, \"dropped_tokens\": {}, \"skipped_bad\": {}}},\n",
+                   m.total_records, m.chat_records, m.total_tokens, m.total_blocks(), m.total_dropped_tokens, m.skipped_bad);
   kv("bad_examples"); o += "[";
   for (size_t i = 0; i < m.bad_examples.size(); ++i) {
     const auto& b = m.bad_examples[i];
@@ -156,6 +167,22 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
   EK_RETURN_IF_ERROR(eos.Int("id", 0, INT64_MAX, &m.eos_id));
   EK_RETURN_IF_ERROR(eos.Str("token", &m.eos_token));
   EK_RETURN_IF_ERROR(f.Str("chat_template", &m.chat_template));
+  if (m.chat_template != "none" && m.chat_template != "chatml" && m.chat_template != "llama3" &&
+      m.chat_template != "jinja") {
+    return f.Err("chat_template", fmt::format("'{}' is not none, chatml, llama3 or jinja", m.chat_template));
+  }
+  if (m.chat_template == "jinja") {
+    JsonFields src = f;
+    EK_RETURN_IF_ERROR(f.Object("chat_template_source", &src));
+    EK_RETURN_IF_ERROR(src.Str("path", &m.chat_template_path));
+    EK_RETURN_IF_ERROR(src.Hex64("xxh3", &m.chat_template_xxh3));
+  }
+  if (f.Has("loss_mask")) {  // absent in packs made before loss masks
+    EK_RETURN_IF_ERROR(f.Str("loss_mask", &m.loss_mask));
+    if (m.loss_mask != "none" && m.loss_mask != "assistant") {
+      return f.Err("loss_mask", fmt::format("'{}' is not none or assistant", m.loss_mask));
+    }
+  }
   EK_RETURN_IF_ERROR(f.Str("text_field", &m.text_field));
   simdjson::dom::array arr;
   EK_RETURN_IF_ERROR(f.Array("inputs", &arr));
@@ -183,6 +210,14 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
     EK_RETURN_IF_ERROR(x.U64("bytes", &ri.bytes));
     EK_RETURN_IF_ERROR(x.U64("dropped_tokens", &ri.dropped_tokens));
     EK_RETURN_IF_ERROR(x.Hex64("xxh3", &ri.xxh3));
+    if (m.loss_mask == "assistant") {
+      EK_RETURN_IF_ERROR(x.Str("mask_file", &ri.mask_file));
+      EK_RETURN_IF_ERROR(x.Hex64("mask_xxh3", &ri.mask_xxh3));
+      EK_RETURN_IF_ERROR(x.U64("loss_tokens", &ri.loss_tokens));
+      if (ri.mask_file.empty() || ri.mask_file.find('/') != std::string::npos) {
+        return x.Err("mask_file", "must be a file name in the pack directory");
+      }
+    }
     if (ri.rank < 0 || ri.rank >= m.world) {
       return x.Err("rank", fmt::format("rank {} outside world {}", ri.rank, m.world));
     }
@@ -194,6 +229,7 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
   }
   EK_RETURN_IF_ERROR(f.Object("totals", &totals));
   EK_RETURN_IF_ERROR(totals.U64("records", &m.total_records));
+  if (totals.Has("chat_records")) EK_RETURN_IF_ERROR(totals.U64("chat_records", &m.chat_records));
   EK_RETURN_IF_ERROR(totals.U64("tokens", &m.total_tokens));
   EK_RETURN_IF_ERROR(totals.U64("dropped_tokens", &m.total_dropped_tokens));
   EK_RETURN_IF_ERROR(totals.U64("skipped_bad", &m.skipped_bad));
@@ -253,7 +289,11 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts, const std::v
     if (p.world != out.world) return differ("world");
     if (p.shard != out.shard) return differ("shard mode");
     if (p.eos_id != out.eos_id) return differ("the EOS id");
-    if (p.chat_template != out.chat_template || p.text_field != out.text_field) return differ("the record format");
+    if (p.chat_template != out.chat_template || p.text_field != out.text_field ||
+        p.chat_template_xxh3 != out.chat_template_xxh3) {
+      return differ("the record format (chat template, text field)");
+    }
+    if (p.loss_mask != out.loss_mask) return differ("the loss mask");
     if (p.inputs.size() != out.inputs.size()) return differ("inputs");
     for (size_t k = 0; k < p.inputs.size(); ++k) {
       if (p.inputs[k].xxh3 != out.inputs[k].xxh3 || p.inputs[k].size != out.inputs[k].size) {
@@ -280,7 +320,11 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts, const std::v
   if (out.shard != ShardMode::kBalanced) {
     out.total_records = out.total_tokens = out.total_dropped_tokens = 0;
     out.skipped_bad = 0;
-    for (const auto& p : parts) out.skipped_bad += p.skipped_bad;
+    out.chat_records = 0;
+    for (const auto& p : parts) {
+      out.skipped_bad += p.skipped_bad;
+      out.chat_records += p.chat_records;
+    }
     for (const auto& r : out.ranks) {
       out.total_records += r.records;
       out.total_tokens += r.tokens;

@@ -33,6 +33,11 @@ struct RankInfo {
   uint64_t dropped_tokens = 0;
   uint64_t xxh3 = 0;     // xxh3-64 of the block file
   std::string file;      // "rank-00003.i32"
+  // Loss masks (--loss-mask assistant): rank-NNNNN.mask, one byte per token of
+  // the block file (1: the token counts in the loss), and its xxh3-64.
+  std::string mask_file;  // empty: no mask
+  uint64_t mask_xxh3 = 0;
+  uint64_t loss_tokens = 0;  // tokens of this rank's blocks whose mask is 1
 };
 
 struct BadRecord {
@@ -53,7 +58,11 @@ struct Manifest {
   ShardMode shard = ShardMode::kContiguous;
   int64_t eos_id = 0;
   std::string eos_token;
-  std::string chat_template = "none";
+  std::string chat_template = "none";  // none, chatml, llama3, jinja
+  std::string chat_template_path;      // jinja: the template's file (tokenizer_config.json or a .jinja)
+  uint64_t chat_template_xxh3 = 0;     // jinja: xxh3-64 of the template's source text
+  uint64_t chat_records = 0;           // records rendered from messages
+  std::string loss_mask = "none";      // none, assistant (then every rank has a mask file)
   std::string text_field = "text";
   std::vector<InputInfo> inputs;
   std::vector<RankInfo> ranks;  // sorted by rank; all of [0, world) when complete
@@ -71,6 +80,7 @@ struct Manifest {
 };
 
 std::string RankFileName(int rank);
+std::string MaskFileName(int rank);
 std::string ManifestToJson(const Manifest& m);
 Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name);
 Result<Manifest> ReadManifest(const std::string& dir);

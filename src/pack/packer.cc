@@ -20,6 +20,7 @@
 #include "core/thread_pool.h"
 #include "core/version.h"
 #include "tokenize/tokenizer.h"
+#include "tokenize/unicode.h"
 
 namespace ek::pack {
 
@@ -35,10 +36,25 @@ int OwnerOf(ShardMode mode, uint64_t index, uint64_t total, int world) {
   return static_cast<int>(mod + (index - boundary) / div);
 }
 
-Result<std::string> EosFromConfig(const std::string& tokenizer_path) {
+std::string ConfigBeside(const std::string& tokenizer_path) {
   auto slash = tokenizer_path.find_last_of('/');
   std::string dir = slash == std::string::npos ? "." : tokenizer_path.substr(0, slash);
-  std::string path = dir + "/tokenizer_config.json";
+  return dir + "/tokenizer_config.json";
+}
+
+void MaskFromSpans(const std::vector<uint32_t>& ends, const std::vector<std::pair<size_t, size_t>>& spans,
+                   std::vector<uint8_t>* mask) {
+  size_t sp = 0, start = 0;
+  for (uint32_t end : ends) {
+    while (sp < spans.size() && spans[sp].second <= start) ++sp;
+    bool on = sp < spans.size() && spans[sp].first < end && spans[sp].second > start && end > start;
+    mask->push_back(on ? 1 : 0);
+    start = end;
+  }
+}
+
+Result<std::string> EosFromConfig(const std::string& tokenizer_path) {
+  std::string path = ConfigBeside(tokenizer_path);
   auto data = ReadFile(path);
   if (!data.ok()) {
     return NotFoundError(fmt::format("no EOS token: {} is not readable; pass --eos TOKEN", path));
@@ -68,7 +84,8 @@ namespace {
 // One rank's block file: full blocks are appended (buffered) and hashed.
 class RankWriter {
  public:
-  static Result<std::unique_ptr<RankWriter>> Open(Env* env, const std::string& dir, int rank, int seq_len) {
+  static Result<std::unique_ptr<RankWriter>> Open(Env* env, const std::string& dir, int rank, int seq_len,
+                                                  bool masks) {
     auto w = std::unique_ptr<RankWriter>(new RankWriter());
     w->rank_ = rank;
     w->seq_len_ = static_cast<size_t>(seq_len);
@@ -76,29 +93,47 @@ class RankWriter {
     w->file_ = std::make_unique<AtomicFile>(std::move(f));
     w->hash_ = XXH3_createState();
     XXH3_64bits_reset(w->hash_);
+    if (masks) {
+      EK_ASSIGN_OR_RETURN(AtomicFile mf, AtomicFile::Create(dir + "/" + MaskFileName(rank), env));
+      w->mask_file_ = std::make_unique<AtomicFile>(std::move(mf));
+      w->mask_hash_ = XXH3_createState();
+      XXH3_64bits_reset(w->mask_hash_);
+    }
     return w;
   }
-  ~RankWriter() { XXH3_freeState(hash_); }
+  ~RankWriter() {
+    XXH3_freeState(hash_);
+    if (mask_hash_) XXH3_freeState(mask_hash_);
+  }
 
-  // Stream mode (contiguous/strided): tokens accumulate, full blocks go out.
-  Status Add(const int32_t* t, size_t n) {
+  // Stream mode (contiguous/strided): tokens (and their mask bytes, when the
+  // pack has masks) accumulate, full blocks go out.
+  Status Add(const int32_t* t, const uint8_t* mask, size_t n) {
     while (n > 0) {
       size_t take = std::min(n, seq_len_ - partial_.size());
       partial_.insert(partial_.end(), t, t + take);
+      if (mask_file_) partial_mask_.insert(partial_mask_.end(), mask, mask + take);
       t += take;
+      mask += mask_file_ ? take : 0;
       n -= take;
       if (partial_.size() == seq_len_) {
-        EK_RETURN_IF_ERROR(WriteBlock(partial_.data()));
+        EK_RETURN_IF_ERROR(WriteBlock(partial_.data(), partial_mask_.data()));
         partial_.clear();
+        partial_mask_.clear();
       }
     }
     return Status::Ok();
   }
-  Status WriteBlock(const int32_t* block) {
+  Status WriteBlock(const int32_t* block, const uint8_t* mask) {
     const char* p = reinterpret_cast<const char*>(block);
     size_t bytes = seq_len_ * 4;
     XXH3_64bits_update(hash_, p, bytes);
     buf_.append(p, bytes);
+    if (mask_file_) {
+      XXH3_64bits_update(mask_hash_, mask, seq_len_);
+      mask_buf_.append(reinterpret_cast<const char*>(mask), seq_len_);
+      for (size_t i = 0; i < seq_len_; ++i) loss_tokens_ += mask[i];
+    }
     ++blocks_;
     if (buf_.size() >= (1u << 20)) return Flush();
     return Status::Ok();
@@ -106,22 +141,35 @@ class RankWriter {
   Status Flush() {
     EK_RETURN_IF_ERROR(file_->Write(buf_));
     buf_.clear();
+    if (mask_file_) {
+      EK_RETURN_IF_ERROR(mask_file_->Write(mask_buf_));
+      mask_buf_.clear();
+    }
+    return Status::Ok();
+  }
+  Status Commit() {
+    EK_RETURN_IF_ERROR(file_->Commit());
+    if (mask_file_) EK_RETURN_IF_ERROR(mask_file_->Commit());
     return Status::Ok();
   }
   size_t partial_tokens() const { return partial_.size(); }
   uint64_t blocks() const { return blocks_; }
   uint64_t digest() const { return XXH3_64bits_digest(hash_); }
-  AtomicFile& file() { return *file_; }
+  bool has_mask() const { return mask_file_ != nullptr; }
+  uint64_t mask_digest() const { return XXH3_64bits_digest(mask_hash_); }
+  uint64_t loss_tokens() const { return loss_tokens_; }
 
  private:
   RankWriter() = default;
   int rank_ = 0;
   size_t seq_len_ = 0;
-  std::unique_ptr<AtomicFile> file_;
+  std::unique_ptr<AtomicFile> file_, mask_file_;
   XXH3_state_t* hash_ = nullptr;
+  XXH3_state_t* mask_hash_ = nullptr;
   std::vector<int32_t> partial_;
-  std::string buf_;
-  uint64_t blocks_ = 0;
+  std::vector<uint8_t> partial_mask_;
+  std::string buf_, mask_buf_;
+  uint64_t blocks_ = 0, loss_tokens_ = 0;
 };
 
 // Removes hidden temp files that a killed run left behind.
@@ -146,11 +194,34 @@ struct LineRef {
 };
 
 struct TaskOut {
-  std::vector<int32_t> ids;
+  std::vector<int32_t> ids;     // each record's ids, EOS included
+  std::vector<uint8_t> mask;    // loss masks: one byte per id
+  uint64_t chat = 0;            // records rendered from messages
   std::vector<uint64_t> offsets;  // per line of the task: start in ids (end = next start)
   std::vector<std::pair<size_t, Status>> errors;  // (line index in chunk, error)
   uint64_t replaced = 0;
 };
+
+// NFC-normalizes a chat record's text piece by piece between span boundaries,
+// moving the spans with it, so that token offsets (in normalized text) and
+// spans agree for a tokenizer that normalizes to NFC.
+void NormalizeWithSpans(RenderedRecord* r, std::string* scratch) {
+  std::vector<size_t> cuts{0};
+  for (auto [b, e] : r->spans) {
+    cuts.push_back(b);
+    cuts.push_back(e);
+  }
+  cuts.push_back(r->text.size());
+  scratch->clear();
+  std::vector<size_t> moved(cuts.size());
+  for (size_t i = 0; i + 1 < cuts.size(); ++i) {
+    moved[i] = scratch->size();
+    tokenize::AppendNfc(std::string_view(r->text).substr(cuts[i], cuts[i + 1] - cuts[i]), scratch);
+  }
+  moved.back() = scratch->size();
+  for (size_t k = 0; k < r->spans.size(); ++k) r->spans[k] = {moved[1 + 2 * k], moved[2 + 2 * k]};
+  r->text.swap(*scratch);
+}
 
 }  // namespace
 
@@ -189,8 +260,40 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
   m.shard = opt.shard;
   m.eos_id = eos_id;
   m.eos_token = eos_token;
-  m.chat_template = std::string(ChatTemplateName(opt.record.chat));
   m.text_field = opt.record.text_field;
+  const bool masks = opt.loss_mask == LossMask::kAssistant;
+  m.loss_mask = std::string(LossMaskName(opt.loss_mask));
+
+  // The chat template: the model's own (auto), a .jinja file, or a fixed layout.
+  RecordOptions rec = opt.record;
+  rec.chat = opt.chat.mode;
+  rec.spans = masks;
+  m.chat_template = std::string(ChatModeName(opt.chat.mode));
+  const std::string config = ConfigBeside(opt.tokenizer_path);
+  if (opt.chat.mode == ChatMode::kJinja) {
+    EK_ASSIGN_OR_RETURN(tmpl::ChatTemplate t,
+                        tmpl::ChatTemplate::FromFile(opt.chat.file, FileExists(config) ? config : std::string()));
+    m.chat_template_path = opt.chat.file;
+    rec.jinja = std::make_shared<const tmpl::ChatTemplate>(std::move(t));
+  } else if (opt.chat.mode == ChatMode::kAuto) {
+    m.chat_template = "none";
+    if (!FileExists(config)) {
+      rec.no_template = fmt::format(
+          "record has \"messages\" but there is no chat template: {} does not exist; pass --chat-template "
+          "FILE.jinja, chatml or llama3",
+          config);
+    } else if (auto t = tmpl::ChatTemplate::FromTokenizerConfig(config); !t.ok()) {
+      rec.no_template = fmt::format(
+          "record has \"messages\" but the chat template of {} cannot be used ({}); pass --chat-template "
+          "FILE.jinja, chatml or llama3",
+          config, t.status().message());
+    } else {
+      m.chat_template = "jinja";
+      m.chat_template_path = config;
+      rec.jinja = std::make_shared<const tmpl::ChatTemplate>(std::move(*t));
+    }
+  }
+  if (rec.jinja) m.chat_template_xxh3 = XXH3_64bits(rec.jinja->source().data(), rec.jinja->source().size());
 
   // Pass 1: sizes, hashes, record counts (sharding needs the total up front).
   for (const std::string& path : opt.inputs) {
@@ -219,7 +322,7 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
   RemoveStaleTemps(opt.env, opt.out_dir);
   std::vector<std::unique_ptr<RankWriter>> writers(static_cast<size_t>(opt.world));
   for (int r = lo; r <= hi; ++r) {
-    EK_ASSIGN_OR_RETURN(writers[static_cast<size_t>(r)], RankWriter::Open(opt.env, opt.out_dir, r, opt.seq_len));
+    EK_ASSIGN_OR_RETURN(writers[static_cast<size_t>(r)], RankWriter::Open(opt.env, opt.out_dir, r, opt.seq_len, masks));
   }
   std::vector<RankInfo> stats(static_cast<size_t>(opt.world));
   for (int r = 0; r < opt.world; ++r) {
@@ -231,23 +334,29 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
 
   // Balanced routing: one stream, block i to rank i mod W, whole rounds only.
   std::vector<int32_t> cur;
+  std::vector<uint8_t> cur_mask;
   std::vector<std::vector<int32_t>> round(W);
+  std::vector<std::vector<uint8_t>> round_mask(W);
   uint64_t block_index = 0;
-  auto balanced_add = [&](const int32_t* t, size_t n) -> Status {
+  auto balanced_add = [&](const int32_t* t, const uint8_t* mask, size_t n) -> Status {
     while (n > 0) {
       size_t take = std::min(n, seq - cur.size());
       cur.insert(cur.end(), t, t + take);
+      if (masks) cur_mask.insert(cur_mask.end(), mask, mask + take);
       t += take;
+      mask += masks ? take : 0;
       n -= take;
       if (cur.size() == seq) {
         size_t r = block_index % W;
         round[r].swap(cur);
+        round_mask[r].swap(cur_mask);
         cur.clear();
+        cur_mask.clear();
         ++block_index;
         if (block_index % W == 0) {
           for (size_t k = 0; k < W; ++k) {
             stats[k].tokens += seq;
-            if (writers[k]) EK_RETURN_IF_ERROR(writers[k]->WriteBlock(round[k].data()));
+            if (writers[k]) EK_RETURN_IF_ERROR(writers[k]->WriteBlock(round[k].data(), round_mask[k].data()));
             stats[k].blocks += 1;
           }
         }
@@ -259,8 +368,13 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
   // Pass 2: render + tokenize in parallel, route in record order.
   ThreadPool pool(opt.threads);
   std::vector<std::unique_ptr<RecordRenderer>> renderers;
-  std::vector<std::string> texts(pool.size());
-  for (size_t i = 0; i < pool.size(); ++i) renderers.push_back(std::make_unique<RecordRenderer>(opt.record));
+  struct WorkerScratch {
+    RenderedRecord record;
+    std::vector<uint32_t> ends;
+    std::string nfc;
+  };
+  std::vector<WorkerScratch> scratch(pool.size());
+  for (size_t i = 0; i < pool.size(); ++i) renderers.push_back(std::make_unique<RecordRenderer>(rec));
   uint64_t global_index = 0, tokens_done = 0, bytes_done = 0;
   std::vector<LineRef> lines;
   for (size_t input_no = 0; input_no < opt.inputs.size(); ++input_no) {
@@ -293,16 +407,39 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
       pool.ParallelFor(tasks, [&](size_t task, size_t worker) {
         size_t a = lines.size() * task / tasks, b = lines.size() * (task + 1) / tasks;
         TaskOut& out = outs[task];
-        std::string& text = texts[worker];
+        WorkerScratch& ws = scratch[worker];
+        RenderedRecord& rr = ws.record;
         for (size_t i = a; i < b; ++i) {
-          out.offsets.push_back(out.ids.size());
+          const size_t from = out.ids.size();
+          out.offsets.push_back(from);
           if (!lines[i].needed) continue;
           size_t replaced = 0;
-          Status st = renderers[worker]->Render(lines[i].text, &text, &replaced);
+          Status st = renderers[worker]->Render(lines[i].text, &rr, &replaced);
           out.replaced += replaced;
-          if (st.ok()) st = tok->Encode(text, &out.ids);
-          if (!st.ok()) {
-            out.ids.resize(out.offsets.back());
+          if (st.ok() && masks) {
+            if (rr.chat && tok->normalizes_nfc() && !tokenize::IsNfcQuick(rr.text)) NormalizeWithSpans(&rr, &ws.nfc);
+            ws.ends.clear();
+            st = tok->EncodeWithOffsets(rr.text, &out.ids, &ws.ends);
+            if (st.ok() && rr.chat) {
+              MaskFromSpans(ws.ends, rr.spans, &out.mask);
+            } else if (st.ok()) {
+              out.mask.resize(out.ids.size(), 1);
+            }
+          } else if (st.ok()) {
+            st = tok->Encode(rr.text, &out.ids);
+          }
+          if (st.ok()) {
+            // EOS closes every record; after a chat record only when its ids
+            // do not already end with it (TRL's rule: a template that ends
+            // turns with EOS does not get it twice).
+            if (!rr.chat || out.ids.size() == from || out.ids.back() != eos_id) {
+              out.ids.push_back(eos_id);
+              if (masks) out.mask.push_back(rr.chat ? 0 : 1);
+            }
+            out.chat += rr.chat ? 1 : 0;
+          } else {
+            out.ids.resize(from);
+            if (masks) out.mask.resize(from);
             out.errors.emplace_back(i, std::move(st));
           }
         }
@@ -310,6 +447,7 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
       });
       for (size_t task = 0; task < tasks; ++task) {
         TaskOut& out = outs[task];
+        m.chat_records += out.chat;
         size_t a = lines.size() * task / tasks, b = lines.size() * (task + 1) / tasks;
         size_t next_err = 0;
         for (size_t i = a; i < b; ++i) {
@@ -324,20 +462,19 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
             continue;
           }
           const int32_t* ids = out.ids.data() + out.offsets[i - a];
-          size_t n = out.offsets[i - a + 1] - out.offsets[i - a];
-          tokens_done += n + 1;
+          const uint8_t* mask = masks ? out.mask.data() + out.offsets[i - a] : nullptr;
+          size_t n = out.offsets[i - a + 1] - out.offsets[i - a];  // EOS included
+          tokens_done += n;
           bytes_done += ref.text.size();
           if (opt.shard == ShardMode::kBalanced) {
             stats[block_index % W].records += 1;  // the rank whose block this record starts in
-            EK_RETURN_IF_ERROR(balanced_add(ids, n));
-            EK_RETURN_IF_ERROR(balanced_add(&eos_id, 1));
+            EK_RETURN_IF_ERROR(balanced_add(ids, mask, n));
           } else {
             RankInfo& s = stats[static_cast<size_t>(ref.owner)];
             s.records += 1;
-            s.tokens += n + 1;
+            s.tokens += n;
             RankWriter& w = *writers[static_cast<size_t>(ref.owner)];
-            EK_RETURN_IF_ERROR(w.Add(ids, n));
-            EK_RETURN_IF_ERROR(w.Add(&eos_id, 1));
+            EK_RETURN_IF_ERROR(w.Add(ids, mask, n));
           }
         }
       }
@@ -396,10 +533,21 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
       return InternalError(fmt::format("rank {}: wrote {} blocks, expected {}", r, w.blocks(), s.blocks));
     }
     s.xxh3 = w.digest();
+    if (w.has_mask()) {
+      s.mask_file = MaskFileName(r);
+      s.mask_xxh3 = w.mask_digest();
+      s.loss_tokens = w.loss_tokens();
+    }
   }
   std::string manifest_path = opt.out_dir + "/manifest.json";
   if (Status st = opt.env->RemoveFile(manifest_path); !st.ok() && st.code() != StatusCode::kNotFound) return st;
-  for (int r = lo; r <= hi; ++r) EK_RETURN_IF_ERROR(writers[static_cast<size_t>(r)]->file().Commit());
+  for (int r = lo; r <= hi; ++r) EK_RETURN_IF_ERROR(writers[static_cast<size_t>(r)]->Commit());
+  if (!masks) {  // a previous pack's masks would not match these blocks
+    for (int r = lo; r <= hi; ++r) {
+      Status st = opt.env->RemoveFile(opt.out_dir + "/" + MaskFileName(r));
+      if (!st.ok() && st.code() != StatusCode::kNotFound) return st;
+    }
+  }
   for (int r = lo; r <= hi; ++r) m.ranks.push_back(stats[static_cast<size_t>(r)]);
   if (opt.shard != ShardMode::kBalanced) {
     m.total_records = 0;

@@ -28,7 +28,9 @@ struct PackOptions {
   int world = 0;
   int seq_len = 2048;
   ShardMode shard = ShardMode::kContiguous;
-  RecordOptions record;
+  RecordOptions record;  // its chat template is loaded by Pack from `chat`
+  ChatChoice chat;
+  LossMask loss_mask = LossMask::kNone;
   std::optional<std::string> eos_token;  // default: eos_token of tokenizer_config.json
   int rank_lo = 0;                       // ranks to write: [rank_lo, rank_hi]
   int rank_hi = -1;                      // -1: world - 1
@@ -57,5 +59,15 @@ int OwnerOf(ShardMode mode, uint64_t index, uint64_t total, int world);
 
 // The EOS token named in tokenizer_config.json beside `tokenizer_path`.
 Result<std::string> EosFromConfig(const std::string& tokenizer_path);
+
+// tokenizer_config.json beside `tokenizer_path`.
+std::string ConfigBeside(const std::string& tokenizer_path);
+
+// The loss mask of one record's tokens: 1 for a token whose bytes
+// [ends[k-1], ends[k]) overlap one of `spans` (sorted, disjoint), else 0; as
+// transformers marks assistant tokens (from the token holding a span's first
+// character to the token holding its last).
+void MaskFromSpans(const std::vector<uint32_t>& ends, const std::vector<std::pair<size_t, size_t>>& spans,
+                   std::vector<uint8_t>* mask);
 
 }  // namespace ek::pack

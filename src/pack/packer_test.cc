@@ -279,15 +279,18 @@ TEST_F(PackerTest, EveryWriteFaultLeavesNothingThatLooksComplete) {
   std::string old_in = WriteInput("old.jsonl", old_texts);
   std::string new_in = WriteInput("new.jsonl", new_texts);
   int n = 0;
-  for (std::string target : {"rank-00001.i32", "manifest.json"}) {
+  for (std::string target : {"rank-00001.i32", "rank-00001.mask", "manifest.json"}) {
     for (const WriteFault& fault : WriteFaults(target)) {
       SCOPED_TRACE(target + " " + fault.name);
       std::string out = "fault" + std::to_string(n++);
-      auto old_pack = Pack(Options({old_in}, out, 4, 8));
+      PackOptions before = Options({old_in}, out, 4, 8);
+      before.loss_mask = LossMask::kAssistant;
+      auto old_pack = Pack(before);
       ASSERT_TRUE(old_pack.ok()) << old_pack.status().message();
       FaultInjectionEnv env(Env::Default());
       env.Add(fault.rule);
       PackOptions o = Options({new_in}, out, 4, 8);
+      o.loss_mask = LossMask::kAssistant;  // the mask files are written (and faulted) too
       o.env = &env;
       auto m = Pack(o);
       ASSERT_FALSE(m.ok());

@@ -1,43 +1,97 @@
-// Turning one JSON line into the text a record contributes: a text field, or
-// chat messages rendered with a fixed template (ChatML or Llama 3).
+// Turning one JSON line into the text a record contributes: its text field
+// unchanged, or its chat `messages` (and optional `tools`) rendered with a chat
+// template: the model's own Jinja template (rendered as transformers'
+// apply_chat_template does, src/template), or the fixed ChatML / Llama 3
+// layouts. A corpus may mix both kinds of record. With loss masks on, a chat
+// record also yields the byte ranges of the text the assistant generates.
 #pragma once
 
 #include <simdjson.h>
 
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/jsonl.h"
 #include "core/status.h"
+#include "template/chat.h"
 
 namespace ek::pack {
 
-enum class ChatTemplate { kNone, kChatml, kLlama3 };
+enum class ChatMode {
+  kNone,    // no chat records: a record with "messages" is an error
+  kAuto,    // the chat_template of tokenizer_config.json beside tokenizer.json
+  kChatml,  // <|im_start|>role\ncontent<|im_end|>\n
+  kLlama3,  // <|begin_of_text|><|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|>
+  kJinja,   // a .jinja file
+};
 
-// "none", "chatml", "llama3"; anything else (e.g. a Jinja template path) is
-// an error that says full Jinja templates are out of scope.
-Result<ChatTemplate> ParseChatTemplate(std::string_view name);
-std::string_view ChatTemplateName(ChatTemplate t);
+struct ChatChoice {
+  ChatMode mode = ChatMode::kAuto;
+  std::string file;  // kJinja: the template file
+};
+
+// "auto" (or empty), "none", "chatml", "llama3"; anything else names a Jinja
+// template file.
+Result<ChatChoice> ParseChatTemplate(std::string_view name);
+std::string_view ChatModeName(ChatMode mode);
+
+enum class LossMask { kNone, kAssistant };
+// "none" (every token trains), "assistant" (chat records: only what the assistant generates).
+Result<LossMask> ParseLossMask(std::string_view name);
+std::string_view LossMaskName(LossMask m);
 
 struct RecordOptions {
   std::string text_field = "text";
-  ChatTemplate chat = ChatTemplate::kNone;
+  ChatMode chat = ChatMode::kAuto;
+  // kAuto and kJinja: the template; null in kAuto when there is none, and
+  // then `no_template` says why (the error a chat record gets).
+  std::shared_ptr<const tmpl::ChatTemplate> jinja;
+  std::string no_template;
+  bool spans = false;  // compute assistant spans (for --loss-mask assistant)
   InvalidUtf8Policy invalid_utf8 = InvalidUtf8Policy::kError;
 };
 
-// Renders records. One per thread (holds a parser and buffers).
+struct RenderedRecord {
+  std::string text;   // valid UTF-8
+  bool chat = false;  // rendered from messages (else: the text field)
+  // Chat records with `spans` on: sorted, disjoint byte ranges of `text` that
+  // the assistant generates. From the template's {% generation %} blocks when
+  // it has them (transformers' return_assistant_tokens_mask), else by
+  // rendering growing prefixes of the conversation (TRL's prompt/completion
+  // rule); the built-in layouts mark each assistant content and its
+  // end-of-turn token.
+  std::vector<std::pair<size_t, size_t>> spans;
+};
+
+// Renders records. One per thread (holds parsers and buffers).
 class RecordRenderer {
  public:
   explicit RecordRenderer(const RecordOptions& options) : opt_(options) {}
-  // Sets *text to the record's text (valid UTF-8). Errors carry no location;
-  // callers prefix "file:line". *replaced counts U+FFFD replacements.
-  Status Render(std::string_view line, std::string* text, size_t* replaced);
+  // Errors carry no location; callers prefix "file:line". *replaced counts
+  // U+FFFD replacements (--invalid-utf8 replace).
+  Status Render(std::string_view line, RenderedRecord* out, size_t* replaced);
 
  private:
+  Status RenderFixed(simdjson::ondemand::array messages, RenderedRecord* out);
+  Status RenderJinja(RenderedRecord* out, std::string_view line);
+
   const RecordOptions& opt_;
   simdjson::ondemand::parser parser_;
+  simdjson::dom::parser dom_;
   std::string padded_, fixed_;
 };
+
+// Assistant spans by TRL's prefix rule: for each assistant message i, the
+// rendering of messages[:i] with the generation prompt must be a prefix of the
+// rendering of messages[:i+1], which must be a prefix of the whole
+// conversation's rendering; the span is what message i adds. A template that
+// breaks the rule (Qwen3's drops earlier turns' reasoning) is an error naming
+// the message and suggesting a template with {% generation %} blocks.
+Status PrefixSpans(const tmpl::ChatTemplate& chat, const tmpl::Value& messages, const tmpl::Value& tools,
+                   const std::string& full, std::vector<std::pair<size_t, size_t>>* spans);
 
 // True for lines that hold only whitespace (skipped, not records).
 bool IsBlankLine(std::string_view line);

@@ -192,7 +192,7 @@ std::vector<std::string> NamesOf(const std::string& url) {
 }  // namespace
 
 Result<std::unique_ptr<PrometheusSource>> PrometheusSource::Create(
-    const std::vector<std::string>& urls, HttpClient* http, Clock* clock) {
+    const std::vector<std::string>& urls, net::HttpClient* http, Clock* clock) {
   if (urls.empty()) return InvalidArgumentError("prometheus: no URLs given");
   std::unique_ptr<PrometheusSource> source(new PrometheusSource(http, clock));
   std::vector<std::vector<std::string>> names;

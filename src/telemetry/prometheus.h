@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "net/http_client.h"
 #include "telemetry/sample.h"
 
 namespace ek::telemetry {
@@ -22,17 +23,6 @@ namespace ek::telemetry {
 std::vector<Sample> ParseDcgmExposition(std::string_view text, std::string_view host, double time,
                                         std::string_view where, std::vector<Problem>* problems);
 
-// The HTTP seam. Implementations must be thread-safe: scrapes run in parallel.
-class HttpClient {
- public:
-  virtual ~HttpClient() = default;
-  // GET `url`; the body on 200, an error naming the URL otherwise.
-  virtual Result<std::string> Get(const std::string& url, double timeout_s) = 0;
-};
-
-// cpp-httplib client, one connection per request (scrapes are 1 per second).
-std::unique_ptr<HttpClient> MakeHttpClient();
-
 // "node-a:9400" -> "http://node-a:9400/metrics"; a URL with a path is kept.
 std::string NormalizeMetricsUrl(std::string_view url);
 
@@ -44,9 +34,10 @@ class PrometheusSource : public Source {
  public:
   // Hosts are the URLs' host names in the order given (host:port where two
   // URLs share a host name, host:port/path where they share that too). The
-  // same URL twice is an error. `http` and `clock` must outlive the source.
+  // same URL twice is an error. `http` (the one client, net/http_client.h) and
+  // `clock` must outlive the source.
   static Result<std::unique_ptr<PrometheusSource>> Create(const std::vector<std::string>& urls,
-                                                          HttpClient* http, Clock* clock);
+                                                          net::HttpClient* http, Clock* clock);
   // Scrapes every URL once, in parallel, each with the time left until
   // `deadline` (at least 0.2 s). A node that does not answer is a problem and
   // contributes no samples (its ranks go stale).
@@ -55,10 +46,10 @@ class PrometheusSource : public Source {
   bool live() const override { return true; }
 
  private:
-  PrometheusSource(HttpClient* http, Clock* clock) : http_(http), clock_(clock) {}
+  PrometheusSource(net::HttpClient* http, Clock* clock) : http_(http), clock_(clock) {}
   std::vector<std::string> urls_;
   std::vector<std::string> hosts_;
-  HttpClient* http_;
+  net::HttpClient* http_;
   Clock* clock_;
   std::unique_ptr<ThreadPool> pool_;  // created at the first poll
 };

@@ -30,6 +30,9 @@ struct Expr {
   std::vector<std::pair<std::string, ExprPtr>> kwargs;  // kCall/kFilter/kTest keyword args
   std::vector<std::string> ops;  // kCompare: one operator per comparand in items
   bool negate = false;           // kTest: "is not"
+  // kFilter: the filter's implementation, found when the template is checked
+  // (an internal FilterFn; null until then).
+  const void* filter_fn = nullptr;
 };
 
 struct Stmt;

@@ -13,6 +13,8 @@
 #include <sys/time.h>
 #include <unordered_map>
 
+#include <utf8proc.h>
+
 #include "core/parse.h"
 #include "template/internal.h"
 #include "template/pystr.h"
@@ -76,6 +78,12 @@ Value StrList(std::vector<std::string> parts) {
   return Value::MakeList(std::move(l));
 }
 
+Value StrTuple(std::vector<std::string> parts) {
+  List l;
+  for (auto& p : parts) l.push_back(Value::String(std::move(p)));
+  return Value::MakeTuple(std::move(l));
+}
+
 std::vector<std::string> Chars(std::string_view s) {
   std::vector<std::string> out;
   for (size_t i = 0; i < s.size();) {
@@ -111,11 +119,12 @@ bool IsListMethod(std::string_view n) {
          n == "pop" || n == "remove" || n == "sort" || n == "reverse" || n == "clear";
 }
 
-Value Pairs(const Dict& d) {
+// The (key, value) tuples of a dict, as dict.items() yields them.
+List Pairs(const Dict& d) {
   List l;
   l.reserve(d.items.size());
-  for (const auto& [k, v] : d.items) l.push_back(Value::MakeList({Value::String(k), v}));
-  return Value::MakeList(std::move(l));
+  for (const auto& [k, v] : d.items) l.push_back(Value::MakeTuple({Value::String(k), v}));
+  return l;
 }
 
 Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
@@ -199,6 +208,28 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
   if (n.substr(0, 2) == "is" && n != "isidentifier" && n != "isprintable" && n != "istitle" && n != "isascii") {
     return Value::Bool(PyIsClass(s, n));
   }
+  if (n == "istitle") {  // Python: upper/titlecase only after uncased, lowercase only after cased
+    bool cased = false, prev_cased = false;
+    for (size_t i = 0; i < s.size();) {
+      size_t len;
+      uint32_t cp = DecodeAt(s, i, &len);
+      i += len;
+      std::string one = s.substr(i - len, len);
+      bool upper = PyIsClass(one, "isupper") || utf8proc_category(static_cast<utf8proc_int32_t>(cp)) ==
+                                                     UTF8PROC_CATEGORY_LT;
+      bool lower = PyIsClass(one, "islower");
+      if (upper) {
+        if (prev_cased) return Value::Bool(false);
+        prev_cased = cased = true;
+      } else if (lower) {
+        if (!prev_cased) return Value::Bool(false);
+        prev_cased = cased = true;
+      } else {
+        prev_cased = false;
+      }
+    }
+    return Value::Bool(cased);
+  }
   if (n == "isascii") {
     for (unsigned char c : s) {
       if (c >= 0x80) return Value::Bool(false);
@@ -210,9 +241,9 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
     if (sep.empty()) return InvalidArgumentError("empty separator");
     size_t hit = n == "partition" ? s.find(sep) : s.rfind(sep);
     if (hit == std::string::npos) {
-      return n == "partition" ? StrList({s, "", ""}) : StrList({"", "", s});
+      return n == "partition" ? StrTuple({s, "", ""}) : StrTuple({"", "", s});
     }
-    return StrList({s.substr(0, hit), std::string(sep), s.substr(hit + sep.size())});
+    return StrTuple({s.substr(0, hit), std::string(sep), s.substr(hit + sep.size())});
   }
   if (n == "removeprefix" || n == "removesuffix") {
     EK_ASSIGN_OR_RETURN(std::string_view x, StrArg(a, 0, n == "removeprefix" ? "prefix" : "suffix", n));
@@ -257,11 +288,11 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
 }
 
 Result<Value> DictMethod(const Dict& d, std::string_view n, CallArgs& a) {
-  if (n == "items") return Pairs(d);
+  if (n == "items") return Value::MakeList(Pairs(d), Seq::kDictItems);
   if (n == "keys" || n == "values") {
     List l;
     for (const auto& [k, v] : d.items) l.push_back(n == "keys" ? Value::String(k) : v);
-    return Value::MakeList(std::move(l));
+    return Value::MakeList(std::move(l), n == "keys" ? Seq::kDictKeys : Seq::kDictValues);
   }
   if (n == "get") {
     const Value* k = a.Get(0, "key");
@@ -326,7 +357,6 @@ Value BoundMethod(const Value& obj, std::string_view name) {
 // ------------------------------------------------------------------------------------------
 // Filters.
 
-using FilterFn = Result<Value> (*)(const Value&, CallArgs&);
 
 Value IgnoreCase(const Value& v) {
   if (!v.is_string()) return v;
@@ -354,7 +384,10 @@ Result<Value> FLength(const Value& v, CallArgs&) {
   return Value::Int(n);
 }
 
-Result<Value> FString(const Value& v, CallArgs&) { return Value::String(ToStr(v)); }
+Result<Value> FString(const Value& v, CallArgs&) {
+  EK_RETURN_IF_ERROR(CheckPrintable(v));
+  return Value::String(ToStr(v));
+}
 
 Result<Value> FList(const Value& v, CallArgs&) {
   EK_ASSIGN_OR_RETURN(auto items, Iterate(v));
@@ -362,18 +395,24 @@ Result<Value> FList(const Value& v, CallArgs&) {
 }
 
 Result<Value> FItems(const Value& v, CallArgs&) {
-  if (v.is_undefined()) return Value::MakeList({});
+  if (v.is_undefined()) return Value::Generator({});
   if (!v.is_dict()) return InvalidArgumentError("Can only get item pairs from a mapping.");
-  return Pairs(v.dict());
+  return Value::Generator(Pairs(v.dict()));
 }
 
 Result<Value> FFirst(const Value& v, CallArgs&) {
+  if (v.kind() == Value::Kind::kGenerator) {  // next(): takes one item
+    Value item;
+    if (!v.Next(&item)) return Value::Undefined("first");
+    return item;
+  }
   EK_ASSIGN_OR_RETURN(auto items, Iterate(v));
   if (items->empty()) return Value::Undefined("first");
   return items->front();
 }
 
 Result<Value> FLast(const Value& v, CallArgs&) {
+  if (v.kind() == Value::Kind::kGenerator) return InvalidArgumentError("'generator' object is not reversible");
   EK_ASSIGN_OR_RETURN(auto items, Iterate(v));
   if (items->empty()) return Value::Undefined("last");
   return items->back();
@@ -386,8 +425,11 @@ Result<Value> FReverse(const Value& v, CallArgs&) {
     for (auto it = chars.rbegin(); it != chars.rend(); ++it) out += *it;
     return Str(std::move(out));
   }
+  // reversed(): an iterator; a generator (not reversible) becomes a reversed list.
+  bool gen = v.kind() == Value::Kind::kGenerator;
   EK_ASSIGN_OR_RETURN(auto items, Iterate(v));
-  return Value::MakeList(List(items->rbegin(), items->rend()));
+  List out(items->rbegin(), items->rend());
+  return gen ? Value::MakeList(std::move(out)) : Value::Generator(std::move(out));
 }
 
 Result<Value> FDefault(const Value& v, CallArgs& a) {
@@ -401,6 +443,11 @@ Result<Value> FDefault(const Value& v, CallArgs& a) {
 
 Result<Value> FTrim(const Value& v, CallArgs& a) {
   EK_ASSIGN_OR_RETURN(auto chars, OptStr(a, 0, "chars", "trim"));
+  if (v.is_string()) {
+    std::string_view t = PyStrip(v.str(), chars, true, true);
+    if (t.size() == v.str().size()) return v;  // nothing stripped: the same string
+    return Str(std::string(t));
+  }
   std::string s = ToStr(v);
   return Str(std::string(PyStrip(s, chars, true, true)));
 }
@@ -660,7 +707,7 @@ Result<Value> FDictsort(const Value& v, CallArgs& a) {
   std::vector<std::pair<Value, Value>> keyed;
   for (const auto& [k, x] : v.dict().items) {
     Value key = by == "key" ? Value::String(k) : x;
-    keyed.emplace_back(cs ? key : IgnoreCase(key), Value::MakeList({Value::String(k), x}));
+    keyed.emplace_back(cs ? key : IgnoreCase(key), Value::MakeTuple({Value::String(k), x}));
   }
   EK_RETURN_IF_ERROR(SortValues(&keyed, reverse));
   List out;
@@ -682,7 +729,7 @@ Result<Value> FUnique(const Value& v, CallArgs& a) {
       out.push_back(x);
     }
   }
-  return Value::MakeList(std::move(out));
+  return Value::Generator(std::move(out));
 }
 
 Result<Value> MinMax(const Value& v, CallArgs& a, bool max) {
@@ -743,7 +790,7 @@ Result<Value> FMap(const Value& v, CallArgs& a) {
       if (r.is_undefined() && dflt) r = *dflt;
       out.push_back(std::move(r));
     }
-    return Value::MakeList(std::move(out));
+    return Value::Generator(std::move(out));
   }
   if (!a.positional[0].is_string()) return InvalidArgumentError("map: the filter name must be a string");
   std::string name = a.positional[0].str();
@@ -755,7 +802,7 @@ Result<Value> FMap(const Value& v, CallArgs& a) {
     EK_ASSIGN_OR_RETURN(Value r, CallFilter(name, x, rest));
     out.push_back(std::move(r));
   }
-  return Value::MakeList(std::move(out));
+  return Value::Generator(std::move(out));
 }
 
 Result<Value> SelectImpl(const Value& v, CallArgs& a, bool by_attr, bool keep) {
@@ -794,7 +841,7 @@ Result<Value> SelectImpl(const Value& v, CallArgs& a, bool by_attr, bool keep) {
     }
     if (pass == keep) out.push_back(x);
   }
-  return Value::MakeList(std::move(out));
+  return Value::Generator(std::move(out));
 }
 Result<Value> FSelect(const Value& v, CallArgs& a) { return SelectImpl(v, a, false, true); }
 Result<Value> FReject(const Value& v, CallArgs& a) { return SelectImpl(v, a, false, false); }
@@ -862,7 +909,13 @@ Result<bool> Test(std::string_view n, const Value& v, CallArgs& a) {
   if (n == "number") return v.is_number();
   if (n == "string") return v.is_string();
   if (n == "mapping") return v.is_dict();
-  if (n == "iterable" || n == "sequence") return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
+  if (n == "iterable") {
+    return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined() || v.kind() == K::kGenerator;
+  }
+  if (n == "sequence") {  // len() and __getitem__: not generators or dict views
+    return v.is_string() || v.is_dict() || v.is_undefined() ||
+           (v.is_list() && (v.seq() == Seq::kList || v.seq() == Seq::kTuple || v.seq() == Seq::kRange));
+  }
   if (n == "callable") return v.kind() == K::kCallable;
   if (n == "escaped") return false;
   if (n == "odd" || n == "even" || n == "divisibleby") {
@@ -912,12 +965,16 @@ Result<bool> Test(std::string_view n, const Value& v, CallArgs& a) {
   if (n == "sameas") {
     EK_ASSIGN_OR_RETURN(const Value* x, arg());
     if (v.kind() != x->kind()) return false;
-    if (v.is_none()) return true;
+    if (v.is_none() || v.is_undefined()) return v.is_none();
     if (v.kind() == K::kBool) return v.boolean() == x->boolean();
-    if (v.is_string()) return v.str_ref() == x->str_ref();
-    if (v.is_list()) return v.list_ref() == x->list_ref();
-    if (v.is_dict() || v.kind() == K::kNamespace) return &v.dict() == &x->dict();
-    return false;
+    // CPython caches the ints -5..256: equal ones are the same object. Other
+    // numbers' identity depends on how they were made; refuse to guess.
+    if (v.kind() == K::kInt) {
+      if (v.integer() >= -5 && v.integer() <= 256) return v.integer() == x->integer();
+      return UnsupportedError("unsupported: 'sameas' on an int outside -5..256 (its identity is a CPython detail)");
+    }
+    if (v.kind() == K::kFloat) return UnsupportedError("unsupported: 'sameas' on a float");
+    return v.identity() == x->identity();
   }
   if (n == "filter") return v.is_string() && KnownFilter(v.str());
   if (n == "test") return v.is_string() && KnownTest(v.str());
@@ -951,7 +1008,7 @@ Result<Value> GRange(CallArgs& a) {
     out.push_back(Value::Int(i));
     if (__builtin_add_overflow(i, step, &i)) break;  // past INT64_MAX/MIN: past stop too
   }
-  return Value::MakeList(std::move(out));
+  return Value::MakeList(std::move(out), Seq::kRange);
 }
 
 Status CheckNamespaceName(std::string_view name) {
@@ -1025,6 +1082,19 @@ Result<Value> GUnsupported(std::string_view name) {
 
 // ------------------------------------------------------------------------------------------
 
+Status CheckPrintable(const Value& v) {
+  if (v.kind() == Value::Kind::kGenerator) {
+    return UnsupportedError(
+        "unsupported: printing a generator (what map, select, reject, selectattr, rejectattr, unique, items and "
+        "reverse return; Python prints its address): add |list");
+  }
+  if (v.is_list() && v.seq() == Seq::kRange) return UnsupportedError("unsupported: printing a range(): add |list");
+  if (v.kind() == Value::Kind::kCallable || v.kind() == Value::Kind::kLoop) {
+    return UnsupportedError(fmt::format("unsupported: printing a {}", v.TypeName()));
+  }
+  return Status::Ok();
+}
+
 Result<int64_t> Length(const Value& v) {
   switch (v.kind()) {
     case Value::Kind::kUndefined: return 0;
@@ -1049,9 +1119,31 @@ Result<std::shared_ptr<const List>> Iterate(const Value& v) {
       for (auto& c : Chars(v.str())) l->push_back(Value::String(std::move(c)));
       return std::shared_ptr<const List>(std::move(l));
     }
+    case Value::Kind::kGenerator: return v.Consume();
     default: return InvalidArgumentError(fmt::format("'{}' object is not iterable", v.TypeName()));
   }
 }
+
+namespace {
+
+// An item of `container`: borrowed when the container is (it lives as long).
+Value Item(const Value& container, const Value& item) {
+  return container.borrowed() ? Value::Borrow(item) : item;
+}
+
+// Methods that modify their object: the sandbox hides them (unsafe_undefined).
+bool Mutates(std::string_view n) {
+  return n == "append" || n == "extend" || n == "insert" || n == "pop" || n == "remove" || n == "sort" ||
+         n == "reverse" || n == "clear" || n == "popitem" || n == "setdefault" || n == "update";
+}
+
+bool HasListMethod(const Value& l, std::string_view name) {
+  if (l.seq() == Seq::kList) return IsListMethod(name);
+  if (l.seq() == Seq::kTuple || l.seq() == Seq::kRange) return name == "index" || name == "count";
+  return false;
+}
+
+}  // namespace
 
 Result<Value> GetAttr(const Value& obj, std::string_view name) {
   switch (obj.kind()) {
@@ -1059,8 +1151,8 @@ Result<Value> GetAttr(const Value& obj, std::string_view name) {
       return InvalidArgumentError(fmt::format("'{}' is undefined (reading its attribute '{}')",
                                               obj.name().empty() ? "value" : obj.name(), name));
     case Value::Kind::kDict: {
-      if (IsDictMethod(name)) return BoundMethod(obj, name);
-      if (const Value* v = obj.dict().Find(name)) return *v;
+      if (IsDictMethod(name)) return Mutates(name) ? Value::Undefined(std::string(name)) : BoundMethod(obj, name);
+      if (const Value* v = obj.dict().Find(name)) return Item(obj, *v);
       return Value::Undefined(std::string(name));
     }
     case Value::Kind::kNamespace: {
@@ -1074,7 +1166,7 @@ Result<Value> GetAttr(const Value& obj, std::string_view name) {
       if (IsStrMethod(name)) return BoundMethod(obj, name);
       return Value::Undefined(std::string(name));
     case Value::Kind::kList:
-      if (IsListMethod(name)) return BoundMethod(obj, name);
+      if (HasListMethod(obj, name) && !Mutates(name)) return BoundMethod(obj, name);
       return Value::Undefined(std::string(name));
     default: return Value::Undefined(std::string(name));
   }
@@ -1090,10 +1182,13 @@ Result<Value> GetItem(const Value& obj, const Value& key) {
       if (IsInt(key)) {
         int64_t i = key.integer();
         if (obj.is_list()) {
+          if (obj.seq() != Seq::kList && obj.seq() != Seq::kTuple && obj.seq() != Seq::kRange) {
+            return Value::Undefined();  // dict views are not subscriptable
+          }
           int64_t n = static_cast<int64_t>(obj.list().size());
           if (i < 0) i += n;
           if (i < 0 || i >= n) return Value::Undefined();
-          return obj.list()[static_cast<size_t>(i)];
+          return Item(obj, obj.list()[static_cast<size_t>(i)]);
         }
         int64_t n = static_cast<int64_t>(CodePoints(obj.str()));
         if (i < 0) i += n;
@@ -1108,7 +1203,7 @@ Result<Value> GetItem(const Value& obj, const Value& key) {
     }
     case Value::Kind::kDict:
       if (key.is_string()) {
-        if (const Value* v = obj.dict().Find(key.str())) return *v;
+        if (const Value* v = obj.dict().Find(key.str())) return Item(obj, *v);
         return GetAttr(obj, key.str());
       }
       return Value::Undefined();
@@ -1150,7 +1245,7 @@ Result<Value> CallMethod(const Value& obj, std::string_view name, CallArgs& args
       if (name == "fromkeys") return UnsupportedError("unsupported: dict.fromkeys()");
       return DictMethod(obj.dict(), name, args);
     case Value::Kind::kList:
-      if (!IsListMethod(name)) return Value::Undefined();
+      if (!HasListMethod(obj, name)) return Value::Undefined();
       *found = true;
       return ListMethod(obj.list(), name, args);
     case Value::Kind::kLoop:
@@ -1169,6 +1264,11 @@ Result<Value> CallMethod(const Value& obj, std::string_view name, CallArgs& args
 }
 
 bool KnownFilter(std::string_view name) { return Filters().count(name) != 0; }
+
+FilterFn FindFilter(std::string_view name) {
+  auto it = Filters().find(name);
+  return it == Filters().end() ? nullptr : it->second;
+}
 
 bool KnownTest(std::string_view n) {
   static const char* const kTests[] = {

@@ -50,9 +50,56 @@ Result<Value> ValueFromJsonText(std::string_view text) {
 
 namespace {
 
+// Integer literals too large for 64 bits (tokenizer_config.json files written
+// by Python carry model_max_length = 1000000000000000019884624838656, which
+// json.loads reads as an int and simdjson refuses) rewritten as floats. Only
+// the special tokens and the template are read from a config, so the value
+// does not matter; the file must still load.
+std::string WidenBigIntegers(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  bool in_string = false;
+  for (size_t i = 0; i < text.size();) {
+    char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) {
+        out += text[i + 1];
+        i += 2;
+        continue;
+      }
+      if (c == '"') in_string = false;
+      ++i;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      ++i;
+      continue;
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      size_t j = i + (c == '-' ? 1 : 0);
+      while (j < text.size() && text[j] >= '0' && text[j] <= '9') ++j;
+      bool is_int = j >= text.size() || (text[j] != '.' && text[j] != 'e' && text[j] != 'E');
+      out.append(text.substr(i, j - i));
+      if (is_int && j - i > 18) out += ".0";
+      i = j;
+      continue;
+    }
+    out += c;
+    ++i;
+  }
+  return out;
+}
+
 Result<Value> ReadConfig(const std::string& path) {
   EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   auto v = ValueFromJsonText(text);
+  if (!v.ok()) {
+    auto widened = ValueFromJsonText(WidenBigIntegers(text));
+    if (widened.ok()) v = std::move(widened);
+  }
   if (!v.ok()) return v.status().WithContext(path);
   if (!v->is_dict()) return InvalidArgumentError(fmt::format("{}: not a JSON object", path));
   return v;

@@ -46,9 +46,16 @@ Result<Value> CallMethod(const Value& obj, std::string_view name, CallArgs& args
 bool KnownFilter(std::string_view name);
 bool KnownTest(std::string_view name);
 Result<Value> CallFilter(std::string_view name, const Value& operand, CallArgs& args);
+// A filter's implementation by name (nullptr when unknown), for the parse-time check to keep.
+using FilterFn = Result<Value> (*)(const Value&, CallArgs&);
+FilterFn FindFilter(std::string_view name);
 Result<bool> CallTest(std::string_view name, const Value& v, CallArgs& args);
 // The global `name`, or nullptr.
 const Value* FindGlobal(std::string_view name);
+
+// Printing a generator or a range: Python prints an object address or
+// "range(a, b)"; evenkeel refuses both rather than print something else.
+Status CheckPrintable(const Value& v);
 
 // Python's len() (code points for str); an error for types without one.
 Result<int64_t> Length(const Value& v);

@@ -71,18 +71,36 @@ bool InSet(uint32_t cp, std::string_view chars) {
 }
 
 bool StripHere(std::string_view s, size_t i, const std::optional<std::string_view>& chars, size_t* len) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  if (!chars && c < 0x80) {
+    *len = 1;
+    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20);
+  }
   uint32_t cp = DecodeAt(s, i, len);
   return chars ? InSet(cp, *chars) : IsPySpace(cp);
 }
 
-// Code points that Python maps through SpecialCasing (more than one code point,
-// or context dependent). We refuse them instead of mapping them differently.
-bool SpecialUpper(uint32_t cp) {
-  return cp == 0xDF || cp == 0x149 || cp == 0x1F0 || cp == 0x390 || cp == 0x3B0 || cp == 0x587 ||
-         (cp >= 0x1E96 && cp <= 0x1E9A) || cp == 0x1F50 || cp == 0x1F52 || cp == 0x1F54 || cp == 0x1F56 ||
-         (cp >= 0x1F80 && cp <= 0x1FFF) || (cp >= 0xFB00 && cp <= 0xFB06) || (cp >= 0xFB13 && cp <= 0xFB17);
+// Python's full case mappings that are more than one code point (ß -> SS,
+// İ -> i̇, ﬁ -> FI, ...), generated from CPython (special_casing.inc).
+struct SpecialCase {
+  uint32_t cp;
+  const char32_t* upper;
+  const char32_t* lower;
+  const char32_t* title;
+};
+constexpr SpecialCase kSpecialCases[] = {
+#include "template/special_casing.inc"
+};
+
+const SpecialCase* FindSpecialCase(uint32_t cp) {
+  if (cp < 0xDF) return nullptr;
+  auto it = std::lower_bound(std::begin(kSpecialCases), std::end(kSpecialCases), cp,
+                             [](const SpecialCase& c, uint32_t v) { return c.cp < v; });
+  return it != std::end(kSpecialCases) && it->cp == cp ? it : nullptr;
 }
-bool SpecialLower(uint32_t cp) { return cp == 0x130 || cp == 0x3A3; }
+
+// Σ lower-cases to ς or σ by its context (Final_Sigma): refused, not guessed.
+bool SpecialLower(uint32_t cp) { return cp == 0x3A3; }
 
 bool IsCased(uint32_t cp) {
   auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
@@ -91,7 +109,7 @@ bool IsCased(uint32_t cp) {
 
 Status Refuse(uint32_t cp, std::string_view what) {
   return UnsupportedError(fmt::format(
-      "unsupported: {} of U+{:04X} (Python maps it through SpecialCasing; evenkeel refuses rather than differ)", what,
+      "unsupported: {} of U+{:04X} (Python picks the mapping by context; evenkeel refuses rather than differ)", what,
       cp));
 }
 
@@ -107,15 +125,14 @@ std::string_view PyStrip(std::string_view s, const std::optional<std::string_vie
     }
   }
   if (right) {
-    // Find the end of the last code point not in the set.
-    size_t keep = b;
-    for (size_t i = b; i < e;) {
+    // Walk back over the code points in the set, from the end.
+    while (e > b) {
+      size_t start = e - 1;
+      while (start > b && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
       size_t len;
-      bool strip = StripHere(s, i, chars, &len);
-      i += len;
-      if (!strip) keep = i;
+      if (!StripHere(s, start, chars, &len)) break;
+      e = start;
     }
-    e = keep;
   }
   return s.substr(b, e - b);
 }
@@ -318,8 +335,14 @@ Result<std::string> PyCase(std::string_view s, CaseOp op) {
       if (to_lower) mapped = (cp >= 'A' && cp <= 'Z') ? cp + 32 : cp;
       prev_cased = (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
     } else {
-      if ((to_upper || to_title) && SpecialUpper(cp)) return Refuse(cp, to_upper ? "upper()" : "title case");
       if (to_lower && SpecialLower(cp)) return Refuse(cp, "lower()");
+      if (const SpecialCase* sc = FindSpecialCase(cp)) {
+        for (const char32_t* m = to_upper ? sc->upper : to_lower ? sc->lower : sc->title; *m; ++m) {
+          AppendUtf8(&out, static_cast<uint32_t>(*m));
+        }
+        prev_cased = IsCased(cp);
+        continue;
+      }
       auto u = static_cast<utf8proc_int32_t>(cp);
       if (to_upper) mapped = static_cast<uint32_t>(utf8proc_toupper(u));
       if (to_title) mapped = static_cast<uint32_t>(utf8proc_totitle(u));

@@ -28,13 +28,18 @@ struct Scope : std::enable_shared_from_this<Scope> {
   const Dict* context = nullptr;  // the render context, on the root scope
   std::vector<std::pair<std::string, Value>> vars;
 
-  const Value* Find(std::string_view n) const {
+  // The variable `n`, or nullptr; *from_context is set when it is one of the
+  // render context's (which outlive the render: callers may borrow them).
+  const Value* Find(std::string_view n, bool* from_context = nullptr) const {
     for (const Scope* s = this; s; s = s->parent.get()) {
       for (const auto& [k, v] : s->vars) {
         if (k == n) return &v;
       }
       if (s->context) {
-        if (const Value* v = s->context->Find(n)) return v;
+        if (const Value* v = s->context->Find(n)) {
+          if (from_context) *from_context = true;
+          return v;
+        }
       }
     }
     return nullptr;
@@ -102,10 +107,20 @@ class Interp {
     switch (s.kind) {
       case Stmt::Kind::kText: out_->append(s.text); return Status::Ok();
       case Stmt::Kind::kPrint: {
-        EK_ASSIGN_OR_RETURN(Value v, Eval(*s.expr, scope));
-        if (v.kind() == Value::Kind::kCallable || v.kind() == Value::Kind::kLoop) {
-          return Err(s.line, fmt::format("printing a {} is not supported", v.TypeName()));
+        if (s.expr->kind == Expr::Kind::kName) {  // printed in place
+          if (const Value* v = scope->Find(s.expr->name)) {
+            if (Status st = CheckPrintable(*v); !st.ok()) return Locate(s.line, st);
+            AppendStr(out_, *v);
+            return Status::Ok();
+          }
         }
+        Value v;
+        if (s.expr->kind == Expr::Kind::kBinary && s.expr->name == "+") {
+          EK_ASSIGN_OR_RETURN(v, EvalPlus(*s.expr, scope, out_));  // strings go straight to the output
+        } else {
+          EK_ASSIGN_OR_RETURN(v, Eval(*s.expr, scope));
+        }
+        if (Status st = CheckPrintable(v); !st.ok()) return Locate(s.line, st);
         AppendStr(out_, v);
         return Status::Ok();
       }
@@ -232,15 +247,18 @@ class Interp {
     auto it = Iterate(seq);
     if (!it.ok()) return Locate(s.line, it.status());
     std::shared_ptr<const List> items = std::move(*it);
+    // Items of a list the context or the template holds are borrowed, not copied.
+    bool borrow = items.use_count() == 0;
+    auto item_of = [borrow](const Value& x) { return borrow ? Value::Borrow(x) : x; };
     auto body_scope = Child(scope);
     if (s.filter) {
       auto kept = std::make_shared<List>();
       for (const Value& item : *items) {
         EK_RETURN_IF_ERROR(CountIteration(s.line));
         body_scope->vars.clear();
-        EK_RETURN_IF_ERROR(Assign(s.targets, item, body_scope.get(), s.line));
+        EK_RETURN_IF_ERROR(Assign(s.targets, item_of(item), body_scope.get(), s.line));
         EK_ASSIGN_OR_RETURN(Value c, Eval(*s.filter, body_scope.get()));
-        if (c.Truthy()) kept->push_back(item);
+        if (c.Truthy()) kept->push_back(item_of(item));
       }
       items = std::move(kept);
     }
@@ -259,7 +277,7 @@ class Interp {
       if (body_scope.use_count() > 1) body_scope = Child(scope);  // a macro kept the last one
       body_scope->vars.clear();
       state->index0 = i;
-      EK_RETURN_IF_ERROR(Assign(s.targets, (*items)[i], body_scope.get(), s.line));
+      EK_RETURN_IF_ERROR(Assign(s.targets, item_of((*items)[i]), body_scope.get(), s.line));
       body_scope->Set("loop", loop);
       EK_RETURN_IF_ERROR(ExecBody(s.body, body_scope.get()));
       if (flow_ == Flow::kBreak) {
@@ -336,7 +354,8 @@ class Interp {
   Result<Value> ApplyFilter(const Expr& f, const Value& operand, Scope* scope) {
     CallArgs args;
     EK_RETURN_IF_ERROR(EvalArgs(f, scope, &args));
-    auto r = CallFilter(f.name, operand, args);
+    auto r = f.filter_fn ? reinterpret_cast<FilterFn>(const_cast<void*>(f.filter_fn))(operand, args)
+                         : CallFilter(f.name, operand, args);
     if (!r.ok()) return Locate(f.line, r.status());
     return r;
   }
@@ -360,11 +379,58 @@ class Interp {
   }
 
  public:
+  // The common expressions (constants, names, items and attributes) here, in a
+  // small stack frame; the rest in EvalOther.
   Result<Value> Eval(const Expr& e, Scope* scope) {
     switch (e.kind) {
-      case Expr::Kind::kConst: return e.value;
+      case Expr::Kind::kConst: return Value::Borrow(e.value);
       case Expr::Kind::kName: {
-        if (const Value* v = scope->Find(e.name)) return *v;
+        bool from_context = false;
+        if (const Value* v = scope->Find(e.name, &from_context)) return from_context ? Value::Borrow(*v) : *v;
+        if (const Value* g = FindGlobal(e.name)) return *g;
+        return Value::Undefined(e.name);
+      }
+      case Expr::Kind::kGetattr:
+      case Expr::Kind::kGetitem: return EvalItem(e, scope);
+      default: return EvalOther(e, scope);
+    }
+  }
+
+ private:
+  // obj.name, obj[key]: a variable holding the object is read in place, not
+  // copied; a constant key is used as it is.
+  Result<Value> EvalItem(const Expr& e, Scope* scope) {
+    Value tmp;
+    const Value* obj = nullptr;
+    bool from_context = false;
+    if (e.a->kind == Expr::Kind::kName) obj = scope->Find(e.a->name, &from_context);
+    if (!obj || from_context) {
+      if (obj) {
+        tmp = Value::Borrow(*obj);
+      } else {
+        EK_ASSIGN_OR_RETURN(tmp, Eval(*e.a, scope));
+      }
+      obj = &tmp;
+    }
+    Result<Value> r = Value();
+    if (e.kind == Expr::Kind::kGetattr) {
+      r = GetAttr(*obj, e.name);
+    } else if (e.b->kind == Expr::Kind::kConst) {
+      r = GetItem(*obj, e.b->value);
+    } else {
+      EK_ASSIGN_OR_RETURN(Value key, Eval(*e.b, scope));
+      r = GetItem(*obj, key);
+    }
+    if (!r.ok()) return Locate(e.line, r.status());
+    return r;
+  }
+
+  __attribute__((noinline)) Result<Value> EvalOther(const Expr& e, Scope* scope) {
+    switch (e.kind) {
+      case Expr::Kind::kConst: return Value::Borrow(e.value);
+      case Expr::Kind::kName: {
+        bool from_context = false;
+        if (const Value* v = scope->Find(e.name, &from_context)) return from_context ? Value::Borrow(*v) : *v;
         if (const Value* g = FindGlobal(e.name)) return *g;
         return Value::Undefined(e.name);
       }
@@ -412,6 +478,7 @@ class Interp {
         return Value::Bool(*r != e.negate);
       }
       case Expr::Kind::kBinary: {
+        if (e.name == "+") return EvalPlus(e, scope);
         EK_ASSIGN_OR_RETURN(Value a, Eval(*e.a, scope));
         EK_ASSIGN_OR_RETURN(Value b, Eval(*e.b, scope));
         auto r = Arith(e.name, a, b);
@@ -468,7 +535,7 @@ class Interp {
           EK_ASSIGN_OR_RETURN(Value v, Eval(*i, scope));
           l.push_back(std::move(v));
         }
-        return Value::MakeList(std::move(l));
+        return Value::MakeList(std::move(l), e.kind == Expr::Kind::kTuple ? Seq::kTuple : Seq::kList);
       }
       case Expr::Kind::kDict: {
         Dict d;
@@ -483,6 +550,8 @@ class Interp {
       case Expr::Kind::kConcat: {
         EK_ASSIGN_OR_RETURN(Value a, Eval(*e.a, scope));
         EK_ASSIGN_OR_RETURN(Value b, Eval(*e.b, scope));
+        if (Status st = CheckPrintable(a); !st.ok()) return Locate(e.line, st);
+        if (Status st = CheckPrintable(b); !st.ok()) return Locate(e.line, st);
         std::string s;
         AppendStr(&s, a);
         AppendStr(&s, b);
@@ -494,6 +563,53 @@ class Interp {
   }
 
  private:
+  // a + b + c ...: while the operands are strings, one buffer (not a string
+  // per '+'); anything else goes through Arith pairwise, left to right.
+  // With `sink`, strings are appended to it directly (what {{ a + b }} prints)
+  // and the result is Undefined; a non-string operand takes the text back.
+  Result<Value> EvalPlus(const Expr& e, Scope* scope, std::string* sink = nullptr) {
+    const Expr* chain[16];
+    size_t n = 0;
+    const Expr* x = &e;
+    while (x->kind == Expr::Kind::kBinary && x->name == "+" && n < 15) {
+      chain[n++] = x->b.get();
+      x = x->a.get();
+    }
+    chain[n++] = x;  // the leftmost operand; chain is right-to-left
+    EK_ASSIGN_OR_RETURN(Value acc, Eval(*chain[n - 1], scope));
+    std::string own;
+    std::string* buf_ptr = &own;
+    size_t start = 0;
+    if (sink) {
+      buf_ptr = sink;
+      start = sink->size();
+    }
+    std::string& buf = *buf_ptr;
+    bool buffered = false;
+    for (size_t i = n - 1; i-- > 0;) {
+      EK_ASSIGN_OR_RETURN(Value v, Eval(*chain[i], scope));
+      if (v.is_string() && (buffered || acc.is_string())) {
+        if (!buffered) {
+          if (!sink) buf.reserve(acc.str().size() + v.str().size() + 64);
+          buf += acc.str();
+          buffered = true;
+        }
+        buf += v.str();
+        continue;
+      }
+      if (buffered) {
+        acc = Value::String(buf.substr(start));
+        buf.resize(start);
+        buffered = false;
+      }
+      auto r = Arith("+", acc, v);
+      if (!r.ok()) return Locate(e.line, r.status());
+      acc = std::move(*r);
+    }
+    if (buffered) return sink ? Value() : Value::String(std::move(buf));
+    return acc;
+  }
+
   Result<Value> EvalSlice(const Expr& e, Scope* scope) {
     EK_ASSIGN_OR_RETURN(Value obj, Eval(*e.a, scope));
     auto bound = [&](const ExprPtr& x, std::optional<int64_t>* out) -> Status {
@@ -536,15 +652,18 @@ class Interp {
       return idx;
     };
     if (obj.is_list()) {
+      Seq seq = obj.seq();
+      if (seq != Seq::kList && seq != Seq::kTuple && seq != Seq::kRange) return Value::Undefined();  // dict views
       const List& l = obj.list();
-      if (st == 1) {
-        auto idx = indices(static_cast<int64_t>(l.size()));
-        if (idx.empty()) return Value::MakeList({});
-        return Value::MakeList(List(l.begin() + idx.front(), l.begin() + idx.back() + 1));
-      }
+      bool borrow = obj.borrowed();
       List out;
-      for (int64_t i : indices(static_cast<int64_t>(l.size()))) out.push_back(l[static_cast<size_t>(i)]);
-      return Value::MakeList(std::move(out));
+      auto idx = indices(static_cast<int64_t>(l.size()));
+      out.reserve(idx.size());
+      for (int64_t i : idx) {
+        const Value& x = l[static_cast<size_t>(i)];
+        out.push_back(borrow ? Value::Borrow(x) : x);
+      }
+      return Value::MakeList(std::move(out), seq);
     }
     if (obj.is_string()) {
       const std::string& s = obj.str();
@@ -570,7 +689,7 @@ class Interp {
       return Value::String(std::move(out));
     }
     if (obj.is_undefined()) return Err(e.line, fmt::format("'{}' is undefined", obj.name()));
-    return Err(e.line, fmt::format("'{}' object is not subscriptable", obj.TypeName()));
+    return Value::Undefined();  // jinja2's getitem turns the TypeError into Undefined
   }
 
   static Status Undef(const Value& v) { return InvalidArgumentError(fmt::format("'{}' is undefined", v.name())); }
@@ -582,20 +701,22 @@ class Interp {
       return InvalidArgumentError(fmt::format("unsupported operand type(s) for {}: '{}' and '{}'", op, a.TypeName(),
                                               b.TypeName()));
     };
+    auto concatenable = [](const Value& v) { return v.seq() == Seq::kList || v.seq() == Seq::kTuple; };
     if (op == "+") {
       if (a.is_string() && b.is_string()) {
         if (a.str().size() + b.str().size() > kMaxStringBytes) return TooLarge(a.str().size() + b.str().size(), "string");
         return Value::String(a.str() + b.str());
       }
-      if (a.is_list() && b.is_list()) {
+      if (a.is_list() && b.is_list() && a.seq() == b.seq() && concatenable(a)) {
         if (a.list().size() + b.list().size() > kMaxListItems) return TooLarge(a.list().size() + b.list().size(), "list");
         List l = a.list();
         l.insert(l.end(), b.list().begin(), b.list().end());
-        return Value::MakeList(std::move(l));
+        return Value::MakeList(std::move(l), a.seq());
       }
     }
     if (op == "*") {
-      const Value* s = a.is_string() || a.is_list() ? &a : b.is_string() || b.is_list() ? &b : nullptr;
+      auto repeatable = [&](const Value& v) { return v.is_string() || (v.is_list() && concatenable(v)); };
+      const Value* s = repeatable(a) ? &a : repeatable(b) ? &b : nullptr;
       const Value* n = s == &a ? &b : &a;
       if (s && (n->kind() == Value::Kind::kInt || n->kind() == Value::Kind::kBool)) {
         int64_t times = std::max<int64_t>(0, n->integer());
@@ -612,7 +733,7 @@ class Interp {
         }
         List out;
         for (int64_t i = 0; i < times; ++i) out.insert(out.end(), s->list().begin(), s->list().end());
-        return Value::MakeList(std::move(out));
+        return Value::MakeList(std::move(out), s->seq());
       }
     }
     if (!a.is_number() || !b.is_number()) {
@@ -694,6 +815,9 @@ class Interp {
         in = b.str().find(a.str()) != std::string::npos;
       } else if (b.is_list()) {
         for (const Value& x : b.list()) in = in || Equal(a, x);
+      } else if (b.kind() == Value::Kind::kGenerator) {
+        Value x;  // consumes up to the first match, as Python does
+        while (!in && b.Next(&x)) in = Equal(a, x);
       } else if (b.is_dict()) {
         in = a.is_string() && b.dict().Find(a.str()) != nullptr;
       } else if (b.is_undefined()) {
@@ -729,12 +853,14 @@ class Interp {
 
 // Parse-time check: every filter and test the template names exists, so an
 // unsupported one fails before any record renders.
-Status Check(const Body& body, const std::string& name, bool* has_generation);
+Status Check(Body& body, const std::string& name, bool* has_generation);
 
-Status CheckExpr(const Expr* e, const std::string& name) {
+Status CheckExpr(Expr* e, const std::string& name) {
   if (!e) return Status::Ok();
-  if (e->kind == Expr::Kind::kFilter && !KnownFilter(e->name)) {
-    return UnsupportedError(fmt::format("{}:{}: unsupported: the filter '{}'", name, e->line, e->name));
+  if (e->kind == Expr::Kind::kFilter) {
+    FilterFn fn = FindFilter(e->name);
+    if (!fn) return UnsupportedError(fmt::format("{}:{}: unsupported: the filter '{}'", name, e->line, e->name));
+    e->filter_fn = reinterpret_cast<const void*>(fn);
   }
   if (e->kind == Expr::Kind::kTest && !KnownTest(e->name)) {
     return UnsupportedError(fmt::format("{}:{}: unsupported: the test '{}'", name, e->line, e->name));
@@ -742,23 +868,23 @@ Status CheckExpr(const Expr* e, const std::string& name) {
   EK_RETURN_IF_ERROR(CheckExpr(e->a.get(), name));
   EK_RETURN_IF_ERROR(CheckExpr(e->b.get(), name));
   EK_RETURN_IF_ERROR(CheckExpr(e->c.get(), name));
-  for (const auto& x : e->items) EK_RETURN_IF_ERROR(CheckExpr(x.get(), name));
-  for (const auto& x : e->values) EK_RETURN_IF_ERROR(CheckExpr(x.get(), name));
-  for (const auto& [k, x] : e->kwargs) EK_RETURN_IF_ERROR(CheckExpr(x.get(), name));
+  for (auto& x : e->items) EK_RETURN_IF_ERROR(CheckExpr(x.get(), name));
+  for (auto& x : e->values) EK_RETURN_IF_ERROR(CheckExpr(x.get(), name));
+  for (auto& [k, x] : e->kwargs) EK_RETURN_IF_ERROR(CheckExpr(x.get(), name));
   return Status::Ok();
 }
 
-Status Check(const Body& body, const std::string& name, bool* has_generation) {
-  for (const auto& s : body) {
+Status Check(Body& body, const std::string& name, bool* has_generation) {
+  for (auto& s : body) {
     if (s->kind == Stmt::Kind::kGeneration) *has_generation = true;
     EK_RETURN_IF_ERROR(CheckExpr(s->expr.get(), name));
     EK_RETURN_IF_ERROR(CheckExpr(s->filter.get(), name));
-    for (const auto& [c, b] : s->branches) {
+    for (auto& [c, b] : s->branches) {
       EK_RETURN_IF_ERROR(CheckExpr(c.get(), name));
       EK_RETURN_IF_ERROR(Check(b, name, has_generation));
     }
-    for (const auto& f : s->filters) EK_RETURN_IF_ERROR(CheckExpr(f.get(), name));
-    for (const auto& d : s->defaults) EK_RETURN_IF_ERROR(CheckExpr(d.get(), name));
+    for (auto& f : s->filters) EK_RETURN_IF_ERROR(CheckExpr(f.get(), name));
+    for (auto& d : s->defaults) EK_RETURN_IF_ERROR(CheckExpr(d.get(), name));
     EK_RETURN_IF_ERROR(Check(s->body, name, has_generation));
     EK_RETURN_IF_ERROR(Check(s->else_body, name, has_generation));
   }

@@ -34,9 +34,25 @@ void Dict::Set(std::string key, Value v) {
   }
 }
 
+namespace {
+
+struct CallableData {
+  std::string name;
+  Function fn;
+};
+
+struct GeneratorData {
+  std::shared_ptr<const List> items;
+  size_t pos = 0;  // items before it were consumed
+};
+
+const std::string kNoName;
+
+}  // namespace
+
 Value Value::Undefined(std::string name) {
   Value v;
-  v.s_ = std::make_shared<const std::string>(std::move(name));
+  if (!name.empty()) v.p_ = std::make_shared<std::string>(std::move(name));
   return v;
 }
 Value Value::None() {
@@ -65,51 +81,80 @@ Value Value::Float(double d) {
 Value Value::String(std::string s) {
   Value v;
   v.kind_ = Kind::kString;
-  v.s_ = std::make_shared<const std::string>(std::move(s));
+  v.p_ = std::make_shared<std::string>(std::move(s));
   return v;
 }
-Value Value::StringRef(std::shared_ptr<const std::string> s) {
-  Value v;
-  v.kind_ = Kind::kString;
-  v.s_ = std::move(s);
-  return v;
-}
-Value Value::MakeList(List items) {
+Value Value::MakeList(List items, Seq seq) {
   Value v;
   v.kind_ = Kind::kList;
-  v.l_ = std::make_shared<List>(std::move(items));
+  v.seq_ = seq;
+  v.p_ = std::make_shared<List>(std::move(items));
   return v;
 }
-Value Value::ListRef(std::shared_ptr<const List> items) {
+Value Value::ListRef(std::shared_ptr<const List> items, Seq seq) {
   Value v;
   v.kind_ = Kind::kList;
-  v.l_ = std::move(items);
+  v.seq_ = seq;
+  v.p_ = std::const_pointer_cast<List>(std::move(items));
   return v;
 }
 Value Value::Loop(std::shared_ptr<LoopState> state) {
   Value v;
   v.kind_ = Kind::kLoop;
-  v.loop_ = std::move(state);
+  v.p_ = std::move(state);
   return v;
 }
 Value Value::MakeDict(Dict d) {
   Value v;
   v.kind_ = Kind::kDict;
-  v.d_ = std::make_shared<Dict>(std::move(d));
+  v.p_ = std::make_shared<Dict>(std::move(d));
   return v;
 }
 Value Value::Namespace(Dict attrs) {
   Value v;
   v.kind_ = Kind::kNamespace;
-  v.d_ = std::make_shared<Dict>(std::move(attrs));
+  v.p_ = std::make_shared<Dict>(std::move(attrs));
   return v;
 }
 Value Value::Callable(std::string name, Function fn) {
   Value v;
   v.kind_ = Kind::kCallable;
-  v.s_ = std::make_shared<const std::string>(std::move(name));
-  v.fn_ = std::make_shared<Function>(std::move(fn));
+  v.p_ = std::make_shared<CallableData>(CallableData{std::move(name), std::move(fn)});
   return v;
+}
+Value Value::Generator(List items) {
+  Value v;
+  v.kind_ = Kind::kGenerator;
+  v.p_ = std::make_shared<GeneratorData>(GeneratorData{std::make_shared<const List>(std::move(items)), 0});
+  return v;
+}
+
+const Function& Value::function() const { return static_cast<const CallableData*>(p_.get())->fn; }
+
+const std::string& Value::name() const {
+  if (!p_) return kNoName;
+  if (kind_ == Kind::kCallable) return static_cast<const CallableData*>(p_.get())->name;
+  if (kind_ == Kind::kUndefined || kind_ == Kind::kString) return *static_cast<const std::string*>(p_.get());
+  return kNoName;
+}
+
+std::shared_ptr<const List> Value::Consume() const {
+  auto* g = static_cast<GeneratorData*>(p_.get());
+  std::shared_ptr<const List> rest;
+  if (g->pos == 0) {
+    rest = g->items;
+  } else {
+    rest = std::make_shared<const List>(g->items->begin() + static_cast<std::ptrdiff_t>(g->pos), g->items->end());
+  }
+  g->pos = g->items->size();
+  return rest;
+}
+
+bool Value::Next(Value* item) const {
+  auto* g = static_cast<GeneratorData*>(p_.get());
+  if (g->pos >= g->items->size()) return false;
+  *item = (*g->items)[g->pos++];
+  return true;
 }
 
 bool Value::Truthy() const {
@@ -119,12 +164,13 @@ bool Value::Truthy() const {
     case Kind::kBool: return b_;
     case Kind::kInt: return i_ != 0;
     case Kind::kFloat: return f_ != 0;
-    case Kind::kString: return !s_->empty();
-    case Kind::kList: return !l_->empty();
-    case Kind::kDict: return !d_->items.empty();
+    case Kind::kString: return !str().empty();
+    case Kind::kList: return !list().empty();
+    case Kind::kDict: return !dict().items.empty();
     case Kind::kNamespace:
     case Kind::kCallable:
-    case Kind::kLoop: return true;
+    case Kind::kLoop:
+    case Kind::kGenerator: return true;
   }
   return false;
 }
@@ -137,11 +183,21 @@ std::string_view Value::TypeName() const {
     case Kind::kInt: return "int";
     case Kind::kFloat: return "float";
     case Kind::kString: return "str";
-    case Kind::kList: return "list";
+    case Kind::kList:
+      switch (seq_) {
+        case Seq::kList: return "list";
+        case Seq::kTuple: return "tuple";
+        case Seq::kRange: return "range";
+        case Seq::kDictKeys: return "dict_keys";
+        case Seq::kDictValues: return "dict_values";
+        case Seq::kDictItems: return "dict_items";
+      }
+      return "list";
     case Kind::kDict: return "dict";
     case Kind::kNamespace: return "Namespace";
     case Kind::kCallable: return "function";
     case Kind::kLoop: return "LoopContext";
+    case Kind::kGenerator: return "generator";
   }
   return "?";
 }
@@ -195,6 +251,7 @@ namespace {
 std::string StrRepr(std::string_view s) { return PyStrRepr(s); }
 
 void AppendRepr(std::string* out, const Value& v);
+void AppendDictRepr(std::string* out, const Dict& d);
 
 void AppendJsonString(std::string* out, std::string_view s) {
   out->push_back('"');
@@ -236,6 +293,9 @@ Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool 
     }
     case Value::Kind::kString: AppendJsonString(out, v.str()); return Status::Ok();
     case Value::Kind::kList: {
+      if (v.seq() != Seq::kList && v.seq() != Seq::kTuple) {
+        return InvalidArgumentError(fmt::format("Object of type {} is not JSON serializable", v.TypeName()));
+      }
       if (v.list().empty()) {
         *out += "[]";
         return Status::Ok();
@@ -283,8 +343,20 @@ Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool 
                                               v.name().empty() ? "" : " ('" + v.name() + "' is undefined)"));
     case Value::Kind::kCallable: return InvalidArgumentError("Object of type function is not JSON serializable");
     case Value::Kind::kLoop: return InvalidArgumentError("Object of type LoopContext is not JSON serializable");
+    case Value::Kind::kGenerator: return InvalidArgumentError("Object of type generator is not JSON serializable");
   }
   return Status::Ok();
+}
+
+void AppendDictRepr(std::string* out, const Dict& d) {
+  out->push_back('{');
+  for (size_t i = 0; i < d.items.size(); ++i) {
+    if (i) *out += ", ";
+    *out += StrRepr(d.items[i].first);
+    *out += ": ";
+    AppendRepr(out, d.items[i].second);
+  }
+  out->push_back('}');
 }
 
 // Stops early past kMaxStringBytes (a list of 2**20 references to one 64 MiB
@@ -293,24 +365,27 @@ void AppendRepr(std::string* out, const Value& v) {
   if (out->size() > kMaxStringBytes) return;
   switch (v.kind()) {
     case Value::Kind::kString: *out += StrRepr(v.str()); return;
-    case Value::Kind::kList:
-      out->push_back('[');
-      for (size_t i = 0; i < v.list().size(); ++i) {
-        if (i) *out += ", ";
-        AppendRepr(out, v.list()[i]);
+    case Value::Kind::kList: {
+      const List& l = v.list();
+      const char* open = "[";
+      const char* close = "]";
+      switch (v.seq()) {
+        case Seq::kList: break;
+        case Seq::kTuple: open = "("; close = l.size() == 1 ? ",)" : ")"; break;
+        case Seq::kRange: open = "<range "; close = ">"; break;  // refused before printing
+        case Seq::kDictKeys: open = "dict_keys(["; close = "])"; break;
+        case Seq::kDictValues: open = "dict_values(["; close = "])"; break;
+        case Seq::kDictItems: open = "dict_items(["; close = "])"; break;
       }
-      out->push_back(']');
-      return;
-    case Value::Kind::kDict:
-      out->push_back('{');
-      for (size_t i = 0; i < v.dict().items.size(); ++i) {
+      *out += open;
+      for (size_t i = 0; i < l.size(); ++i) {
         if (i) *out += ", ";
-        *out += StrRepr(v.dict().items[i].first);
-        *out += ": ";
-        AppendRepr(out, v.dict().items[i].second);
+        AppendRepr(out, l[i]);
       }
-      out->push_back('}');
+      *out += close;
       return;
+    }
+    case Value::Kind::kDict: AppendDictRepr(out, v.dict()); return;
     default: AppendStr(out, v);
   }
 }
@@ -327,9 +402,15 @@ void AppendStr(std::string* out, const Value& v) {
     case Value::Kind::kString: *out += v.str(); return;
     case Value::Kind::kList:
     case Value::Kind::kDict: AppendRepr(out, v); return;
-    case Value::Kind::kNamespace: *out += "<Namespace>"; return;
+    case Value::Kind::kNamespace: {  // jinja2's Namespace.__repr__
+      *out += "<Namespace ";
+      AppendDictRepr(out, v.dict());
+      *out += ">";
+      return;
+    }
     case Value::Kind::kCallable: *out += "<function " + v.name() + ">"; return;
     case Value::Kind::kLoop: *out += "<LoopContext>"; return;
+    case Value::Kind::kGenerator: *out += "<generator object>"; return;  // refused before printing
   }
 }
 
@@ -365,6 +446,8 @@ bool Equal(const Value& a, const Value& b) {
     case Value::Kind::kNone: return true;
     case Value::Kind::kString: return a.str() == b.str();
     case Value::Kind::kList: {
+      if (a.seq() != b.seq()) return false;
+      if (a.seq() == Seq::kDictValues) return a.identity() == b.identity();  // Python compares views by identity
       if (a.list().size() != b.list().size()) return false;
       for (size_t i = 0; i < a.list().size(); ++i) {
         if (!Equal(a.list()[i], b.list()[i])) return false;
@@ -379,7 +462,10 @@ bool Equal(const Value& a, const Value& b) {
       }
       return true;
     }
-    case Value::Kind::kNamespace: return &a.dict() == &b.dict();
+    case Value::Kind::kNamespace:
+    case Value::Kind::kGenerator:
+    case Value::Kind::kCallable:
+    case Value::Kind::kLoop: return a.identity() == b.identity();
     default: return false;
   }
 }
@@ -393,7 +479,7 @@ Result<bool> Less(const Value& a, const Value& b) {
     // Python compares code points; UTF-8 byte order is the same order.
     return a.str() < b.str();
   }
-  if (a.is_list() && b.is_list()) {
+  if (a.is_list() && b.is_list() && a.seq() == b.seq() && (a.seq() == Seq::kList || a.seq() == Seq::kTuple)) {
     const List& x = a.list();
     const List& y = b.list();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {

@@ -41,9 +41,18 @@ struct LoopState {
   size_t index0 = 0;
 };
 
+// What a kList stands for in Python: it decides how the value prints
+// ("[1]", "(1,)", "dict_items([...])"), compares and which operations apply.
+enum class Seq : uint8_t { kList, kTuple, kRange, kDictKeys, kDictValues, kDictItems };
+
 class Value {
  public:
-  enum class Kind : uint8_t { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kCallable, kLoop };
+  // kGenerator: a one-shot iterator (what jinja2's map, select, reject,
+  // selectattr, rejectattr, unique, items filters and |reverse of a list
+  // return): always true, no len(), iterating it consumes it.
+  enum class Kind : uint8_t {
+    kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kCallable, kLoop, kGenerator
+  };
 
   Value() = default;  // Undefined
   static Value Undefined(std::string name = "");
@@ -52,34 +61,58 @@ class Value {
   static Value Int(int64_t i);
   static Value Float(double d);
   static Value String(std::string s);
-  static Value StringRef(std::shared_ptr<const std::string> s);
-  static Value MakeList(List items);
-  static Value ListRef(std::shared_ptr<const List> items);
+  static Value MakeList(List items, Seq seq = Seq::kList);
+  static Value ListRef(std::shared_ptr<const List> items, Seq seq = Seq::kList);
+  static Value MakeTuple(List items) { return MakeList(std::move(items), Seq::kTuple); }
   static Value MakeDict(Dict d);
   static Value Namespace(Dict attrs);
   static Value Callable(std::string name, Function fn);
   static Value Loop(std::shared_ptr<LoopState> state);
+  static Value Generator(List items);
+  // A copy of `v` that does not own what it refers to: no reference count is
+  // touched, and it is valid only while `v` lives. The interpreter hands out
+  // borrowed values for the template's constants and the render context, which
+  // outlive every value a render creates.
+  static Value Borrow(const Value& v) {
+    Value b;
+    b.kind_ = v.kind_;
+    b.seq_ = v.seq_;
+    b.b_ = v.b_;
+    b.i_ = v.i_;
+    // The aliasing constructor with an empty owner: a pointer without a control block.
+    if (v.p_) b.p_ = std::shared_ptr<void>(std::shared_ptr<void>(), v.p_.get());
+    return b;
+  }
 
   Kind kind() const { return kind_; }
+  Seq seq() const { return seq_; }
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
   bool is_none() const { return kind_ == Kind::kNone; }
   bool is_string() const { return kind_ == Kind::kString; }
   bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool; }
   bool is_list() const { return kind_ == Kind::kList; }
   bool is_dict() const { return kind_ == Kind::kDict; }
+  // Whether this value refers to something it does not own (see Borrow).
+  bool borrowed() const { return p_ && p_.use_count() == 0; }
 
   bool boolean() const { return b_; }
   int64_t integer() const { return kind_ == Kind::kBool ? (b_ ? 1 : 0) : i_; }
   double number() const { return kind_ == Kind::kFloat ? f_ : static_cast<double>(integer()); }
-  const std::string& str() const { return *s_; }
-  const std::shared_ptr<const std::string>& str_ref() const { return s_; }
-  const List& list() const { return *l_; }
-  const Dict& dict() const { return *d_; }
-  Dict& mutable_dict() const { return *d_; }  // namespaces: {% set ns.x = ... %}
-  const Function& function() const { return *fn_; }
-  const LoopState& loop() const { return *loop_; }
-  const std::shared_ptr<const List>& list_ref() const { return l_; }
-  const std::string& name() const { return *s_; }  // undefined's or callable's name
+  const std::string& str() const { return *static_cast<const std::string*>(p_.get()); }
+  const List& list() const { return *static_cast<const List*>(p_.get()); }
+  const Dict& dict() const { return *static_cast<const Dict*>(p_.get()); }
+  Dict& mutable_dict() const { return *static_cast<Dict*>(p_.get()); }  // namespaces: {% set ns.x = ... %}
+  const Function& function() const;
+  const LoopState& loop() const { return *static_cast<const LoopState*>(p_.get()); }
+  // The list, sharing ownership with this value (or borrowing when it borrows).
+  std::shared_ptr<const List> list_ref() const { return {p_, static_cast<const List*>(p_.get())}; }
+  // A generator's items not yet consumed; marks them consumed.
+  std::shared_ptr<const List> Consume() const;
+  // A generator's next item (consumed), or false when it is exhausted.
+  bool Next(Value* item) const;
+  // The identity of what this value refers to (Python's `is`).
+  const void* identity() const { return p_.get(); }
+  const std::string& name() const;  // undefined's or callable's name
 
   // Python truthiness (Undefined is false).
   bool Truthy() const;
@@ -88,14 +121,15 @@ class Value {
 
  private:
   Kind kind_ = Kind::kUndefined;
+  Seq seq_ = Seq::kList;
   bool b_ = false;
-  int64_t i_ = 0;
-  double f_ = 0;
-  std::shared_ptr<const std::string> s_;
-  std::shared_ptr<const List> l_;
-  std::shared_ptr<Dict> d_;
-  std::shared_ptr<Function> fn_;
-  std::shared_ptr<LoopState> loop_;
+  union {
+    int64_t i_ = 0;
+    double f_;
+  };
+  // The string, list, dict, callable, loop or generator state; an undefined
+  // value's name (or null).
+  std::shared_ptr<void> p_;
 };
 
 struct CallArgs {

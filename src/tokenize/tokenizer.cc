@@ -8,6 +8,7 @@
 #include <deque>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/core.h>
 
@@ -221,6 +222,52 @@ Status Tokenizer::Encode(std::string_view text, std::vector<int32_t>* ids) const
       ids->push_back(sp.token_id);
     } else {
       EncodeNormalizable(text.substr(sp.begin, sp.end - sp.begin), ids, s);
+    }
+  }
+  return Status::Ok();
+}
+
+size_t Tokenizer::TokenLength(int32_t id) const {
+  if (id < 0 || id >= vocab_size_ || join_with_space_) return 0;
+  if (auto it = decode_override_.find(id); it != decode_override_.end()) return it->second.size();
+  return static_cast<size_t>(id) < bpe_.id_limit() ? bpe_.TokenBytes(id).size() : 0;
+}
+
+Status Tokenizer::EncodeWithOffsets(std::string_view text, std::vector<int32_t>* ids,
+                                    std::vector<uint32_t>* ends) const {
+  if (text.size() > UINT32_MAX) return InvalidArgumentError("text over 4 GiB");
+  if (!simdjson::validate_utf8(text.data(), text.size())) {
+    size_t at = FirstInvalidUtf8(text);
+    return InvalidArgumentError(fmt::format("invalid UTF-8 at byte {}", at));
+  }
+  if (text.empty()) return Status::Ok();
+  EncodeScratch& s = Scratch();
+  // Model tokens of the piece [b, e) that were appended from index `from`.
+  auto place = [&](size_t from, size_t b, size_t e) {
+    size_t pos = b;
+    for (size_t k = from; k < ids->size(); ++k) {
+      int32_t id = (*ids)[k];
+      pos = std::min(e, pos + (static_cast<uint32_t>(id) < token_len_.size() ? token_len_[static_cast<size_t>(id)] : 0));
+      ends->push_back(static_cast<uint32_t>(pos));
+    }
+    if (ids->size() > from) ends->back() = static_cast<uint32_t>(e);
+  };
+  if (raw_matcher_.empty()) {
+    size_t from = ids->size();
+    EncodeNormalizable(text, ids, s);
+    place(from, 0, text.size());
+    return Status::Ok();
+  }
+  s.raw_splits.clear();
+  raw_matcher_.Split(text, &s.raw_splits);
+  for (const AddedSplit& sp : s.raw_splits) {
+    if (sp.token_id >= 0) {
+      ids->push_back(sp.token_id);
+      ends->push_back(static_cast<uint32_t>(sp.end));
+    } else {
+      size_t from = ids->size();
+      EncodeNormalizable(text.substr(sp.begin, sp.end - sp.begin), ids, s);
+      place(from, sp.begin, sp.end);
     }
   }
   return Status::Ok();
@@ -502,6 +549,14 @@ class TokenizerLoader {
       }
       if (t_->join_with_space_) t_->raw_token_text_[static_cast<int32_t>(i)] = std::string(field.key);
     }
+    {
+      // Hugging Face's model.get_vocab_size() is the vocabulary map's length: every
+      // distinct key, byte-level or not; added tokens' ids are assigned after it.
+      std::unordered_set<std::string_view> keys;
+      keys.reserve(n);
+      for (auto field : vocab) keys.insert(field.key);
+      model_vocab_len_ = static_cast<int64_t>(keys.size());
+    }
     Status st = t_->bpe_.InitVocab(std::move(tokens), std::move(present), ignore_merges);
     if (!st.ok()) return st.WithContext(name_);
     // Merges: "a b" strings or ["a", "b"] pairs, resolved through the raw-byte vocabulary.
@@ -689,7 +744,7 @@ class TokenizerLoader {
   // vocabulary size when no added id reaches it. The JSON "id" is only a
   // hint there (HF warns when they differ); real files agree with this.
   Status AssignAddedIds() {
-    const int64_t model_size = static_cast<int64_t>(t_->bpe_.vocab_count());
+    const int64_t model_size = model_vocab_len_;
     std::unordered_map<std::string, int32_t> non_byte_level_keys;
     for (const auto& [id, key] : t_->decode_override_) non_byte_level_keys.emplace(key, id);
     std::vector<AddedToken> out;
@@ -760,12 +815,15 @@ class TokenizerLoader {
 
   Tokenizer* t_;
   std::string name_;
+  int64_t model_vocab_len_ = 0;
 };
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json, std::string_view name) {
   std::unique_ptr<Tokenizer> t(new Tokenizer());
   TokenizerLoader loader(t.get(), name);
   EK_RETURN_IF_ERROR(loader.Load(json));
+  t->token_len_.resize(static_cast<size_t>(t->vocab_size_));
+  for (int32_t id = 0; id < t->vocab_size_; ++id) t->token_len_[static_cast<size_t>(id)] = static_cast<uint32_t>(t->TokenLength(id));
   return t;
 }
 

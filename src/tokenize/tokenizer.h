@@ -45,6 +45,16 @@ class Tokenizer {
   // piece cache.
   Status Encode(std::string_view text, std::vector<int32_t>* ids) const;
   Result<std::vector<int32_t>> Encode(std::string_view text) const;
+  // Encode that also appends, per token, the byte offset in `text` where the
+  // token ends (the next token starts there; the first starts at 0). Added
+  // tokens end where their match ends (stripped white space included); model
+  // tokens advance by their byte length, clamped to the piece of text between
+  // added tokens, whose last token ends at the piece's end. Exact whenever the
+  // normalizer leaves `text` unchanged (NFC text for an NFC tokenizer: see
+  // normalizes_nfc) and no added token strips white space inside a piece.
+  Status EncodeWithOffsets(std::string_view text, std::vector<int32_t>* ids, std::vector<uint32_t>* ends) const;
+  // True when the tokenizer's normalizer is NFC (text is normalized before BPE).
+  bool normalizes_nfc() const { return nfc_; }
 
   // Appends the bytes of `ids` (not necessarily valid UTF-8: a token can hold
   // part of a character). Unknown ids are an error naming the position.
@@ -72,6 +82,7 @@ class Tokenizer {
   void EncodeNormalizable(std::string_view text, std::vector<int32_t>* ids, EncodeScratch& s) const;
   void EncodePlain(std::string_view text, std::vector<int32_t>* ids, EncodeScratch& s) const;
   void EncodePiece(std::string_view piece, std::vector<int32_t>* ids, EncodeScratch& s) const;
+  size_t TokenLength(int32_t id) const;
 
   friend class TokenizerLoader;
   uint64_t generation_;
@@ -88,6 +99,7 @@ class Tokenizer {
   bool join_with_space_ = false;  // no decoder: HF joins token strings with ' '
   std::unordered_map<int32_t, std::string> raw_token_text_;  // only when join_with_space_
   int32_t vocab_size_ = 0;
+  std::vector<uint32_t> token_len_;  // bytes of each id's token (0: none), for offsets
 };
 
 }  // namespace ek::tokenize

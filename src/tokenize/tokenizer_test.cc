@@ -41,6 +41,58 @@ TEST(TokenizerTest, NormalizesNfcBetweenAddedTokens) {
   EXPECT_EQ(Ids(*raw, "e\u0301"), (std::vector<int32_t>{'e', 0xCC, 0x81}));
 }
 
+TEST(TokenizerTest, OffsetsTileTheTextAndAgreeWithEncode) {
+  auto t = *Tokenizer::FromJson(TinyJson(), "tiny.json");
+  auto ends_of = [&](std::string_view text, std::vector<int32_t>* ids) {
+    std::vector<uint32_t> ends;
+    size_t before = ids->size();
+    EXPECT_TRUE(t->EncodeWithOffsets(text, ids, &ends).ok());
+    EXPECT_EQ(ends.size(), ids->size() - before);
+    return ends;
+  };
+  std::vector<int32_t> ids;
+  // hello | " w" | o
+  EXPECT_EQ(ends_of("hello wo", &ids), (std::vector<uint32_t>{5, 7, 8}));
+  EXPECT_EQ(ids, Ids(*t, "hello wo"));
+  // he | <|x|> | ll: the added token ends where its match ends.
+  ids.clear();
+  EXPECT_EQ(ends_of("he<|x|>ll", &ids), (std::vector<uint32_t>{2, 7, 9}));
+  // lstrip/rstrip: the stripped spaces belong to the token.
+  ids.clear();
+  EXPECT_EQ(ends_of("a  <y>  b", &ids), (std::vector<uint32_t>{1, 8, 9}));
+  // Appends to ids (the ends are offsets within each text).
+  EXPECT_EQ(ends_of("hello", &ids), (std::vector<uint32_t>{5}));
+  EXPECT_EQ(ids.size(), 4u);
+  ids.clear();
+  EXPECT_TRUE(ends_of("", &ids).empty());
+  std::vector<uint32_t> ends;
+  EXPECT_FALSE(t->EncodeWithOffsets("a\xff", &ids, &ends).ok());
+  EXPECT_TRUE(t->normalizes_nfc());
+}
+
+TEST(TokenizerTest, AddedTokensAfterNonByteLevelVocabularyKeys) {
+  // A vocabulary key that byte-level BPE cannot reach ("<｜fim｜>", as DeepSeek V3's
+  // vocabulary has) still counts in Hugging Face's vocabulary size: an added token
+  // that is not in the vocabulary gets the id after all of them.
+  std::string json = TinyJson();
+  auto at = json.find("\"Ġw\":260");
+  ASSERT_NE(at, std::string::npos);
+  json.insert(at + std::string("\"Ġw\":260").size(), ",\"<｜fim｜>\":263");
+  at = json.find("\"added_tokens\":[");
+  json.insert(at + std::string("\"added_tokens\":[").size(),
+              R"({"id":264,"content":"<｜User｜>","single_word":false,"lstrip":false,"rstrip":false,"normalized":true,"special":false},)");
+  auto t = Tokenizer::FromJson(json, "tiny.json");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  // Hugging Face (tokenizers 0.23, checked with this same file) ignores the ids the
+  // file gives added tokens: the vocabulary has 262 keys, so the first added token
+  // not in it gets 262 and each next one the largest so far + 1 (263 even though a
+  // vocabulary key has it).
+  EXPECT_EQ((*t)->TokenToId("<｜User｜>"), std::optional<int32_t>(262));
+  EXPECT_EQ(Ids(**t, "<｜User｜>"), (std::vector<int32_t>{262}));
+  EXPECT_EQ(Ids(**t, "<|x|>"), (std::vector<int32_t>{263}));
+  EXPECT_EQ(Ids(**t, "<y>"), (std::vector<int32_t>{264}));
+}
+
 TEST(TokenizerTest, DecodeRoundTrips) {
   auto t = *Tokenizer::FromJson(TinyJson(), "tiny.json");
   std::string out;

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "core/file.h"
+#include "core/json_fields.h"
 #include "core/json_out.h"
 
 namespace ek::triage {
@@ -117,34 +118,24 @@ Result<Profile> LoadProfile(const std::string& name_or_path) {
 Result<Profile> ParseProfileJson(std::string_view json, std::string_view where) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
-  auto bad = [&](std::string what) { return CorruptError(fmt::format("{}: {}", where, what)); };
-  if (parser.parse(json.data(), json.size()).get(root)) return bad("not valid JSON");
-  std::string_view format;
-  if (root["format"].get(format) || format != kFormat) {
-    return bad(fmt::format("not a triage profile (\"format\" must be \"{}\")", kFormat));
+  if (parser.parse(json.data(), json.size()).get(root)) {
+    return CorruptError(fmt::format("{}: not valid JSON", where));
+  }
+  EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, std::string(where)));
+  std::string format;
+  if (!f.Str("format", &format).ok() || format != kFormat) {
+    return f.Err("format", fmt::format("not a triage profile (\"format\" must be \"{}\")", kFormat));
   }
   Profile p;
-  std::string_view s;
-  if (!root["name"].get(s)) p.name = std::string(s);
-  if (!root["origin"].get(s)) p.origin = std::string(s);
-  struct Field {
-    const char* key;
-    double* value;
-    bool required;
-  } fields[] = {{"power_limit_w", &p.power_limit_w, false},
-                {"healthy_lo_w", &p.healthy_lo_w, true},
-                {"healthy_hi_w", &p.healthy_hi_w, true},
-                {"communication_w", &p.communication_w, true},
-                {"starvation_w", &p.starvation_w, true},
-                {"floor_w", &p.floor_w, true},
-                {"idle_w", &p.idle_w, false}};
-  for (const Field& f : fields) {
-    double v = 0;
-    auto e = root[f.key];
-    if (e.error() == simdjson::NO_SUCH_FIELD && !f.required) continue;
-    if (e.get(v) || !std::isfinite(v)) return bad(fmt::format("\"{}\" must be a number", f.key));
-    *f.value = v;
-  }
+  EK_RETURN_IF_ERROR(f.OptStr("name", &p.name));
+  EK_RETURN_IF_ERROR(f.OptStr("origin", &p.origin));
+  EK_RETURN_IF_ERROR(f.OptNum("power_limit_w", &p.power_limit_w));
+  EK_RETURN_IF_ERROR(f.Num("healthy_lo_w", &p.healthy_lo_w));
+  EK_RETURN_IF_ERROR(f.Num("healthy_hi_w", &p.healthy_hi_w));
+  EK_RETURN_IF_ERROR(f.Num("communication_w", &p.communication_w));
+  EK_RETURN_IF_ERROR(f.Num("starvation_w", &p.starvation_w));
+  EK_RETURN_IF_ERROR(f.Num("floor_w", &p.floor_w));
+  EK_RETURN_IF_ERROR(f.OptNum("idle_w", &p.idle_w));
   Status valid = p.Validate();
   if (!valid.ok()) return valid.WithContext(where);
   return p;

@@ -74,5 +74,26 @@ TEST(Profile, BadFilesAreErrorsNamingTheFile) {
   EXPECT_EQ(LoadProfile("/nonexistent/profile.json").status().code(), StatusCode::kNotFound);
 }
 
+// A calibrated profile file is read strictly: a mistyped name or number is an
+// error naming the file and the field (the old reader skipped a mistyped name).
+TEST(Profile, ProfileFileNamesAMissingOrMistypedField) {
+  Profile p = B300Profile();
+  const std::string good = ProfileToJson(p);
+  auto with = [&](std::string_view from, std::string_view to) {
+    std::string j = good;
+    size_t at = j.find(from);
+    EXPECT_NE(at, std::string::npos) << from << " in " << good;
+    if (at != std::string::npos) j.replace(at, from.size(), to);
+    auto back = ParseProfileJson(j, "cal.json");
+    return back.ok() ? std::string("ok") : back.status().message();
+  };
+  EXPECT_EQ(with("", ""), "ok");
+  EXPECT_EQ(with("\"name\": \"B300\"", "\"name\": 300"), "cal.json: name: not a string");
+  EXPECT_EQ(with("\"healthy_lo_w\"", "\"healthy_low_w\""), "cal.json: healthy_lo_w: missing");
+  EXPECT_EQ(with("\"floor_w\": ", "\"floor_w\": \"W\", \"x\": "), "cal.json: floor_w: not a number");
+  EXPECT_EQ(with("\"floor_w\": ", "\"floor_w\": {\"w\": 1}, \"x\": "), "cal.json: floor_w: not a number");
+  EXPECT_EQ(ParseProfileJson("[1]", "cal.json").status().message(), "cal.json: not a JSON object");
+}
+
 }  // namespace
 }  // namespace ek::triage

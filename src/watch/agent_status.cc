@@ -4,7 +4,10 @@
 #include <simdjson.h>
 
 #include <cmath>
+#include <limits>
+#include <tuple>
 
+#include "core/json_fields.h"
 #include "core/json_out.h"
 
 namespace ek::watch {
@@ -48,48 +51,47 @@ std::string PromNum(double v) {
   return fmt::format("{:.10g}", v);
 }
 
-using simdjson::dom::element;
-
-double D(element e, std::string_view key, double def = 0) {
-  double v;
-  if (e[key].get_double().get(v)) {
-    int64_t i;
-    if (!e[key].get_int64().get(i)) return static_cast<double>(i);
-    return def;
-  }
-  return v;
-}
-std::optional<double> OptD(element e, std::string_view key) {
-  element x;
-  if (e[key].get(x) || x.is_null()) return std::nullopt;
-  return D(e, key);
-}
-int64_t I(element e, std::string_view key, int64_t def = 0) {
-  int64_t v;
-  if (e[key].get_int64().get(v)) return def;
-  return v;
-}
-std::string S(element e, std::string_view key) {
-  std::string_view v;
-  if (e[key].get_string().get(v)) return "";
-  return std::string(v);
-}
-bool B(element e, std::string_view key) {
-  bool v;
-  if (e[key].get_bool().get(v)) return false;
-  return v;
+// A number the writer may have written as null (NaN): null reads as `if_null`.
+Status NumOr(const JsonFields& f, std::string_view key, double if_null, double* out) {
+  std::optional<double> v;
+  EK_RETURN_IF_ERROR(f.NumOrNull(key, &v));
+  *out = v.value_or(if_null);
+  return Status::Ok();
 }
 
-CheckpointInfo ParseCheckpoint(element e, double* age) {
-  CheckpointInfo c;
-  c.name = S(e, "name");
-  c.step = I(e, "step", -1);
-  c.complete = B(e, "complete");
-  c.files = static_cast<int>(I(e, "files"));
-  c.bytes = static_cast<uint64_t>(I(e, "bytes"));
-  c.why = S(e, "why");
-  *age = D(e, "age_s", -1);
-  return c;
+Status ParseCheckpoint(const JsonFields& c, CheckpointInfo* out, double* age) {
+  EK_RETURN_IF_ERROR(c.Str("name", &out->name));
+  EK_RETURN_IF_ERROR(c.Int("step", &out->step));
+  EK_RETURN_IF_ERROR(c.Bool("complete", &out->complete));
+  EK_RETURN_IF_ERROR(c.IntIn("files", 0, std::numeric_limits<int>::max(), &out->files));
+  EK_RETURN_IF_ERROR(c.U64("bytes", &out->bytes));
+  EK_RETURN_IF_ERROR(c.OptStr("why", &out->why));
+  return NumOr(c, "age_s", -1, age);
+}
+
+Status ParseGpu(const JsonFields& g, GpuReading* r) {
+  EK_RETURN_IF_ERROR(g.IntIn("gpu", -1, 1 << 20, &r->gpu));
+  EK_RETURN_IF_ERROR(g.OptNumOrNull("util_pct", &r->util_pct));
+  EK_RETURN_IF_ERROR(g.OptNumOrNull("power_w", &r->power_w));
+  EK_RETURN_IF_ERROR(g.OptNumOrNull("mem_used_mib", &r->mem_used_mib));
+  return NumOr(g, "age_s", 0, &r->age_s);
+}
+
+Status ParseRank(const JsonFields& e, RankReading* r) {
+  EK_RETURN_IF_ERROR(e.IntIn("rank", 0, 1 << 24, &r->hb.rank));
+  EK_RETURN_IF_ERROR(e.IntIn("local_rank", -1, 1 << 24, &r->hb.local_rank));  // -1: unknown
+  EK_RETURN_IF_ERROR(e.Int("pid", &r->hb.pid));
+  EK_RETURN_IF_ERROR(e.Bool("alive", &r->alive));
+  EK_RETURN_IF_ERROR(e.Int("step", &r->hb.step));
+  EK_RETURN_IF_ERROR(e.Int("tokens", &r->hb.tokens));
+  EK_RETURN_IF_ERROR(NumOr(e, "tok_s", 0, &r->hb.tok_s));
+  EK_RETURN_IF_ERROR(NumOr(e, "step_s", 0, &r->hb.step_s));
+  EK_RETURN_IF_ERROR(NumOr(e, "beat_age_s", 0, &r->beat_age_s));
+  EK_RETURN_IF_ERROR(NumOr(e, "step_age_s", 0, &r->step_age_s));
+  EK_RETURN_IF_ERROR(NumOr(e, "phase_age_s", -1, &r->phase_age_s));
+  EK_RETURN_IF_ERROR(e.Str("phase", &r->hb.phase));
+  EK_RETURN_IF_ERROR(e.Int("phase_step", &r->hb.phase_step));
+  return e.Int("total_steps", &r->hb.total_steps);
 }
 
 }  // namespace
@@ -149,65 +151,56 @@ std::string AgentStatusToJson(const AgentStatus& s) {
   return out;
 }
 
+// Strict (docs/watch.md): every field AgentStatusToJson writes is required
+// and typed, so an agent of another version or a proxy's error page is an error
+// naming the URL and the field ("http://n1:9464/status: ranks[3].step: not an
+// integer"), never a rank at step 0.
 Result<AgentStatus> ParseAgentStatus(std::string_view json, std::string_view where) {
   simdjson::dom::parser parser;
-  element root;
+  simdjson::dom::element root;
   if (parser.parse(json.data(), json.size()).get(root) || !root.is_object()) {
     return CorruptError(fmt::format("{}: /status is not a JSON object", where));
   }
-  if (I(root, "v") != 1) return CorruptError(fmt::format("{}: unknown /status version", where));
+  JsonFields f(root, std::string(where));
+  int64_t v = 0;
+  EK_RETURN_IF_ERROR(f.Int("v", &v));
+  if (v != 1) return f.Err("v", fmt::format("unknown /status version {}", v));
   AgentStatus s;
-  s.run = S(root, "run");
-  s.host = S(root, "host");
-  s.time = D(root, "time");
-  s.rank_base = static_cast<int>(I(root, "rank_base", -1));
-  s.telemetry = S(root, "telemetry");
+  EK_RETURN_IF_ERROR(f.Str("run", &s.run));
+  EK_RETURN_IF_ERROR(f.Str("host", &s.host));
+  EK_RETURN_IF_ERROR(NumOr(f, "time", 0, &s.time));
+  EK_RETURN_IF_ERROR(f.IntIn("rank_base", -1, 1 << 24, &s.rank_base));
+  EK_RETURN_IF_ERROR(f.Str("telemetry", &s.telemetry));
   simdjson::dom::array arr;
-  if (!root["gpus"].get_array().get(arr)) {
-    for (element g : arr) {
-      GpuReading r;
-      r.gpu = static_cast<int>(I(g, "gpu", -1));
-      r.util_pct = OptD(g, "util_pct");
-      r.power_w = OptD(g, "power_w");
-      r.mem_used_mib = OptD(g, "mem_used_mib");
-      r.age_s = D(g, "age_s");
-      s.gpus.push_back(r);
-    }
+  EK_RETURN_IF_ERROR(f.Array("gpus", &arr));
+  size_t i = 0;
+  for (simdjson::dom::element e : arr) {
+    EK_ASSIGN_OR_RETURN(JsonFields g, f.Item(e, "gpus", i++));
+    GpuReading r;
+    EK_RETURN_IF_ERROR(ParseGpu(g, &r));
+    s.gpus.push_back(r);
   }
-  if (!root["ranks"].get_array().get(arr)) {
-    for (element e : arr) {
-      RankReading r;
-      r.hb.rank = static_cast<int>(I(e, "rank", -1));
-      r.hb.local_rank = static_cast<int>(I(e, "local_rank", -1));
-      r.hb.pid = I(e, "pid");
-      r.alive = B(e, "alive");
-      r.hb.step = I(e, "step", -1);
-      r.hb.tokens = I(e, "tokens");
-      r.hb.tok_s = D(e, "tok_s");
-      r.hb.step_s = D(e, "step_s");
-      r.beat_age_s = D(e, "beat_age_s");
-      r.step_age_s = D(e, "step_age_s");
-      r.hb.phase = S(e, "phase");
-      r.hb.phase_step = I(e, "phase_step", -1);
-      r.phase_age_s = D(e, "phase_age_s", -1);
-      r.hb.total_steps = I(e, "total_steps");
-      if (r.hb.rank < 0) return CorruptError(fmt::format("{}: a rank without a number", where));
-      s.ranks.push_back(std::move(r));
-    }
+  EK_RETURN_IF_ERROR(f.Array("ranks", &arr));
+  i = 0;
+  for (simdjson::dom::element e : arr) {
+    EK_ASSIGN_OR_RETURN(JsonFields rf, f.Item(e, "ranks", i++));
+    RankReading r;
+    EK_RETURN_IF_ERROR(ParseRank(rf, &r));
+    s.ranks.push_back(std::move(r));
   }
-  element ck;
-  if (!root["checkpoint"].get(ck)) {
-    s.checkpoint.complete_count = static_cast<int>(I(ck, "complete_count"));
-    element c;
-    if (!ck["complete"].get(c)) s.checkpoint.newest_complete = ParseCheckpoint(c, &s.checkpoint_complete_age_s);
-    if (!ck["in_progress"].get(c)) s.checkpoint.in_progress = ParseCheckpoint(c, &s.checkpoint_progress_age_s);
+  JsonFields ck = f;
+  EK_RETURN_IF_ERROR(f.Object("checkpoint", &ck));
+  EK_RETURN_IF_ERROR(ck.IntIn("complete_count", 0, std::numeric_limits<int>::max(), &s.checkpoint.complete_count));
+  for (auto [key, slot, age] : {std::tuple{"complete", &s.checkpoint.newest_complete, &s.checkpoint_complete_age_s},
+                                std::tuple{"in_progress", &s.checkpoint.in_progress, &s.checkpoint_progress_age_s}}) {
+    if (!ck.Has(key)) continue;
+    JsonFields c = ck;
+    EK_RETURN_IF_ERROR(ck.Object(key, &c));
+    CheckpointInfo info;
+    EK_RETURN_IF_ERROR(ParseCheckpoint(c, &info, age));
+    *slot = std::move(info);
   }
-  if (!root["problems"].get_array().get(arr)) {
-    for (element p : arr) {
-      std::string_view v;
-      if (!p.get_string().get(v)) s.problems.emplace_back(v);
-    }
-  }
+  EK_RETURN_IF_ERROR(f.StrList("problems", &s.problems));
   return s;
 }
 

@@ -66,6 +66,37 @@ TEST(Agent, StatusSurvivesTheWire) {
   EXPECT_EQ(back->checkpoint.newest_complete->step, 10);
 }
 
+// /status as the watcher reads it: every field is required and typed, so a
+// mistyped, missing or misnested one is an error naming the URL and the field
+// (the old reader made a string step into step -1 and a missing pid into 0).
+TEST(Agent, StatusReaderNamesAMissingMistypedOrMisnestedField) {
+  AgentFixture f;
+  const std::string good = AgentStatusToJson(f.agent->Snapshot());
+  auto with = [&](std::string_view from, std::string_view to) {
+    std::string j = good;
+    size_t at = j.find(from);
+    EXPECT_NE(at, std::string::npos) << from << " in " << good;
+    if (at != std::string::npos) j.replace(at, from.size(), to);
+    auto back = ParseAgentStatus(j, "http://n1:9464/status");
+    return back.ok() ? std::string("ok") : back.status().message();
+  };
+  EXPECT_EQ(with("", ""), "ok");
+  EXPECT_EQ(with("\"step\":12", "\"step\":\"12\""), "http://n1:9464/status: ranks[0].step: not an integer");
+  EXPECT_EQ(with("\"step\":12,", ""), "http://n1:9464/status: ranks[0].step: missing");
+  EXPECT_EQ(with("\"alive\":true", "\"alive\":1"), "http://n1:9464/status: ranks[0].alive: not true or false");
+  EXPECT_EQ(with("\"run\":\"demo\"", "\"run\":[\"demo\"]"), "http://n1:9464/status: run: not a string");
+  EXPECT_EQ(with("\"gpus\":[", "\"gpus\":{\"x\":3},\"old\":["), "http://n1:9464/status: gpus: not an array");
+  EXPECT_EQ(with("\"gpus\":[{\"gpu\":0", "\"gpus\":[3,{\"gpu\":0"), "http://n1:9464/status: gpus[0]: not an object");
+  EXPECT_EQ(with("\"power_w\":191", "\"power_w\":\"191\""), "http://n1:9464/status: gpus[0].power_w: not a number");
+  EXPECT_EQ(with("\"checkpoint\":{", "\"checkpoint\":[],\"old\":{"),
+            "http://n1:9464/status: checkpoint: not an object");
+  EXPECT_EQ(with("\"complete\":{\"name\"", "\"complete\":{\"nam\""),
+            "http://n1:9464/status: checkpoint.complete.name: missing");
+  EXPECT_EQ(with("\"problems\":[", "\"problems\":[7],\"old\":["), "http://n1:9464/status: problems[0]: not a string");
+  EXPECT_EQ(with("\"v\":1", "\"v\":2"), "http://n1:9464/status: v: unknown /status version 2");
+  EXPECT_EQ(with("\"tok_s\":100", "\"tok_s\":null"), "ok");  // null is how the writer spells NaN
+}
+
 TEST(Agent, MetricsUseEvenkeelNamesAndLabels) {
   AgentFixture f;
   std::string m = AgentStatusToMetrics(f.agent->Snapshot());

@@ -11,6 +11,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "core/file.h"
+#include "core/json_fields.h"
 
 namespace ek::watch {
 
@@ -61,22 +62,25 @@ void InspectBinIndex(const std::string& path, const std::string& index, Checkpoi
     info->why = "index unreadable";
     return;
   }
-  simdjson::ondemand::parser parser;
-  simdjson::padded_string padded(*text);
-  simdjson::ondemand::document doc;
-  simdjson::ondemand::object wm;
-  if (parser.iterate(padded).get(doc) || doc["weight_map"].get_object().get(wm)) {
-    info->why = index + ": no weight_map";
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(*text).get(root)) {
+    info->why = index + ": not JSON";
     return;
   }
+  auto f = JsonFields::Root(root, index);
+  JsonFields wm = f.ok() ? *f : JsonFields(root, index);
+  Status st = f.ok() ? f->Object("weight_map", &wm) : f.status();
   std::set<std::string> shards;
-  for (auto field : wm) {
-    std::string_view f;
-    if (field.value().get_string().get(f)) {
-      info->why = index + ": bad weight_map";
-      return;
-    }
-    shards.emplace(f);
+  for (std::string_view tensor : st.ok() ? wm.Keys() : std::vector<std::string_view>{}) {
+    std::string shard;
+    st = wm.Str(tensor, &shard);
+    if (!st.ok()) break;
+    shards.insert(std::move(shard));
+  }
+  if (!st.ok()) {
+    info->why = st.message();  // "model.bin.index.json: weight_map.lm_head.weight: not a string"
+    return;
   }
   for (const auto& shard : shards) {
     struct stat st;

@@ -105,6 +105,26 @@ TEST(Checkpoint, DcpDirectoryIsCompleteOnceMetadataIsWritten) {
   EXPECT_FALSE(scan.in_progress);
 }
 
+// A pytorch_model.bin.index.json whose weight_map is mistyped says which field
+// is wrong, not "bad weight_map".
+TEST(Checkpoint, BinIndexNamesAMistypedWeightMapField) {
+  testing::ScratchDir dir;
+  std::string ck = dir / "checkpoint-20";
+  ASSERT_TRUE(MakeDirs(ck).ok());
+  ASSERT_TRUE(WriteFileAtomic(ck + "/pytorch_model-00001.bin", "w").ok());
+  const std::string index = ck + "/pytorch_model.bin.index.json";
+  ASSERT_TRUE(WriteFileAtomic(index, R"({"weight_map":{"a.weight":"pytorch_model-00001.bin"}})").ok());
+  EXPECT_TRUE(InspectCheckpoint(dir.path(), "checkpoint-20").complete);
+  ASSERT_TRUE(WriteFileAtomic(index, R"({"weight_map":{"a.weight":"pytorch_model-00001.bin","b.weight":3}})").ok());
+  CheckpointInfo bad = InspectCheckpoint(dir.path(), "checkpoint-20");
+  EXPECT_FALSE(bad.complete);
+  EXPECT_EQ(bad.why, "pytorch_model.bin.index.json: weight_map.b.weight: not a string");
+  ASSERT_TRUE(WriteFileAtomic(index, R"({"weight_map":["pytorch_model-00001.bin"]})").ok());
+  EXPECT_EQ(InspectCheckpoint(dir.path(), "checkpoint-20").why, "pytorch_model.bin.index.json: weight_map: not an object");
+  ASSERT_TRUE(WriteFileAtomic(index, R"({"weights":{}})").ok());
+  EXPECT_EQ(InspectCheckpoint(dir.path(), "checkpoint-20").why, "pytorch_model.bin.index.json: weight_map: missing");
+}
+
 TEST(Checkpoint, MissingDirIsEmpty) {
   auto scan = ScanCheckpoints("/nonexistent/evenkeel/ckpt");
   EXPECT_FALSE(scan.newest_complete);

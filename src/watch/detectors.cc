@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include <limits>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -483,34 +485,31 @@ std::string Detectors::SaveJson() const {
   return out;
 }
 
-Status Detectors::LoadJson(std::string_view json) {
+Status Detectors::LoadJson(std::string_view json, std::string_view where) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
-  if (parser.parse(json.data(), json.size()).get(root)) return CorruptError("detector state: not JSON");
-  auto num = [&](simdjson::dom::element e, const char* k) {
-    double v = 0;
-    if (e[k].get_double().get(v)) {
-      int64_t i = 0;
-      if (!e[k].get_int64().get(i)) v = static_cast<double>(i);
-    }
-    return v;
-  };
-  bool b = false;
-  if (!root["completed"].get_bool().get(b)) completed_ = b;
-  completed_at_ = num(root, "completed_at");
-  std::string_view s;
-  if (!root["completion_evidence"].get_string().get(s)) completion_evidence_ = std::string(s);
-  low_rounds_ = static_cast<int>(num(root, "low_rounds"));
-  low_since_ = num(root, "low_since");
-  starved_rounds_ = static_cast<int>(num(root, "starved_rounds"));
-  starved_since_ = num(root, "starved_since");
-  simdjson::dom::object hosts;
-  if (!root["hosts"].get_object().get(hosts)) {
-    for (auto [k, v] : hosts) {
-      HostSeen& h = hosts_[std::string(k)];
-      h.first_poll = num(v, "first_poll");
-      h.last_ok = num(v, "last_ok");
-    }
+  if (parser.parse(json.data(), json.size()).get(root)) return CorruptError(fmt::format("{}: not JSON", where));
+  EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, std::string(where)));
+  return LoadFields(f);
+}
+
+Status Detectors::LoadFields(const JsonFields& f) {
+  EK_RETURN_IF_ERROR(f.Bool("completed", &completed_));
+  EK_RETURN_IF_ERROR(f.Num("completed_at", &completed_at_));
+  EK_RETURN_IF_ERROR(f.Str("completion_evidence", &completion_evidence_));
+  EK_RETURN_IF_ERROR(f.IntIn("low_rounds", 0, std::numeric_limits<int>::max(), &low_rounds_));
+  EK_RETURN_IF_ERROR(f.Num("low_since", &low_since_));
+  EK_RETURN_IF_ERROR(f.IntIn("starved_rounds", 0, std::numeric_limits<int>::max(), &starved_rounds_));
+  EK_RETURN_IF_ERROR(f.Num("starved_since", &starved_since_));
+  JsonFields hosts = f;
+  EK_RETURN_IF_ERROR(f.Object("hosts", &hosts));
+  for (std::string_view target : hosts.Keys()) {
+    JsonFields h = hosts;
+    EK_RETURN_IF_ERROR(hosts.Object(target, &h));
+    HostSeen seen;
+    EK_RETURN_IF_ERROR(h.Num("first_poll", &seen.first_poll));
+    EK_RETURN_IF_ERROR(h.Num("last_ok", &seen.last_ok));
+    hosts_[std::string(target)] = seen;
   }
   return Status::Ok();
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/json_fields.h"
 #include "run/topology.h"
 #include "triage/classifier.h"
 #include "triage/profile.h"
@@ -63,8 +64,11 @@ class Detectors {
   std::vector<Finding> Evaluate(double now, const std::vector<AgentPoll>& polls);
 
   // What must survive a restart (latches, counters, last contact), as JSON.
+  // Loading is strict: every field SaveJson writes must be there with its
+  // type, or the error names `where` and the field.
   std::string SaveJson() const;
-  Status LoadJson(std::string_view json);
+  Status LoadJson(std::string_view json, std::string_view where = "detector state");
+  Status LoadFields(const JsonFields& f);
 
   const WatchSettings& settings() const { return settings_; }
   // The triage assessment of the GPU readings in the last Evaluate.

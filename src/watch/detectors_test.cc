@@ -187,6 +187,30 @@ TEST(Detectors, CompletionNeedsACompleteFinalCheckpointAndSilencesCrash) {
   EXPECT_TRUE(Has(again.Evaluate(1002, {}), Kind::kCompletion));
 }
 
+// The detector state is read strictly: the old reader turned a missing or
+// mistyped latch into false and a counter into 0, forgetting a completion.
+TEST(Detectors, LoadJsonNamesAMissingMistypedOrMisnestedField) {
+  Detectors d(Settings(), triage::B300Profile());
+  const std::string good = d.SaveJson();
+  auto with = [&](std::string_view from, std::string_view to) {
+    std::string j = good;
+    size_t at = j.find(from);
+    EXPECT_NE(at, std::string::npos) << from << " in " << good;
+    if (at != std::string::npos) j.replace(at, from.size(), to);
+    Detectors again(Settings(), triage::B300Profile());
+    Status st = again.LoadJson(j, "state.json");
+    return st.ok() ? std::string("ok") : st.message();
+  };
+  EXPECT_EQ(with("", ""), "ok");
+  EXPECT_EQ(with("\"completed\":false", "\"completed\":0"), "state.json: completed: not true or false");
+  EXPECT_EQ(with("\"completed\":false,", ""), "state.json: completed: missing");
+  EXPECT_EQ(with("\"low_rounds\":0", "\"low_rounds\":\"0\""), "state.json: low_rounds: not an integer");
+  EXPECT_EQ(with("\"hosts\":{}", "\"hosts\":{\"n1:9464\":3}"), "state.json: hosts.n1:9464: not an object");
+  EXPECT_EQ(with("\"hosts\":{}", "\"hosts\":{\"n1:9464\":{\"first_poll\":1}}"),
+            "state.json: hosts.n1:9464.last_ok: missing");
+  EXPECT_EQ(with("\"hosts\":{}", "\"hosts\":[]"), "state.json: hosts: not an object");
+}
+
 TEST(Detectors, DeadlockSignatureAcrossTwoSamples) {
   Detectors d(Settings(), triage::B300Profile());
   std::vector<std::pair<double, double>> stuck = {{100, 191}, {100, 189}};

@@ -10,52 +10,40 @@
 #include <fstream>
 
 #include "core/file.h"
+#include "core/json_fields.h"
 #include "core/json_out.h"
 
 namespace ek::watch {
 
-namespace {
-
-template <typename T>
-bool Get(simdjson::ondemand::object& o, std::string_view key, T* out) {
-  auto v = o.find_field_unordered(key);
-  if (v.error()) return false;
-  T x;
-  if (v.get(x)) return false;
-  *out = x;
-  return true;
-}
-
-}  // namespace
-
+// Strict (docs/watch.md): v, rank, step and time are required; every other
+// field may be absent (older trainers) but, present, must have its type. A
+// mistyped field is an error naming the file and the field, never a default.
 Result<Heartbeat> ParseHeartbeat(std::string_view text, std::string_view where) {
-  simdjson::ondemand::parser parser;
-  simdjson::padded_string padded(text);
-  simdjson::ondemand::document doc;
-  simdjson::ondemand::object o;
-  if (parser.iterate(padded).get(doc) || doc.get_object().get(o)) {
-    return CorruptError(fmt::format("{}: not a JSON object", where));
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(text.data(), text.size()).get(root)) {
+    return CorruptError(fmt::format("{}: not JSON (a truncated or foreign file)", where));
   }
+  EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, std::string(where)));
   Heartbeat hb;
-  int64_t v = 0, rank = -1, local = -1;
-  if (!Get(o, "v", &v) || v != 1) return CorruptError(fmt::format("{}: unknown heartbeat version", where));
-  if (!Get(o, "rank", &rank) || rank < 0) return CorruptError(fmt::format("{}: no rank", where));
-  hb.rank = static_cast<int>(rank);
-  Get(o, "local_rank", &local);
-  hb.local_rank = local >= 0 ? static_cast<int>(local) : hb.rank;
-  Get(o, "pid", &hb.pid);
-  std::string_view s;
-  if (Get(o, "host", &s)) hb.host = std::string(s);
-  if (!Get(o, "step", &hb.step)) return CorruptError(fmt::format("{}: no step", where));
-  Get(o, "tokens", &hb.tokens);
-  if (!Get(o, "time", &hb.time)) return CorruptError(fmt::format("{}: no time", where));
-  Get(o, "step_time", &hb.step_time);
-  Get(o, "step_s", &hb.step_s);
-  Get(o, "tok_s", &hb.tok_s);
-  if (Get(o, "phase", &s)) hb.phase = std::string(s);
-  Get(o, "phase_step", &hb.phase_step);
-  Get(o, "phase_time", &hb.phase_time);
-  Get(o, "total_steps", &hb.total_steps);
+  int64_t v = 0;
+  EK_RETURN_IF_ERROR(f.Int("v", &v));
+  if (v != 1) return f.Err("v", fmt::format("unknown heartbeat version {}", v));
+  EK_RETURN_IF_ERROR(f.IntIn("rank", 0, 1 << 24, &hb.rank));
+  hb.local_rank = hb.rank;
+  if (f.Has("local_rank")) EK_RETURN_IF_ERROR(f.IntIn("local_rank", 0, 1 << 24, &hb.local_rank));
+  EK_RETURN_IF_ERROR(f.OptInt("pid", &hb.pid));
+  EK_RETURN_IF_ERROR(f.OptStr("host", &hb.host));
+  EK_RETURN_IF_ERROR(f.Int("step", &hb.step));
+  EK_RETURN_IF_ERROR(f.OptInt("tokens", &hb.tokens));
+  EK_RETURN_IF_ERROR(f.Num("time", &hb.time));
+  EK_RETURN_IF_ERROR(f.OptNum("step_time", &hb.step_time));
+  EK_RETURN_IF_ERROR(f.OptNum("step_s", &hb.step_s));
+  EK_RETURN_IF_ERROR(f.OptNum("tok_s", &hb.tok_s));
+  EK_RETURN_IF_ERROR(f.OptStr("phase", &hb.phase));
+  EK_RETURN_IF_ERROR(f.OptInt("phase_step", &hb.phase_step));
+  EK_RETURN_IF_ERROR(f.OptNum("phase_time", &hb.phase_time));
+  EK_RETURN_IF_ERROR(f.OptInt("total_steps", &hb.total_steps));
   if (hb.step_time <= 0) hb.step_time = hb.time;
   return hb;
 }

@@ -39,6 +39,26 @@ TEST(Heartbeat, RejectsTruncatedAndForeignFiles) {
   EXPECT_NE(bad.status().message().find("dir/rank-0.json"), std::string::npos);
 }
 
+// A mistyped or missing field is an error naming the file and the field; the
+// old reader took a string step as "no step" and a string pid as 0 (alive: no).
+TEST(Heartbeat, MissingOrMistypedFieldsAreNamed) {
+  auto msg = [](std::string_view json) {
+    auto hb = ParseHeartbeat(json, "hb/rank-3.json");
+    return hb.ok() ? std::string("ok") : hb.status().message();
+  };
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":5})"), "ok");
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"time":5})"), "hb/rank-3.json: step: missing");
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":"1","time":5})"), "hb/rank-3.json: step: not an integer");
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":"5"})"), "hb/rank-3.json: time: not a number");
+  EXPECT_EQ(msg(R"({"v":1,"rank":-3,"step":1,"time":5})"), "hb/rank-3.json: rank: -3 is out of range [0, 16777216]");
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":5,"pid":"42"})"), "hb/rank-3.json: pid: not an integer");
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":5,"phase":7})"), "hb/rank-3.json: phase: not a string");
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":5,"tok_s":{"x":1}})"), "hb/rank-3.json: tok_s: not a number");
+  EXPECT_EQ(msg(R"({"v":2,"rank":3,"step":1,"time":5})"), "hb/rank-3.json: v: unknown heartbeat version 2");
+  EXPECT_EQ(msg(R"([{"v":1}])"), "hb/rank-3.json: not a JSON object");
+  EXPECT_EQ(msg(R"({"v":1,)"), "hb/rank-3.json: not JSON (a truncated or foreign file)");
+}
+
 TEST(Heartbeat, ReadsADirectorySkippingTempFilesAndReportingBadOnes) {
   testing::ScratchDir dir;
   ASSERT_TRUE(WriteFileAtomic(dir / "rank-1.json", R"({"v":1,"rank":1,"step":7,"time":10})").ok());

@@ -1,6 +1,6 @@
 // HTTP for the agent (server) and the watcher (client to agents and sinks).
-// The client is cpp-httplib's (through telemetry/http_request.h); the servers
-// are http_server.h's poll loop.
+// The client is the one client, net/http_client.h (the Prometheus scraper's
+// too); the servers are http_server.h's poll loop.
 #pragma once
 
 #include <memory>
@@ -9,29 +9,15 @@
 #include <vector>
 
 #include "core/status.h"
+#include "net/http_client.h"
 #include "watch/agent.h"
 
 namespace ek::watch {
 
-struct HttpResponse {
-  int status = 0;
-  std::string body;
-};
-
-// The HTTP client seam. Implementations are thread-safe (agents are polled in
-// parallel). A transport failure (refused, timeout) is Unavailable, its
-// message naming the method, the URL and the reason ("GET http://n1:9464/status:
-// cannot connect to n1:9464: Connection refused"); any HTTP status comes back
-// as a response.
-class HttpClient {
- public:
-  virtual ~HttpClient() = default;
-  virtual Result<HttpResponse> Send(const std::string& method, const std::string& url,
-                                    const std::string& body,
-                                    const std::vector<std::pair<std::string, std::string>>& headers,
-                                    double timeout_s) = 0;
-};
-std::unique_ptr<HttpClient> MakeHttpClient();
+// The one client, under the names the watcher's code uses.
+using net::HttpClient;
+using net::HttpResponse;
+using net::MakeHttpClient;
 
 // Serves GET /metrics and GET /status from `agent` (which must outlive it) on
 // an HttpServer (http_server.h: its limits against idle, slow and junk
@@ -53,11 +39,5 @@ Status SplitHostPort(const std::string& s, std::string* host, int* port);
 
 // Whether a listen host stays on this machine: localhost, 127.0.0.0/8, ::1.
 bool IsLoopbackHost(std::string_view host);
-
-// Why a TCP connection to `url`'s host and port cannot be made, as the OS says
-// it ("cannot connect to n1:9464: Connection refused", "cannot resolve n1: Name
-// or service not known", "no answer from n1:9464 within 2.0 s"), by trying
-// once; "" when the connection succeeds. cpp-httplib only says "Connection".
-std::string DescribeConnectFailure(const std::string& url, double timeout_s);
 
 }  // namespace ek::watch

@@ -4,11 +4,13 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <set>
 #include <thread>
 
 #include "core/file.h"
+#include "core/json_fields.h"
 #include "core/json_out.h"
 
 namespace ek::watch {
@@ -37,46 +39,52 @@ std::string FindingJson(const Finding& f) {
       JsonString(f.evidence), f.gpu_hours);
 }
 
-using simdjson::dom::element;
-double Num(element e, const char* k) {
-  double v = 0;
-  if (e[k].get_double().get(v)) {
-    int64_t i = 0;
-    if (!e[k].get_int64().get(i)) v = static_cast<double>(i);
+Status ParseFinding(const JsonFields& e, Finding* f) {
+  std::string kind;
+  EK_RETURN_IF_ERROR(e.Str("kind", &kind));
+  bool known = false;
+  for (Kind k : {Kind::kCompletion, Kind::kCrash, Kind::kHang, Kind::kDeadlock, Kind::kThroughput, Kind::kBlind}) {
+    if (KindName(k) == kind) {
+      f->kind = k;
+      known = true;
+    }
   }
-  return v;
-}
-std::string Str(element e, const char* k) {
-  std::string_view v;
-  return e[k].get_string().get(v) ? "" : std::string(v);
+  if (!known) return e.Err("kind", fmt::format("unknown kind '{}'", kind));
+  EK_RETURN_IF_ERROR(e.Str("key", &f->key));
+  EK_RETURN_IF_ERROR(e.Str("severity", &f->severity));
+  EK_RETURN_IF_ERROR(e.Str("summary", &f->summary));
+  std::vector<int64_t> ranks;
+  EK_RETURN_IF_ERROR(e.IntList("ranks", 0, 1 << 24, &ranks));
+  for (int64_t r : ranks) f->ranks.push_back(static_cast<int>(r));
+  EK_RETURN_IF_ERROR(e.StrList("hosts", &f->hosts));
+  EK_RETURN_IF_ERROR(e.Num("since", &f->since));
+  EK_RETURN_IF_ERROR(e.Str("evidence", &f->evidence));
+  return e.Num("gpu_hours", &f->gpu_hours);
 }
 
-Finding ParseFinding(element e) {
-  Finding f;
-  std::string kind = Str(e, "kind");
-  for (Kind k : {Kind::kCompletion, Kind::kCrash, Kind::kHang, Kind::kDeadlock, Kind::kThroughput, Kind::kBlind}) {
-    if (KindName(k) == kind) f.kind = k;
+Status ParseIncident(const JsonFields& e, Incident* inc) {
+  EK_RETURN_IF_ERROR(e.Str("id", &inc->id));
+  EK_RETURN_IF_ERROR(e.Num("opened", &inc->opened));
+  EK_RETURN_IF_ERROR(e.Num("last_resent", &inc->last_resent));
+  EK_RETURN_IF_ERROR(e.IntIn("clear_rounds", 0, std::numeric_limits<int>::max(), &inc->clear_rounds));
+  JsonFields f = e;
+  EK_RETURN_IF_ERROR(e.Object("finding", &f));
+  return ParseFinding(f, &inc->finding);
+}
+
+Status ParseDelivery(const JsonFields& e, Delivery* d) {
+  EK_RETURN_IF_ERROR(e.U64("seq", &d->seq));
+  EK_RETURN_IF_ERROR(e.Str("sink", &d->sink));
+  EK_RETURN_IF_ERROR(e.Str("incident", &d->incident));
+  EK_RETURN_IF_ERROR(e.Str("status", &d->status));
+  if (d->status != "firing" && d->status != "resolved") {
+    return e.Err("status", fmt::format("'{}' is not firing or resolved", d->status));
   }
-  f.key = Str(e, "key");
-  f.severity = Str(e, "severity");
-  f.summary = Str(e, "summary");
-  simdjson::dom::array a;
-  if (!e["ranks"].get_array().get(a)) {
-    for (element r : a) {
-      int64_t v;
-      if (!r.get_int64().get(v)) f.ranks.push_back(static_cast<int>(v));
-    }
-  }
-  if (!e["hosts"].get_array().get(a)) {
-    for (element h : a) {
-      std::string_view v;
-      if (!h.get_string().get(v)) f.hosts.emplace_back(v);
-    }
-  }
-  f.since = Num(e, "since");
-  f.evidence = Str(e, "evidence");
-  f.gpu_hours = Num(e, "gpu_hours");
-  return f;
+  EK_RETURN_IF_ERROR(e.Str("body", &d->body));
+  EK_RETURN_IF_ERROR(e.IntIn("attempts", 0, std::numeric_limits<int>::max(), &d->attempts));
+  EK_RETURN_IF_ERROR(e.Num("queued", &d->queued));
+  EK_RETURN_IF_ERROR(e.Num("next_attempt", &d->next_attempt));
+  return e.Str("last_error", &d->last_error);
 }
 
 }  // namespace
@@ -285,47 +293,43 @@ Status Watcher::Save() {
   return st.ok() ? st : st.WithContext("watch: saving state");
 }
 
+// Strict: a state file is ours, so any missing or mistyped field means it was
+// damaged or written by another version; the error names the file and the field
+// rather than starting over with half of it.
 Status Watcher::Load() {
   std::string path = options_.state_dir + "/state.json";
   if (!FileExists(path)) return Status::Ok();
   EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   simdjson::dom::parser parser;
-  element root;
+  simdjson::dom::element root;
   if (parser.parse(text).get(root)) return CorruptError(path + ": not JSON");
-  if (Str(root, "run") != options_.settings.run) {
+  EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, path));
+  std::string run;
+  EK_RETURN_IF_ERROR(f.Str("run", &run));
+  if (run != options_.settings.run) {
     return FailedPreconditionError(fmt::format("{}: state of run '{}', not '{}' (use another state dir)", path,
-                                               Str(root, "run"), options_.settings.run));
+                                               run, options_.settings.run));
   }
-  next_seq_ = static_cast<uint64_t>(Num(root, "next_seq"));
-  element det;
-  if (!root["detectors"].get(det)) EK_RETURN_IF_ERROR(detectors_->LoadJson(simdjson::minify(det)));
+  EK_RETURN_IF_ERROR(f.U64("next_seq", &next_seq_));
+  JsonFields det = f;
+  EK_RETURN_IF_ERROR(f.Object("detectors", &det));
+  EK_RETURN_IF_ERROR(detectors_->LoadFields(det));
   simdjson::dom::array arr;
-  if (!root["open"].get_array().get(arr)) {
-    for (element e : arr) {
-      Incident inc;
-      inc.id = Str(e, "id");
-      inc.opened = Num(e, "opened");
-      inc.last_resent = Num(e, "last_resent");
-      inc.clear_rounds = static_cast<int>(Num(e, "clear_rounds"));
-      element f;
-      if (!e["finding"].get(f)) inc.finding = ParseFinding(f);
-      open_[inc.finding.key] = std::move(inc);
-    }
+  EK_RETURN_IF_ERROR(f.Array("open", &arr));
+  size_t i = 0;
+  for (simdjson::dom::element e : arr) {
+    EK_ASSIGN_OR_RETURN(JsonFields item, f.Item(e, "open", i++));
+    Incident inc;
+    EK_RETURN_IF_ERROR(ParseIncident(item, &inc));
+    open_[inc.finding.key] = std::move(inc);
   }
-  if (!root["outbox"].get_array().get(arr)) {
-    for (element e : arr) {
-      Delivery d;
-      d.seq = static_cast<uint64_t>(Num(e, "seq"));
-      d.sink = Str(e, "sink");
-      d.incident = Str(e, "incident");
-      d.status = Str(e, "status");
-      d.body = Str(e, "body");
-      d.attempts = static_cast<int>(Num(e, "attempts"));
-      d.queued = Num(e, "queued");
-      d.next_attempt = Num(e, "next_attempt");
-      d.last_error = Str(e, "last_error");
-      outbox_.push_back(std::move(d));
-    }
+  EK_RETURN_IF_ERROR(f.Array("outbox", &arr));
+  i = 0;
+  for (simdjson::dom::element e : arr) {
+    EK_ASSIGN_OR_RETURN(JsonFields item, f.Item(e, "outbox", i++));
+    Delivery d;
+    EK_RETURN_IF_ERROR(ParseDelivery(item, &d));
+    outbox_.push_back(std::move(d));
   }
   if (next_seq_ == 0) next_seq_ = 1;
   Log(clock_->Now(), "state_loaded", fmt::format("\"open\":{},\"outbox\":{}", open_.size(), outbox_.size()));

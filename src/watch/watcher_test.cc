@@ -5,12 +5,15 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <thread>
 
 #include "core/fault_env.h"
 #include "core/file.h"
 #include "telemetry/fake_clock.h"
+#include "watch/http.h"
+#include "watch/http_server.h"
 #include "watch/test_util.h"
 
 namespace ek::watch {
@@ -187,6 +190,37 @@ TEST(Watcher, OnlyAlertmanagerGetsFiringAlertsReposted) {
   EXPECT_EQ(rig.am_got[1].substr(0, 60), rig.am_got[0].substr(0, 60));
 }
 
+// The state file is read strictly: a damaged or foreign field is an error
+// naming the file and the field, not an incident or delivery quietly dropped.
+TEST(Watcher, StateWithAMissingOrMistypedFieldIsAnErrorNamingIt) {
+  Rig rig;
+  auto w = rig.Make();
+  rig.Rounds(w.get(), 1, 1);
+  w.reset();
+  const std::string path = rig.dir / "state/state.json";
+  auto good = ReadFile(path);
+  ASSERT_TRUE(good.ok());
+  auto with = [&](std::string_view from, std::string_view to) {
+    std::string j = *good;
+    size_t at = j.find(from);
+    EXPECT_NE(at, std::string::npos) << from << " in " << *good;
+    if (at != std::string::npos) j.replace(at, from.size(), to);
+    EXPECT_TRUE(WriteFileAtomic(path, j).ok());
+    WatcherOptions o;
+    o.settings.run = "t";
+    o.agents = {"x:1"};
+    o.state_dir = rig.dir / "state";
+    auto again = Watcher::Create(std::move(o), {}, &rig.http, &rig.clock, nullptr);
+    return again.ok() ? std::string("ok") : again.status().message();
+  };
+  EXPECT_EQ(with("", ""), "ok");
+  EXPECT_EQ(with("\"next_seq\":", "\"next_sequence\":"), path + ": next_seq: missing");
+  EXPECT_EQ(with("\"detectors\":{", "\"detectors\":[],\"old\":{"), path + ": detectors: not an object");
+  EXPECT_EQ(with("\"completed\":false", "\"completed\":\"no\""), path + ": detectors.completed: not true or false");
+  EXPECT_EQ(with("\"outbox\":[", "\"outbox\":3,\"old\":["), path + ": outbox: not an array");
+  EXPECT_EQ(with("\"open\":[", "\"open\":[7],\"old\":["), path + ": open[0]: not an object");
+}
+
 TEST(Watcher, RefusesAnotherRunsState) {
   Rig rig;
   auto w = rig.Make();
@@ -297,6 +331,87 @@ TEST(Watcher, PollsManyAgentsThroughABoundedPool) {
   EXPECT_EQ(http.calls.load(), 128);
   EXPECT_LE(http.max_in_flight.load(), static_cast<int>(kPollThreads));
   EXPECT_GT(http.max_in_flight.load(), 1) << "polls run in parallel";
+}
+
+// Threads in this process now, as the kernel counts them.
+int ThreadsNow() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Threads:", 0) == 0) return std::atoi(line.c_str() + 8);
+  }
+  return -1;
+}
+
+// The same over real sockets: 128 agents on loopback (128 servers on 128 ports,
+// each its own poll loop), polled by the real HTTP client through the core
+// thread pool. The polls overlap, but no more than kPollThreads at a time, and
+// the watcher adds at most kPollThreads threads however many agents there are.
+TEST(Watcher, Polls128RealAgentsOverLoopbackWithABoundedNumberOfThreads) {
+  constexpr int kAgents = 128;
+  std::atomic<int> in_flight{0}, max_in_flight{0}, served{0};
+  std::vector<std::unique_ptr<HttpServer>> servers;
+  std::vector<std::thread> loops;
+  WatcherOptions o;
+  o.settings.run = "t";
+  o.profile = triage::B300Profile();
+  o.agent_timeout_s = 5;
+  for (int i = 0; i < kAgents; ++i) {
+    auto srv = std::make_unique<HttpServer>();
+    AgentStatus st;
+    st.run = "t";
+    st.host = "node-" + std::to_string(i);
+    st.telemetry = "ok";
+    std::string body = AgentStatusToJson(st);
+    srv->Get("/status", [&, body](const HttpServer::Request&) {
+      int now = ++in_flight;
+      int seen = max_in_flight.load();
+      while (now > seen && !max_in_flight.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      --in_flight;
+      ++served;
+      return HttpServer::Response::Text(200, body);
+    });
+    auto port = srv->Bind("127.0.0.1:0");
+    ASSERT_TRUE(port.ok()) << port.status().message();
+    o.agents.push_back("127.0.0.1:" + std::to_string(*port));
+    servers.push_back(std::move(srv));
+  }
+  for (auto& srv : servers) loops.emplace_back([s = srv.get()] { (void)s->Serve(); });
+  testing::ScratchDir dir;
+  telemetry::FakeClock clock{2'000'000'000};
+  auto http = MakeHttpClient();
+  o.state_dir = dir / "state";
+  auto w = Watcher::Create(std::move(o), {}, http.get(), &clock, [](const std::string&) {});
+  ASSERT_TRUE(w.ok()) << w.status().message();
+
+  std::atomic<bool> done{false};
+  std::atomic<int> peak{0};
+  std::thread sampler([&] {
+    while (!done) {
+      peak = std::max(peak.load(), ThreadsNow());
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  const int before = ThreadsNow();  // main, the 128 server loops and the sampler
+  std::vector<AgentPoll> seen;
+  (*w)->set_observer([&](double, const std::vector<AgentPoll>& polls, const triage::Assessment&,
+                        const std::map<std::string, Incident>&) { seen = polls; });
+  Status round = (*w)->Round();
+  done = true;
+  sampler.join();
+  for (auto& srv : servers) srv->Stop();
+  for (auto& t : loops) t.join();
+  ASSERT_TRUE(round.ok()) << round.message();
+
+  ASSERT_EQ(seen.size(), static_cast<size_t>(kAgents));
+  for (const AgentPoll& p : seen) EXPECT_TRUE(p.ok) << p.target << ": " << p.error;
+  EXPECT_EQ(served.load(), kAgents);
+  EXPECT_LE(max_in_flight.load(), static_cast<int>(kPollThreads));
+  EXPECT_GT(max_in_flight.load(), 1) << "polls run in parallel";
+  // The round adds the pool's threads and nothing per agent.
+  EXPECT_LE(peak.load() - before, static_cast<int>(kPollThreads)) << "before " << before << ", peak " << peak.load();
 }
 
 }  // namespace

@@ -191,6 +191,33 @@ def test_a_missing_run_file_is_bad_input(cmd, tmp_path):
     assert "absent.toml" in one_error(p)
 
 
+GOOD_PART = {"run": "r", "run_file": {"path": "r.toml", "xxh3": "0000000000000000"}, "overall": "PASS",
+             "host": "h0", "node_rank": 0, "hosts": [], "ranks_checked": [0], "rank_blocks": {"0": 3},
+             "checks": [{"name": "data", "verdict": "PASS", "reason": "ok", "numbers": {}}],
+             "global_min_blocks": 3, "versions": {"evenkeel": "0"}, "time": "", "seconds": 0.1}
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"rank_blocks": {"x": 3}}, "part.json: rank_blocks.x: the key is not a rank number"),
+    ({"rank_blocks": {"0": {"x": 3}}}, "part.json: rank_blocks.0: not a non-negative integer"),
+    ({"rank_blocks": [3]}, "part.json: rank_blocks: not an object"),
+    ({"node_rank": "0"}, "part.json: node_rank: not an integer"),
+    ({"run": None}, "part.json: run: not a string"),
+    ({"checks": [{"name": "data"}]}, "part.json: checks[0].verdict: missing"),
+    ({"hosts": [1]}, "part.json: hosts[0]: not a string"),
+])
+def test_gate_merge_of_a_bad_part_is_bad_input_naming_the_field(tmp_path, monkeypatch, change, message):
+    part = dict(GOOD_PART, **change)
+    (tmp_path / "part.json").write_text(json.dumps(part))
+    (tmp_path / "good.json").write_text(json.dumps(GOOD_PART))
+    monkeypatch.chdir(tmp_path)  # the error names the part as given
+    ok = ek("gate", "merge", "good.json")
+    assert ok.returncode == OK, ok.stderr
+    p = ek("gate", "merge", "good.json", "part.json")
+    assert p.returncode == BAD_INPUT, p.stderr  # once 134: an exception out of the library
+    assert one_error(p) == f"evenkeel: error: {message}"
+
+
 def test_triage_without_a_usable_sample_is_bad_input(tmp_path):
     bad = tmp_path / "node-a.csv"
     bad.write_text("this is not\nan nvidia-smi recording\n")
