@@ -141,6 +141,16 @@ def seeds_jsonl():
         "escapes": b'{"text": "a\\ud83d\\ude00b \\ud800 lone \\udc00 \\u0000 \\"q\\""}\n{"text": "\xff\xfe bad"}\n'
                    b'   \n{"content": "c", "text": 3}\n{"text": "no newline at end"}',
         "crlf": b'{"text": "one"}\r\n{"text": "two"}\r\n',
+        "chat_tools": b"".join(jdump(r) + b"\n" for r in [
+            {"messages": [{"role": "user", "content": "add 2 and 2"},
+                          {"role": "assistant", "content": None, "tool_calls": [
+                              {"type": "function", "function": {"name": "add", "arguments": {"a": 2, "b": 2}}}]},
+                          {"role": "tool", "content": "4"}, {"role": "assistant", "content": "4",
+                                                             "reasoning_content": "easy"}],
+             "tools": [{"type": "function", "function": {"name": "add", "parameters": {"type": "object"}}}]},
+            {"messages": [{"role": "assistant", "content": ["parts", {"type": "text", "text": "x"}]}],
+             "tools": None},
+        ]),
     }
     try:  # the zstd binary (scripts/setup.sh installs it); the seed is left out without it
         z = subprocess.run(["zstd", "-q", "-c", "-19"], input=chat + s["escapes"], capture_output=True, check=True)

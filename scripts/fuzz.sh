@@ -103,7 +103,7 @@ for r in "${readers[@]}"; do
   log=$WORK/$r.log
   rc=$(cat "$WORK/$r.rc" 2>/dev/null || echo 1)
   line=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
-  field() { sed -nE "s/.* $1:? ([0-9]+).*/\\1/p" <<<"$line"; }
+  field() { sed -nE "s|.* $1:? ([0-9]+).*|\\1|p" <<<"$line"; }
   execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$log" | tail -1)
   eps=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+).*/\1/p' "$log" | tail -1)
   [ -n "$execs" ] || execs=$(sed -nE 's/^#([0-9]+).*/\1/p' <<<"$line")

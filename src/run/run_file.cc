@@ -235,7 +235,8 @@ void AppendValue(std::string* o, const RunFile& r, const Key& k) {
 // fixed after 3.3. It tests them outside strings and comments, where TOML
 // allows no non-ASCII character anyway, and as the first character after a
 // line-ending backslash in a """ string. Both are refused here, before
-// toml++ sees them (found by fuzz/fuzz_run_file). A quote starts a string
+// toml++ sees them (found by fuzz/fuzz_run_file), and so is one right after
+// a backslash (an escape toml++ tests for whitespace). A quote starts a string
 // only where TOML allows one (a line's start, after = [ { , or .); any other
 // quote is junk that toml++ scans as part of a bad value, so what follows it
 // counts as outside a string.
@@ -267,6 +268,9 @@ Status CheckTomlppHazards(std::string_view t, const std::string& name) {
         }
         if (c == '"' && t[i] == '\\') {
           size_t j = i + 1;
+          if (j < t.size() && static_cast<unsigned char>(t[j]) >= 0x80) {
+            return refuse("after a backslash in a string (not an escape)");  // toml++ tests it for whitespace
+          }
           while (multi && j < t.size() && (t[j] == ' ' || t[j] == '\t')) ++j;
           if (multi && j < t.size() && (t[j] == '\n' || t[j] == '\r')) {
             // A line-ending backslash: toml++ trims what follows as whitespace.

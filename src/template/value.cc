@@ -359,7 +359,7 @@ void AppendDictRepr(std::string* out, const Dict& d) {
   out->push_back('}');
 }
 
-// Stops early past kMaxStringBytes (a list of 2**20 references to one 64 MiB
+// Stops early past kMaxStringBytes (a list of 2**20 references to one 1 MiB
 // string); the caller's size check then reports it (render.cc).
 void AppendRepr(std::string* out, const Value& v) {
   if (out->size() > kMaxStringBytes) return;

@@ -155,6 +155,23 @@ TEST(TokenizerTest, MergeOutsideVocabNamesIndex) {
   EXPECT_NE(t.status().message().find("model.merges[3]"), std::string::npos) << t.status().message();
 }
 
+// Regression (fuzz_tokenizer): one vocabulary id near 2^30 in a tiny file
+// sized the id-indexed tables for it (32 GB: std::bad_alloc, or 2 GB and
+// seconds for an id of 47 million). A vocabulary must be about dense.
+TEST(TokenizerTest, SparseVocabularyIdsAreAnErrorNotAHugeAllocation) {
+  for (const char* id : {"1073741800", "47708351"}) {
+    std::string json = TinyJson();
+    size_t at = json.find("\"hello\":259");
+    ASSERT_NE(at, std::string::npos);
+    json.replace(at + 8, 3, id);
+    auto t = Tokenizer::FromJson(json, "t.json");
+    ASSERT_FALSE(t.ok()) << id;
+    EXPECT_NE(t.status().message().find("t.json: model.vocab: ids are too sparse: the largest is " + std::string(id)),
+              std::string::npos)
+        << t.status().message();
+  }
+}
+
 TEST(TokenizerTest, ByteLevelPrefixSpaceAndGpt2Regex) {
   std::string pre = R"({"type":"ByteLevel","add_prefix_space":true,"use_regex":true})";
   auto t = *Tokenizer::FromJson(TinyJson("null", pre), "t.json");

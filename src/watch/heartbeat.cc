@@ -34,16 +34,19 @@ Result<Heartbeat> ParseHeartbeat(std::string_view text, std::string_view where) 
   if (f.Has("local_rank")) EK_RETURN_IF_ERROR(f.IntIn("local_rank", 0, 1 << 24, &hb.local_rank));
   EK_RETURN_IF_ERROR(f.OptInt("pid", &hb.pid));
   EK_RETURN_IF_ERROR(f.OptStr("host", &hb.host));
-  EK_RETURN_IF_ERROR(f.Int("step", &hb.step));
+  // Steps are bounded well inside int64 so that step + 1 and differences of
+  // steps cannot overflow (fuzz_heartbeat: "step":9223372036854775807).
+  constexpr int64_t kMaxStep = int64_t{1} << 62;
+  EK_RETURN_IF_ERROR(f.IntIn("step", -1, kMaxStep, &hb.step));
   EK_RETURN_IF_ERROR(f.OptInt("tokens", &hb.tokens));
   EK_RETURN_IF_ERROR(f.Num("time", &hb.time));
   EK_RETURN_IF_ERROR(f.OptNum("step_time", &hb.step_time));
   EK_RETURN_IF_ERROR(f.OptNum("step_s", &hb.step_s));
   EK_RETURN_IF_ERROR(f.OptNum("tok_s", &hb.tok_s));
   EK_RETURN_IF_ERROR(f.OptStr("phase", &hb.phase));
-  EK_RETURN_IF_ERROR(f.OptInt("phase_step", &hb.phase_step));
+  if (f.Has("phase_step")) EK_RETURN_IF_ERROR(f.IntIn("phase_step", -1, kMaxStep, &hb.phase_step));
   EK_RETURN_IF_ERROR(f.OptNum("phase_time", &hb.phase_time));
-  EK_RETURN_IF_ERROR(f.OptInt("total_steps", &hb.total_steps));
+  if (f.Has("total_steps")) EK_RETURN_IF_ERROR(f.IntIn("total_steps", 0, kMaxStep, &hb.total_steps));
   if (hb.step_time <= 0) hb.step_time = hb.time;
   return hb;
 }

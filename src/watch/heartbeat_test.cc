@@ -59,6 +59,24 @@ TEST(Heartbeat, MissingOrMistypedFieldsAreNamed) {
   EXPECT_EQ(msg(R"({"v":1,)"), "hb/rank-3.json: not JSON (a truncated or foreign file)");
 }
 
+// Regression (fuzz_heartbeat, CI's 3 s run): "step":9223372036854775807 was
+// read, and PositionOf's step + 1 overflowed (UBSan). Steps are bounded.
+TEST(Heartbeat, StepsNearInt64MaxAreOutOfRange) {
+  auto msg = [](std::string_view json) {
+    auto hb = ParseHeartbeat(json, "hb/rank-3.json");
+    if (hb.ok()) (void)PositionOf(*hb);
+    return hb.ok() ? std::string("ok") : hb.status().message();
+  };
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":9223372036854775807,"time":1,"phase":"train"})"),
+            "hb/rank-3.json: step: 9223372036854775807 is out of range [-1, 4611686018427387904]");
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":-1,"time":1,"phase":"train"})"), "ok");
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":4611686018427387904,"time":1,"phase":"train"})"), "ok");
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":1,"phase_step":-9223372036854775807})"),
+            "hb/rank-3.json: phase_step: -9223372036854775807 is out of range [-1, 4611686018427387904]");
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":1,"total_steps":-2})"),
+            "hb/rank-3.json: total_steps: -2 is out of range [0, 4611686018427387904]");
+}
+
 TEST(Heartbeat, ReadsADirectorySkippingTempFilesAndReportingBadOnes) {
   testing::ScratchDir dir;
   ASSERT_TRUE(WriteFileAtomic(dir / "rank-1.json", R"({"v":1,"rank":1,"step":7,"time":10})").ok());
