@@ -76,6 +76,20 @@ class JsonFields {
   // ("hosts[2]: not a string").
   Status StrList(std::string_view key, std::vector<std::string>* out) const;
   Status IntList(std::string_view key, int64_t lo, int64_t hi, std::vector<int64_t>* out) const;
+  // Calls `fn` with each object of the array `key`, in order, each named by its
+  // path ("ranks[3]"); an element that is not an object, or fn's first error,
+  // is the result.
+  template <typename Fn>
+  Status Objects(std::string_view key, Fn&& fn) const {
+    simdjson::dom::array arr;
+    EK_RETURN_IF_ERROR(Array(key, &arr));
+    size_t i = 0;
+    for (simdjson::dom::element e : arr) {
+      EK_ASSIGN_OR_RETURN(JsonFields item, Item(e, key, i++));
+      EK_RETURN_IF_ERROR(fn(item));
+    }
+    return Status::Ok();
+  }
   // This object's keys in document order (a map's members: "rank_blocks").
   std::vector<std::string_view> Keys() const;
 

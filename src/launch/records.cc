@@ -58,14 +58,11 @@ Result<NodeRecord> NodeRecordFromJson(std::string_view json, const std::string& 
   EK_RETURN_IF_ERROR(f.Bool("cancelled", &n.cancelled));
   EK_RETURN_IF_ERROR(f.Int("step_reached", -1, kI64Max, &n.step_reached));
   EK_RETURN_IF_ERROR(f.Str("error", &n.error));
-  simdjson::dom::array ranks;
-  EK_RETURN_IF_ERROR(f.Array("ranks", &ranks));
-  size_t i = 0;
-  for (simdjson::dom::element e : ranks) {
-    EK_ASSIGN_OR_RETURN(JsonFields r, f.Item(e, "ranks", i++));
+  EK_RETURN_IF_ERROR(f.Objects("ranks", [&](const JsonFields& r) -> Status {
     EK_ASSIGN_OR_RETURN(RankRecord rec, RankRecordFromFields(r));
     n.ranks.push_back(std::move(rec));
-  }
+    return Status::Ok();
+  }));
   return n;
 }
 
