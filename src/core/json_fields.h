@@ -22,6 +22,21 @@
 
 namespace ek {
 
+class JsonFields;
+
+// A parsed JSON document that JsonFields read: holds the parser's memory, so
+// it must outlive the readers it hands out.
+class JsonDocument {
+ public:
+  // The root object of `json`, read as `name`. Malformed JSON is Corrupt
+  // ("NAME: malformed JSON: line L, column C: ..."); a root that is not an
+  // object is Corrupt too.
+  Result<JsonFields> Parse(std::string_view json, std::string name);
+
+ private:
+  simdjson::dom::parser parser_;
+};
+
 class JsonFields {
  public:
   // `obj` must be an object (see Root); `file` starts every error; `path` is
@@ -31,6 +46,8 @@ class JsonFields {
   static Result<JsonFields> Root(simdjson::dom::element root, std::string file);
 
   bool Has(std::string_view key) const;
+  // True when `key` is absent or null (Python's None).
+  bool AbsentOrNull(std::string_view key) const;
   const std::string& file() const { return file_; }
   const std::string& path() const { return path_; }
   simdjson::dom::element element() const { return obj_; }

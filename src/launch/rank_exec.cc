@@ -77,11 +77,8 @@ Result<RankRecord> RankRecordFromFields(const JsonFields& f) {
 }
 
 Result<RankRecord> RankRecordFromJson(std::string_view json, const std::string& name) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  simdjson::dom::element root;
-  if (parser.parse(padded).get(root)) return CorruptError(fmt::format("{}: malformed JSON: {}", name, LocateJsonError(json)));
-  EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, name));
+  JsonDocument doc;
+  EK_ASSIGN_OR_RETURN(JsonFields f, doc.Parse(json, name));
   return RankRecordFromFields(f);
 }
 

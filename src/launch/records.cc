@@ -18,12 +18,6 @@ constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 
 // Parses `json` into `parser` and returns its top level as fields.
-Result<JsonFields> Parse(simdjson::dom::parser& parser, simdjson::padded_string& padded, std::string_view json,
-                         const std::string& name) {
-  simdjson::dom::element root;
-  if (parser.parse(padded).get(root)) return CorruptError(fmt::format("{}: malformed JSON: {}", name, LocateJsonError(json)));
-  return JsonFields::Root(root, name);
-}
 
 }  // namespace
 
@@ -43,9 +37,8 @@ std::string NodeRecordToJson(const NodeRecord& n) {
 }
 
 Result<NodeRecord> NodeRecordFromJson(std::string_view json, const std::string& name) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  EK_ASSIGN_OR_RETURN(JsonFields f, Parse(parser, padded, json, name));
+  JsonDocument doc;
+  EK_ASSIGN_OR_RETURN(JsonFields f, doc.Parse(json, name));
   NodeRecord n;
   EK_RETURN_IF_ERROR(f.IntIn("node", 0, kIntMax, &n.node));
   EK_RETURN_IF_ERROR(f.Str("host", &n.host));
@@ -73,9 +66,8 @@ std::string DecisionToJson(int attempt, const Decision& d) {
 }
 
 Result<Decision> DecisionFromJson(std::string_view json, const std::string& name, int attempt) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  EK_ASSIGN_OR_RETURN(JsonFields f, Parse(parser, padded, json, name));
+  JsonDocument doc;
+  EK_ASSIGN_OR_RETURN(JsonFields f, doc.Parse(json, name));
   Decision d;
   int64_t about = 0;
   EK_RETURN_IF_ERROR(f.Int("attempt", 1, kIntMax, &about));
@@ -102,9 +94,8 @@ std::string GateVerdictToJson(const GateVerdict& v) {
 }
 
 Result<GateVerdict> GateVerdictFromJson(std::string_view json, const std::string& name) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  EK_ASSIGN_OR_RETURN(JsonFields f, Parse(parser, padded, json, name));
+  JsonDocument doc;
+  EK_ASSIGN_OR_RETURN(JsonFields f, doc.Parse(json, name));
   GateVerdict v;
   EK_RETURN_IF_ERROR(f.Str("overall", &v.overall));
   if (v.overall != "PASS" && v.overall != "WARN" && v.overall != "FAIL") {
@@ -127,18 +118,16 @@ Result<GateVerdict> GateVerdictFromJson(std::string_view json, const std::string
 }
 
 Result<std::string> GatePartNonce(std::string_view json, const std::string& name) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  EK_ASSIGN_OR_RETURN(JsonFields f, Parse(parser, padded, json, name));
+  JsonDocument doc;
+  EK_ASSIGN_OR_RETURN(JsonFields f, doc.Parse(json, name));
   std::string nonce;
   EK_RETURN_IF_ERROR(f.Str("launch_nonce", &nonce));
   return nonce;
 }
 
 Result<LaunchSummary> LaunchSummaryFromJson(std::string_view json, const std::string& name) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  EK_ASSIGN_OR_RETURN(JsonFields f, Parse(parser, padded, json, name));
+  JsonDocument doc;
+  EK_ASSIGN_OR_RETURN(JsonFields f, doc.Parse(json, name));
   LaunchSummary s;
   EK_RETURN_IF_ERROR(f.Str("outcome", &s.outcome));
   EK_RETURN_IF_ERROR(f.Int("steps", -1, kI64Max, &s.steps));

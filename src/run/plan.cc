@@ -14,13 +14,10 @@
 namespace ek::run {
 
 Result<ModelShape> ModelFromConfigJson(std::string_view json, const std::string& name) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  simdjson::dom::element root;
-  if (parser.parse(padded).get(root)) return CorruptError(fmt::format("{}: malformed JSON: {}", name, LocateJsonError(json)));
   // A Hugging Face config holds many fields this does not read: they are fine.
   // The ones read are checked: missing or mistyped is an error naming the field.
-  EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, name));
+  JsonDocument doc;
+  EK_ASSIGN_OR_RETURN(JsonFields f, doc.Parse(json, name));
   // Sizes are positive integers.
   auto size = [&](const char* key, int64_t* out) -> Status {
     EK_RETURN_IF_ERROR(f.Int(key, out));
@@ -29,8 +26,7 @@ Result<ModelShape> ModelFromConfigJson(std::string_view json, const std::string&
   };
   // Optional sizes may be null: Hugging Face writes None so ("head_dim": null), meaning the default.
   auto optional = [&](const char* key, int64_t* out) -> Status {
-    simdjson::dom::element e;
-    if (root[key].get(e) != simdjson::SUCCESS || e.is_null()) return Status::Ok();
+    if (f.AbsentOrNull(key)) return Status::Ok();
     return size(key, out);
   };
   ModelShape m;
