@@ -23,6 +23,9 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config ccache git
   libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev libsimdjson-dev libutf8proc-dev
   libxxhash-dev libzstd-dev libonig-dev libcli11-dev libcpp-httplib-dev libtomlplusplus-dev
   pybind11-dev unicode-data zstd nodejs npm python3 python3-venv python3-pip
+  # clang and its sanitizer and libFuzzer runtimes for scripts/test.sh's sanitizer stage
+  # (build-san: unit tests under ASan+UBSan and the fuzz/ harnesses, one build for both).
+  clang-14 libclang-rt-14-dev
   # Data-only packages whose gettext catalogs give the tokenizer corpus
   # (tools/corpus/make_corpus.py) enough Arabic, Hebrew, Hindi, Bengali, Tamil, Persian, Thai.
   iso-codes libglib2.0-data libgtk2.0-common xkb-data shared-mime-info

@@ -2,7 +2,8 @@
 # Sets up, builds and runs every test: the C++ suites and end-to-end tests under ctest,
 # then the Python suites (pytest) that drive the binary and the package against real
 # peers (Hugging Face tokenizers and datasets, PyTorch with gloo, Prometheus,
-# Alertmanager). Exit status is non-zero if any test fails; nothing is skipped.
+# Alertmanager), then the unit tests under ASan+UBSan and the fuzz harnesses (fuzz/)
+# from one clang build. Exit status is non-zero if any test fails; nothing is skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -23,13 +24,23 @@ for d in "${suites[@]}"; do
   [ -d "$d" ] || { echo "test: error: test folder $d is missing" >&2; exit 1; }
 done
 EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider "${suites[@]}" || status=1
-# The unit tests again under AddressSanitizer and UndefinedBehaviorSanitizer (gcc), in a
-# build of their own; any report fails the run.
-cmake -S "$ROOT" -B "$ROOT/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEK_SANITIZE=ON \
-  -DEK_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DEK_COMPONENTS=all >/dev/null
-cmake --build "$ROOT/build-asan" -j"$(nproc)" --target unit_tests
+# The sanitizer stage: ONE clang build (build-san: ASan + UBSan, libraries also built with
+# libFuzzer's coverage) for two jobs, the unit tests under the sanitizers and every fuzz/
+# harness for a few seconds over its committed corpus and regressions. Any report fails
+# the run. (It replaced a second full gcc build for the unit tests alone, so fuzzing in
+# CI costs the harnesses' link and run time, not another build.)
+san0=$(date +%s)
+CC=clang-14 CXX=clang++-14 cmake -S "$ROOT" -B "$ROOT/build-san" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DEK_SANITIZE=ON -DEK_FUZZ=ON -DEK_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+  -DCMAKE_C_COMPILER_LAUNCHER=ccache -DEK_COMPONENTS=all >/dev/null
+cmake --build "$ROOT/build-san" -j"$(nproc)" --target unit_tests fuzzers
+san1=$(date +%s)
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir "$ROOT/build-asan" -L unit -j"$(nproc)" --output-on-failure || status=1
+  ctest --test-dir "$ROOT/build-san" -L unit -j"$(nproc)" --output-on-failure || status=1
+san2=$(date +%s)
+EK_FUZZ_BUILD=$ROOT/build-san bash scripts/fuzz.sh --no-build --parallel "$(nproc)" 3 || status=1
+san3=$(date +%s)
+echo "test: sanitizer stage: build $((san1 - san0)) s, unit tests $((san2 - san1)) s, fuzz $((san3 - san2)) s" >&2
 # The run report's page in a real browser (Debian chromium, puppeteer-core): node's test runner.
 [ -d tests/report ] || { echo "test: error: test folder tests/report is missing" >&2; exit 1; }
 EVENKEEL=$ROOT/build/src/cli/evenkeel node --test --test-concurrency=1 tests/report/ || status=1

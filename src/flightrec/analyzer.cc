@@ -4,6 +4,8 @@
 #include <atomic>
 #include <thread>
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -25,6 +27,11 @@ std::string_view FindingKindName(FindingKind kind) {
 }
 
 namespace {
+
+int64_t SaturateInt64(__int128 v) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  return v > kMax ? kMax : v < kMin ? kMin : static_cast<int64_t>(v);
+}
 
 constexpr uint32_t kNoGroup = 0xffffffffu;
 
@@ -422,11 +429,15 @@ bool Matcher::MatchOne(RankState& first) {
   } else if (f.culprits.empty() && !poisoned && f.missing_dump_ranks.empty()) {
     ok = true;
     if (undecided && (first.dump->major > 2 || (first.dump->major == 2 && first.dump->minor > 3))) {
+      // Summed wide: each rank's count fits in 64 bits, their sum need not.
+      __int128 in = 0, out = 0;
       for (const SlotEntry& s : f.entries) {
-        f.total_input_numel += s.entry->input_numel0;
-        f.total_output_numel += s.entry->output_numel0;
+        in += s.entry->input_numel0;
+        out += s.entry->output_numel0;
       }
-      if (f.total_input_numel != f.total_output_numel) {
+      f.total_input_numel = SaturateInt64(in);
+      f.total_output_numel = SaturateInt64(out);
+      if (in != out) {
         ok = false;
         f.kind = FindingKind::kAllToAllNumel;
         f.culprits.push_back({first.rank, {MatchState::kSizeOrSyntaxMismatch, ""}});

@@ -3,6 +3,7 @@
 #include "flightrec/analyzer.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -184,6 +185,33 @@ TEST(Analyzer, CoalescedBatchWithAnUnpairedSendFails) {
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->kind, FindingKind::kP2pMismatch);
   EXPECT_EQ(a.collectives_matched, 0u);
+}
+
+// Regression: all_to_all element counts summed over ranks overflowed int64
+// (each rank's count fits; two of 2^62 do not). They are compared exactly and
+// reported saturated.
+TEST(Analyzer, AllToAllCountsSummedPastInt64DoNotOverflow) {
+  auto dump = [](int rank, const char* out) {
+    std::string json = fmt::format(
+        R"({{"version":"2.10","pg_config":{{"0":{{"name":"0","desc":"default_pg","ranks":"[0, 1]"}}}},)"
+        R"("pg_status":{{}},"entries":[{{"record_id":0,"pg_id":0,"collective_seq_id":1,"p2p_seq_id":0,"op_id":1,)"
+        R"("profiling_name":"nccl:all_to_all","process_group":["0","default_pg"],"is_p2p":false,)"
+        R"("input_sizes":[[4611686018427387904]],"output_sizes":[[{}]],"input_dtypes":["Float"],)"
+        R"("output_dtypes":["Float"],"state":"completed","time_created_ns":1,"timeout_ms":600000}}]}})",
+        out);
+    auto d = ParseDump(json, fmt::format("rank{}", rank), rank);
+    EXPECT_TRUE(d.ok()) << d.status().message();
+    return d.ok() ? std::move(d).value() : Dump{};
+  };
+  std::vector<Dump> dumps;
+  dumps.push_back(dump(0, "4611686018427387904"));
+  dumps.push_back(dump(1, "4611686018427387903"));
+  Analysis a = Analyze(dumps);
+  const Finding* f = HeadlineFinding(a);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->kind, FindingKind::kAllToAllNumel);
+  EXPECT_EQ(f->total_input_numel, std::numeric_limits<int64_t>::max());  // 2^63, saturated
+  EXPECT_EQ(f->total_output_numel, std::numeric_limits<int64_t>::max());  // 2^63 - 1
 }
 
 }  // namespace

@@ -303,14 +303,17 @@ Status Builder::ParseSizesSlow(NodeId node, Sym* repr, FirstShape* first, int64_
     for (size_t j = 0; j < dims.size(); ++j) {
       if (doc_.kind(dims[j]) != Kind::kInt) return Bad("a tensor dimension is not an int");
       int64_t d = doc_.AsInt(dims[j]);
-      n *= d;
-      if (i == 0) *numel0 *= d;
+      // Python's ints do not overflow; ours must not either (a crafted dump
+      // was signed-overflow UB here). No real tensor has 2^63 elements.
+      if (__builtin_mul_overflow(n, d, &n) || (i == 0 && __builtin_mul_overflow(*numel0, d, numel0))) {
+        return Bad("a tensor's element count overflows 64 bits");
+      }
       if (j) scratch_ += ", ";
       auto [p, ec] = std::to_chars(buf, buf + sizeof buf, d);
       scratch_.append(buf, p);
     }
     scratch_ += ']';
-    *numel += n;
+    if (__builtin_add_overflow(*numel, n, numel)) return Bad("the tensors' element count overflows 64 bits");
     if (i == 0 && !dims.empty()) *first = FirstShape::kNonEmpty;
   }
   scratch_ += ']';

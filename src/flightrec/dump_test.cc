@@ -88,6 +88,21 @@ TEST(Dump, MissingFieldNamesTheEntry) {
   EXPECT_EQ(d.status().message(), "f: entry 0: missing field 'state'");
 }
 
+// Regression (fuzz_pickle): the product of a tensor's dimensions overflowed
+// int64 (UBSan: signed integer overflow in ParseSizesSlow).
+TEST(Dump, TensorSizesOverflowingInt64AreAnError) {
+  auto d = ParseDump(R"({"version":"2.10","pg_config":{},"entries":[{"record_id":0,"profiling_name":"nccl:all_reduce",
+    "input_sizes":[[4294967296,4294967296]],"output_sizes":[[1]],"process_group":["0","x"],"collective_seq_id":1,
+    "state":"completed"}]})", "f", 0);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().message(), "f: entry 0: a tensor's element count overflows 64 bits");
+  auto sum = ParseDump(R"({"version":"2.10","pg_config":{},"entries":[{"record_id":0,"profiling_name":"nccl:all_reduce",
+    "input_sizes":[[4611686018427387904],[4611686018427387904]],"output_sizes":[[1]],"process_group":["0","x"],
+    "collective_seq_id":1,"state":"completed"}]})", "f", 0);
+  ASSERT_FALSE(sum.ok());
+  EXPECT_EQ(sum.status().message(), "f: entry 0: the tensors' element count overflows 64 bits");
+}
+
 TEST(Dump, NeitherPickleNorJson) {
   auto d = ParseDump("hello", "f", 0);
   ASSERT_FALSE(d.ok());

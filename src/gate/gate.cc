@@ -490,7 +490,7 @@ std::string GateReportToJson(const GateReport& r) {
   o += "},\n  \"checks\": [\n";
   for (size_t i = 0; i < r.checks.size(); ++i) {
     const Check& c = r.checks[i];
-    o += fmt::format("    {{\"name\": \"{}\", \"verdict\": \"{}\", \"reason\": {}, \"numbers\": {{", c.name,
+    o += fmt::format("    {{\"name\": {}, \"verdict\": \"{}\", \"reason\": {}, \"numbers\": {{", JsonString(c.name),
                      VerdictName(c.verdict), JsonString(c.reason));
     bool f = true;
     for (const auto& [k, v] : c.numbers) {

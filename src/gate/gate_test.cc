@@ -311,6 +311,20 @@ TEST(GateReportTest, MissingMistypedOrMisnestedFieldsAreNamed) {
   EXPECT_EQ(not_object.status().message(), "p.json: not a JSON object");
 }
 
+// Regression (fuzz_gate): a check name read from a part was written back
+// unescaped, so a name holding a control character or a quote made a pass log
+// that its own reader refused ("control character in string").
+TEST(GateReportTest, CheckNamesAreEscapedWhenWritten) {
+  GateReport r;
+  r.run_name = "r";
+  r.host = "h";
+  r.checks.push_back({std::string("bal\0an\"ce\n", 11), Verdict::kPass, "fine", {}});
+  auto back = GateReportFromJson(GateReportToJson(r), "log.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->checks.size(), 1u);
+  EXPECT_EQ(back->checks[0].name, std::string("bal\0an\"ce\n", 11));
+}
+
 std::vector<std::string> TempFilesIn(const std::string& dir) {
   std::vector<std::string> temps;
   DIR* d = ::opendir(dir.c_str());

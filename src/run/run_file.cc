@@ -229,6 +229,87 @@ void AppendValue(std::string* o, const RunFile& r, const Key& k) {
       k.member);
 }
 
+// toml++ 3.3 (Debian 12's libtomlplusplus-dev) reaches TOML_UNREACHABLE, that
+// is undefined behaviour, when it tests some non-ASCII code points for
+// whitespace (U+00A1..U+0499 among them: "é"): upstream issues #190 and #295,
+// fixed after 3.3. It tests them outside strings and comments, where TOML
+// allows no non-ASCII character anyway, and as the first character after a
+// line-ending backslash in a """ string. Both are refused here, before
+// toml++ sees them (found by fuzz/fuzz_run_file). A quote starts a string
+// only where TOML allows one (a line's start, after = [ { , or .); any other
+// quote is junk that toml++ scans as part of a bad value, so what follows it
+// counts as outside a string.
+Status CheckTomlppHazards(std::string_view t, const std::string& name) {
+  int line = 1;
+  auto refuse = [&](std::string_view where) {
+    return InvalidArgumentError(fmt::format("{}: line {}: a non-ASCII character {}", name, line, where));
+  };
+  size_t i = t.starts_with("\xEF\xBB\xBF") ? 3 : 0;  // a UTF-8 byte order mark
+  char prev = '\n';  // the last character outside strings that was not a space
+  while (i < t.size()) {
+    char c = t[i];
+    if (c == '\n') {
+      ++line;
+      ++i;
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      ++i;
+      continue;
+    } else if (c == '#') {
+      while (i < t.size() && t[i] != '\n') ++i;
+      continue;
+    } else if ((c == '"' || c == '\'') && std::string_view("\n=[{,.").find(prev) != std::string_view::npos) {
+      bool multi = i + 2 < t.size() && t[i + 1] == c && t[i + 2] == c;
+      i += multi ? 3 : 1;
+      while (i < t.size()) {
+        if (t[i] == '\n') {
+          if (!multi) break;  // an unterminated string: toml++ reports it
+          ++line;
+        }
+        if (c == '"' && t[i] == '\\') {
+          size_t j = i + 1;
+          while (multi && j < t.size() && (t[j] == ' ' || t[j] == '\t')) ++j;
+          if (multi && j < t.size() && (t[j] == '\n' || t[j] == '\r')) {
+            // A line-ending backslash: toml++ trims what follows as whitespace.
+            while (j < t.size() && (t[j] == ' ' || t[j] == '\t' || t[j] == '\r' || t[j] == '\n')) {
+              if (t[j] == '\n') ++line;
+              ++j;
+            }
+            if (j < t.size() && static_cast<unsigned char>(t[j]) >= 0x80) {
+              return refuse(R"(after a line-ending backslash in a """ string (not supported))");
+            }
+            i = j;
+          } else {
+            i += 2;  // an escape: \" does not end the string
+          }
+          continue;
+        }
+        if (t[i] == c) {
+          size_t run = 1;
+          while (i + run < t.size() && t[i + run] == c) ++run;
+          if (!multi) {
+            ++i;
+            break;
+          }
+          if (run >= 3) {  // """ ends it; up to two more quotes before it are content
+            i += std::min<size_t>(run, 5);
+            break;
+          }
+          i += run;
+          continue;
+        }
+        ++i;
+      }
+      c = '"';
+    } else if (static_cast<unsigned char>(c) >= 0x80) {
+      return refuse("outside a string or comment");
+    } else {
+      ++i;
+    }
+    prev = c;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidateRunFile(const RunFile& r) {
@@ -293,6 +374,7 @@ Status ValidateRunFile(const RunFile& r) {
 }
 
 Result<RunFile> ParseRunFile(std::string_view text, const std::string& name) {
+  EK_RETURN_IF_ERROR(CheckTomlppHazards(text, name));
   toml::parse_result parsed = toml::parse(text, name);
   if (!parsed) {
     const auto& err = parsed.error();
@@ -323,7 +405,8 @@ Result<RunFile> ParseRunFile(std::string_view text, const std::string& name) {
                                                 node.source().begin.line));
       }
       Reader reader{name, &r};
-      EK_RETURN_IF_ERROR(std::visit([&](auto m) { return reader(*found, node, m); }, found->member));
+      const auto& value = node;  // a lambda cannot capture a structured binding before clang 16
+      EK_RETURN_IF_ERROR(std::visit([&](auto m) { return reader(*found, value, m); }, found->member));
     }
   }
   if (r.cache_dir.empty()) r.cache_dir = r.pack_dir;

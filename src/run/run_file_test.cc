@@ -43,6 +43,30 @@ memory_gb = 275
   EXPECT_EQ(r->cache_dir, "pack");
 }
 
+TEST(RunFileTest, NonAsciiWhereTomlppWouldHitUndefinedBehaviourIsAnError) {
+  // Regression (fuzz_run_file): toml++ 3.3 reached TOML_UNREACHABLE testing
+  // these code points for whitespace (UBSan: "execution reached an
+  // unreachable program point"); they are refused before it sees them.
+  auto out = ParseRunFile("[run]\nname = \"r\"\n\xc2\xa1 = 1\n", "run.toml");
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(), "run.toml: line 3: a non-ASCII character outside a string or comment");
+  auto junk = ParseRunFile("_s = 1'=aaaa\xcd\x93k\n", "run.toml");  // a quote inside a bad value starts no string
+  ASSERT_FALSE(junk.ok());
+  EXPECT_EQ(junk.status().message(), "run.toml: line 1: a non-ASCII character outside a string or comment");
+  auto cont = ParseRunFile("[run]\nname = \"\"\"\\\n  \xc2\xa7\"\"\"\n", "run.toml");
+  ASSERT_FALSE(cont.ok());
+  EXPECT_EQ(cont.status().message(),
+            "run.toml: line 3: a non-ASCII character after a line-ending backslash in a \"\"\" string (not supported)");
+  // Non-ASCII where TOML allows it still reads: strings of every kind, quoted keys, comments, a BOM.
+  auto ok = ParseRunFile("\xef\xbb\xbf# caf\xc3\xa9\n[run]  # \xc3\xa9\nname = \"caf\xc3\xa9 \\\"\xc2\xa1\\\" \"\n"
+                         "[train]\n\"lr\" = 3e-4\n[data]\npack_dir = '\xc2\xa1p'\n"
+                         "[model]\nparams = 1e9\npath = \"\"\"m\xc2\xa1\"\"\"\"\"\n",
+                         "run.toml");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->name, "caf\xc3\xa9 \"\xc2\xa1\" ");
+  EXPECT_EQ(ok->pack_dir, "\xc2\xa1p");
+}
+
 TEST(RunFileTest, UnknownKeysAreNamed) {
   auto r = ParseRunFile("[train]\nseq_len = 2048\nmicro_bach = 1\n", "run.toml");
   ASSERT_FALSE(r.ok());

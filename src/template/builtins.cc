@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <limits>
 #include <sys/time.h>
 #include <unordered_map>
 
@@ -58,6 +59,17 @@ bool BoolArg(const CallArgs& a, size_t i, std::string_view name, bool dflt) {
 }
 
 Value Str(std::string s) { return Value::String(std::move(s)); }
+
+// Whether replacing every `old_s` in `s` by `new_s` stays under kMaxStringBytes.
+Status CheckReplace(std::string_view s, std::string_view old_s, std::string_view new_s) {
+  if (new_s.size() <= old_s.size()) return Status::Ok();
+  size_t hits = old_s.empty() ? CodePoints(s) + 1 : static_cast<size_t>(PyCount(s, old_s));
+  size_t grow = new_s.size() - old_s.size();
+  if (hits > (kMaxStringBytes - std::min(s.size(), kMaxStringBytes)) / grow) {
+    return TooLarge(s.size() + hits * std::min(grow, kMaxStringBytes), "string");
+  }
+  return Status::Ok();
+}
 
 Value StrList(std::vector<std::string> parts) {
   List l;
@@ -153,6 +165,7 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
     EK_ASSIGN_OR_RETURN(std::string_view old_s, StrArg(a, 0, "old", n));
     EK_ASSIGN_OR_RETURN(std::string_view new_s, StrArg(a, 1, "new", n));
     EK_ASSIGN_OR_RETURN(int64_t count, IntArg(a, 2, "count", -1, n));
+    EK_RETURN_IF_ERROR(CheckReplace(s, old_s, new_s));
     return Str(PyReplace(s, old_s, new_s, count));
   }
   if (n == "upper" || n == "lower" || n == "title" || n == "capitalize" || n == "swapcase") {
@@ -187,6 +200,7 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
         return InvalidArgumentError(fmt::format("sequence item {}: expected str instance, {} found", i, x.TypeName()));
       }
       if (i) out += s;
+      if (out.size() + x.str().size() > kMaxStringBytes) return TooLarge(out.size() + x.str().size(), "string");
       out += x.str();
     }
     return Str(std::move(out));
@@ -253,6 +267,7 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
     }
     int64_t len = static_cast<int64_t>(CodePoints(s));
     if (width <= len) return Str(s);
+    if (static_cast<uint64_t>(width) > kMaxStringBytes) return TooLarge(static_cast<size_t>(width), "string");
     int64_t pad = width - len;
     auto rep = [&](int64_t k) {
       std::string r;
@@ -443,7 +458,9 @@ Result<Value> FReplace(const Value& v, CallArgs& a) {
   const Value* n = a.Get(1, "new");
   if (!o || !n) return InvalidArgumentError("replace takes old and new");
   EK_ASSIGN_OR_RETURN(int64_t count, IntArg(a, 2, "count", -1, "replace"));
-  return Str(PyReplace(s, ToStr(*o), ToStr(*n), count));
+  std::string old_s = ToStr(*o), new_s = ToStr(*n);
+  EK_RETURN_IF_ERROR(CheckReplace(s, old_s, new_s));
+  return Str(PyReplace(s, old_s, new_s, count));
 }
 
 Result<Value> CaseFilter(const Value& v, CaseOp op) {
@@ -506,6 +523,7 @@ Result<Value> FJoin(const Value& v, CallArgs& a) {
   const Value* attribute = a.Get(1, "attribute");
   std::string out;
   for (size_t i = 0; i < items->size(); ++i) {
+    if (out.size() > kMaxStringBytes) return TooLarge(out.size(), "string");
     if (i) out += sep;
     if (attribute && !attribute->is_none()) {
       EK_ASSIGN_OR_RETURN(Value x, KeyOf((*items)[i], attribute, true));
@@ -558,7 +576,10 @@ Result<Value> FFloat(const Value& v, CallArgs& a) {
 
 Result<Value> FAbs(const Value& v, CallArgs&) {
   if (v.kind() == Value::Kind::kFloat) return Value::Float(std::fabs(v.number()));
-  if (IsInt(v)) return Value::Int(v.integer() < 0 ? -v.integer() : v.integer());
+  if (IsInt(v)) {
+    if (v.integer() == std::numeric_limits<int64_t>::min()) return InvalidArgumentError("integer overflow");
+    return Value::Int(v.integer() < 0 ? -v.integer() : v.integer());
+  }
   return InvalidArgumentError(fmt::format("bad operand type for abs(): '{}'", v.TypeName()));
 }
 
@@ -980,11 +1001,12 @@ Result<Value> GRange(CallArgs& a) {
   }
   if (step == 0) return InvalidArgumentError("range() arg 3 must not be zero");
   List out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+  for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
     if (out.size() >= 100000) {
       return InvalidArgumentError("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
     }
     out.push_back(Value::Int(i));
+    if (__builtin_add_overflow(i, step, &i)) break;  // past INT64_MAX/MIN: past stop too
   }
   return Value::MakeList(std::move(out), Seq::kRange);
 }

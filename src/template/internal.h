@@ -5,10 +5,25 @@
 
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "core/status.h"
 #include "template/value.h"
 
 namespace ek::tmpl {
+
+// Bounds on what one render may build, so that a hostile template is an error
+// instead of an exhausted memory ('a' * 2**20 * 2**20, 'x'|center(10**11) and
+// the like, found by fuzz/fuzz_template). Far above what any chat template
+// needs: a long conversation renders to well under 1 MB.
+inline constexpr size_t kMaxStringBytes = size_t{64} << 20;  // any string, the output included
+inline constexpr size_t kMaxListItems = size_t{1} << 22;
+inline constexpr int64_t kMaxLoopIterations = 1'000'000;  // for-loop bodies run, per render
+inline constexpr int kMaxValueDepth = 512;                  // lists, dicts, namespaces nested
+inline Status TooLarge(size_t n, std::string_view what) {
+  return InvalidArgumentError(fmt::format("{} too large: {} (the limit is {})", what, n,
+                                          what == "string" ? kMaxStringBytes : kMaxListItems));
+}
 
 // jinja2's sandboxed getattr (obj.name) and getitem (obj[key]) as transformers
 // sees them: a dict's methods shadow its keys for '.', a missing key or index

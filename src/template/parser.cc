@@ -432,6 +432,23 @@ class Parser {
   Status Unsupported(std::string_view what) const {
     return UnsupportedError(fmt::format("{}:{}: unsupported: {}", name_, Cur().line, what));
   }
+
+  // Nesting is bounded: blocks, brackets and chains of operators, attributes
+  // and filters each add a level to the tree, and rendering and freeing it
+  // recurse per level (100,000 '(' overflowed the stack: fuzz/README.md).
+  // jinja2 stops far earlier, at Python's recursion limit (about 80 nested
+  // parentheses). A DepthScope restores the depth when the function returns.
+  static constexpr int kMaxDepth = 256;
+  struct DepthScope {
+    explicit DepthScope(int* depth) : depth_(depth), saved_(*depth) {}
+    ~DepthScope() { *depth_ = saved_; }
+    int* depth_;
+    int saved_;
+  };
+  Status Deeper() {
+    if (++depth_ > kMaxDepth) return Err(fmt::format("nested deeper than {} levels", kMaxDepth));
+    return Status::Ok();
+  }
   bool IsOp(std::string_view op) const { return Cur().type == Tok::kOp && Cur().value == op; }
   bool IsName(std::string_view n) const { return Cur().type == Tok::kName && Cur().value == n; }
   Status Expect(std::string_view op) {
@@ -509,6 +526,8 @@ class Parser {
   }
 
   Result<StmtPtr> Statement() {
+    DepthScope scope(&depth_);
+    EK_RETURN_IF_ERROR(Deeper());
     std::string kw = Cur().value;
     int line = Cur().line;
     auto s = std::make_unique<Stmt>();
@@ -679,7 +698,9 @@ class Parser {
   Result<ExprPtr> Expression(bool with_cond = true) {
     EK_ASSIGN_OR_RETURN(ExprPtr e, Or());
     if (!with_cond) return e;
+    DepthScope scope(&depth_);
     while (IsName("if")) {
+      EK_RETURN_IF_ERROR(Deeper());
       int line = Cur().line;
       Next();
       auto c = Node(Expr::Kind::kCond, line);
@@ -696,7 +717,9 @@ class Parser {
 
   Result<ExprPtr> Or() {
     EK_ASSIGN_OR_RETURN(ExprPtr l, And());
+    DepthScope scope(&depth_);
     while (IsName("or")) {
+      EK_RETURN_IF_ERROR(Deeper());
       auto n = Node(Expr::Kind::kOr, Cur().line);
       Next();
       n->a = std::move(l);
@@ -707,7 +730,9 @@ class Parser {
   }
   Result<ExprPtr> And() {
     EK_ASSIGN_OR_RETURN(ExprPtr l, Not());
+    DepthScope scope(&depth_);
     while (IsName("and")) {
+      EK_RETURN_IF_ERROR(Deeper());
       auto n = Node(Expr::Kind::kAnd, Cur().line);
       Next();
       n->a = std::move(l);
@@ -717,6 +742,8 @@ class Parser {
     return l;
   }
   Result<ExprPtr> Not() {
+    DepthScope scope(&depth_);
+    EK_RETURN_IF_ERROR(Deeper());
     if (IsName("not")) {
       auto n = Node(Expr::Kind::kNot, Cur().line);
       Next();
@@ -759,10 +786,12 @@ class Parser {
   Result<ExprPtr> Binary(Result<ExprPtr> (Parser::*next)(), std::initializer_list<std::string_view> ops,
                          Expr::Kind kind = Expr::Kind::kBinary) {
     EK_ASSIGN_OR_RETURN(ExprPtr l, (this->*next)());
+    DepthScope scope(&depth_);
     while (Cur().type == Tok::kOp) {
       bool hit = false;
       for (auto op : ops) hit = hit || Cur().value == op;
       if (!hit) break;
+      EK_RETURN_IF_ERROR(Deeper());
       auto n = Node(kind, Cur().line);
       n->name = Cur().value;
       Next();
@@ -779,6 +808,8 @@ class Parser {
   Result<ExprPtr> UnaryWithFilters() { return Unary(true); }
 
   Result<ExprPtr> Unary(bool with_filter) {
+    DepthScope scope(&depth_);
+    EK_RETURN_IF_ERROR(Deeper());
     ExprPtr node;
     if (IsOp("-") || IsOp("+")) {
       auto n = Node(Expr::Kind::kUnary, Cur().line);
@@ -876,7 +907,9 @@ class Parser {
   }
 
   Result<ExprPtr> Postfix(ExprPtr node) {
+    DepthScope scope(&depth_);
     while (true) {
+      if (IsOp(".") || IsOp("[") || IsOp("(")) EK_RETURN_IF_ERROR(Deeper());
       if (IsOp(".")) {
         int line = Cur().line;
         Next();
@@ -984,7 +1017,9 @@ class Parser {
   }
 
   Result<ExprPtr> FilterExpr(ExprPtr node) {
+    DepthScope scope(&depth_);
     while (true) {
+      if (IsOp("|") || IsName("is") || IsOp("(")) EK_RETURN_IF_ERROR(Deeper());
       if (IsOp("|")) {
         Next();
         EK_ASSIGN_OR_RETURN(node, FilterCall(std::move(node)));
@@ -1025,6 +1060,7 @@ class Parser {
   std::vector<Token> t_;
   std::string name_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

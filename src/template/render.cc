@@ -73,6 +73,7 @@ class Interp {
   Status ExecBody(const Body& body, Scope* scope) {
     for (const auto& s : body) {
       EK_RETURN_IF_ERROR(Exec(*s, scope));
+      if (out_->size() > kMaxStringBytes) return Err(s->line, TooLarge(out_->size(), "output").message());
       if (flow_ != Flow::kNormal) return Status::Ok();
     }
     return Status::Ok();
@@ -205,8 +206,40 @@ class Interp {
                                      "but got '{}'",
                                      s.attr));
     }
+    if (Status st = CheckStorable(v); !st.ok()) return Locate(s.line, st);
     ns->mutable_dict().Set(s.attr, std::move(v));
     return Status::Ok();
+  }
+
+  // Nested loops over range(100000) would run for days: the loop bodies of
+  // one render are bounded (kMaxLoopIterations, fuzz/README.md).
+  Status CountIteration(int line) {
+    if (++iterations_ > kMaxLoopIterations) {
+      return Err(line, fmt::format("more than {} loop iterations in one render", kMaxLoopIterations));
+    }
+    return Status::Ok();
+  }
+
+  // What a namespace attribute may hold: values at most kMaxValueDepth deep
+  // (a loop of `set ns.l = [ns.l]` otherwise nests lists 100,000 deep, and
+  // printing, comparing or freeing them overflowed the stack) and no
+  // namespace (ns.self = ns is a reference cycle: never freed, printed
+  // forever). No chat template stores either.
+  static Status CheckStorable(const Value& v, int depth = 0) {
+    if (depth > kMaxValueDepth) {
+      return InvalidArgumentError(fmt::format("a value nested deeper than {} levels", kMaxValueDepth));
+    }
+    switch (v.kind()) {
+      case Value::Kind::kNamespace:
+      case Value::Kind::kLoop: return InvalidArgumentError("a namespace attribute cannot hold a namespace or loop");
+      case Value::Kind::kList:
+        for (const Value& x : v.list()) EK_RETURN_IF_ERROR(CheckStorable(x, depth + 1));
+        return Status::Ok();
+      case Value::Kind::kDict:
+        for (const auto& [k, x] : v.dict().items) EK_RETURN_IF_ERROR(CheckStorable(x, depth + 1));
+        return Status::Ok();
+      default: return Status::Ok();
+    }
   }
 
   Status ExecFor(const Stmt& s, Scope* scope) {
@@ -221,6 +254,7 @@ class Interp {
     if (s.filter) {
       auto kept = std::make_shared<List>();
       for (const Value& item : *items) {
+        EK_RETURN_IF_ERROR(CountIteration(s.line));
         body_scope->vars.clear();
         EK_RETURN_IF_ERROR(Assign(s.targets, item_of(item), body_scope.get(), s.line));
         EK_ASSIGN_OR_RETURN(Value c, Eval(*s.filter, body_scope.get()));
@@ -239,6 +273,7 @@ class Interp {
     state->items = items;
     Value loop = Value::Loop(state);
     for (size_t i = 0; i < items->size(); ++i) {
+      EK_RETURN_IF_ERROR(CountIteration(s.line));
       if (body_scope.use_count() > 1) body_scope = Child(scope);  // a macro kept the last one
       body_scope->vars.clear();
       state->index0 = i;
@@ -520,6 +555,7 @@ class Interp {
         std::string s;
         AppendStr(&s, a);
         AppendStr(&s, b);
+        if (s.size() > kMaxStringBytes) return Err(e.line, TooLarge(s.size(), "string").message());
         return Value::String(std::move(s));
       }
     }
@@ -667,8 +703,12 @@ class Interp {
     };
     auto concatenable = [](const Value& v) { return v.seq() == Seq::kList || v.seq() == Seq::kTuple; };
     if (op == "+") {
-      if (a.is_string() && b.is_string()) return Value::String(a.str() + b.str());
+      if (a.is_string() && b.is_string()) {
+        if (a.str().size() + b.str().size() > kMaxStringBytes) return TooLarge(a.str().size() + b.str().size(), "string");
+        return Value::String(a.str() + b.str());
+      }
       if (a.is_list() && b.is_list() && a.seq() == b.seq() && concatenable(a)) {
+        if (a.list().size() + b.list().size() > kMaxListItems) return TooLarge(a.list().size() + b.list().size(), "list");
         List l = a.list();
         l.insert(l.end(), b.list().begin(), b.list().end());
         return Value::MakeList(std::move(l), a.seq());
@@ -681,6 +721,11 @@ class Interp {
       if (s && (n->kind() == Value::Kind::kInt || n->kind() == Value::Kind::kBool)) {
         int64_t times = std::max<int64_t>(0, n->integer());
         if (times > (1 << 20)) return InvalidArgumentError("repetition count too large");
+        size_t each = s->is_string() ? s->str().size() : s->list().size();
+        size_t limit = s->is_string() ? kMaxStringBytes : kMaxListItems;
+        if (each && static_cast<size_t>(times) > limit / each) {
+          return TooLarge(each * static_cast<size_t>(times), s->is_string() ? "string" : "list");
+        }
         if (s->is_string()) {
           std::string out;
           for (int64_t i = 0; i < times; ++i) out += s->str();
@@ -712,9 +757,11 @@ class Interp {
         return Value::Int(op == "//" ? q : m);
       }
       if (op == "**" && y >= 0) {
-        int64_t acc = 1;
-        for (int64_t i = 0; i < y; ++i) {
-          if (__builtin_mul_overflow(acc, x, &acc)) return InvalidArgumentError("integer overflow");
+        // By squaring: 1 ** (2**62) took 2**62 multiplications.
+        int64_t acc = 1, base = x;
+        for (int64_t e = y; e > 0; e >>= 1) {
+          if ((e & 1) && __builtin_mul_overflow(acc, base, &acc)) return InvalidArgumentError("integer overflow");
+          if (e > 1 && __builtin_mul_overflow(base, base, &base)) return InvalidArgumentError("integer overflow");
         }
         return Value::Int(acc);
       }
@@ -801,6 +848,7 @@ class Interp {
   std::vector<std::pair<size_t, size_t>>* gen_;
   Flow flow_ = Flow::kNormal;
   int depth_ = 0;
+  int64_t iterations_ = 0;
 };
 
 // Parse-time check: every filter and test the template names exists, so an

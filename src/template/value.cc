@@ -1,5 +1,6 @@
 #include "template/value.h"
 
+#include "template/internal.h"
 #include "template/pystr.h"
 
 #include <algorithm>
@@ -301,6 +302,7 @@ Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool 
       }
       out->push_back('[');
       for (size_t i = 0; i < v.list().size(); ++i) {
+        if (out->size() > kMaxStringBytes) return TooLarge(out->size(), "string");
         if (i) *out += item_sep;
         newline(depth + 1);
         EK_RETURN_IF_ERROR(AppendJson(out, v.list()[i], indent, depth + 1, sort_keys, item_sep, key_sep));
@@ -325,6 +327,7 @@ Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool 
       }
       out->push_back('{');
       for (size_t i = 0; i < items.size(); ++i) {
+        if (out->size() > kMaxStringBytes) return TooLarge(out->size(), "string");
         if (i) *out += item_sep;
         newline(depth + 1);
         AppendJsonString(out, items[i]->first);
@@ -356,7 +359,10 @@ void AppendDictRepr(std::string* out, const Dict& d) {
   out->push_back('}');
 }
 
+// Stops early past kMaxStringBytes (a list of 2**20 references to one 64 MiB
+// string); the caller's size check then reports it (render.cc).
 void AppendRepr(std::string* out, const Value& v) {
+  if (out->size() > kMaxStringBytes) return;
   switch (v.kind()) {
     case Value::Kind::kString: *out += StrRepr(v.str()); return;
     case Value::Kind::kList: {

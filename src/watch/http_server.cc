@@ -551,45 +551,57 @@ void HttpServer::OnReadable(Conn& c, double now) {
   if (c.state == Conn::State::kReading && c.peer_done) Close(c);
 }
 
+HttpServer::Parsed HttpServer::ParseRequest(std::string_view in, const HttpServerLimits& limits) {
+  Parsed p;
+  // Blank lines before a request line are allowed (RFC 9112 2.2).
+  while (p.skipped < in.size() && (in[p.skipped] == '\r' || in[p.skipped] == '\n')) ++p.skipped;
+  in.remove_prefix(p.skipped);
+  if (in.empty()) return p;
+  auto refuse = [&p](int status) {
+    p.kind = Parsed::Kind::kRefuse;
+    p.status = status;
+    return p;
+  };
+  p.kind = Parsed::Kind::kIncomplete;
+  size_t eol = in.find('\n');
+  std::string_view line = in.substr(0, eol);
+  if (int bad = CheckRequestLine(line, eol != kNpos)) return refuse(bad);
+  if (line.size() > limits.max_request_line) return refuse(414);
+  if (eol == kNpos) {
+    if (in.size() > limits.max_header_bytes) return refuse(431);
+    return p;
+  }
+  size_t end = FindHeaderEnd(in);
+  if (end == kNpos ? in.size() > limits.max_header_bytes : end > limits.max_header_bytes) return refuse(431);
+  if (end == kNpos) return p;
+  Head head;
+  if (int bad = ParseHead(in.substr(0, end), limits.max_headers, &p.request, &head)) return refuse(bad);
+  if (p.request.method != "GET" && p.request.method != "HEAD") return refuse(405);
+  if (head.body) return refuse(413);  // GET-only endpoints: no body is read, ever
+  p.kind = Parsed::Kind::kRequest;
+  p.length = end;
+  p.keep_alive = head.http10 ? head.keep_alive : !head.close;
+  return p;
+}
+
 void HttpServer::ProcessInput(Conn& c, double now) {
   while (c.state == Conn::State::kReading) {
-    // Blank lines before a request line are allowed (RFC 9112 2.2).
-    size_t skip = 0;
-    while (skip < c.in.size() && (c.in[skip] == '\r' || c.in[skip] == '\n')) ++skip;
-    c.in.erase(0, skip);
-    if (c.in.empty()) {
+    Parsed p = ParseRequest(c.in, limits_);
+    c.in.erase(0, p.skipped);
+    if (p.kind == Parsed::Kind::kEmpty) {
       c.request_start = -1;
       return;
     }
     if (c.request_start < 0) c.request_start = now;
-    size_t eol = c.in.find('\n');
-    std::string_view line(c.in.data(), eol == kNpos ? c.in.size() : eol);
-    if (int bad = CheckRequestLine(line, eol != kNpos)) return Refuse(c, bad, now);
-    if (line.size() > limits_.max_request_line) return Refuse(c, 414, now);
-    if (eol == kNpos) {
-      if (c.in.size() > limits_.max_header_bytes) return Refuse(c, 431, now);
-      return;
-    }
-    size_t end = FindHeaderEnd(c.in);
-    if (end == kNpos ? c.in.size() > limits_.max_header_bytes : end > limits_.max_header_bytes) {
-      return Refuse(c, 431, now);
-    }
-    if (end == kNpos) return;
-
-    Request req;
-    Head head;
-    if (int bad = ParseHead(std::string_view(c.in.data(), end), limits_.max_headers, &req, &head)) {
-      return Refuse(c, bad, now);
-    }
-    if (req.method != "GET" && req.method != "HEAD") return Refuse(c, 405, now);
-    if (head.body) return Refuse(c, 413, now);  // GET-only endpoints: no body is read, ever
-    c.in.erase(0, end);
+    if (p.kind == Parsed::Kind::kRefuse) return Refuse(c, p.status, now);
+    if (p.kind == Parsed::Kind::kIncomplete) return;
+    Request req = std::move(p.request);
+    c.in.erase(0, p.length);
     c.request_start = -1;
     req.peer = c.peer;
     counters_.requests.fetch_add(1);
     ++c.requests;
-    bool keep_alive = (head.http10 ? head.keep_alive : !head.close) &&
-                      c.requests < limits_.max_requests_per_connection && !c.peer_done;
+    bool keep_alive = p.keep_alive && c.requests < limits_.max_requests_per_connection && !c.peer_done;
     Response res;
     std::optional<Response> filtered = filter_ ? filter_(req) : std::nullopt;
     if (filtered) {

@@ -84,6 +84,27 @@ class HttpServer {
     static Response Text(int status, std::string body);
   };
 
+  // What the front of a connection's input holds (ParseRequest).
+  struct Parsed {
+    enum class Kind {
+      kEmpty,       // nothing but blank lines (allowed before a request, RFC 9112 2.2)
+      kIncomplete,  // a request that may still become valid: read more
+      kRequest,     // a complete GET or HEAD request without a body
+      kRefuse,      // answer `status` and stop reading
+    };
+    Kind kind = Kind::kEmpty;
+    size_t skipped = 0;  // blank lines before the request: consumed whatever the kind
+    size_t length = 0;   // kRequest: its bytes after `skipped` (request line to blank line)
+    int status = 0;      // kRefuse: 400, 405, 413, 414, 431 or 505
+    Request request;     // kRequest (all but `peer`)
+    bool keep_alive = false;  // kRequest: what the client asked for (version, Connection)
+  };
+  // Parses the request at the front of `in` (bytes as they arrived, possibly
+  // ending mid-request, possibly followed by pipelined ones) under `limits`.
+  // Pure: the server's whole reading of client bytes, and what fuzz/fuzz_http_request
+  // feeds junk to.
+  static Parsed ParseRequest(std::string_view in, const HttpServerLimits& limits);
+
   using Handler = std::function<Response(const Request&)>;
   // Runs before routing; a response it returns is sent instead (auth).
   using Filter = std::function<std::optional<Response>(const Request&)>;
