@@ -282,10 +282,42 @@ TEST(Checkpoint, IndexMustCoverEveryTensorExactlyOnce) {
   {  // malformed index
     ScratchDir ckpt;
     VerifyReport r = VerifyPlainWithIndex(ckpt, "{\"weight_map\": {\"a\": 1}}");
-    EXPECT_EQ(Headline(r),
-              "model.safetensors.index.json: weight_map: tensor 'a': shard is not a string");
+    EXPECT_EQ(Headline(r), "model.safetensors.index.json: weight_map.a: not a string");
     r = VerifyPlainWithIndex(ckpt, "{\"weight_map\": {\"a\": \"../x.safetensors\"}}");
     EXPECT_NE(Headline(r).find("is not a .safetensors file in this directory"), std::string::npos);
+  }
+}
+
+// The index's fields are read strictly: a missing, mistyped or misnested one is
+// a problem naming the file and the field's path.
+TEST(Checkpoint, ABadIndexFieldIsAProblemNamingItAndTheFile) {
+  const std::string map = "{\"lm_head.weight\": \"" + std::string(kShard2) + "\", \"model.embed.weight\": \"" +
+                          kShard1 + "\", \"model.layers.0.norm.weight\": \"" + kShard2 +
+                          "\", \"model.norm.weight\": \"" + kShard1 + "\"}";
+  struct Case {
+    std::string index, headline;
+  };
+  const std::vector<Case> cases = {
+      {"{\"metadata\": {\"total_size\": 160}}", "model.safetensors.index.json: weight_map: missing"},
+      {"{\"weight_map\": [\"" + std::string(kShard1) + "\"]}", "model.safetensors.index.json: weight_map: not an object"},
+      {"{\"metadata\": {\"weight_map\": " + map + "}}", "model.safetensors.index.json: weight_map: missing"},
+      {"{\"weight_map\": {\"lm_head.weight\": [\"" + std::string(kShard2) + "\"]}}",
+       "model.safetensors.index.json: weight_map.lm_head.weight: not a string"},
+      {"{\"metadata\": {\"total_size\": \"160\"}, \"weight_map\": " + map + "}",
+       "model.safetensors.index.json: metadata.total_size: not a non-negative integer"},
+      {"{\"metadata\": 160, \"weight_map\": " + map + "}", "model.safetensors.index.json: metadata: not an object"},
+      {"[" + map + "]", "model.safetensors.index.json: not a JSON object"},
+  };
+  for (const auto& c : cases) {
+    ScratchDir ckpt;
+    VerifyReport r = VerifyPlainWithIndex(ckpt, c.index);
+    EXPECT_FALSE(r.ok) << c.index;
+    EXPECT_EQ(Headline(r), c.headline) << c.index;
+  }
+  {  // extra fields are fine, and without a manifest so is a missing total_size
+    ScratchDir ckpt;
+    VerifyReport r = VerifyPlainWithIndex(ckpt, "{\"format\": \"pt\", \"weight_map\": " + map + "}");
+    EXPECT_TRUE(r.ok) << AllProblems(r);
   }
 }
 

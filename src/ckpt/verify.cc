@@ -14,6 +14,7 @@
 #include "ckpt/safetensors.h"
 #include "core/file.h"
 #include "core/json_check.h"
+#include "core/json_fields.h"
 #include "core/thread_pool.h"
 
 namespace ek::ckpt {
@@ -167,23 +168,26 @@ class Verifier {
     simdjson::dom::parser parser;
     simdjson::padded_string padded(*text);
     simdjson::dom::element root;
-    simdjson::dom::object wm;
     if (auto err = parser.parse(padded).get(root)) {
       std::string where = LocateJsonError(*text);
       Problem(fmt::format("{}: malformed JSON: {}", name,
                           where.empty() ? simdjson::error_message(err) : where));
       return false;
     }
-    if (root["weight_map"].get(wm)) {
-      Problem(fmt::format("{}: weight_map: missing or not an object", name));
+    // Extra fields are fine; weight_map (tensor -> shard) and
+    // metadata.total_size are checked: the error names the field.
+    auto fields = JsonFields::Root(root, name);
+    JsonFields wm = fields.ok() ? *fields : JsonFields(root, name);
+    Status st = fields.ok() ? fields->Object("weight_map", &wm) : fields.status();
+    if (!st.ok()) {
+      Problem(st.message());  // "model.safetensors.index.json: weight_map: not an object"
       return false;
     }
     std::set<std::string_view> seen;
-    for (auto [tensor, shard] : wm) {
-      std::string_view s;
-      if (shard.get(s)) {
-        Problem(
-            fmt::format("{}: weight_map: tensor {}: shard is not a string", name, Quoted(tensor)));
+    for (std::string_view tensor : wm.Keys()) {
+      std::string s;
+      if (st = wm.Str(tensor, &s); !st.ok()) {
+        Problem(st.message());  // "model.safetensors.index.json: weight_map.lm_head.weight: not a string"
         return false;
       }
       if (!seen.insert(tensor).second) {
@@ -196,20 +200,22 @@ class Verifier {
             name, Quoted(tensor), Quoted(s)));
         return false;
       }
-      index->weight_map.emplace_back(std::string(tensor), std::string(s));
+      index->weight_map.emplace_back(std::string(tensor), std::move(s));
     }
-    simdjson::dom::element total;
-    auto err = root["metadata"]["total_size"].get(total);
-    if (err == simdjson::SUCCESS) {
-      uint64_t v;
-      if (total.get(v)) {
-        Problem(fmt::format("{}: metadata.total_size: not a non-negative integer", name));
-      } else {
-        index->total_size = v;
+    JsonFields metadata = *fields;
+    if (fields->Has("metadata")) {
+      st = fields->Object("metadata", &metadata);
+      if (st.ok() && metadata.Has("total_size")) {
+        uint64_t v = 0;
+        st = metadata.U64("total_size", &v);
+        if (st.ok()) index->total_size = v;
+      } else if (st.ok() && manifest_) {
+        st = metadata.Err("total_size", "missing");
       }
     } else if (manifest_) {
-      Problem(fmt::format("{}: metadata.total_size: missing", name));
+      st = CorruptError(fmt::format("{}: metadata.total_size: missing", name));
     }
+    if (!st.ok()) Problem(st.message());
     return true;
   }
 

@@ -10,12 +10,12 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
-#include <simdjson.h>
 
 #include "cli/commands.h"
 #include "launch/launcher.h"
 #include "launch/process.h"
 #include "launch/rank_exec.h"
+#include "launch/records.h"
 
 namespace ek::cli {
 
@@ -42,25 +42,16 @@ std::vector<std::string> SplitAtDashes(int* argc, char** argv) {
   return rest;
 }
 
-void PrintSummary(const std::string& json) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element s;
-  if (parser.parse(json).get(s)) return;
-  auto str = [&](const char* k) {
-    std::string_view v;
-    return s[k].get(v) ? std::string() : std::string(v);
-  };
-  auto num = [&](const char* k) {
-    double d;
-    if (!s[k].get(d)) return d;
-    int64_t i;
-    return s[k].get(i) ? 0.0 : static_cast<double>(i);
-  };
-  std::printf("launch: %s: steps %.0f of %.0f planned, %.0f tokens, %.0f tok/s; %.0f attempt(s); "
-              "%.3f GPU-hours used, %.3f lost to failures; evenfix dropped %.0f blocks\n",
-              str("outcome").c_str(), num("steps"), num("planned_steps"), num("tokens"), num("tokens_per_s"),
-              num("attempts"), num("gpu_hours_used"), num("gpu_hours_lost"), num("evenfix_dropped_blocks"));
-  if (!str("final_checkpoint").empty()) std::printf("launch: final checkpoint %s\n", str("final_checkpoint").c_str());
+// The summary's lines for people; a summary that cannot be read is an error naming it.
+Status PrintSummary(const launch::LaunchResult& r) {
+  EK_ASSIGN_OR_RETURN(launch::LaunchSummary s, launch::LaunchSummaryFromJson(r.summary_json, r.summary_name));
+  std::printf("launch: %s: steps %lld of %lld planned, %llu tokens, %.0f tok/s; %lld attempt(s); "
+              "%.3f GPU-hours used, %.3f lost to failures; evenfix dropped %lld blocks\n",
+              s.outcome.c_str(), static_cast<long long>(s.steps), static_cast<long long>(s.planned_steps),
+              static_cast<unsigned long long>(s.tokens), s.tokens_per_s, static_cast<long long>(s.attempts),
+              s.gpu_hours_used, s.gpu_hours_lost, static_cast<long long>(s.evenfix_dropped_blocks));
+  if (!s.final_checkpoint.empty()) std::printf("launch: final checkpoint %s\n", s.final_checkpoint.c_str());
+  return Status::Ok();
 }
 
 }  // namespace
@@ -102,7 +93,7 @@ int RunLaunch(int argc, char** argv) {
   };
   auto r = launch::Launch(o, say);
   if (!r.ok()) return ReportError(r.status());
-  PrintSummary(r->summary_json);
+  if (Status st = PrintSummary(*r); !st.ok()) return ReportError(st);
   if (json) std::fputs(r->summary_json.c_str(), stdout);
   return r->exit_code;
 }

@@ -174,12 +174,19 @@ Status AtomicFile::Write(std::string_view data) {
   return Status::Ok();
 }
 
-Status AtomicFile::Commit() {
-  if (!file_) return FailedPreconditionError(path_ + ": commit twice");
+Status AtomicFile::Sync() {
+  if (!file_) {
+    return temp_path_.empty() ? FailedPreconditionError(path_ + ": sync after commit") : Status::Ok();
+  }
   EK_RETURN_IF_ERROR(file_->Sync().WithContext(path_));
   Status closed = file_->Close();
   file_.reset();
-  EK_RETURN_IF_ERROR(closed.WithContext(path_));
+  return closed.WithContext(path_);
+}
+
+Status AtomicFile::Commit() {
+  if (temp_path_.empty()) return FailedPreconditionError(path_ + ": commit twice");
+  EK_RETURN_IF_ERROR(Sync());
   EK_RETURN_IF_ERROR(env_->RenameFile(temp_path_, path_).WithContext(path_));
   temp_path_.clear();
   return env_->SyncDir(DirOf(path_)).WithContext(path_);

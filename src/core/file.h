@@ -63,7 +63,11 @@ class AtomicFile {
   ~AtomicFile();
 
   Status Write(std::string_view data);
-  // fsync the data, close, rename over the target, fsync the directory. After
+  // fsync the data and close: the first half of Commit, for callers that
+  // publish several files together and must know all are durable before any
+  // old one goes. Commit after Sync only renames. Writes after Sync fail.
+  Status Sync();
+  // fsync the data (unless Sync did), close, rename over the target, fsync the directory. After
   // a failure before the rename the target is untouched; a failed directory
   // fsync is reported, the new file then being in place but not yet durable.
   Status Commit();

@@ -1,5 +1,7 @@
 #include "core/json_fields.h"
 
+#include "core/json_check.h"
+
 #include <cmath>
 
 #include <fmt/core.h>
@@ -184,6 +186,19 @@ Result<JsonFields> JsonFields::Item(simdjson::dom::element e, std::string_view a
   std::string where = fmt::format("{}[{}]", Where(array_key), index);
   if (!e.is_object()) return CorruptError(fmt::format("{}: {}: not an object", file_, where));
   return JsonFields(e, file_, where);
+}
+
+bool JsonFields::AbsentOrNull(std::string_view key) const {
+  simdjson::dom::element e;
+  return !Field(key, &e).ok() || e.is_null();
+}
+
+Result<JsonFields> JsonDocument::Parse(std::string_view json, std::string name) {
+  simdjson::dom::element root;
+  if (parser_.parse(json.data(), json.size()).get(root)) {
+    return CorruptError(fmt::format("{}: malformed JSON: {}", name, LocateJsonError(json)));
+  }
+  return JsonFields::Root(root, std::move(name));
 }
 
 }  // namespace ek

@@ -22,6 +22,21 @@
 
 namespace ek {
 
+class JsonFields;
+
+// A parsed JSON document that JsonFields read: holds the parser's memory, so
+// it must outlive the readers it hands out.
+class JsonDocument {
+ public:
+  // The root object of `json`, read as `name`. Malformed JSON is Corrupt
+  // ("NAME: malformed JSON: line L, column C: ..."); a root that is not an
+  // object is Corrupt too.
+  Result<JsonFields> Parse(std::string_view json, std::string name);
+
+ private:
+  simdjson::dom::parser parser_;
+};
+
 class JsonFields {
  public:
   // `obj` must be an object (see Root); `file` starts every error; `path` is
@@ -31,6 +46,8 @@ class JsonFields {
   static Result<JsonFields> Root(simdjson::dom::element root, std::string file);
 
   bool Has(std::string_view key) const;
+  // True when `key` is absent or null (Python's None).
+  bool AbsentOrNull(std::string_view key) const;
   const std::string& file() const { return file_; }
   const std::string& path() const { return path_; }
   simdjson::dom::element element() const { return obj_; }
@@ -76,6 +93,20 @@ class JsonFields {
   // ("hosts[2]: not a string").
   Status StrList(std::string_view key, std::vector<std::string>* out) const;
   Status IntList(std::string_view key, int64_t lo, int64_t hi, std::vector<int64_t>* out) const;
+  // Calls `fn` with each object of the array `key`, in order, each named by its
+  // path ("ranks[3]"); an element that is not an object, or fn's first error,
+  // is the result.
+  template <typename Fn>
+  Status Objects(std::string_view key, Fn&& fn) const {
+    simdjson::dom::array arr;
+    EK_RETURN_IF_ERROR(Array(key, &arr));
+    size_t i = 0;
+    for (simdjson::dom::element e : arr) {
+      EK_ASSIGN_OR_RETURN(JsonFields item, Item(e, key, i++));
+      EK_RETURN_IF_ERROR(fn(item));
+    }
+    return Status::Ok();
+  }
   // This object's keys in document order (a map's members: "rank_blocks").
   std::vector<std::string_view> Keys() const;
 

@@ -578,15 +578,12 @@ Result<GateReport> GateReportFromJson(std::string_view json, const std::string& 
         r->rank_blocks[static_cast<int>(*rank)] = b;
       }
     }
-    simdjson::dom::array checks;
-    EK_RETURN_IF_ERROR(f.Array("checks", &checks));
-    size_t i = 0;
-    for (simdjson::dom::element e : checks) {
-      EK_ASSIGN_OR_RETURN(JsonFields c, f.Item(e, "checks", i++));
+    EK_RETURN_IF_ERROR(f.Objects("checks", [&](const JsonFields& c) {
       Check ch;
       EK_RETURN_IF_ERROR(ReadCheck(c, &ch));
       r->checks.push_back(std::move(ch));
-    }
+      return Status::Ok();
+    }));
     if (f.Has("global_min_blocks")) EK_RETURN_IF_ERROR(f.U64("global_min_blocks", &r->global_min_blocks));
     return Status::Ok();
   };

@@ -18,7 +18,6 @@
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
-#include <simdjson.h>
 
 #include "ckpt/checkpoint.h"
 #include "core/clock.h"
@@ -32,6 +31,7 @@
 #include "gate/gate.h"
 #include "launch/process.h"
 #include "launch/rank_exec.h"
+#include "launch/records.h"
 #include "pack/manifest.h"
 #include "run/plan.h"
 #include "watch/heartbeat.h"
@@ -72,29 +72,12 @@ std::vector<std::string> ListNames(const std::string& dir) {
   return out;
 }
 
-// Parses a small JSON file; nullopt when it does not exist yet, an error when it
-// exists but is not JSON (a file is always written whole, by rename).
-Result<std::optional<simdjson::dom::element>> ReadJson(simdjson::dom::parser& parser, const std::string& path) {
-  if (!FileExists(path)) return std::optional<simdjson::dom::element>();
+// A small record's text; nullopt when it does not exist yet (a record is
+// always written whole, by rename: a file that exists is complete).
+Result<std::optional<std::string>> ReadIfExists(const std::string& path) {
+  if (!FileExists(path)) return std::optional<std::string>();
   EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  simdjson::dom::element root;
-  if (parser.parse(text).get(root)) return CorruptError(fmt::format("{}: malformed JSON: {}", path, LocateJsonError(text)));
-  return std::optional<simdjson::dom::element>(root);
-}
-
-std::string Str(simdjson::dom::element e, const char* key) {
-  std::string_view s;
-  return e[key].get(s) ? std::string() : std::string(s);
-}
-int64_t Int(simdjson::dom::element e, const char* key, int64_t fallback = -1) {
-  int64_t v;
-  return e[key].get(v) ? fallback : v;
-}
-double Num(simdjson::dom::element e, const char* key) {
-  double d;
-  if (!e[key].get(d)) return d;
-  int64_t i;
-  return e[key].get(i) ? 0 : static_cast<double>(i);
+  return std::optional<std::string>(std::move(text));
 }
 
 // Waits until `ready` returns true, polling every 0.2 s; false on timeout or a stop signal.
@@ -147,73 +130,6 @@ Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level
     c.tokens = m->tokens_seen;
   }
   return c;
-}
-
-// One node's account of one attempt (attempt-NNN/node-N.json).
-struct NodeRecord {
-  int node = 0;
-  std::string host;
-  double start = 0, end = 0;
-  int torchrun_code = -1, torchrun_signal = 0;
-  bool cancelled = false;
-  int64_t step_reached = -1;  // the newest step this node's ranks beat
-  std::vector<RankRecord> ranks;
-  std::string error;  // the launcher could not start torchrun
-};
-
-std::string NodeRecordToJson(const NodeRecord& n) {
-  std::string o = fmt::format("{{\"node\": {}, \"host\": {}, \"start\": {:.3f}, \"end\": {:.3f}, \"torchrun\": "
-                              "{{\"exit_code\": {}, \"signal\": {}}}, \"cancelled\": {}, \"step_reached\": {}, \"error\": {}, "
-                              "\"ranks\": [",
-                              n.node, JsonString(n.host), n.start, n.end, n.torchrun_code, n.torchrun_signal,
-                              n.cancelled ? "true" : "false", n.step_reached, JsonString(n.error));
-  for (size_t i = 0; i < n.ranks.size(); ++i) {
-    std::string r = RankRecordToJson(n.ranks[i]);
-    while (!r.empty() && r.back() == '\n') r.pop_back();
-    o += (i ? ", " : "") + r;
-  }
-  o += "]}\n";
-  return o;
-}
-
-Result<NodeRecord> NodeRecordFromJson(simdjson::dom::element e, const std::string& name) {
-  NodeRecord n;
-  n.node = static_cast<int>(Int(e, "node", 0));
-  n.host = Str(e, "host");
-  n.start = Num(e, "start");
-  n.end = Num(e, "end");
-  simdjson::dom::element t;
-  if (!e["torchrun"].get(t)) {
-    n.torchrun_code = static_cast<int>(Int(t, "exit_code"));
-    n.torchrun_signal = static_cast<int>(Int(t, "signal", 0));
-  }
-  bool b = false;
-  if (!e["cancelled"].get(b)) n.cancelled = b;
-  n.step_reached = Int(e, "step_reached");
-  n.error = Str(e, "error");
-  simdjson::dom::array ranks;
-  if (!e["ranks"].get(ranks)) {
-    for (auto r : ranks) {
-      auto rec = RankRecordFromJson(simdjson::to_string(r), name);
-      if (rec.ok()) n.ranks.push_back(*rec);
-    }
-  }
-  return n;
-}
-
-// Node 0's judgement of one attempt.
-struct Decision {
-  std::string action;  // "done", "restart", "stop"
-  int exit_code = kExitError;
-  std::string reason;
-  int next_attempt = 0;
-  double backoff_s = 0;
-};
-
-std::string DecisionToJson(int attempt, const Decision& d) {
-  return fmt::format("{{\"attempt\": {}, \"action\": {}, \"exit_code\": {}, \"reason\": {}, \"next_attempt\": {}, "
-                     "\"backoff_s\": {:.1f}}}\n",
-                     attempt, JsonString(d.action), d.exit_code, JsonString(d.reason), d.next_attempt, d.backoff_s);
 }
 
 struct AttemptSummary {
@@ -276,7 +192,6 @@ class Launcher {
   double started_ = Now();
   std::vector<AttemptSummary> attempts_;
   std::optional<Child> agent_;
-  simdjson::dom::parser parser_;
 };
 
 Status Launcher::Prepare() {
@@ -389,9 +304,11 @@ bool Launcher::Gate(int* first_attempt, int* exit_code) {
     }
     say_(gate::GateReportToText(rep));
     bool fail = rep.overall() == gate::Verdict::kFail;
-    verdict_text = fmt::format("{{\"overall\": \"{}\", \"accepted\": {}, \"first_attempt\": {}, \"parts\": {{}}}}\n",
-                               gate::VerdictName(rep.overall()), fail && o_.accept_gate_fail ? "true" : "false", next);
-    (void)WriteFileAtomic(verdict_path, verdict_text);
+    GateVerdict verdict;
+    verdict.overall = std::string(gate::VerdictName(rep.overall()));
+    verdict.accepted = fail && o_.accept_gate_fail;
+    verdict.first_attempt = next;
+    (void)WriteFileAtomic(verdict_path, GateVerdictToJson(verdict));
     if (fail && !o_.accept_gate_fail) {
       say_("launch: the gate refused the run: nothing was started");
       *exit_code = kExitGateRefused;
@@ -412,30 +329,38 @@ bool Launcher::Gate(int* first_attempt, int* exit_code) {
     (void)WriteFileAtomic(my_part, part_json);
     std::map<int, gate::GateReport> parts;
     std::map<int, std::string> nonces;
+    std::vector<std::string> unreadable;  // parts that exist but cannot be read: "file: field: what"
+    std::map<int, bool> done;
     bool all = WaitFor(run_.gate_timeout_s, [&] {
       for (int n = 0; n < run_.nodes; ++n) {
-        if (parts.count(n)) continue;
+        if (done.count(n)) continue;
         std::string p = fmt::format("{}/node-{}.json", gate_dir, n);
-        auto text = ReadFile(p);
-        if (!text.ok()) continue;
-        auto rep = gate::GateReportFromJson(*text, p);
-        simdjson::dom::parser parser;
-        simdjson::dom::element root;
-        if (!rep.ok() || parser.parse(*text).get(root)) continue;
+        auto text = ReadIfExists(p);
+        if (text.ok() && !*text) continue;  // not written yet
+        Result<gate::GateReport> rep = text.ok() ? gate::GateReportFromJson(**text, p) : text.status();
+        Result<std::string> nonce = rep.ok() ? GatePartNonce(**text, p) : rep.status();
+        done[n] = true;
+        if (!nonce.ok()) {
+          unreadable.push_back(nonce.status().message());
+          continue;
+        }
         parts[n] = *rep;
-        nonces[n] = Str(root, "launch_nonce");
+        nonces[n] = *nonce;
       }
-      return static_cast<int>(parts.size()) == run_.nodes;
+      return static_cast<int>(done.size()) == run_.nodes;
     });
     std::vector<gate::GateReport> reps;
     for (auto& [n, r] : parts) reps.push_back(r);
     std::string overall, reasons;
     std::vector<int64_t> missing;
     for (int n = 0; n < run_.nodes; ++n) {
-      if (!parts.count(n)) missing.push_back(n);
+      if (!done.count(n)) missing.push_back(n);
     }
     std::string text;
-    if (!all) {
+    if (!unreadable.empty()) {
+      overall = "FAIL";
+      reasons = fmt::format("unreadable gate part(s): {}", fmt::join(unreadable, " | "));
+    } else if (!all) {
       overall = "FAIL";
       reasons = fmt::format("node(s) {} did not report a gate part within {:.0f} s{}", CompactRanges(missing),
                             run_.gate_timeout_s, StopSignalReceived() ? " (stopped)" : "");
@@ -456,11 +381,7 @@ bool Launcher::Gate(int* first_attempt, int* exit_code) {
       }
     }
     bool fail = overall == "FAIL";
-    std::string nonce_json;
-    for (const auto& [n, v] : nonces) nonce_json += fmt::format("{}\"{}\": {}", nonce_json.empty() ? "" : ", ", n, JsonString(v));
-    verdict_text = fmt::format(
-        "{{\"overall\": \"{}\", \"accepted\": {}, \"first_attempt\": {}, \"reasons\": {}, \"text\": {}, \"parts\": {{{}}}}}\n",
-        overall, fail && o_.accept_gate_fail ? "true" : "false", next, JsonString(reasons), JsonString(text), nonce_json);
+    verdict_text = GateVerdictToJson({overall, fail && o_.accept_gate_fail, next, reasons, text, nonces});
     (void)WriteFileAtomic(verdict_path, verdict_text);
   } else {
     bool got = WaitFor(run_.gate_timeout_s + 30, [&] {
@@ -477,20 +398,27 @@ bool Launcher::Gate(int* first_attempt, int* exit_code) {
       return false;
     }
   }
-  simdjson::dom::parser parser;
-  simdjson::dom::element v;
-  if (parser.parse(verdict_text).get(v)) {
-    say_("launch: unreadable gate verdict " + verdict_path);
+  auto read = GateVerdictFromJson(verdict_text, verdict_path);
+  if (read.ok() && multi) {
+    auto mine = read->parts.find(cluster_.node_rank);
+    if (mine == read->parts.end() || mine->second != nonce_) {
+      read = CorruptError(mine == read->parts.end()
+                              ? fmt::format("{}: parts.{}: missing (the verdict does not name this node's part)",
+                                            verdict_path, cluster_.node_rank)
+                              : fmt::format("{}: parts.{}: {} is not this launcher's nonce {}", verdict_path,
+                                            cluster_.node_rank, JsonString(mine->second), JsonString(nonce_)));
+    }
+  }
+  if (!read.ok()) {
+    say_("launch: unreadable gate verdict: " + read.status().message());
     *exit_code = kExitBadInput;
     return false;
   }
-  std::string text = Str(v, "text");
-  if (!text.empty()) say_(text);
-  std::string overall = Str(v, "overall");
-  if (overall == "FAIL") {
-    say_("launch: gate FAIL: " + Str(v, "reasons"));
-    bool accepted = false;
-    if (!v["accepted"].get(accepted) && accepted) {
+  const GateVerdict& v = *read;
+  if (!v.text.empty()) say_(v.text);
+  if (v.overall == "FAIL") {
+    say_("launch: gate FAIL: " + v.reasons);
+    if (v.accepted) {
       say_("launch: warning: gate FAIL accepted (--accept-gate-fail): starting an unsafe run as asked");
     } else {
       say_("launch: the gate refused the run on every node: nothing was started");
@@ -498,7 +426,7 @@ bool Launcher::Gate(int* first_attempt, int* exit_code) {
       return false;
     }
   }
-  *first_attempt = static_cast<int>(Int(v, "first_attempt", 1));
+  *first_attempt = v.first_attempt;
   return true;
 }
 
@@ -614,10 +542,14 @@ NodeRecord Launcher::RunAttempt(int attempt) {
   rec.torchrun_signal = st->signal;
   for (int r = cluster_.node_rank * run_.gpus_per_node; r < (cluster_.node_rank + 1) * run_.gpus_per_node; ++r) {
     std::string p = fmt::format("{}/rank-{}.json", dir, r);
-    auto text = ReadFile(p);
-    if (!text.ok()) continue;
-    auto rr = RankRecordFromJson(*text, p);
-    if (rr.ok()) rec.ranks.push_back(*rr);
+    auto text = ReadIfExists(p);
+    if (text.ok() && !*text) continue;  // the rank never started (or its wrapper was killed first)
+    auto rr = text.ok() ? RankRecordFromJson(**text, p) : Result<RankRecord>(text.status());
+    if (rr.ok()) {
+      rec.ranks.push_back(*rr);
+    } else {
+      say_("launch: warning: rank record left out: " + rr.status().message());
+    }
   }
   std::vector<std::string> problems;
   for (const auto& hb : watch::ReadHeartbeatDir(paths_.heartbeat, &problems)) {
@@ -757,6 +689,8 @@ Result<LaunchResult> Launcher::Run() {
                    run_.Identity(), cluster_.node_rank, run_.nodes, cluster_.source, run_.world(), cluster_.run_id,
                    paths_.session));
   LaunchResult result;
+  result.summary_name = cluster_.node_rank == 0 ? paths_.session + "/summary.json"
+                                                : fmt::format("node {}'s launch summary", cluster_.node_rank);
   int attempt = 1;
   if (!Gate(&attempt, &result.exit_code)) {
     result.summary_json = Summary(result.exit_code, "gate refused");
@@ -778,23 +712,33 @@ Result<LaunchResult> Launcher::Run() {
     if (cluster_.node_rank == 0) {
       std::vector<NodeRecord> nodes = {mine};
       std::map<int, bool> seen = {{0, true}};
+      std::vector<std::string> unreadable;  // records that exist but cannot be read: "file: field: what"
       // The other nodes' accounts; a node whose ranks failed ends soon after ours.
       WaitFor(run_.stop_grace_s + 120, [&] {
         for (int n = 1; n < run_.nodes; ++n) {
           if (seen.count(n)) continue;
           std::string p = fmt::format("{}/node-{}.json", dir, n);
-          auto root = ReadJson(parser_, p);
-          if (!root.ok() || !*root) continue;
-          auto rec = NodeRecordFromJson(**root, p);
+          auto text = ReadIfExists(p);
+          if (text.ok() && !*text) continue;  // not written yet
+          seen[n] = true;
+          auto rec = text.ok() ? NodeRecordFromJson(**text, p) : Result<NodeRecord>(text.status());
+          if (rec.ok() && rec->node != n) {
+            rec = CorruptError(fmt::format("{}: node: {} where node {} was expected", p, rec->node, n));
+          }
           if (rec.ok()) {
             nodes.push_back(*rec);
-            seen[n] = true;
+          } else {
+            unreadable.push_back(rec.status().message());
           }
         }
         return static_cast<int>(seen.size()) == run_.nodes;
       });
       std::sort(nodes.begin(), nodes.end(), [](const NodeRecord& x, const NodeRecord& y) { return x.node < y.node; });
       AttemptSummary a = Judge(attempt, nodes, before, restarts, &no_progress);
+      if (!unreadable.empty()) {
+        // Not a failure a restart can mend: every node stops, as for any bad input.
+        a.decision = {"stop", kExitBadInput, fmt::format("unreadable node record(s): {}", fmt::join(unreadable, " | ")), 0, 0};
+      }
       attempts_.push_back(a);
       decision = a.decision;
       (void)WriteFileAtomic(dir + "/attempt.json", AttemptToJson(a) + "\n");
@@ -803,13 +747,16 @@ Result<LaunchResult> Launcher::Run() {
     } else {
       const std::string p = dir + "/decision.json";
       bool got = WaitFor(run_.stop_grace_s + 300, [&] {
-        auto root = ReadJson(parser_, p);
-        if (!root.ok() || !*root) return false;
-        decision.action = Str(**root, "action");
-        decision.exit_code = static_cast<int>(Int(**root, "exit_code", kExitError));
-        decision.reason = Str(**root, "reason");
-        decision.next_attempt = static_cast<int>(Int(**root, "next_attempt", 0));
-        decision.backoff_s = Num(**root, "backoff_s");
+        auto text = ReadIfExists(p);
+        if (text.ok() && !*text) return false;  // not written yet
+        auto read = text.ok() ? DecisionFromJson(**text, p, attempt) : Result<Decision>(text.status());
+        if (read.ok()) {
+          decision = *read;
+        } else {
+          // Node 0's decision cannot be followed: stop, as for any bad input.
+          say_("launch: unreadable decision: " + read.status().message());
+          decision = {"stop", kExitBadInput, "unreadable decision: " + read.status().message(), 0, 0};
+        }
         return true;
       });
       if (!got) {
@@ -856,6 +803,7 @@ Result<LaunchResult> Launcher::Run() {
       auto text = ReadFile(path);
       if (!text.ok()) return false;
       result.summary_json = *text;
+      result.summary_name = path;
       return true;
     });
   }

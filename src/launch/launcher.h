@@ -52,6 +52,7 @@ struct LaunchOptions {
 struct LaunchResult {
   int exit_code = kExitError;
   std::string summary_json;  // node 0's summary (every node gets a copy)
+  std::string summary_name;  // where it came from, for errors: LAUNCH_DIR/RUN_ID/summary.json
 };
 
 // Progress lines for people (one per call, no newline).

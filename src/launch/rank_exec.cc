@@ -61,12 +61,7 @@ std::string RankRecordToJson(const RankRecord& r) {
   return o;
 }
 
-Result<RankRecord> RankRecordFromJson(std::string_view json, const std::string& name) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded(json);
-  simdjson::dom::element root;
-  if (parser.parse(padded).get(root)) return CorruptError(fmt::format("{}: malformed JSON: {}", name, LocateJsonError(json)));
-  EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, name));
+Result<RankRecord> RankRecordFromFields(const JsonFields& f) {
   RankRecord r;
   EK_RETURN_IF_ERROR(f.Int("rank", &r.rank));
   EK_RETURN_IF_ERROR(f.Int("local_rank", &r.local_rank));
@@ -79,6 +74,12 @@ Result<RankRecord> RankRecordFromJson(std::string_view json, const std::string& 
   EK_RETURN_IF_ERROR(f.Int("signal", &r.signal));
   EK_RETURN_IF_ERROR(f.Str("log", &r.log));
   return r;
+}
+
+Result<RankRecord> RankRecordFromJson(std::string_view json, const std::string& name) {
+  JsonDocument doc;
+  EK_ASSIGN_OR_RETURN(JsonFields f, doc.Parse(json, name));
+  return RankRecordFromFields(f);
 }
 
 Result<int> RunRankExec(const RankExecOptions& o) {

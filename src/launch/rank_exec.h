@@ -20,6 +20,10 @@
 #include "core/env.h"
 #include "core/status.h"
 
+namespace ek {
+class JsonFields;
+}
+
 namespace ek::launch {
 
 struct RankExecOptions {
@@ -46,6 +50,9 @@ struct RankRecord {
 };
 std::string RankRecordToJson(const RankRecord& r);
 Result<RankRecord> RankRecordFromJson(std::string_view json, const std::string& name);
+// The same from an object inside another record (a node record's ranks[i]):
+// errors name the file and the field's path ("node-1.json: ranks[0].pid: missing").
+Result<RankRecord> RankRecordFromFields(const JsonFields& f);
 
 // Runs the command as described; returns the exit code the wrapper should
 // exit with (the child's, or 128 + the signal that killed it). Errors before

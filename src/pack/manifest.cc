@@ -184,11 +184,7 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
     }
   }
   EK_RETURN_IF_ERROR(f.Str("text_field", &m.text_field));
-  simdjson::dom::array arr;
-  EK_RETURN_IF_ERROR(f.Array("inputs", &arr));
-  size_t i = 0;
-  for (element e : arr) {
-    EK_ASSIGN_OR_RETURN(JsonFields x, f.Item(e, "inputs", i++));
+  EK_RETURN_IF_ERROR(f.Objects("inputs", [&](const JsonFields& x) {
     InputInfo in;
     EK_RETURN_IF_ERROR(x.Str("path", &in.path));
     EK_RETURN_IF_ERROR(x.U64("size", &in.size));
@@ -196,11 +192,9 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
     EK_RETURN_IF_ERROR(x.U64("records", &in.records));
     EK_RETURN_IF_ERROR(x.U64("skipped_bad", &in.skipped_bad));
     m.inputs.push_back(in);
-  }
-  EK_RETURN_IF_ERROR(f.Array("ranks", &arr));
-  i = 0;
-  for (element e : arr) {
-    EK_ASSIGN_OR_RETURN(JsonFields x, f.Item(e, "ranks", i++));
+    return Status::Ok();
+  }));
+  EK_RETURN_IF_ERROR(f.Objects("ranks", [&](const JsonFields& x) {
     RankInfo ri;
     EK_RETURN_IF_ERROR(x.Int("rank", &ri.rank));
     EK_RETURN_IF_ERROR(x.Str("file", &ri.file));
@@ -226,7 +220,8 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
       return x.Err("bytes", fmt::format("rank {}: bytes != blocks x seq_len x 4", ri.rank));
     }
     m.ranks.push_back(ri);
-  }
+    return Status::Ok();
+  }));
   EK_RETURN_IF_ERROR(f.Object("totals", &totals));
   EK_RETURN_IF_ERROR(totals.U64("records", &m.total_records));
   if (totals.Has("chat_records")) EK_RETURN_IF_ERROR(totals.U64("chat_records", &m.chat_records));
@@ -234,16 +229,14 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
   EK_RETURN_IF_ERROR(totals.U64("dropped_tokens", &m.total_dropped_tokens));
   EK_RETURN_IF_ERROR(totals.U64("skipped_bad", &m.skipped_bad));
   if (f.Has("bad_examples")) {
-    EK_RETURN_IF_ERROR(f.Array("bad_examples", &arr));
-    i = 0;
-    for (element e : arr) {
-      EK_ASSIGN_OR_RETURN(JsonFields x, f.Item(e, "bad_examples", i++));
+    EK_RETURN_IF_ERROR(f.Objects("bad_examples", [&](const JsonFields& x) {
       BadRecord b;
       EK_RETURN_IF_ERROR(x.Str("path", &b.path));
       EK_RETURN_IF_ERROR(x.U64("line", &b.line));
       EK_RETURN_IF_ERROR(x.Str("error", &b.error));
       m.bad_examples.push_back(b);
-    }
+      return Status::Ok();
+    }));
   }
   std::sort(m.ranks.begin(), m.ranks.end(), [](auto& a, auto& b) { return a.rank < b.rank; });
   for (size_t k = 1; k < m.ranks.size(); ++k) {

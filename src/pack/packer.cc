@@ -147,6 +147,11 @@ class RankWriter {
     }
     return Status::Ok();
   }
+  Status Sync() {
+    EK_RETURN_IF_ERROR(file_->Sync());
+    if (mask_file_) EK_RETURN_IF_ERROR(mask_file_->Sync());
+    return Status::Ok();
+  }
   Status Commit() {
     EK_RETURN_IF_ERROR(file_->Commit());
     if (mask_file_) EK_RETURN_IF_ERROR(mask_file_->Commit());
@@ -523,11 +528,13 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
         blocks, seq, opt.world, static_cast<uint64_t>(opt.world) * seq));
   }
 
-  // Publish: flush and fsync every rank, drop the old manifest, rename the
-  // ranks into place, then write the new manifest.
+  // Publish: flush and fsync every rank (a failure so far leaves the old pack
+  // whole), drop the old manifest, rename the ranks into place, then write the
+  // new manifest.
   for (int r = lo; r <= hi; ++r) {
     RankWriter& w = *writers[static_cast<size_t>(r)];
     EK_RETURN_IF_ERROR(w.Flush());
+    EK_RETURN_IF_ERROR(w.Sync());
     RankInfo& s = stats[static_cast<size_t>(r)];
     if (w.blocks() != s.blocks) {
       return InternalError(fmt::format("rank {}: wrote {} blocks, expected {}", r, w.blocks(), s.blocks));

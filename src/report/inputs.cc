@@ -91,10 +91,8 @@ std::string NewestSession(const std::string& root) {
 Status ReadLaunch(const std::string& dir, Recorder* rec) {
   const std::string path = dir + "/summary.json";
   EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  simdjson::dom::parser parser;
-  element root;
-  if (parser.parse(text).get(root)) return CorruptError(fmt::format("{}: malformed JSON: {}", path, LocateJsonError(text)));
-  EK_ASSIGN_OR_RETURN(JsonFields s, JsonFields::Root(root, path));
+  JsonDocument doc;
+  EK_ASSIGN_OR_RETURN(JsonFields s, doc.Parse(text, path));
   Summary& m = rec->summary;
   std::string outcome, final_ckpt;
   EK_RETURN_IF_ERROR(s.OptStr("outcome", &outcome));

@@ -8,6 +8,7 @@
 
 #include "core/file.h"
 #include "core/json_check.h"
+#include "core/json_fields.h"
 #include "tokenize/tokenizer.h"
 
 namespace ek::run {
@@ -37,17 +38,27 @@ Result<ModelDir> ReadModelDir(const std::string& path) {
   if (parser.parse(padded).get(root)) {
     return CorruptError(fmt::format("{}: malformed JSON: {}", config_path, LocateJsonError(*text)));
   }
-  int64_t vocab = 0;
-  simdjson::dom::element text_config;
-  if (root["vocab_size"].get(vocab) != simdjson::SUCCESS &&
-      (root["text_config"].get(text_config) != simdjson::SUCCESS ||
-       text_config["vocab_size"].get(vocab) != simdjson::SUCCESS)) {
-    return InvalidArgumentError(fmt::format("{}: no integer vocab_size", config_path));
+  // Extra fields are fine (a Hugging Face config holds many); the ones read
+  // here are checked: missing or mistyped is an error naming the field.
+  EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, config_path));
+  // Composite (multimodal) configs keep the text model's vocab_size in
+  // text_config; null is how they spell "not here".
+  simdjson::dom::element top;
+  const bool present = root["vocab_size"].get(top) == simdjson::SUCCESS;
+  const JsonFields* holder = &f;
+  JsonFields text_config = f;
+  if (present && !top.is_null()) {
+    EK_RETURN_IF_ERROR(f.Int("vocab_size", &m.vocab_size));
+  } else if (f.Has("text_config")) {
+    EK_RETURN_IF_ERROR(f.Object("text_config", &text_config));
+    EK_RETURN_IF_ERROR(text_config.Int("vocab_size", &m.vocab_size));
+    holder = &text_config;
+  } else {
+    return f.Err("vocab_size", present ? "null, and there is no text_config.vocab_size"
+                                       : "missing (and there is no text_config.vocab_size)");
   }
-  if (vocab <= 0) return InvalidArgumentError(fmt::format("{}: vocab_size {} is not positive", config_path, vocab));
-  m.vocab_size = vocab;
-  std::string_view type;
-  if (root["model_type"].get(type) == simdjson::SUCCESS) m.model_type = std::string(type);
+  if (m.vocab_size <= 0) return holder->Err("vocab_size", fmt::format("{} is not positive", m.vocab_size));
+  EK_RETURN_IF_ERROR(f.OptStr("model_type", &m.model_type));
   if (IsFile(path + "/model.safetensors.index.json")) {
     m.weights = "model.safetensors.index.json";
   } else if (IsFile(path + "/model.safetensors")) {

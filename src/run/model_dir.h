@@ -20,8 +20,10 @@ struct ModelDir {
   uint64_t tokenizer_xxh3 = 0;   // of tokenizer.json's bytes
 };
 
-// Reads what the checks need; a missing directory or config.json, or a config
-// without vocab_size, is an error naming the path.
+// Reads what the checks need; a missing directory or config.json is an error
+// naming the path. config.json's extra fields are fine; vocab_size (or, in a
+// composite config, text_config.vocab_size) missing or mistyped, or a mistyped
+// model_type, is an error naming the file and the field.
 Result<ModelDir> ReadModelDir(const std::string& path);
 
 // OK when the pack was tokenized with this model's tokenizer: the same

@@ -100,7 +100,36 @@ TEST_F(ModelDirTest, BadDirectoriesNameThePath) {
   ASSERT_TRUE(WriteFileAtomic(model_ + "/config.json", R"({"vocab_size": "many"})").ok());
   auto typed = ReadModelDir(model_);
   ASSERT_FALSE(typed.ok());
-  EXPECT_NE(typed.status().message().find("no integer vocab_size"), std::string::npos);
+  EXPECT_EQ(typed.status().message(), model_ + "/config.json: vocab_size: not an integer");
+}
+
+// config.json: extra fields are fine; the fields read, missing or mistyped, are
+// an error naming the field and the file.
+TEST_F(ModelDirTest, ABadConfigFieldIsAnErrorNamingItAndTheFile) {
+  const std::string config = model_ + "/config.json";
+  auto error_for = [&](const std::string& json) {
+    EXPECT_TRUE(WriteFileAtomic(config, json).ok());
+    auto m = ReadModelDir(model_);
+    EXPECT_FALSE(m.ok()) << json;
+    return m.ok() ? std::string() : m.status().message();
+  };
+  EXPECT_EQ(error_for(R"({"model_type": "qwen3"})"),
+            config + ": vocab_size: missing (and there is no text_config.vocab_size)");
+  EXPECT_EQ(error_for(R"({"vocab_size": 0})"), config + ": vocab_size: 0 is not positive");
+  EXPECT_EQ(error_for(R"({"vocab_size": 300.5})"), config + ": vocab_size: not an integer");
+  EXPECT_EQ(error_for(R"({"vocab_size": 300, "model_type": 3})"), config + ": model_type: not a string");
+  EXPECT_EQ(error_for(R"({"text_config": {"hidden_size": 8}})"), config + ": text_config.vocab_size: missing");
+  EXPECT_EQ(error_for(R"({"text_config": [300]})"), config + ": text_config: not an object");
+  EXPECT_EQ(error_for(R"({"vocab_size": null})"), config + ": vocab_size: null, and there is no text_config.vocab_size");
+  EXPECT_EQ(error_for(R"({"text_config": {"vocab_size": "300"}})"), config + ": text_config.vocab_size: not an integer");
+  EXPECT_EQ(error_for("[300]"), config + ": not a JSON object");
+  // Composite configs: the text model's vocab_size (a null one at the top is "not here").
+  ASSERT_TRUE(WriteFileAtomic(config, R"({"model_type": "gemma3", "vocab_size": null, "text_config": {"vocab_size": 262208},
+                                         "vision_config": {"hidden_size": 1152}, "architectures": ["X"]})").ok());
+  auto composite = ReadModelDir(model_);
+  ASSERT_TRUE(composite.ok()) << composite.status().message();
+  EXPECT_EQ(composite->vocab_size, 262208);
+  EXPECT_EQ(composite->model_type, "gemma3");
 }
 
 }  // namespace

@@ -7,42 +7,42 @@
 #include <fmt/core.h>
 
 #include "core/file.h"
+#include "core/json_check.h"
+#include "core/json_fields.h"
 #include "core/json_out.h"
 
 namespace ek::run {
 
 Result<ModelShape> ModelFromConfigJson(std::string_view json, const std::string& name) {
-  simdjson::ondemand::parser parser;
-  simdjson::padded_string padded(json);
-  simdjson::ondemand::document doc;
-  if (parser.iterate(padded).get(doc)) return InvalidArgumentError(name + ": malformed JSON");
-  ModelShape m;
-  auto get = [&](const char* key, int64_t* out, bool required) -> Status {
-    int64_t v;
-    auto err = doc.find_field_unordered(key).get_int64().get(v);
-    if (err == simdjson::NO_SUCH_FIELD) {
-      if (required) return InvalidArgumentError(fmt::format("{}: no \"{}\"", name, key));
-      return Status::Ok();
-    }
-    if (err) return InvalidArgumentError(fmt::format("{}: \"{}\" is not an integer", name, key));
-    *out = v;
+  // A Hugging Face config holds many fields this does not read: they are fine.
+  // The ones read are checked: missing or mistyped is an error naming the field.
+  JsonDocument doc;
+  EK_ASSIGN_OR_RETURN(JsonFields f, doc.Parse(json, name));
+  // Sizes are positive integers.
+  auto size = [&](const char* key, int64_t* out) -> Status {
+    EK_RETURN_IF_ERROR(f.Int(key, out));
+    if (*out < 1) return f.Err(key, fmt::format("{} is not positive", *out));
     return Status::Ok();
   };
-  EK_RETURN_IF_ERROR(get("hidden_size", &m.hidden, true));
-  EK_RETURN_IF_ERROR(get("num_hidden_layers", &m.layers, true));
-  EK_RETURN_IF_ERROR(get("num_attention_heads", &m.heads, true));
-  EK_RETURN_IF_ERROR(get("intermediate_size", &m.intermediate, true));
-  EK_RETURN_IF_ERROR(get("vocab_size", &m.vocab, true));
+  // Optional sizes may be null: Hugging Face writes None so ("head_dim": null), meaning the default.
+  auto optional = [&](const char* key, int64_t* out) -> Status {
+    if (f.AbsentOrNull(key)) return Status::Ok();
+    return size(key, out);
+  };
+  ModelShape m;
+  EK_RETURN_IF_ERROR(size("hidden_size", &m.hidden));
+  EK_RETURN_IF_ERROR(size("num_hidden_layers", &m.layers));
+  EK_RETURN_IF_ERROR(size("num_attention_heads", &m.heads));
+  EK_RETURN_IF_ERROR(size("intermediate_size", &m.intermediate));
+  EK_RETURN_IF_ERROR(size("vocab_size", &m.vocab));
   m.kv_heads = m.heads;
-  EK_RETURN_IF_ERROR(get("num_key_value_heads", &m.kv_heads, false));
-  m.head_dim = m.heads ? m.hidden / m.heads : 0;
-  EK_RETURN_IF_ERROR(get("head_dim", &m.head_dim, false));
-  bool tied = false;
-  auto te = doc.find_field_unordered("tie_word_embeddings").get_bool().get(tied);
-  if (!te) m.tied_embeddings = tied;
-  std::string_view type;
-  bool qk_norm = false;
-  if (!doc.find_field_unordered("model_type").get_string().get(type)) qk_norm = type.rfind("qwen3", 0) == 0;
+  EK_RETURN_IF_ERROR(optional("num_key_value_heads", &m.kv_heads));
+  m.head_dim = m.hidden / m.heads;
+  EK_RETURN_IF_ERROR(optional("head_dim", &m.head_dim));
+  EK_RETURN_IF_ERROR(f.OptBool("tie_word_embeddings", &m.tied_embeddings));
+  std::string type;
+  EK_RETURN_IF_ERROR(f.OptStr("model_type", &type));
+  const bool qk_norm = type.rfind("qwen3", 0) == 0;
   double h = m.hidden, layers = m.layers, q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
   double attn = h * q + 2 * h * kv + q * h;
   double mlp = 3 * h * m.intermediate;

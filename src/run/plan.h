@@ -25,6 +25,8 @@ struct ModelShape {
 
 // Parameter count of a decoder-only transformer (Llama / Qwen / Mistral
 // families: GQA attention, SwiGLU MLP, RMSNorm, optional q/k norms).
+// Extra fields are fine; a size it needs missing, mistyped or not positive (or
+// a mistyped tie_word_embeddings or model_type) is an error naming the field.
 Result<ModelShape> ModelFromConfigJson(std::string_view json, const std::string& name);
 
 struct Plan {

@@ -91,5 +91,43 @@ TEST(PlanTest, BadConfigIsAnError) {
   EXPECT_FALSE(ModelForRun(run).ok());  // neither params nor config
 }
 
+// config.json: extra fields are fine, but a field the plan needs, missing or
+// mistyped, is an error naming it and the file (a mistyped optional one used
+// to be ignored: tie_word_embeddings "yes" counted the embedding twice).
+TEST(PlanTest, ABadConfigFieldIsAnErrorNamingItAndTheFile) {
+  const std::string good = R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "intermediate_size": 128, "vocab_size": 300, "architectures": ["Qwen3ForCausalLM"], "rope_scaling": null)";
+  auto error_for = [](const std::string& json) {
+    auto m = ModelFromConfigJson(json, "model/config.json");
+    EXPECT_FALSE(m.ok()) << json;
+    if (m.ok()) return std::string();
+    EXPECT_EQ(m.status().code(), StatusCode::kCorrupt);
+    return m.status().message();
+  };
+  auto m = ModelFromConfigJson(good + "}", "model/config.json");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->kv_heads, 4);
+  EXPECT_EQ(m->head_dim, 16);
+  EXPECT_FALSE(m->tied_embeddings);
+  // HF writes None as null: the default.
+  auto nulls = ModelFromConfigJson(good + R"(, "head_dim": null, "num_key_value_heads": null})", "model/config.json");
+  ASSERT_TRUE(nulls.ok()) << nulls.status().message();
+  EXPECT_EQ(nulls->head_dim, 16);
+  EXPECT_EQ(nulls->kv_heads, 4);
+  EXPECT_DOUBLE_EQ(nulls->params, m->params);
+
+  EXPECT_EQ(error_for(R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 300})"),
+            "model/config.json: intermediate_size: missing");
+  EXPECT_EQ(error_for(R"({"hidden_size": "64"})"), "model/config.json: hidden_size: not an integer");
+  EXPECT_EQ(error_for(R"({"text_config": {"hidden_size": 64}})"), "model/config.json: hidden_size: missing");
+  EXPECT_EQ(error_for(good + R"(, "num_key_value_heads": "2"})"), "model/config.json: num_key_value_heads: not an integer");
+  EXPECT_EQ(error_for(good + R"(, "head_dim": 0})"), "model/config.json: head_dim: 0 is not positive");
+  EXPECT_EQ(error_for(good + R"(, "tie_word_embeddings": "yes"})"), "model/config.json: tie_word_embeddings: not true or false");
+  EXPECT_EQ(error_for(good + R"(, "model_type": ["qwen3"]})"), "model/config.json: model_type: not a string");
+  EXPECT_EQ(error_for("[1]"), "model/config.json: not a JSON object");
+  std::string bad = error_for(R"({"hidden_size": 64,)");
+  EXPECT_EQ(bad.rfind("model/config.json: malformed JSON: ", 0), 0u) << bad;
+}
+
 }  // namespace
 }  // namespace ek::run

@@ -205,26 +205,7 @@ Result<std::vector<int32_t>> Tokenizer::Encode(std::string_view text) const {
 }
 
 Status Tokenizer::Encode(std::string_view text, std::vector<int32_t>* ids) const {
-  if (!simdjson::validate_utf8(text.data(), text.size())) {
-    size_t at = FirstInvalidUtf8(text);
-    return InvalidArgumentError(fmt::format("invalid UTF-8 at byte {}", at));
-  }
-  if (text.empty()) return Status::Ok();
-  EncodeScratch& s = Scratch();
-  if (raw_matcher_.empty()) {
-    EncodeNormalizable(text, ids, s);
-    return Status::Ok();
-  }
-  s.raw_splits.clear();
-  raw_matcher_.Split(text, &s.raw_splits);
-  for (const AddedSplit& sp : s.raw_splits) {
-    if (sp.token_id >= 0) {
-      ids->push_back(sp.token_id);
-    } else {
-      EncodeNormalizable(text.substr(sp.begin, sp.end - sp.begin), ids, s);
-    }
-  }
-  return Status::Ok();
+  return EncodeImpl(text, ids, nullptr);
 }
 
 size_t Tokenizer::TokenLength(int32_t id) const {
@@ -236,14 +217,23 @@ size_t Tokenizer::TokenLength(int32_t id) const {
 Status Tokenizer::EncodeWithOffsets(std::string_view text, std::vector<int32_t>* ids,
                                     std::vector<uint32_t>* ends) const {
   if (text.size() > UINT32_MAX) return InvalidArgumentError("text over 4 GiB");
+  return EncodeImpl(text, ids, ends);
+}
+
+Status Tokenizer::EncodeImpl(std::string_view text, std::vector<int32_t>* ids, std::vector<uint32_t>* ends) const {
   if (!simdjson::validate_utf8(text.data(), text.size())) {
     size_t at = FirstInvalidUtf8(text);
     return InvalidArgumentError(fmt::format("invalid UTF-8 at byte {}", at));
   }
   if (text.empty()) return Status::Ok();
   EncodeScratch& s = Scratch();
-  // Model tokens of the piece [b, e) that were appended from index `from`.
-  auto place = [&](size_t from, size_t b, size_t e) {
+  // The model tokens of the piece [b, e) of text, appended from index `from`:
+  // with offsets wanted, each advances by its byte length, clamped to the
+  // piece, whose last token ends at the piece's end.
+  auto piece = [&](size_t b, size_t e) {
+    size_t from = ids->size();
+    EncodeNormalizable(text.substr(b, e - b), ids, s);
+    if (!ends) return;
     size_t pos = b;
     for (size_t k = from; k < ids->size(); ++k) {
       int32_t id = (*ids)[k];
@@ -253,9 +243,7 @@ Status Tokenizer::EncodeWithOffsets(std::string_view text, std::vector<int32_t>*
     if (ids->size() > from) ends->back() = static_cast<uint32_t>(e);
   };
   if (raw_matcher_.empty()) {
-    size_t from = ids->size();
-    EncodeNormalizable(text, ids, s);
-    place(from, 0, text.size());
+    piece(0, text.size());
     return Status::Ok();
   }
   s.raw_splits.clear();
@@ -263,11 +251,9 @@ Status Tokenizer::EncodeWithOffsets(std::string_view text, std::vector<int32_t>*
   for (const AddedSplit& sp : s.raw_splits) {
     if (sp.token_id >= 0) {
       ids->push_back(sp.token_id);
-      ends->push_back(static_cast<uint32_t>(sp.end));
+      if (ends) ends->push_back(static_cast<uint32_t>(sp.end));
     } else {
-      size_t from = ids->size();
-      EncodeNormalizable(text.substr(sp.begin, sp.end - sp.begin), ids, s);
-      place(from, sp.begin, sp.end);
+      piece(sp.begin, sp.end);
     }
   }
   return Status::Ok();

@@ -83,6 +83,7 @@ class Tokenizer {
   void EncodePlain(std::string_view text, std::vector<int32_t>* ids, EncodeScratch& s) const;
   void EncodePiece(std::string_view piece, std::vector<int32_t>* ids, EncodeScratch& s) const;
   size_t TokenLength(int32_t id) const;
+  Status EncodeImpl(std::string_view text, std::vector<int32_t>* ids, std::vector<uint32_t>* ends) const;
 
   friend class TokenizerLoader;
   uint64_t generation_;

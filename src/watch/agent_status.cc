@@ -171,23 +171,18 @@ Result<AgentStatus> ParseAgentStatus(std::string_view json, std::string_view whe
   EK_RETURN_IF_ERROR(NumOr(f, "time", 0, &s.time));
   EK_RETURN_IF_ERROR(f.IntIn("rank_base", -1, 1 << 24, &s.rank_base));
   EK_RETURN_IF_ERROR(f.Str("telemetry", &s.telemetry));
-  simdjson::dom::array arr;
-  EK_RETURN_IF_ERROR(f.Array("gpus", &arr));
-  size_t i = 0;
-  for (simdjson::dom::element e : arr) {
-    EK_ASSIGN_OR_RETURN(JsonFields g, f.Item(e, "gpus", i++));
+  EK_RETURN_IF_ERROR(f.Objects("gpus", [&](const JsonFields& g) {
     GpuReading r;
     EK_RETURN_IF_ERROR(ParseGpu(g, &r));
     s.gpus.push_back(r);
-  }
-  EK_RETURN_IF_ERROR(f.Array("ranks", &arr));
-  i = 0;
-  for (simdjson::dom::element e : arr) {
-    EK_ASSIGN_OR_RETURN(JsonFields rf, f.Item(e, "ranks", i++));
+    return Status::Ok();
+  }));
+  EK_RETURN_IF_ERROR(f.Objects("ranks", [&](const JsonFields& rf) {
     RankReading r;
     EK_RETURN_IF_ERROR(ParseRank(rf, &r));
     s.ranks.push_back(std::move(r));
-  }
+    return Status::Ok();
+  }));
   JsonFields ck = f;
   EK_RETURN_IF_ERROR(f.Object("checkpoint", &ck));
   EK_RETURN_IF_ERROR(ck.IntIn("complete_count", 0, std::numeric_limits<int>::max(), &s.checkpoint.complete_count));

@@ -314,23 +314,18 @@ Status Watcher::Load() {
   JsonFields det = f;
   EK_RETURN_IF_ERROR(f.Object("detectors", &det));
   EK_RETURN_IF_ERROR(detectors_->LoadFields(det));
-  simdjson::dom::array arr;
-  EK_RETURN_IF_ERROR(f.Array("open", &arr));
-  size_t i = 0;
-  for (simdjson::dom::element e : arr) {
-    EK_ASSIGN_OR_RETURN(JsonFields item, f.Item(e, "open", i++));
+  EK_RETURN_IF_ERROR(f.Objects("open", [&](const JsonFields& item) {
     Incident inc;
     EK_RETURN_IF_ERROR(ParseIncident(item, &inc));
     open_[inc.finding.key] = std::move(inc);
-  }
-  EK_RETURN_IF_ERROR(f.Array("outbox", &arr));
-  i = 0;
-  for (simdjson::dom::element e : arr) {
-    EK_ASSIGN_OR_RETURN(JsonFields item, f.Item(e, "outbox", i++));
+    return Status::Ok();
+  }));
+  EK_RETURN_IF_ERROR(f.Objects("outbox", [&](const JsonFields& item) {
     Delivery d;
     EK_RETURN_IF_ERROR(ParseDelivery(item, &d));
     outbox_.push_back(std::move(d));
-  }
+    return Status::Ok();
+  }));
   if (next_seq_ == 0) next_seq_ = 1;
   Log(clock_->Now(), "state_loaded", fmt::format("\"open\":{},\"outbox\":{}", open_.size(), outbox_.size()));
   return Status::Ok();

@@ -250,8 +250,11 @@ def test_evenfix_pad_under_torchrun(qwen3_model, tmp_path):
     4 of its blocks); torchrun starts the ranks, as evenkeel launch will."""
     pack = learnable_pack(tmp_path, "qwen3", [12, 12, 12, 8])
     rf = run_file(tmp_path, qwen3_model, pack, evenfix__mode="pad", train__save_every=3)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node", "4",
-           "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}", str(TRAIN), str(rf)]
+    # --standalone: torchrun binds its own free port for the c10d store (a port picked
+    # here and bound later can be taken in between on a busy host: that was a 60 s
+    # rendezvous timeout once). evenkeel launch's endpoints are tested in tests/launch.
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4",
+           str(TRAIN), str(rf)]
     proc = subprocess.run(cmd, env=child_env(), cwd=tmp_path, capture_output=True, text=True, timeout=420,
                           start_new_session=True)
     out = proc.stdout + proc.stderr

@@ -1,0 +1,80 @@
+// The records launchers on different nodes hand each other through the
+// launch directory (docs/launch.md "Records"), written and read back here:
+//   gate/verdict.json           node 0's gate verdict (GateVerdict)
+//   attempt-NNN/node-N.json     one node's account of an attempt (NodeRecord)
+//   attempt-NNN/decision.json   node 0's judgement of the attempt (Decision)
+//   summary.json                node 0's account of the launch (LaunchSummary,
+//                               the part `evenkeel launch` prints)
+// Every reader is strict (ek::JsonFields): a missing or mistyped field, or a
+// wrongly nested one, is a kCorrupt error naming the file and the field's path
+// ("attempt-001/node-1.json: ranks[0].pid: missing"), never a default.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "launch/launcher.h"
+#include "launch/rank_exec.h"
+
+namespace ek::launch {
+
+// One node's account of one attempt (attempt-NNN/node-N.json).
+struct NodeRecord {
+  int node = 0;
+  std::string host;
+  double start = 0, end = 0;
+  int torchrun_code = -1, torchrun_signal = 0;
+  bool cancelled = false;
+  int64_t step_reached = -1;  // the newest step this node's ranks beat
+  std::vector<RankRecord> ranks;
+  std::string error;  // the launcher could not start torchrun
+};
+std::string NodeRecordToJson(const NodeRecord& n);
+Result<NodeRecord> NodeRecordFromJson(std::string_view json, const std::string& name);
+
+// Node 0's judgement of one attempt (attempt-NNN/decision.json).
+struct Decision {
+  std::string action;  // "done", "restart", "stop"
+  int exit_code = kExitError;
+  std::string reason;
+  int next_attempt = 0;
+  double backoff_s = 0;
+};
+std::string DecisionToJson(int attempt, const Decision& d);
+// `attempt` is the attempt the file must be about (its "attempt" field).
+Result<Decision> DecisionFromJson(std::string_view json, const std::string& name, int attempt);
+
+// Node 0's gate verdict (gate/verdict.json): every node starts or stops by it.
+struct GateVerdict {
+  std::string overall;  // "PASS", "WARN", "FAIL"
+  bool accepted = false;  // a FAIL started anyway (--accept-gate-fail)
+  int first_attempt = 1;
+  std::string reasons;  // the FAIL checks' reasons (several nodes)
+  std::string text;     // the merged report for people (several nodes)
+  std::map<int, std::string> parts;  // node -> the nonce of the part merged
+};
+std::string GateVerdictToJson(const GateVerdict& v);
+Result<GateVerdict> GateVerdictFromJson(std::string_view json, const std::string& name);
+
+// The nonce a launcher tags its gate part with (gate/node-N.json's
+// "launch_nonce"); the part itself is gate::GateReportFromJson's.
+Result<std::string> GatePartNonce(std::string_view json, const std::string& name);
+
+// What `evenkeel launch` prints from summary.json (which holds more).
+struct LaunchSummary {
+  std::string outcome;
+  int64_t steps = -1, planned_steps = -1;
+  uint64_t tokens = 0;
+  double tokens_per_s = 0;
+  int64_t attempts = 0;
+  double gpu_hours_used = 0, gpu_hours_lost = 0;
+  int64_t evenfix_dropped_blocks = -1;
+  std::string final_checkpoint;  // "" when none verifies as final
+};
+Result<LaunchSummary> LaunchSummaryFromJson(std::string_view json, const std::string& name);
+
+}  // namespace ek::launch

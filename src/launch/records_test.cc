@@ -1,0 +1,273 @@
+#include "launch/records.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/status.h"
+
+namespace ek::launch {
+namespace {
+
+// `json` with the first occurrence of `from` replaced by `to`.
+std::string With(std::string json, const std::string& from, const std::string& to) {
+  auto at = json.find(from);
+  EXPECT_NE(at, std::string::npos) << from << " not in " << json;
+  if (at != std::string::npos) json.replace(at, from.size(), to);
+  return json;
+}
+
+template <typename T>
+std::string ErrorOf(const Result<T>& r) {
+  EXPECT_FALSE(r.ok());
+  if (r.ok()) return "";
+  EXPECT_EQ(r.status().code(), StatusCode::kCorrupt) << r.status().message();
+  return r.status().message();
+}
+
+RankRecord Rank(int rank) {
+  RankRecord r;
+  r.rank = rank;
+  r.local_rank = rank % 2;
+  r.node_rank = rank / 2;
+  r.host = "n1";
+  r.pid = 4242 + rank;
+  r.start = 1700000000.5;
+  r.end = 1700000100.25;
+  r.exit_code = rank == 3 ? 1 : 0;
+  r.signal = 0;
+  r.log = "/l/attempt-001/rank-" + std::to_string(rank) + ".log";
+  return r;
+}
+
+NodeRecord Node1() {
+  NodeRecord n;
+  n.node = 1;
+  n.host = "n1";
+  n.start = 1700000000.125;
+  n.end = 1700000200.5;
+  n.torchrun_code = 1;
+  n.torchrun_signal = 0;
+  n.cancelled = false;
+  n.step_reached = 40;
+  n.ranks = {Rank(2), Rank(3)};
+  return n;
+}
+
+constexpr const char* kNodeFile = "attempt-001/node-1.json";
+
+TEST(NodeRecordTest, RoundTrips) {
+  NodeRecord n = Node1();
+  n.error = "cannot start \"torchrun\"";
+  auto back = NodeRecordFromJson(NodeRecordToJson(n), kNodeFile);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->node, 1);
+  EXPECT_EQ(back->host, "n1");
+  EXPECT_DOUBLE_EQ(back->start, 1700000000.125);
+  EXPECT_DOUBLE_EQ(back->end, 1700000200.5);
+  EXPECT_EQ(back->torchrun_code, 1);
+  EXPECT_EQ(back->torchrun_signal, 0);
+  EXPECT_FALSE(back->cancelled);
+  EXPECT_EQ(back->step_reached, 40);
+  EXPECT_EQ(back->error, n.error);
+  ASSERT_EQ(back->ranks.size(), 2u);
+  EXPECT_EQ(back->ranks[1].rank, 3);
+  EXPECT_EQ(back->ranks[1].pid, 4245);
+  EXPECT_EQ(back->ranks[1].exit_code, 1);
+  EXPECT_EQ(back->ranks[1].log, "/l/attempt-001/rank-3.log");
+  // A node that never started torchrun: exit code -1, no ranks.
+  NodeRecord none;
+  none.error = "no torchrun";
+  auto empty = NodeRecordFromJson(NodeRecordToJson(none), kNodeFile);
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
+  EXPECT_EQ(empty->torchrun_code, -1);
+  EXPECT_EQ(empty->step_reached, -1);
+  EXPECT_TRUE(empty->ranks.empty());
+}
+
+TEST(NodeRecordTest, AMissingFieldIsAnErrorNamingItAndTheFile) {
+  const std::string good = NodeRecordToJson(Node1());
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"step_reached\": 40, ", ""), kNodeFile)),
+            "attempt-001/node-1.json: step_reached: missing");
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"host\": \"n1\", \"start\"", "\"start\""), kNodeFile)),
+            "attempt-001/node-1.json: host: missing");
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "{\"exit_code\": 1, ", "{"), kNodeFile)),
+            "attempt-001/node-1.json: torchrun.exit_code: missing");
+}
+
+TEST(NodeRecordTest, AMistypedFieldIsAnErrorNamingIt) {
+  const std::string good = NodeRecordToJson(Node1());
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"cancelled\": false", "\"cancelled\": \"no\""), kNodeFile)),
+            "attempt-001/node-1.json: cancelled: not true or false");
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"node\": 1", "\"node\": \"1\""), kNodeFile)),
+            "attempt-001/node-1.json: node: not an integer");
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"node\": 1", "\"node\": -1"), kNodeFile)),
+            "attempt-001/node-1.json: node: -1 is out of range [0, 2147483647]");
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"step_reached\": 40", "\"step_reached\": 40.5"), kNodeFile)),
+            "attempt-001/node-1.json: step_reached: not an integer");
+}
+
+TEST(NodeRecordTest, AMisnestedFieldIsAnErrorNamingItsPath) {
+  const std::string good = NodeRecordToJson(Node1());
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "{\"exit_code\": 1, \"signal\": 0}", "[1, 0]"), kNodeFile)),
+            "attempt-001/node-1.json: torchrun: not an object");
+  std::string ranks_object = With(good, "\"ranks\": [", "\"ranks\": {\"r\": [");
+  ranks_object.insert(ranks_object.rfind(']') + 1, "}");
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(ranks_object, kNodeFile)), "attempt-001/node-1.json: ranks: not an array");
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"step_reached\": 40", "\"torchrun_step\": {\"step_reached\": 40}"),
+                                       kNodeFile)),
+            "attempt-001/node-1.json: step_reached: missing");
+}
+
+// A bad rank record inside a node record used to be dropped without a word.
+TEST(NodeRecordTest, ABadRankRecordInsideIsAnErrorNamingItsIndexAndField) {
+  const std::string good = NodeRecordToJson(Node1());
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"pid\": 4245, ", ""), kNodeFile)),
+            "attempt-001/node-1.json: ranks[1].pid: missing");
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"exit_code\": 0, \"signal\"", "\"exit_code\": null, \"signal\""),
+                                       kNodeFile)),
+            "attempt-001/node-1.json: ranks[0].exit_code: not an integer");
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"ranks\": [", "\"ranks\": [7, "), kNodeFile)),
+            "attempt-001/node-1.json: ranks[0]: not an object");
+}
+
+TEST(NodeRecordTest, MalformedJsonOrNotAnObjectNamesTheFile) {
+  std::string bad = ErrorOf(NodeRecordFromJson("{\"node\": 1,", kNodeFile));
+  EXPECT_EQ(bad.rfind("attempt-001/node-1.json: malformed JSON: ", 0), 0u) << bad;
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson("[1]", kNodeFile)), "attempt-001/node-1.json: not a JSON object");
+}
+
+constexpr const char* kDecisionFile = "attempt-002/decision.json";
+
+TEST(DecisionTest, RoundTrips) {
+  Decision d{"restart", 0, "rank 3 exited 1; restarting from checkpoint step 40 after 30 s", 3, 30};
+  auto back = DecisionFromJson(DecisionToJson(2, d), kDecisionFile, 2);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->action, "restart");
+  EXPECT_EQ(back->exit_code, 0);
+  EXPECT_EQ(back->reason, d.reason);
+  EXPECT_EQ(back->next_attempt, 3);
+  EXPECT_DOUBLE_EQ(back->backoff_s, 30);
+  auto stop = DecisionFromJson(DecisionToJson(2, {"stop", kExitDoNotRequeue, "desync", 0, 0}), kDecisionFile, 2);
+  ASSERT_TRUE(stop.ok()) << stop.status().message();
+  EXPECT_EQ(stop->exit_code, 93);
+}
+
+// These used to fall back: a missing exit_code became 70, a missing action "" (treated as stop),
+// a missing backoff 0.
+TEST(DecisionTest, AMissingOrMistypedFieldIsAnErrorNamingItAndTheFile) {
+  const std::string good = DecisionToJson(2, {"restart", 0, "r", 3, 30});
+  EXPECT_EQ(ErrorOf(DecisionFromJson(With(good, "\"exit_code\": 0, ", ""), kDecisionFile, 2)),
+            "attempt-002/decision.json: exit_code: missing");
+  EXPECT_EQ(ErrorOf(DecisionFromJson(With(good, "\"action\": \"restart\", ", ""), kDecisionFile, 2)),
+            "attempt-002/decision.json: action: missing");
+  EXPECT_EQ(ErrorOf(DecisionFromJson(With(good, "\"exit_code\": 0", "\"exit_code\": \"0\""), kDecisionFile, 2)),
+            "attempt-002/decision.json: exit_code: not an integer");
+  EXPECT_EQ(ErrorOf(DecisionFromJson(With(good, "\"backoff_s\": 30.0", "\"backoff_s\": \"30\""), kDecisionFile, 2)),
+            "attempt-002/decision.json: backoff_s: not a number");
+  EXPECT_EQ(ErrorOf(DecisionFromJson(With(good, "\"backoff_s\": 30.0", "\"backoff_s\": -1"), kDecisionFile, 2)),
+            "attempt-002/decision.json: backoff_s: -1 is negative");
+  EXPECT_EQ(ErrorOf(DecisionFromJson(With(good, "\"action\": \"restart\"", "\"action\": \"retry\""), kDecisionFile, 2)),
+            "attempt-002/decision.json: action: \"retry\" is not done, restart or stop");
+  EXPECT_EQ(ErrorOf(DecisionFromJson(With(good, "\"exit_code\": 0", "\"exit_code\": 300"), kDecisionFile, 2)),
+            "attempt-002/decision.json: exit_code: 300 is out of range [0, 255]");
+  EXPECT_EQ(ErrorOf(DecisionFromJson(good, kDecisionFile, 3)),
+            "attempt-002/decision.json: attempt: 2, but the file is attempt 3's");
+  EXPECT_EQ(ErrorOf(DecisionFromJson("{\"decision\": " + good + "}", kDecisionFile, 2)),
+            "attempt-002/decision.json: attempt: missing");
+}
+
+constexpr const char* kVerdictFile = "gate/verdict.json";
+
+TEST(GateVerdictTest, RoundTrips) {
+  GateVerdict v{"FAIL", true, 3, "data: rank 3 has no blocks", "gate: FAIL\n", {{0, "aa11"}, {1, "bb22"}}};
+  auto back = GateVerdictFromJson(GateVerdictToJson(v), kVerdictFile);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->overall, "FAIL");
+  EXPECT_TRUE(back->accepted);
+  EXPECT_EQ(back->first_attempt, 3);
+  EXPECT_EQ(back->reasons, v.reasons);
+  EXPECT_EQ(back->text, v.text);
+  EXPECT_EQ(back->parts, v.parts);
+  // The one-node verdict as earlier launchers wrote it: no reasons, no text, no parts.
+  auto one = GateVerdictFromJson(R"({"overall": "PASS", "accepted": false, "first_attempt": 1, "parts": {}})", kVerdictFile);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  EXPECT_EQ(one->overall, "PASS");
+  EXPECT_TRUE(one->reasons.empty());
+  EXPECT_TRUE(one->parts.empty());
+}
+
+// "accepted" missing used to mean false and "first_attempt" missing 1; a bad part's nonce was "".
+TEST(GateVerdictTest, AMissingMistypedOrMisnestedFieldIsAnErrorNamingIt) {
+  const std::string good = GateVerdictToJson({"PASS", false, 1, "", "", {{0, "aa11"}, {1, "bb22"}}});
+  EXPECT_EQ(ErrorOf(GateVerdictFromJson(With(good, "\"accepted\": false, ", ""), kVerdictFile)),
+            "gate/verdict.json: accepted: missing");
+  EXPECT_EQ(ErrorOf(GateVerdictFromJson(With(good, "\"first_attempt\": 1", "\"first_attempt\": \"1\""), kVerdictFile)),
+            "gate/verdict.json: first_attempt: not an integer");
+  EXPECT_EQ(ErrorOf(GateVerdictFromJson(With(good, "\"first_attempt\": 1", "\"first_attempt\": 0"), kVerdictFile)),
+            "gate/verdict.json: first_attempt: 0 is out of range [1, 2147483647]");
+  EXPECT_EQ(ErrorOf(GateVerdictFromJson(With(good, "\"overall\": \"PASS\"", "\"overall\": \"OK\""), kVerdictFile)),
+            "gate/verdict.json: overall: \"OK\" is not PASS, WARN or FAIL");
+  EXPECT_EQ(ErrorOf(GateVerdictFromJson(With(good, "\"reasons\": \"\"", "\"reasons\": []"), kVerdictFile)),
+            "gate/verdict.json: reasons: not a string");
+  EXPECT_EQ(ErrorOf(GateVerdictFromJson(With(good, "\"1\": \"bb22\"", "\"1\": 22"), kVerdictFile)),
+            "gate/verdict.json: parts.1: not a string");
+  EXPECT_EQ(ErrorOf(GateVerdictFromJson(With(good, "\"1\": \"bb22\"", "\"n1\": \"bb22\""), kVerdictFile)),
+            "gate/verdict.json: parts.n1: the key is not a node number");
+  EXPECT_EQ(ErrorOf(GateVerdictFromJson(With(good, "{\"0\": \"aa11\", \"1\": \"bb22\"}", "[\"aa11\", \"bb22\"]"),
+                                        kVerdictFile)),
+            "gate/verdict.json: parts: not an object");
+}
+
+TEST(GateVerdictTest, APartsNonceIsRequired) {
+  auto nonce = GatePartNonce(R"({"launch_nonce": "0123abcd", "overall": "PASS"})", "gate/node-1.json");
+  ASSERT_TRUE(nonce.ok()) << nonce.status().message();
+  EXPECT_EQ(*nonce, "0123abcd");
+  EXPECT_EQ(ErrorOf(GatePartNonce(R"({"overall": "PASS"})", "gate/node-1.json")), "gate/node-1.json: launch_nonce: missing");
+  EXPECT_EQ(ErrorOf(GatePartNonce(R"({"launch_nonce": 7})", "gate/node-1.json")),
+            "gate/node-1.json: launch_nonce: not a string");
+}
+
+constexpr const char* kSummary = R"({"run": "sft", "run_file": {"path": "/r/run.toml", "xxh3": "0123456789abcdef"},
+  "run_id": "x", "nodes": 1, "world": 2, "outcome": "completed", "exit_code": 0, "steps": 60, "planned_steps": 60,
+  "tokens": 491520, "tokens_per_s": 1234.5, "final_checkpoint": "/c/step-00000060", "attempts": 2,
+  "gpu_hours_used": 0.0123, "gpu_hours_lost": 0.0012, "evenfix_dropped_blocks": 0, "launch_dir": "/c/launch/x",
+  "evenkeel_version": "0.1.0", "attempt_records": []})";
+
+TEST(LaunchSummaryTest, ReadsWhatLaunchPrints) {
+  auto s = LaunchSummaryFromJson(kSummary, "/c/launch/x/summary.json");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->outcome, "completed");
+  EXPECT_EQ(s->steps, 60);
+  EXPECT_EQ(s->planned_steps, 60);
+  EXPECT_EQ(s->tokens, 491520u);
+  EXPECT_DOUBLE_EQ(s->tokens_per_s, 1234.5);
+  EXPECT_EQ(s->attempts, 2);
+  EXPECT_DOUBLE_EQ(s->gpu_hours_used, 0.0123);
+  EXPECT_EQ(s->evenfix_dropped_blocks, 0);
+  EXPECT_EQ(s->final_checkpoint, "/c/step-00000060");
+  // No plan, no checkpoint: -1s.
+  auto none = LaunchSummaryFromJson(With(With(kSummary, "\"steps\": 60", "\"steps\": -1"), "\"planned_steps\": 60",
+                                         "\"planned_steps\": -1"),
+                                    "s.json");
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_EQ(none->steps, -1);
+}
+
+// `evenkeel launch` used to print nothing at all for a summary it could not read.
+TEST(LaunchSummaryTest, ABadSummaryIsAnErrorNamingTheFieldAndTheFile) {
+  const std::string name = "/c/launch/x/summary.json";
+  EXPECT_EQ(ErrorOf(LaunchSummaryFromJson(With(kSummary, "\"outcome\": \"completed\", ", ""), name)),
+            "/c/launch/x/summary.json: outcome: missing");
+  EXPECT_EQ(ErrorOf(LaunchSummaryFromJson(With(kSummary, "\"tokens\": 491520", "\"tokens\": -5"), name)),
+            "/c/launch/x/summary.json: tokens: not a non-negative integer");
+  EXPECT_EQ(ErrorOf(LaunchSummaryFromJson(With(kSummary, "\"gpu_hours_lost\": 0.0012", "\"gpu_hours_lost\": null"), name)),
+            "/c/launch/x/summary.json: gpu_hours_lost: not a number");
+  EXPECT_EQ(ErrorOf(LaunchSummaryFromJson("{\"summary\": " + std::string(kSummary) + "}", name)),
+            "/c/launch/x/summary.json: outcome: missing");
+  std::string bad = ErrorOf(LaunchSummaryFromJson("{\"outcome\": ", name));
+  EXPECT_EQ(bad.rfind("/c/launch/x/summary.json: malformed JSON: ", 0), 0u) << bad;
+}
+
+}  // namespace
+}  // namespace ek::launch
