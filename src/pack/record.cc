@@ -100,6 +100,9 @@ Status PrefixSpans(const tmpl::ChatTemplate& chat, const tmpl::Value& messages, 
     if (full.compare(0, f.size(), f) != 0) {
       return broken(i, fmt::format("messages[:{}] is not a prefix of the whole conversation", i + 1));
     }
+    if (!spans->empty() && p.size() < spans->back().second) {
+      return broken(i, fmt::format("messages[:{}] with the generation prompt ends inside the previous assistant turn", i));
+    }
     if (f.size() > p.size()) spans->emplace_back(p.size(), f.size());
   }
   return Status::Ok();
