@@ -68,25 +68,6 @@ std::string Explain(httplib::Error error, const std::string& url, double timeout
   }
 }
 
-std::string_view Reason(int status) {
-  switch (status) {
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "";
-  }
-}
 
 class HttplibClient : public HttpClient {
  public:
@@ -117,7 +98,7 @@ class HttplibClient : public HttpClient {
 Result<std::string> HttpClient::Get(const std::string& url, double timeout_s) {
   EK_ASSIGN_OR_RETURN(HttpResponse r, Send("GET", url, "", {}, timeout_s));
   if (r.status != 200) {
-    std::string_view reason = Reason(r.status);
+    std::string_view reason = ReasonPhrase(r.status);
     return UnavailableError(fmt::format("GET {}: HTTP {}{} from {}", url, r.status,
                                         reason.empty() ? "" : fmt::format(" ({})", reason), AuthorityOf(url).authority));
   }
@@ -147,6 +128,30 @@ UrlAuthority AuthorityOf(std::string_view url) {
                       ? std::string(authority)
                       : fmt::format("{}:{}", authority, port);
   return out;
+}
+
+std::string_view ReasonPhrase(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 301: return "Moved Permanently";
+    case 302: return "Found";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 403: return "Forbidden";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 414: return "URI Too Long";
+    case 429: return "Too Many Requests";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 502: return "Bad Gateway";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "";
+  }
 }
 
 std::string DescribeConnectFailure(const std::string& url, double timeout_s) {

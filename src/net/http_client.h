@@ -58,6 +58,10 @@ UrlAuthority AuthorityOf(std::string_view url);
 
 // Why a TCP connection to `url`'s host and port cannot be made, as the OS says
 // it (see the header comment), by trying once; "" when it connects.
+// The standard reason phrase of an HTTP status ("Not Found"); empty for one
+// evenkeel neither sends nor names.
+std::string_view ReasonPhrase(int status);
+
 std::string DescribeConnectFailure(const std::string& url, double timeout_s);
 
 }  // namespace ek::net

@@ -1,5 +1,7 @@
 #include "watch/http_server.h"
 
+#include "net/http_client.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -268,22 +270,8 @@ HttpServer::Response HttpServer::Response::Text(int status, std::string body) {
 }
 
 std::string_view HttpServer::StatusText(int status) {
-  switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Unknown";
-  }
+  std::string_view phrase = net::ReasonPhrase(status);
+  return phrase.empty() ? "Unknown" : phrase;
 }
 
 bool ConstantTimeEquals(std::string_view given, std::string_view expected) {
