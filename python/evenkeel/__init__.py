@@ -16,7 +16,8 @@ from evenkeel._core import Error, NotFoundError
 from evenkeel.dataset import BlockDataset
 from evenkeel.evenfix import evenfix
 from evenkeel.heartbeat import Heartbeat
+from evenkeel.plan import Plan
 from evenkeel.runfile import RunFile
 
-__all__ = ["BlockDataset", "Error", "Heartbeat", "NotFoundError", "RunFile", "evenfix"]
+__all__ = ["BlockDataset", "Error", "Heartbeat", "NotFoundError", "Plan", "RunFile", "evenfix"]
 __version__ = "0.1.0"

@@ -16,6 +16,7 @@
 #include "loader/epoch_order.h"
 #include "pack/manifest.h"
 #include "run/model_dir.h"
+#include "run/plan.h"
 #include "run/run_file.h"
 
 namespace py = pybind11;
@@ -124,6 +125,17 @@ PYBIND11_MODULE(_core, m) {
   // (run::RunFileToJson); evenkeel.RunFile wraps it.
   m.def("read_run_file", [](const std::string& path) { return ek::run::RunFileToJson(Unwrap(ek::run::ReadRunFile(path))); },
         py::arg("path"));
+  // The run's schedule (run::MakeSchedule, the one computation of steps, saves and
+  // the learning-rate endpoints) as JSON text (run::ScheduleToJson); evenkeel.Plan
+  // wraps it. Block counts come from the pack manifest at data.pack_dir, or, for a
+  // node-local pack, from `rank_blocks` (every rank's count, gathered by the trainer).
+  m.def("plan_schedule",
+        [](const std::string& run_path, std::optional<std::vector<uint64_t>> rank_blocks) {
+          ek::run::RunFile run = Unwrap(ek::run::ReadRunFile(run_path));
+          if (rank_blocks) return ek::run::ScheduleToJson(Unwrap(ek::run::MakeSchedule(run, *rank_blocks)));
+          return ek::run::ScheduleToJson(Unwrap(ek::run::ScheduleForRun(run)));
+        },
+        py::arg("run_path"), py::arg("rank_blocks") = py::none());
   // Raises unless the pack's ids mean the model's tokens (run::CheckTokenizerMatch).
   m.def("check_model_tokenizer",
         [](const std::string& pack_dir, const std::string& model_dir) {

@@ -18,6 +18,7 @@
 
 #include "cli/commands.h"
 #include "core/env.h"
+#include "run/plan.h"
 #include "run/run_file.h"
 #include "telemetry/nvidia_smi_live.h"
 #include "telemetry/nvml.h"
@@ -196,7 +197,22 @@ Status RunWatchLoop(const WatchFlags& f) {
   o.settings.throughput_floor_tok_s = run.throughput_floor_tok_s;
   o.settings.throughput_samples = run.throughput_samples;
   o.settings.stale_after_s = run.stale_after_s;
+  // The run's last step is the plan's (run::MakeSchedule) where this host can read
+  // the pack's manifest; watch.final_step is for a watcher host that cannot, and must
+  // agree with the plan where both are known. Without either, the heartbeats carry
+  // the trainer's total_steps (also the plan's).
   o.settings.final_step = run.final_step;
+  if (!run.pack_dir.empty()) {
+    if (auto schedule = run::ScheduleForRun(run); schedule.ok()) {
+      const auto planned = static_cast<int64_t>(schedule->total_steps);
+      if (run.final_step > 0 && run.final_step != planned) {
+        return InvalidArgumentError(fmt::format("{}: watch.final_step = {} but the plan's final step is {} (the "
+                                                "schedule over {}): remove watch.final_step or correct it",
+                                                run.path, run.final_step, planned, run.pack_dir));
+      }
+      o.settings.final_step = planned;
+    }
+  }
   o.settings.desync_s = run.desync_s;
   EK_ASSIGN_OR_RETURN(o.profile, triage::LoadProfile(run.watch_profile));
   o.agents = SplitList(f.agents);

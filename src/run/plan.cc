@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/core.h>
@@ -67,6 +68,130 @@ Result<ModelShape> ModelForRun(const RunFile& run) {
   return m;
 }
 
+bool Schedule::IsSave(uint64_t step) const {
+  return std::binary_search(save_steps.begin(), save_steps.end(), step);
+}
+
+std::pair<int, uint64_t> Schedule::EpochOf(uint64_t step) const {
+  if (steps_per_epoch == 0) return {0, 0};
+  uint64_t e = step / steps_per_epoch, in = step % steps_per_epoch;
+  // The end of an epoch is reported as that epoch, complete (epoch e, steps_per_epoch).
+  if (in == 0 && e > 0) return {static_cast<int>(e - 1), steps_per_epoch};
+  return {static_cast<int>(e), in};
+}
+
+Result<Schedule> MakeSchedule(const RunFile& run, const std::vector<uint64_t>& rank_blocks) {
+  const std::string name = run.path.empty() ? "run" : run.path;
+  if (static_cast<int>(rank_blocks.size()) != run.world()) {
+    return InvalidArgumentError(fmt::format("{}: a schedule needs the block count of each of the {} ranks, got {}",
+                                            name, run.world(), rank_blocks.size()));
+  }
+  if (run.micro_batch < 1 || run.grad_accum < 1 || run.epochs < 1 || run.seq_len < 1) {
+    return InvalidArgumentError(fmt::format("{}: micro_batch, grad_accum, epochs and seq_len must be positive", name));
+  }
+  Schedule s;
+  s.world = run.world();
+  s.epochs = run.epochs;
+  s.max_steps = run.max_steps;
+  s.evenfix = run.evenfix;
+  s.seq_len = static_cast<uint64_t>(run.seq_len);
+  s.rank_blocks = rank_blocks;
+  s.blocks_per_step = static_cast<uint64_t>(run.micro_batch) * run.grad_accum;
+  s.tokens_per_step = static_cast<uint64_t>(s.world) * s.blocks_per_step * s.seq_len;
+  s.global_min_blocks = *std::min_element(rank_blocks.begin(), rank_blocks.end());
+  s.global_max_blocks = *std::max_element(rank_blocks.begin(), rank_blocks.end());
+  const bool pad = run.evenfix == EvenfixMode::kPad;
+  s.target_blocks = pad ? s.global_max_blocks : s.global_min_blocks;
+  s.steps_per_epoch = s.target_blocks / s.blocks_per_step;
+  s.total_steps = s.steps_per_epoch * static_cast<uint64_t>(run.epochs);
+  if (run.max_steps > 0) s.total_steps = std::min<uint64_t>(s.total_steps, static_cast<uint64_t>(run.max_steps));
+  for (int e = 0; e < run.epochs; ++e) {
+    uint64_t base = s.steps_per_epoch * e;
+    s.epoch_steps.push_back(s.total_steps > base ? std::min(s.steps_per_epoch, s.total_steps - base) : 0);
+  }
+  const uint64_t every = run.save_every > 0 ? static_cast<uint64_t>(run.save_every) : 0;
+  for (uint64_t step = 1; step <= s.total_steps; ++step) {
+    if ((every && step % every == 0) || step % s.steps_per_epoch == 0 || step == s.total_steps) {
+      s.save_steps.push_back(step);
+    }
+  }
+  for (uint64_t b : rank_blocks) {
+    uint64_t own = run.evenfix == EvenfixMode::kOff ? b / s.blocks_per_step : s.steps_per_epoch;
+    uint64_t total = own * static_cast<uint64_t>(run.epochs);
+    if (run.max_steps > 0) total = std::min<uint64_t>(total, static_cast<uint64_t>(run.max_steps));
+    s.rank_steps_per_epoch.push_back(own);
+    s.rank_total_steps.push_back(total);
+  }
+  s.warmup_steps = run.warmup_steps > 0 ? static_cast<uint64_t>(run.warmup_steps) : 0;
+  s.decay_end_step = s.total_steps;
+  uint64_t total_blocks = 0;
+  for (uint64_t b : rank_blocks) {
+    total_blocks += b;
+    if (pad) {
+      s.padded_blocks += s.global_max_blocks - b;
+    } else {
+      s.dropped_blocks += b - s.global_min_blocks;
+    }
+  }
+  if (run.evenfix == EvenfixMode::kOff) s.dropped_blocks = 0;  // nothing pinned: each rank trains its own
+  s.dropped_tokens = s.dropped_blocks * s.seq_len;
+  s.dropped_fraction = total_blocks ? static_cast<double>(s.dropped_blocks) / total_blocks : 0;
+  return s;
+}
+
+Result<Schedule> MakeSchedule(const RunFile& run, const pack::Manifest& manifest) {
+  std::vector<uint64_t> blocks(static_cast<size_t>(std::max(0, manifest.world)), 0);
+  std::vector<bool> seen(blocks.size(), false);
+  for (const auto& r : manifest.ranks) {
+    if (r.rank < 0 || r.rank >= manifest.world) continue;
+    blocks[r.rank] = r.blocks;
+    seen[r.rank] = true;
+  }
+  std::vector<int64_t> missing;
+  for (size_t r = 0; r < seen.size(); ++r) {
+    if (!seen[r]) missing.push_back(static_cast<int64_t>(r));
+  }
+  const std::string name = run.path.empty() ? "run" : run.path;
+  if (!missing.empty()) {
+    return FailedPreconditionError(fmt::format(
+        "{}: the pack manifest has no block count for rank(s) {} of world {} (a node-local pack: merge the "
+        "nodes' manifests with `evenkeel pack merge`, or give every rank's count)",
+        name, CompactRanges(missing), manifest.world));
+  }
+  if (manifest.world != run.world()) {
+    return FailedPreconditionError(fmt::format("{}: world {} = {} nodes x {} GPUs, but the pack was made for world {}",
+                                               name, run.world(), run.nodes, run.gpus_per_node, manifest.world));
+  }
+  return MakeSchedule(run, blocks);
+}
+
+Result<Schedule> ScheduleForRun(const RunFile& run) {
+  if (run.pack_dir.empty()) {
+    return InvalidArgumentError(fmt::format("{}: data.pack_dir is needed for a schedule", run.path.empty() ? "run" : run.path));
+  }
+  EK_ASSIGN_OR_RETURN(pack::Manifest m, pack::ReadManifest(run.Resolve(run.pack_dir)));
+  return MakeSchedule(run, m);
+}
+
+std::string ScheduleToJson(const Schedule& s) {
+  auto list = [](const std::vector<uint64_t>& v) {
+    std::string o = "[";
+    for (size_t i = 0; i < v.size(); ++i) o += (i ? "," : "") + std::to_string(v[i]);
+    return o + "]";
+  };
+  return fmt::format(
+      "{{\"world\":{},\"epochs\":{},\"max_steps\":{},\"evenfix\":{},\"blocks_per_step\":{},\"seq_len\":{},"
+      "\"global_min_blocks\":{},\"global_max_blocks\":{},\"target_blocks\":{},\"steps_per_epoch\":{},"
+      "\"total_steps\":{},\"epoch_steps\":{},\"save_steps\":{},\"warmup_steps\":{},\"decay_end_step\":{},"
+      "\"tokens_per_step\":{},\"dropped_blocks\":{},\"dropped_tokens\":{},\"padded_blocks\":{},"
+      "\"dropped_fraction\":{:.9g},\"rank_blocks\":{},\"rank_steps_per_epoch\":{},\"rank_total_steps\":{}}}",
+      s.world, s.epochs, s.max_steps, JsonString(EvenfixModeName(s.evenfix)), s.blocks_per_step, s.seq_len,
+      s.global_min_blocks, s.global_max_blocks, s.target_blocks, s.steps_per_epoch, s.total_steps, list(s.epoch_steps),
+      list(s.save_steps), s.warmup_steps, s.decay_end_step, s.tokens_per_step, s.dropped_blocks, s.dropped_tokens,
+      s.padded_blocks, s.dropped_fraction, list(s.rank_blocks), list(s.rank_steps_per_epoch),
+      list(s.rank_total_steps));
+}
+
 Result<Plan> MakePlan(const RunFile& run, const ModelShape& model, const pack::Manifest* manifest,
                       double nvml_gpu_memory_bytes) {
   Plan p;
@@ -102,40 +227,20 @@ Result<Plan> MakePlan(const RunFile& run, const ModelShape& model, const pack::M
   p.checkpoint_bytes = 2.0 * model.params;
   p.checkpoint_write_s = p.checkpoint_bytes / (run.write_gbps * 1e9);
   if (manifest && !manifest->ranks.empty()) {
+    EK_ASSIGN_OR_RETURN(Schedule sch, MakeSchedule(run, *manifest));
     p.has_pack = true;
-    p.global_min_blocks = manifest->min_blocks();
-    p.global_max_blocks = manifest->max_blocks();
-    uint64_t per_step = static_cast<uint64_t>(run.micro_batch) * run.grad_accum;
-    bool pad = run.evenfix == EvenfixMode::kPad;
-    p.evenfix_target_blocks = pad ? p.global_max_blocks : p.global_min_blocks;
-    p.steps_per_epoch = p.evenfix_target_blocks / per_step;
-    p.total_steps = p.steps_per_epoch * run.epochs;
-    uint64_t total_blocks = 0;
-    for (const auto& r : manifest->ranks) {
-      total_blocks += r.blocks;
-      if (pad) {
-        p.evenfix_padded_blocks += p.global_max_blocks - r.blocks;
-      } else {
-        p.evenfix_dropped_blocks += r.blocks - p.global_min_blocks;
-      }
-    }
-    p.evenfix_dropped_tokens = p.evenfix_dropped_blocks * static_cast<uint64_t>(run.seq_len);
-    p.evenfix_dropped_fraction = total_blocks ? static_cast<double>(p.evenfix_dropped_blocks) / total_blocks : 0;
-    // Saves: every save_every steps, and at each epoch end.
-    for (int e = 0; e < run.epochs; ++e) {
-      uint64_t base = p.steps_per_epoch * e, end = base + p.steps_per_epoch;
-      if (run.save_every > 0) {
-        uint64_t every = static_cast<uint64_t>(run.save_every);
-        for (uint64_t s = (base / every + 1) * every; s < end; s += every) {
-          ++p.save_count;
-          if (p.save_steps.size() < 64) p.save_steps.push_back(s);
-        }
-      }
-      if (p.steps_per_epoch > 0) {
-        ++p.save_count;
-        if (p.save_steps.size() < 64) p.save_steps.push_back(end);
-      }
-    }
+    p.global_min_blocks = sch.global_min_blocks;
+    p.global_max_blocks = sch.global_max_blocks;
+    p.evenfix_target_blocks = sch.target_blocks;
+    p.steps_per_epoch = sch.steps_per_epoch;
+    p.total_steps = sch.total_steps;
+    p.evenfix_dropped_blocks = sch.dropped_blocks;
+    p.evenfix_dropped_tokens = sch.dropped_tokens;
+    p.evenfix_padded_blocks = sch.padded_blocks;
+    p.evenfix_dropped_fraction = sch.dropped_fraction;
+    p.save_count = sch.save_steps.size();
+    p.save_steps.assign(sch.save_steps.begin(), sch.save_steps.begin() + std::min<size_t>(64, sch.save_steps.size()));
+    p.schedule = std::move(sch);
   }
   return p;
 }
@@ -188,9 +293,13 @@ std::string PlanToText(const RunFile& run, const Plan& p) {
   if (p.has_pack) {
     o += fmt::format("blocks per rank: min {}, max {}, spread {}\n", Thousands(p.global_min_blocks),
                      Thousands(p.global_max_blocks), Thousands(p.global_max_blocks - p.global_min_blocks));
-    o += fmt::format("steps per epoch: {} (from {} blocks, evenfix {}), {} epoch(s): {} steps\n",
+    const bool capped = run.max_steps > 0 && p.total_steps < p.steps_per_epoch * static_cast<uint64_t>(run.epochs);
+    o += fmt::format("steps per epoch: {} (from {} blocks, evenfix {}), {} epoch(s): {} steps{}\n",
                      Thousands(p.steps_per_epoch), Thousands(p.evenfix_target_blocks), EvenfixModeName(run.evenfix),
-                     run.epochs, Thousands(p.total_steps));
+                     run.epochs, Thousands(p.total_steps),
+                     capped ? fmt::format(" (capped by max_steps = {} of {})", run.max_steps,
+                                          Thousands(p.steps_per_epoch * static_cast<uint64_t>(run.epochs)))
+                            : "");
     if (run.evenfix == EvenfixMode::kPad) {
       o += fmt::format("evenfix pad: {} blocks repeated so no data is dropped\n", Thousands(p.evenfix_padded_blocks));
     } else {
@@ -203,8 +312,14 @@ std::string PlanToText(const RunFile& run, const Plan& p) {
   o += fmt::format("checkpoint (bf16 consolidated, 2 B/param): {}, about {:.0f} s at {} GB/s\n",
                    FormatBytes(p.checkpoint_bytes), p.checkpoint_write_s, run.write_gbps);
   if (p.has_pack) {
-    o += fmt::format("checkpoints: {} (every {} steps and at epoch end), {} kept\n", Thousands(p.save_count),
-                     run.save_every, run.keep);
+    const auto& saves = p.schedule.save_steps;
+    std::string at;
+    for (size_t i = 0; i < saves.size() && i < 12; ++i) at += (i ? ", " : "") + Thousands(saves[i]);
+    if (saves.size() > 12) at += fmt::format(", ... {} ({} in all)", Thousands(saves.back()), saves.size());
+    o += fmt::format("checkpoints: {} (every {} steps, at each epoch end and at the final step), {} kept: at {}\n",
+                     Thousands(p.save_count), run.save_every, run.keep, at.empty() ? "none" : at);
+    o += fmt::format("learning rate: warmup {} steps, cosine decay to step {}\n", Thousands(p.schedule.warmup_steps),
+                     Thousands(p.schedule.decay_end_step));
   }
   return o;
 }
@@ -230,6 +345,7 @@ std::string PlanToJson(const RunFile& run, const Plan& p) {
                      JsonString(EvenfixModeName(run.evenfix)), p.evenfix_target_blocks, p.steps_per_epoch,
                      p.total_steps, p.evenfix_dropped_blocks, p.evenfix_dropped_tokens, p.evenfix_padded_blocks,
                      p.save_count);
+    o += "\"schedule\":" + ScheduleToJson(p.schedule) + ",";
   }
   o += "\"has_pack\":";
   o += p.has_pack ? "true" : "false";

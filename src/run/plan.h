@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -28,6 +29,65 @@ struct ModelShape {
 // Extra fields are fine; a size it needs missing, mistyped or not positive (or
 // a mistyped tie_word_embeddings or model_type) is an error naming the field.
 Result<ModelShape> ModelFromConfigJson(std::string_view json, const std::string& name);
+
+// The schedule: every step-count fact of a run, computed here and nowhere else.
+// The gate checks it, the trainer runs it (evenkeel.Plan through the binding),
+// the launcher judges completion by it and the report shows it; a second copy
+// of this arithmetic drifts (a max_steps cap known to the trainer alone made
+// the launcher restart a finished run until its budget was spent).
+//
+// Rules (docs/run_format.md, "The schedule"):
+//   blocks per step     micro_batch x grad_accum (a trailing partial window is dropped)
+//   target blocks       evenfix min: the global minimum; pad: the maximum; off: the
+//                       minimum (what every rank is sure to have; each rank's own
+//                       count is RankStepsPerEpoch)
+//   steps per epoch     target blocks / blocks per step
+//   total steps         steps per epoch x epochs, capped by max_steps when > 0
+//   epoch e trains      min(steps per epoch, total - e x steps per epoch) steps
+//   saves               every global step s <= total with s % save_every == 0
+//                       (save_every > 0), every epoch end <= total, and the final step
+//   learning rate       linear warmup over warmup_steps, cosine decay ending at the
+//                       final step
+struct Schedule {
+  int world = 0;
+  int epochs = 0;
+  int64_t max_steps = 0;  // the run file's cap; 0: none
+  EvenfixMode evenfix = EvenfixMode::kMin;
+  uint64_t blocks_per_step = 0;
+  uint64_t global_min_blocks = 0, global_max_blocks = 0;
+  uint64_t target_blocks = 0;
+  uint64_t steps_per_epoch = 0;
+  uint64_t total_steps = 0;            // the final step; 0: nothing to train
+  std::vector<uint64_t> epoch_steps;   // steps trained in each epoch (the cap may end one early, later ones 0)
+  std::vector<uint64_t> save_steps;    // ascending; the final step last (when total_steps > 0)
+  uint64_t warmup_steps = 0;
+  uint64_t decay_end_step = 0;         // cosine decay ends here (the final step)
+  uint64_t tokens_per_step = 0;        // world x blocks per step x seq_len
+  uint64_t seq_len = 0;
+  uint64_t dropped_blocks = 0, dropped_tokens = 0, padded_blocks = 0;
+  double dropped_fraction = 0;         // dropped blocks / all blocks (min mode)
+  std::vector<uint64_t> rank_blocks;   // by rank, from the manifest
+  // By rank: a full epoch's steps and the last step. Equal to steps_per_epoch and
+  // total_steps unless evenfix is off (then each rank runs its own count: unsafe
+  // with any spread, which is what "off" exists to show).
+  std::vector<uint64_t> rank_steps_per_epoch, rank_total_steps;
+
+  bool IsSave(uint64_t step) const;
+  // The (epoch, steps done in it) after global step `step`; the step must be <= total_steps.
+  std::pair<int, uint64_t> EpochOf(uint64_t step) const;
+};
+
+// The schedule of `run` over these block counts (one per rank of the run's world).
+Result<Schedule> MakeSchedule(const RunFile& run, const std::vector<uint64_t>& rank_blocks);
+// The same over a pack manifest; a node-local manifest that lacks ranks of the
+// world is an error naming them (the trainer then passes every rank's count).
+Result<Schedule> MakeSchedule(const RunFile& run, const pack::Manifest& manifest);
+// The schedule of a run file read from disk, with the manifest of its data.pack_dir.
+Result<Schedule> ScheduleForRun(const RunFile& run);
+// {"world":..,"steps_per_epoch":..,"total_steps":..,"save_steps":[..],...}: the
+// format `evenkeel plan --json` ("schedule"), the trainer's --dry-run and
+// evenkeel.Plan share (docs/run_format.md).
+std::string ScheduleToJson(const Schedule& s);
 
 struct Plan {
   int world = 0;
@@ -58,6 +118,7 @@ struct Plan {
   double checkpoint_write_s = 0;    // checkpoint_bytes / write_gbps
   std::vector<uint64_t> save_steps; // global steps at which a checkpoint is written (capped list)
   uint64_t save_count = 0;
+  Schedule schedule;                // has_pack: the whole schedule (the fields above are its summary)
 };
 
 // `manifest` may be null (no pack yet); `gpu_memory_bytes` overrides the run

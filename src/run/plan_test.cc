@@ -131,3 +131,143 @@ TEST(PlanTest, ABadConfigFieldIsAnErrorNamingItAndTheFile) {
 
 }  // namespace
 }  // namespace ek::run
+
+namespace ek::run {
+namespace {
+
+RunFile SmallRun(int world, int mb, int ga, int epochs, int64_t max_steps, int save_every) {
+  RunFile r;
+  r.nodes = 1;
+  r.gpus_per_node = world;
+  r.seq_len = 16;
+  r.micro_batch = mb;
+  r.grad_accum = ga;
+  r.epochs = epochs;
+  r.max_steps = max_steps;
+  r.save_every = save_every;
+  r.params = 1e6;
+  return r;
+}
+
+// The schedule's rules, written out longhand: the oracle the cases below check
+// MakeSchedule against (saves: every save_every, each epoch end, the final step).
+std::vector<uint64_t> SavesLonghand(uint64_t spe, int epochs, uint64_t total, int every) {
+  std::vector<uint64_t> out;
+  for (int e = 0; e < epochs; ++e) {
+    for (uint64_t i = 1; i <= spe; ++i) {
+      uint64_t g = e * spe + i;
+      if (g > total) return out;
+      if ((every > 0 && g % every == 0) || i == spe || g == total) out.push_back(g);
+    }
+  }
+  return out;
+}
+
+TEST(ScheduleTest, MaxStepsCapsTheRunAndItsLastStepIsSaved) {
+  // 40 blocks, 4 per step: 10 steps an epoch, 3 epochs = 30; capped at 14.
+  RunFile run = SmallRun(2, 2, 2, 3, 14, 4);
+  auto s = MakeSchedule(run, std::vector<uint64_t>{40, 41});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->steps_per_epoch, 10u);
+  EXPECT_EQ(s->total_steps, 14u);
+  EXPECT_EQ(s->epoch_steps, (std::vector<uint64_t>{10, 4, 0}));
+  EXPECT_EQ(s->save_steps, (std::vector<uint64_t>{4, 8, 10, 12, 14}));
+  EXPECT_EQ(s->decay_end_step, 14u);
+  EXPECT_TRUE(s->IsSave(10));
+  EXPECT_FALSE(s->IsSave(11));
+  EXPECT_EQ(s->dropped_blocks, 1u);
+  EXPECT_EQ(s->tokens_per_step, 2u * 4 * 16);
+}
+
+TEST(ScheduleTest, AMaxStepsAboveTheRunChangesNothing) {
+  RunFile run = SmallRun(2, 1, 3, 2, 1000, 0);
+  auto s = MakeSchedule(run, std::vector<uint64_t>{20, 20});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->steps_per_epoch, 6u);  // 20 / 3: the trailing partial window is dropped
+  EXPECT_EQ(s->total_steps, 12u);
+  EXPECT_EQ(s->save_steps, (std::vector<uint64_t>{6, 12}));
+}
+
+TEST(ScheduleTest, SavesMatchTheLonghandRuleOverManyShapes) {
+  int cases = 0;
+  for (int every : {0, 1, 3, 7}) {
+    for (int epochs : {1, 2, 3}) {
+      for (int64_t cap : {0, 1, 5, 9, 11, 100}) {
+        for (int ga : {1, 2, 5}) {
+          RunFile run = SmallRun(3, 1, ga, epochs, cap, every);
+          auto s = MakeSchedule(run, std::vector<uint64_t>{21, 23, 22});
+          ASSERT_TRUE(s.ok());
+          uint64_t spe = 21 / ga, full = spe * epochs;
+          uint64_t total = cap > 0 ? std::min<uint64_t>(full, cap) : full;
+          EXPECT_EQ(s->total_steps, total);
+          EXPECT_EQ(s->save_steps, SavesLonghand(spe, epochs, total, every)) << every << " " << epochs << " " << cap;
+          uint64_t sum = 0;
+          for (uint64_t n : s->epoch_steps) sum += n;
+          EXPECT_EQ(sum, total);
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(cases, 4 * 3 * 6 * 3);
+}
+
+TEST(ScheduleTest, PadRunsToTheLongestRankAndOffKeepsEachRanksOwnCount) {
+  RunFile run = SmallRun(2, 1, 2, 1, 0, 0);
+  run.evenfix = EvenfixMode::kPad;
+  auto pad = MakeSchedule(run, std::vector<uint64_t>{10, 15});
+  ASSERT_TRUE(pad.ok());
+  EXPECT_EQ(pad->steps_per_epoch, 7u);
+  EXPECT_EQ(pad->padded_blocks, 5u);
+  EXPECT_EQ(pad->dropped_blocks, 0u);
+  run.evenfix = EvenfixMode::kOff;
+  auto off = MakeSchedule(run, std::vector<uint64_t>{10, 15});
+  ASSERT_TRUE(off.ok());
+  EXPECT_EQ(off->steps_per_epoch, 5u);
+  EXPECT_EQ(off->rank_steps_per_epoch, (std::vector<uint64_t>{5, 7}));
+  EXPECT_EQ(off->rank_total_steps, (std::vector<uint64_t>{5, 7}));
+}
+
+TEST(ScheduleTest, EpochOfNamesTheEpochAndItsProgress) {
+  RunFile run = SmallRun(1, 1, 1, 3, 0, 0);
+  auto s = MakeSchedule(run, std::vector<uint64_t>{4});
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->EpochOf(0), (std::pair<int, uint64_t>{0, 0}));
+  EXPECT_EQ(s->EpochOf(3), (std::pair<int, uint64_t>{0, 3}));
+  EXPECT_EQ(s->EpochOf(4), (std::pair<int, uint64_t>{0, 4}));
+  EXPECT_EQ(s->EpochOf(5), (std::pair<int, uint64_t>{1, 1}));
+  EXPECT_EQ(s->EpochOf(12), (std::pair<int, uint64_t>{2, 4}));
+}
+
+TEST(ScheduleTest, ANodeLocalManifestNamesTheRanksItLacks) {
+  RunFile run = SmallRun(4, 1, 1, 1, 0, 0);
+  pack::Manifest m;
+  m.world = 4;
+  m.seq_len = 16;
+  for (int r : {0, 1}) m.ranks.push_back({r, 0, 0, 10, 0, 0, 0, ""});
+  auto s = MakeSchedule(run, m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("rank(s) 2-3 of world 4"), std::string::npos) << s.status().message();
+  auto wrong = MakeSchedule(run, std::vector<uint64_t>{1, 2});
+  EXPECT_FALSE(wrong.ok());
+}
+
+TEST(ScheduleTest, ThePlanCarriesTheScheduleAndItsJson) {
+  RunFile run = SmallRun(2, 1, 2, 2, 7, 3);
+  pack::Manifest m;
+  m.world = 2;
+  m.seq_len = 16;
+  for (int r : {0, 1}) m.ranks.push_back({r, 0, 0, 10, 0, 0, 0, ""});
+  auto model = ModelForRun(run);
+  ASSERT_TRUE(model.ok());
+  auto p = MakePlan(run, *model, &m);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->total_steps, 7u);
+  EXPECT_EQ(p->save_count, p->schedule.save_steps.size());
+  std::string json = PlanToJson(run, *p);
+  EXPECT_NE(json.find("\"save_steps\":[3,5,6,7]"), std::string::npos) << json;
+  EXPECT_NE(PlanToText(run, *p).find("capped by max_steps = 7 of 10"), std::string::npos) << PlanToText(run, *p);
+}
+
+}  // namespace
+}  // namespace ek::run
