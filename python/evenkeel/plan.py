@@ -49,10 +49,15 @@ class Plan:
         self.rank_blocks: list[int] = list(d["rank_blocks"])
         self.rank_steps_per_epoch: list[int] = list(d["rank_steps_per_epoch"])
         self.rank_total_steps: list[int] = list(d["rank_total_steps"])
+        self.rank_save_steps: list[list[int]] = [list(x) for x in d["rank_save_steps"]]
         self._saves = frozenset(self.save_steps)
+        self._rank_saves = [frozenset(x) for x in self.rank_save_steps]
 
-    def is_save(self, step: int) -> bool:
-        """True when a checkpoint is written after global step `step`."""
+    def is_save(self, step: int, rank: int | None = None) -> bool:
+        """True when a checkpoint is written after global step `step` (on `rank`: with
+        evenfix off each rank saves at its own epoch ends and last step)."""
+        if rank is not None and self._rank_saves:
+            return step in self._rank_saves[rank]
         return step in self._saves
 
     def lr_factor(self, step: int, min_ratio: float) -> float:

@@ -230,10 +230,7 @@ def schedule_steps(plan: Plan, rank: int, start_epoch: int, start_step: int, sta
         while done < steps_per_epoch and step < total:
             step += 1
             done += 1
-            save = plan.is_save(step)
-            if plan.evenfix == "off":  # each rank's own epoch end and last step (unsafe: no shared schedule)
-                save = save or done >= steps_per_epoch or step >= total
-            yield epoch, done, step, save
+            yield epoch, done, step, plan.is_save(step, rank)
 
 
 def dry_run(cfg: RunFile) -> dict:

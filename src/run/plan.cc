@@ -110,17 +110,21 @@ Result<Schedule> MakeSchedule(const RunFile& run, const std::vector<uint64_t>& r
     s.epoch_steps.push_back(s.total_steps > base ? std::min(s.steps_per_epoch, s.total_steps - base) : 0);
   }
   const uint64_t every = run.save_every > 0 ? static_cast<uint64_t>(run.save_every) : 0;
-  for (uint64_t step = 1; step <= s.total_steps; ++step) {
-    if ((every && step % every == 0) || step % s.steps_per_epoch == 0 || step == s.total_steps) {
-      s.save_steps.push_back(step);
+  auto saves = [every](uint64_t steps_per_epoch, uint64_t total) {
+    std::vector<uint64_t> out;
+    for (uint64_t step = 1; step <= total; ++step) {
+      if ((every && step % every == 0) || step % steps_per_epoch == 0 || step == total) out.push_back(step);
     }
-  }
+    return out;
+  };
+  s.save_steps = saves(s.steps_per_epoch, s.total_steps);
   for (uint64_t b : rank_blocks) {
     uint64_t own = run.evenfix == EvenfixMode::kOff ? b / s.blocks_per_step : s.steps_per_epoch;
     uint64_t total = own * static_cast<uint64_t>(run.epochs);
     if (run.max_steps > 0) total = std::min<uint64_t>(total, static_cast<uint64_t>(run.max_steps));
     s.rank_steps_per_epoch.push_back(own);
     s.rank_total_steps.push_back(total);
+    if (run.evenfix == EvenfixMode::kOff) s.rank_save_steps.push_back(saves(own, total));
   }
   s.warmup_steps = run.warmup_steps > 0 ? static_cast<uint64_t>(run.warmup_steps) : 0;
   s.decay_end_step = s.total_steps;
@@ -179,17 +183,22 @@ std::string ScheduleToJson(const Schedule& s) {
     for (size_t i = 0; i < v.size(); ++i) o += (i ? "," : "") + std::to_string(v[i]);
     return o + "]";
   };
+  auto lists = [&list](const std::vector<std::vector<uint64_t>>& v) {
+    std::string o = "[";
+    for (size_t i = 0; i < v.size(); ++i) o += (i ? "," : "") + list(v[i]);
+    return o + "]";
+  };
   return fmt::format(
       "{{\"world\":{},\"epochs\":{},\"max_steps\":{},\"evenfix\":{},\"blocks_per_step\":{},\"seq_len\":{},"
       "\"global_min_blocks\":{},\"global_max_blocks\":{},\"target_blocks\":{},\"steps_per_epoch\":{},"
       "\"total_steps\":{},\"epoch_steps\":{},\"save_steps\":{},\"warmup_steps\":{},\"decay_end_step\":{},"
       "\"tokens_per_step\":{},\"dropped_blocks\":{},\"dropped_tokens\":{},\"padded_blocks\":{},"
-      "\"dropped_fraction\":{:.9g},\"rank_blocks\":{},\"rank_steps_per_epoch\":{},\"rank_total_steps\":{}}}",
+      "\"dropped_fraction\":{:.9g},\"rank_blocks\":{},\"rank_steps_per_epoch\":{},\"rank_total_steps\":{},\"rank_save_steps\":{}}}",
       s.world, s.epochs, s.max_steps, JsonString(EvenfixModeName(s.evenfix)), s.blocks_per_step, s.seq_len,
       s.global_min_blocks, s.global_max_blocks, s.target_blocks, s.steps_per_epoch, s.total_steps, list(s.epoch_steps),
       list(s.save_steps), s.warmup_steps, s.decay_end_step, s.tokens_per_step, s.dropped_blocks, s.dropped_tokens,
       s.padded_blocks, s.dropped_fraction, list(s.rank_blocks), list(s.rank_steps_per_epoch),
-      list(s.rank_total_steps));
+      list(s.rank_total_steps), lists(s.rank_save_steps));
 }
 
 Result<Plan> MakePlan(const RunFile& run, const ModelShape& model, const pack::Manifest* manifest,

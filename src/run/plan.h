@@ -71,6 +71,9 @@ struct Schedule {
   // total_steps unless evenfix is off (then each rank runs its own count: unsafe
   // with any spread, which is what "off" exists to show).
   std::vector<uint64_t> rank_steps_per_epoch, rank_total_steps;
+  // With evenfix off only (else empty): each rank's own save steps (its epoch ends
+  // and last step); the shared save_steps are then the shortest rank's.
+  std::vector<std::vector<uint64_t>> rank_save_steps;
 
   bool IsSave(uint64_t step) const;
   // The (epoch, steps done in it) after global step `step`; the step must be <= total_steps.

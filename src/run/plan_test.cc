@@ -226,6 +226,9 @@ TEST(ScheduleTest, PadRunsToTheLongestRankAndOffKeepsEachRanksOwnCount) {
   EXPECT_EQ(off->steps_per_epoch, 5u);
   EXPECT_EQ(off->rank_steps_per_epoch, (std::vector<uint64_t>{5, 7}));
   EXPECT_EQ(off->rank_total_steps, (std::vector<uint64_t>{5, 7}));
+  // Each rank saves at its own epoch end: the shorter one walks into the barrier alone.
+  EXPECT_EQ(off->rank_save_steps, (std::vector<std::vector<uint64_t>>{{5}, {7}}));
+  EXPECT_TRUE(pad->rank_save_steps.empty());
 }
 
 TEST(ScheduleTest, EpochOfNamesTheEpochAndItsProgress) {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <map>
 #include <cstring>
 #include <set>
 
@@ -170,14 +171,46 @@ CheckpointInfo InspectCheckpoint(const std::string& dir, const std::string& name
 CheckpointScan ScanCheckpoints(const std::string& dir) {
   CheckpointScan scan;
   if (dir.empty()) return scan;
-  for (const auto& name : List(dir)) {
-    CheckpointInfo info = InspectCheckpoint(dir, name);
+  // evenkeel's own checkpoints (step-NNNNNNNN and their hidden temp directories) are
+  // judged by ek_ckpt's rule, the one the launcher, the trainer and `ckpt list` use;
+  // the format rules below are for other trainers' entries only.
+  std::map<std::string, const ckpt::CheckpointEntry*> own;
+  auto listed = ckpt::ListCheckpoints(dir, ckpt::VerifyLevel::kStructure);
+  if (listed.ok()) {
+    for (const auto& e : *listed) own[e.name] = &e;
+  }
+  auto consider = [&](CheckpointInfo info, bool temp) {
     if (info.complete) {
       scan.complete_count++;
       if (!scan.newest_complete || info.step > scan.newest_complete->step) scan.newest_complete = info;
-    } else if (info.step >= 0 || IsTemp(name)) {
+    } else if (info.step >= 0 || temp) {
       if (!scan.in_progress || info.mtime > scan.in_progress->mtime) scan.in_progress = info;
     }
+  };
+  for (const auto& name : List(dir)) {
+    auto it = own.find(name);
+    if (it == own.end()) {
+      CheckpointInfo info = InspectCheckpoint(dir, name);
+      consider(info, IsTemp(name));
+      continue;
+    }
+    const ckpt::CheckpointEntry& e = *it->second;
+    if (e.temp && e.verdict.rfind("abandoned", 0) == 0) continue;  // a dead writer's leftover: not a save under way
+    CheckpointInfo info;
+    info.name = e.name;
+    info.step = e.step;
+    info.complete = e.ok;
+    info.bytes = e.bytes;
+    info.mtime = e.mtime;
+    if (!e.ok) info.why = e.verdict;
+    struct stat st;
+    for (const auto& f : List(e.path)) {
+      if (stat((e.path + "/" + f).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        info.files++;
+        info.mtime = std::max(info.mtime, MtimeOf(st));
+      }
+    }
+    consider(info, e.temp);
   }
   // A leftover partial save older than the newest complete one is not in progress.
   if (scan.in_progress && scan.newest_complete && scan.in_progress->step >= 0 &&

@@ -1,5 +1,10 @@
 // What the agent can see of a run's checkpoints on disk: the newest complete
-// one, and whether a save is under way. Formats understood (docs/watch.md):
+// one, and whether a save is under way. evenkeel's own checkpoints
+// (step-NNNNNNNN directories and their hidden .step-*.tmp-PID temp directories)
+// are judged by ek_ckpt's rule (ckpt::ListCheckpoints at VerifyLevel::kStructure:
+// the manifest required, as for the launcher, the trainer's resume and `ckpt
+// list`); a temp directory whose writer is gone is not a save in progress.
+// Other trainers' entries (docs/watch.md):
 //   - a single file per checkpoint (the reference trainer's step-00001000.pt,
 //     written to a temporary name and renamed): complete when it exists and is
 //     not empty; a "*.tmp*" file beside it is a save in progress;

@@ -67,7 +67,8 @@ TEST(Checkpoint, SafetensorsIndexNeedsEveryShardAtItsHeaderSize) {
 
 TEST(Checkpoint, EvenkeelCheckpointIsVerifiedAndItsTempDirectoryIsInProgress) {
   testing::ScratchDir dir;
-  std::string temp = dir / ".step-00000010.tmp-4242";
+  // A temp directory named after a live writer (this process) is a save in progress.
+  std::string temp = dir / (".step-00000010.tmp-" + std::to_string(::getpid()));
   ASSERT_TRUE(MakeDirs(temp).ok());
   ASSERT_TRUE(WriteFileAtomic(temp + "/model.safetensors", Safetensors("w", 64)).ok());
   ASSERT_TRUE(WriteFileAtomic(temp + "/config.json", "{}").ok());
@@ -87,6 +88,30 @@ TEST(Checkpoint, EvenkeelCheckpointIsVerifiedAndItsTempDirectoryIsInProgress) {
   auto info = InspectCheckpoint(dir.path(), "step-00000010");
   EXPECT_FALSE(info.complete);
   EXPECT_NE(info.why.find("config.json: missing"), std::string::npos) << info.why;
+}
+
+TEST(Checkpoint, ATempDirectoryOfADeadWriterIsNotASaveInProgress) {
+  // ek_ckpt's rule, the launcher's and `ckpt list`'s: the writer's PID is gone, so the
+  // save was abandoned (a crash), and the agent must not report a save under way.
+  testing::ScratchDir dir;
+  std::string temp = dir / ".step-00000020.tmp-999999999";
+  ASSERT_TRUE(MakeDirs(temp).ok());
+  ASSERT_TRUE(WriteFileAtomic(temp + "/model.safetensors", Safetensors("w", 64)).ok());
+  auto scan = ScanCheckpoints(dir.path());
+  EXPECT_FALSE(scan.in_progress);
+  EXPECT_FALSE(scan.newest_complete);
+}
+
+TEST(Checkpoint, AStepDirectoryWithoutTheManifestIsNotCompleteForTheAgentEither) {
+  // A step-NNNNNNNN directory is evenkeel's: without evenkeel-checkpoint.json it is not a
+  // checkpoint the launcher would resume from, so the agent does not count it complete.
+  testing::ScratchDir dir;
+  std::string ck = dir / "step-00000030";
+  ASSERT_TRUE(MakeDirs(ck).ok());
+  ASSERT_TRUE(WriteFileAtomic(ck + "/model.safetensors", Safetensors("w", 64)).ok());
+  auto scan = ScanCheckpoints(dir.path());
+  EXPECT_FALSE(scan.newest_complete);
+  EXPECT_EQ(scan.complete_count, 0);
 }
 
 TEST(Checkpoint, DcpDirectoryIsCompleteOnceMetadataIsWritten) {
