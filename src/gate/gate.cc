@@ -23,7 +23,6 @@
 #include "pack/inspect.h"
 #include "pack/manifest.h"
 #include "run/model_dir.h"
-#include "run/topology.h"
 
 namespace ek::gate {
 
@@ -467,20 +466,25 @@ Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const 
     return InvalidArgumentError(
         "gate merge: no part records how many nodes the run has (parts of an older evenkeel): pass --run RUN.toml");
   }
-  // Every node is claimed by exactly one part (a whole-run log claims them all).
-  std::map<int, const GateReport*> owner;
+  // Every node is claimed by exactly one part (a whole-run log claims them all):
+  // each part claims the nodes [first, end), and sorted claims must not overlap.
+  struct Claim {
+    int first, end;
+    const GateReport* part;
+  };
+  std::vector<Claim> claims;
   for (const auto& p : parts) {
     if (p.node_rank >= nodes) {
       return InvalidArgumentError(fmt::format("gate merge: the part of {} is for node {}, but the run has {} node(s) (0-{})",
                                               PartName(p), p.node_rank, nodes, nodes - 1));
     }
-    int first = p.node_rank < 0 ? 0 : p.node_rank, end = p.node_rank < 0 ? nodes : p.node_rank + 1;
-    for (int n = first; n < end; ++n) {
-      auto [it, fresh] = owner.emplace(n, &p);
-      if (!fresh) {
-        return InvalidArgumentError(fmt::format("gate merge: two parts claim node {}: the part of {} and the part of {}", n,
-                                                PartName(*it->second), PartName(p)));
-      }
+    claims.push_back(p.node_rank < 0 ? Claim{0, nodes, &p} : Claim{p.node_rank, p.node_rank + 1, &p});
+  }
+  std::stable_sort(claims.begin(), claims.end(), [](const Claim& x, const Claim& y) { return x.first < y.first; });
+  for (size_t i = 1; i < claims.size(); ++i) {
+    if (claims[i].first < claims[i - 1].end) {
+      return InvalidArgumentError(fmt::format("gate merge: two parts claim node {}: the part of {} and the part of {}",
+                                              claims[i].first, PartName(*claims[i - 1].part), PartName(*claims[i].part)));
     }
   }
 
@@ -531,19 +535,27 @@ Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const 
       c.reason += PartName(p) + ": " + p.checks[i].reason;
     }
   }
-  // A node without a part: its ranks' data, disks and GPUs were never checked.
-  std::vector<std::string> hosts_of_run = run ? run->hosts : parts[0].hosts;
-  if (static_cast<int>(hosts_of_run.size()) != nodes) hosts_of_run.clear();
-  run::Topology topo(nodes, gpn, hosts_of_run);
+  // Nodes without a part: their ranks' data, disks and GPUs were never checked.
+  // One problem per run of consecutive such nodes (so a crafted layout cannot
+  // make millions of lines).
+  const std::vector<std::string>& run_hosts = run ? run->hosts : parts[0].hosts;
+  const bool named = static_cast<int>(run_hosts.size()) == nodes;
+  const int64_t world = static_cast<int64_t>(nodes) * gpn;
   std::vector<std::string> missing;
-  for (int n = 0; n < nodes; ++n) {
-    if (owner.count(n)) continue;
-    std::vector<int64_t> ranks;
-    for (int r : topo.RanksOf(n)) ranks.push_back(r);
-    missing.push_back(fmt::format("node {} (ranks {}{}) sent no gate part: {} of {} ranks checked", n,
-                                  CompactRanges(ranks), topo.has_hosts() ? ", host " + topo.HostOf(n) : "",
-                                  out.ranks_checked.size(), topo.world()));
+  auto gap = [&](int a, int b) {  // nodes [a, b) sent nothing
+    if (a >= b) return;
+    int64_t lo = static_cast<int64_t>(a) * gpn, hi = static_cast<int64_t>(b) * gpn - 1;
+    std::string ranks = lo == hi ? fmt::format("rank {}", lo) : fmt::format("ranks {}-{}", lo, hi);
+    std::string who = b - a == 1 ? fmt::format("node {} ({}{})", a, ranks, named ? ", host " + run_hosts[a] : "")
+                                 : fmt::format("nodes {}-{} ({})", a, b - 1, ranks);
+    missing.push_back(fmt::format("{} sent no gate part: {} of {} ranks checked", who, out.ranks_checked.size(), world));
+  };
+  int next = 0;
+  for (const Claim& c : claims) {
+    gap(next, c.first);
+    next = c.end;
   }
+  gap(next, nodes);
   if (!missing.empty()) {
     auto data = std::find_if(out.checks.begin(), out.checks.end(), [](const Check& c) { return c.name == "data"; });
     if (data == out.checks.end()) data = out.checks.insert(out.checks.begin(), Check{"data", Verdict::kFail, "", {}, {}});
@@ -657,6 +669,10 @@ Result<GateReport> GateReportFromJson(std::string_view json, const std::string& 
     if (f.Has("nodes") || f.Has("gpus_per_node")) {  // the layout: both or neither
       EK_RETURN_IF_ERROR(f.IntIn("nodes", 1, 1 << 24, &r->nodes));
       EK_RETURN_IF_ERROR(f.IntIn("gpus_per_node", 1, 1 << 24, &r->gpus_per_node));
+      if (static_cast<int64_t>(r->nodes) * r->gpus_per_node > (1 << 24)) {
+        return f.Err("gpus_per_node", fmt::format("{} nodes x {} GPUs is more than {} ranks", r->nodes, r->gpus_per_node,
+                                                  1 << 24));
+      }
     }
     EK_RETURN_IF_ERROR(f.OptStr("time", &r->time));
     if (f.Has("versions")) {

@@ -307,8 +307,16 @@ TEST_F(GateTest, MergeOfOneNodeOfTwoFailsNamingTheMissingNodeAndItsRanks) {
   auto named = MergeGateReports({Gate(r, 1)}, &r);
   ASSERT_TRUE(named.ok()) << named.status().message();
   EXPECT_EQ(Get(*named, "data").problems[0], "node 0 (ranks 0-1, host node-a) sent no gate part: 2 of 4 ranks checked");
-  // Both parts: the merge is the run's.
+  // Consecutive missing nodes are one problem; every gap is named.
   r.hosts.clear();
+  GateReport n1 = p1;
+  n1.nodes = 5;
+  auto gaps = MergeGateReports({n1});
+  ASSERT_TRUE(gaps.ok()) << gaps.status().message();
+  EXPECT_EQ(Get(*gaps, "data").problems,
+            (std::vector<std::string>{"node 0 (ranks 0-1) sent no gate part: 2 of 10 ranks checked",
+                                      "nodes 2-4 (ranks 4-9) sent no gate part: 2 of 10 ranks checked"}));
+  // Both parts: the merge is the run's.
   auto both = MergeGateReports({p1, p0}, &r);
   ASSERT_TRUE(both.ok()) << both.status().message();
   EXPECT_EQ(both->overall(), Verdict::kPass);
@@ -479,6 +487,8 @@ TEST(GateReportTest, MissingMistypedOrMisnestedFieldsAreNamed) {
   EXPECT_EQ(with("{\"name\": \"data\", ", "{"), "p.json: checks[0].name: missing");
   EXPECT_EQ(with("\"nodes\": 2", "\"nodes\": 0"), "p.json: nodes: 0 is out of range [1, 16777216]");
   EXPECT_EQ(with("\"nodes\": 2,", ""), "p.json: nodes: missing");
+  EXPECT_EQ(with("\"nodes\": 2", "\"nodes\": 16777216"),
+            "p.json: gpus_per_node: 16777216 nodes x 2 GPUs is more than 16777216 ranks");
   EXPECT_EQ(with("\"gpus_per_node\": 2", "\"gpus_per_node\": \"2\""), "p.json: gpus_per_node: not an integer");
   EXPECT_EQ(with("\"problems\": [\"a\", \"b\"]", "\"problems\": \"a\""), "p.json: checks[0].problems: not an array");
   EXPECT_EQ(with("\"problems\": [\"a\", \"b\"]", "\"problems\": [\"a\", 2]"),
