@@ -80,7 +80,7 @@ def main():
             row["tokenize_mb_s"] = size / 1e6 / dt
             out = os.path.join(tmp, f"ek{t}")
             dt, rss = timed([EVENKEEL, "pack", "--tokenizer", a.tokenizer, "--world", str(a.world), "--threads", str(t),
-                             "--out", out, a.corpus])
+                             "--shard", "contiguous", "--out", out, a.corpus])  # HF_PACK splits as datasets.shard
             row["pack_mb_s"] = size / 1e6 / dt
             row["pack_maxrss_mb"] = rss / 1024
             row["pack_vs_tokenize"] = row["pack_mb_s"] / row["tokenize_mb_s"]

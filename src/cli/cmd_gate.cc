@@ -129,12 +129,16 @@ int RunPlan(int argc, char** argv) {
 namespace {
 
 int RunGateMerge(int argc, char** argv) {
-  CLI::App app{"Merge node parts written by 'evenkeel gate RUN --node-rank N' into one verdict.", "evenkeel gate merge"};
+  CLI::App app{"Merge node parts written by 'evenkeel gate RUN --node-rank N' into one verdict.\n"
+               "Every node of the run must have sent a part: a missing node is a FAIL naming it and\n"
+               "its ranks; two parts of one node are bad input (exit 65).",
+               "evenkeel gate merge"};
   std::vector<std::string> parts;
   std::string run_path, log;
   bool json = false;
   app.add_option("parts", parts, "part JSON files, one per node")->required();
-  app.add_option("--run", run_path, "run.toml: recompute the balance over all ranks");
+  app.add_option("--run", run_path,
+                 "run.toml: the run's nodes (else the parts' own record of them) and the balance over all ranks");
   app.add_option("--log", log, "write the merged pass log here");
   app.add_flag("--json", json, "print the merged log as JSON");
   if (auto code = ParseArgs(app, argc, argv)) return *code;

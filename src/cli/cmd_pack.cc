@@ -104,14 +104,16 @@ int RunPack(int argc, char** argv) {
                "'evenkeel pack merge DIR...' combines node manifests made with --ranks.",
                "evenkeel pack"};
   pack::PackOptions opt;
-  std::string shard = "contiguous", chat = "auto", loss_mask = "none", ranks, invalid = "error", eos;
+  std::string shard = "balanced", chat = "auto", loss_mask = "none", ranks, invalid = "error", eos;
   bool json = false;
   app.add_option("--tokenizer", opt.tokenizer_path, "Hugging Face tokenizer.json")->required();
   app.add_option("--world", opt.world, "number of ranks (GPUs)")->required();
   app.add_option("--seq-len", opt.seq_len, "tokens per block")->capture_default_str();
   app.add_option("--out", opt.out_dir, "output directory")->required();
   app.add_option("inputs", opt.inputs, ".jsonl or .jsonl.zst files, in order")->required();
-  app.add_option("--shard", shard, "contiguous | strided (as datasets.shard) | balanced (spread 0)")
+  app.add_option("--shard", shard,
+                 "balanced (every rank gets the same block count, so evenfix drops nothing) | contiguous | "
+                 "strided (records split as datasets.shard does; ranks' block counts may differ)")
       ->check(CLI::IsMember({"contiguous", "strided", "balanced"}))->capture_default_str();
   app.add_option("--text-field", opt.record.text_field, "field holding the text")->capture_default_str();
   app.add_option("--chat-template", chat,

@@ -61,26 +61,53 @@ GateEnv RealGateEnv() {
 
 namespace {
 
+// The verdict and the one-line reason from the problems found: FAIL when any
+// failure, else WARN when any warning, else PASS with `pass_reason`. Every
+// problem is kept, failures first.
+void Conclude(Check* c, std::vector<std::string> fails, const std::vector<std::string>& warns, std::string pass_reason) {
+  c->verdict = !fails.empty() ? Verdict::kFail : !warns.empty() ? Verdict::kWarn : Verdict::kPass;
+  c->problems = std::move(fails);
+  c->problems.insert(c->problems.end(), warns.begin(), warns.end());
+  if (c->problems.empty()) {
+    c->reason = std::move(pass_reason);
+    return;
+  }
+  c->reason = c->problems.front();
+  if (c->problems.size() > 1) c->reason += fmt::format(" (and {} more problem(s))", c->problems.size() - 1);
+}
+
 Check Make(std::string name, Verdict v, std::string reason) {
   Check c;
   c.name = std::move(name);
-  c.verdict = v;
-  c.reason = std::move(reason);
+  if (v == Verdict::kFail) {
+    Conclude(&c, {std::move(reason)}, {}, "");
+  } else if (v == Verdict::kWarn) {
+    Conclude(&c, {}, {std::move(reason)}, "");
+  } else {
+    c.reason = std::move(reason);
+  }
   return c;
 }
 
-// Balance over whatever per-rank block counts are known.
+// Balance over whatever per-rank block counts are known. What evenfix drops
+// or repeats is the plan's (run::MakePlan), over these ranks.
 Check BalanceCheck(const RunFile& run, const std::map<int, uint64_t>& blocks, bool complete) {
+  if (blocks.empty()) return Make("balance", Verdict::kFail, "no block counts (no manifest)");
+  pack::Manifest seen;
+  seen.world = run.world();
+  seen.seq_len = run.seq_len;
+  for (auto [r, b] : blocks) {
+    pack::RankInfo ri;
+    ri.rank = r;
+    ri.blocks = b;
+    seen.ranks.push_back(ri);
+  }
+  auto planned = MakePlan(run, run::ModelShape{}, &seen);
+  if (!planned.ok()) return Make("balance", Verdict::kFail, planned.status().message());
+  const Plan& p = *planned;
+  const uint64_t lo = p.global_min_blocks, hi = p.global_max_blocks, spread = hi - lo;
   Check c;
   c.name = "balance";
-  if (blocks.empty()) return Make("balance", Verdict::kFail, "no block counts (no manifest)");
-  uint64_t lo = UINT64_MAX, hi = 0, total = 0;
-  for (auto [r, b] : blocks) {
-    lo = std::min(lo, b);
-    hi = std::max(hi, b);
-    total += b;
-  }
-  uint64_t spread = hi - lo;
   c.numbers = {{"global_min_blocks", static_cast<double>(lo)}, {"global_max_blocks", static_cast<double>(hi)},
                {"spread", static_cast<double>(spread)}, {"ranks", static_cast<double>(blocks.size())}};
   std::string scope = complete ? "" : fmt::format(" over the {} ranks checked here", blocks.size());
@@ -89,30 +116,33 @@ Check BalanceCheck(const RunFile& run, const std::map<int, uint64_t>& blocks, bo
     c.reason = fmt::format("every rank has {} blocks{}: spread 0", Thousands(lo), scope);
     return c;
   }
-  uint64_t dropped = 0, padded = 0;
-  for (auto [r, b] : blocks) {
-    dropped += b - lo;
-    padded += hi - b;
-  }
-  c.numbers["evenfix_dropped_tokens"] = static_cast<double>(dropped) * run.seq_len;
+  c.numbers["evenfix_dropped_tokens"] = static_cast<double>(p.evenfix_dropped_tokens);
+  c.numbers["evenfix_dropped_pct"] = 100 * p.evenfix_dropped_fraction;
+  c.numbers["evenfix_max_drop_pct"] = run.evenfix_max_drop_pct;
+  std::vector<std::string> fails, warns;
   if (run.evenfix == EvenfixMode::kOff) {
-    c.verdict = Verdict::kFail;
-    c.reason = fmt::format(
+    fails.push_back(fmt::format(
         "block spread {} (min {}, max {}){} and evenfix is off: the shortest rank would leave the loop "
         "{} blocks early and enter the save barrier while the others still reduce gradients (deadlock)",
-        Thousands(spread), Thousands(lo), Thousands(hi), scope, Thousands(spread));
-    return c;
-  }
-  c.verdict = Verdict::kWarn;
-  if (run.evenfix == EvenfixMode::kPad) {
-    c.reason = fmt::format("block spread {} (min {}, max {}){}: evenfix pad repeats {} blocks so every rank runs {} blocks",
-                           Thousands(spread), Thousands(lo), Thousands(hi), scope, Thousands(padded), Thousands(hi));
+        Thousands(spread), Thousands(lo), Thousands(hi), scope, Thousands(spread)));
+  } else if (run.evenfix == EvenfixMode::kPad) {
+    warns.push_back(fmt::format("block spread {} (min {}, max {}){}: evenfix pad repeats {} blocks so every rank runs {} blocks",
+                                Thousands(spread), Thousands(lo), Thousands(hi), scope,
+                                Thousands(p.evenfix_padded_blocks), Thousands(hi)));
   } else {
-    c.reason = fmt::format(
+    const double pct = 100 * p.evenfix_dropped_fraction;
+    std::string what = fmt::format(
         "block spread {} (min {}, max {}){}: evenfix pins every rank to {} blocks, dropping {} tokens ({:.3f}% of the data)",
-        Thousands(spread), Thousands(lo), Thousands(hi), scope, Thousands(lo), Thousands(dropped * run.seq_len),
-        total ? 100.0 * dropped / total : 0.0);
+        Thousands(spread), Thousands(lo), Thousands(hi), scope, Thousands(lo), Thousands(p.evenfix_dropped_tokens), pct);
+    if (pct > run.evenfix_max_drop_pct) {
+      fails.push_back(fmt::format("{}, more than evenfix.max_drop_pct {}%: re-pack with --shard balanced (spread 0), "
+                                  "or set evenfix.mode = \"pad\" to repeat blocks instead of dropping them",
+                                  what, run.evenfix_max_drop_pct));
+    } else {
+      warns.push_back(what);
+    }
   }
+  Conclude(&c, std::move(fails), warns, "");
   return c;
 }
 
@@ -148,6 +178,8 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
   rep.run_xxh3 = run.xxh3;
   rep.host = env.host;
   rep.node_rank = node_rank;
+  rep.nodes = run.nodes;
+  rep.gpus_per_node = run.gpus_per_node;
   rep.hosts = run.hosts;
   rep.evenkeel_version = kVersion;
   rep.time = UtcNowIso8601();
@@ -170,8 +202,7 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
     Check c;
     c.name = "data";
     if (!mp) {
-      c.verdict = Verdict::kFail;
-      c.reason = manifest.status().message();
+      Conclude(&c, {manifest.status().message()}, {}, "");
     } else {
       std::vector<int> want;
       if (node_rank < 0) {
@@ -214,16 +245,10 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
       }
       c.numbers = {{"ranks", static_cast<double>(ir.ranks.size())}, {"blocks", static_cast<double>(blocks)},
                    {"bytes", static_cast<double>(bytes)}, {"problems", static_cast<double>(problems.size())}};
-      if (problems.empty()) {
-        c.verdict = Verdict::kPass;
-        c.reason = fmt::format("{} rank file(s), {} blocks, {}: sizes, checksums and token ids (< {}) match the manifest{}",
-                               ir.ranks.size(), Thousands(blocks), FormatBytes(static_cast<double>(bytes)), mp->vocab_size,
-                               run.model_path.empty() ? "" : "; tokenizer is the model's");
-      } else {
-        c.verdict = Verdict::kFail;
-        c.reason = problems.front();
-        if (problems.size() > 1) c.reason += fmt::format(" (and {} more problem(s))", problems.size() - 1);
-      }
+      Conclude(&c, std::move(problems), {},
+               fmt::format("{} rank file(s), {} blocks, {}: sizes, checksums and token ids (< {}) match the manifest{}",
+                           ir.ranks.size(), Thousands(blocks), FormatBytes(static_cast<double>(bytes)), mp->vocab_size,
+                           run.model_path.empty() ? "" : "; tokenizer is the model's"));
     }
     rep.checks.push_back(c);
   }
@@ -269,19 +294,11 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
                    {"tokens_per_step", static_cast<double>(plan.tokens_per_step)},
                    {"checkpoints", static_cast<double>(plan.save_count)}};
     }
-    if (!fails.empty()) {
-      c.verdict = Verdict::kFail;
-      c.reason = fails.front();
-    } else if (!warns.empty()) {
-      c.verdict = Verdict::kWarn;
-      c.reason = warns.front();
-    } else {
-      c.verdict = Verdict::kPass;
-      c.reason = fmt::format("world {} matches the pack; {} steps per epoch x {} epoch(s), warmup {}, {} checkpoints "
-                             "(every {} steps and at each epoch end, reached by every rank)",
-                             run.world(), Thousands(plan.steps_per_epoch), run.epochs, run.warmup_steps,
-                             plan.save_count, run.save_every);
-    }
+    Conclude(&c, std::move(fails), warns,
+             fmt::format("world {} matches the pack; {} steps per epoch x {} epoch(s), warmup {}, {} checkpoints "
+                         "(every {} steps and at each epoch end, reached by every rank)",
+                         run.world(), Thousands(plan.steps_per_epoch), run.epochs, run.warmup_steps, plan.save_count,
+                         run.save_every));
     rep.checks.push_back(c);
   }
 
@@ -290,22 +307,23 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
     Check c;
     c.name = "memory";
     if (!model.ok()) {
-      c.verdict = Verdict::kFail;
-      c.reason = model.status().message();
+      Conclude(&c, {model.status().message()}, {}, "");
     } else {
       double need = plan.per_gpu_bytes;
       double mem = plan.gpu_memory_bytes;
       double usable = mem * (1 - run.headroom);
       c.numbers = {{"per_gpu_bytes", need}, {"gpu_memory_bytes", mem}, {"headroom", run.headroom}};
       if (mem <= 0) {
-        c.verdict = Verdict::kWarn;
-        c.reason = fmt::format("planned {} per GPU, but GPU memory is unknown (no NVML here{}; set gpu.memory_gb)",
-                               FormatBytes(need), env.gpus.why_unavailable.empty() ? "" : ": " + env.gpus.why_unavailable);
+        Conclude(&c, {},
+                 {fmt::format("planned {} per GPU, but GPU memory is unknown (no NVML here{}; set gpu.memory_gb)",
+                              FormatBytes(need), env.gpus.why_unavailable.empty() ? "" : ": " + env.gpus.why_unavailable)},
+                 "");
       } else if (need > usable) {
-        c.verdict = Verdict::kFail;
-        c.reason = fmt::format("planned {} per GPU exceeds {} usable ({} {} minus {:.0f}% headroom){}", FormatBytes(need),
-                               FormatBytes(usable), FormatBytes(mem), plan.gpu_memory_source, 100 * run.headroom,
-                               run.gradient_checkpointing ? "" : "; gradient checkpointing would need less");
+        Conclude(&c,
+                 {fmt::format("planned {} per GPU exceeds {} usable ({} {} minus {:.0f}% headroom){}", FormatBytes(need),
+                              FormatBytes(usable), FormatBytes(mem), plan.gpu_memory_source, 100 * run.headroom,
+                              run.gradient_checkpointing ? "" : "; gradient checkpointing would need less")},
+                 {}, "");
       } else {
         c.verdict = Verdict::kPass;
         c.reason = fmt::format("planned {} per GPU fits {} usable ({} {}, {:.0f}% headroom)", FormatBytes(need),
@@ -357,17 +375,9 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
         }
       }
     }
-    if (!fails.empty()) {
-      c.verdict = Verdict::kFail;
-      c.reason = fails.front();
-    } else if (!warns.empty()) {
-      c.verdict = Verdict::kWarn;
-      c.reason = warns.front();
-    } else {
-      c.verdict = Verdict::kPass;
-      c.reason = fmt::format("checkpoint dir writable with {} free for {} x {}; pack dir local and readable",
-                             FormatBytes(c.numbers["checkpoint_free_bytes"]), run.keep, FormatBytes(plan.checkpoint_bytes));
-    }
+    Conclude(&c, std::move(fails), warns,
+             fmt::format("checkpoint dir writable with {} free for {} x {}; pack dir local and readable",
+                         FormatBytes(c.numbers["checkpoint_free_bytes"]), run.keep, FormatBytes(plan.checkpoint_bytes)));
     rep.checks.push_back(c);
   }
 
@@ -404,58 +414,155 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
       fails.push_back(fmt::format("{} foreign process(es) already on this node's GPUs", env.gpus.foreign_processes));
     }
     c.numbers["foreign_processes"] = env.gpus.foreign_processes;
-    if (!fails.empty()) {
-      c.verdict = Verdict::kFail;
-      c.reason = fails.front();
-      if (fails.size() > 1) c.reason += fmt::format(" (and {} more)", fails.size() - 1);
-    } else {
-      c.verdict = Verdict::kPass;
-      c.reason = fmt::format("watchdog {:.0f} min (floor {:.0f}, checkpoint write ~{:.0f} s); flight recorder {} entries, "
-                             "dump on timeout",
-                             run.watchdog_timeout_min, run.watchdog_floor_min, plan.checkpoint_write_s, buf);
-      for (const auto& n : notes) c.reason += "; " + n;
-    }
+    std::string pass = fmt::format("watchdog {:.0f} min (floor {:.0f}, checkpoint write ~{:.0f} s); flight recorder {} "
+                                   "entries, dump on timeout",
+                                   run.watchdog_timeout_min, run.watchdog_floor_min, plan.checkpoint_write_s, buf);
+    for (const auto& n : notes) pass += "; " + n;
+    Conclude(&c, std::move(fails), {}, std::move(pass));
     rep.checks.push_back(c);
   }
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return rep;
 }
 
+namespace {
+
+// A part's name in merged problems and errors: its host, else its node.
+std::string PartName(const GateReport& p) {
+  if (!p.host.empty()) return p.host;
+  return p.node_rank < 0 ? std::string("the whole-run log") : fmt::format("node {}", p.node_rank);
+}
+
+// The reason of a check that has problems: the first and how many more.
+void ReasonFromProblems(Check* c) {
+  if (c->problems.empty()) return;
+  c->reason = c->problems.front();
+  if (c->problems.size() > 1) c->reason += fmt::format(" (and {} more problem(s))", c->problems.size() - 1);
+}
+
+}  // namespace
+
 Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const RunFile* run) {
   if (parts.empty()) return InvalidArgumentError("gate merge: no parts");
+  // The run's layout: the run file's, else the one the parts recorded (they must agree).
+  int nodes = run ? run->nodes : 0, gpn = run ? run->gpus_per_node : 0;
+  std::string layout_from = run ? (run->path.empty() ? std::string("the run file") : run->path) : "";
+  for (const auto& p : parts) {
+    if (p.run_name != parts[0].run_name) {
+      return InvalidArgumentError(
+          fmt::format("gate merge: parts from different runs ({} and {})", parts[0].run_name, p.run_name));
+    }
+    if (p.nodes == 0) continue;  // a part that does not record the layout
+    if (nodes == 0) {
+      nodes = p.nodes;
+      gpn = p.gpus_per_node;
+      layout_from = "the part of " + PartName(p);
+    } else if (p.nodes != nodes || p.gpus_per_node != gpn) {
+      return InvalidArgumentError(fmt::format("gate merge: the part of {} was checked for {} node(s) x {} GPU(s), {} has {} x {}",
+                                              PartName(p), p.nodes, p.gpus_per_node, layout_from, nodes, gpn));
+    }
+  }
+  if (nodes < 1 || gpn < 1) {
+    return InvalidArgumentError(
+        "gate merge: no part records how many nodes the run has (parts of an older evenkeel): pass --run RUN.toml");
+  }
+  // Every node is claimed by exactly one part (a whole-run log claims them all):
+  // each part claims the nodes [first, end), and sorted claims must not overlap.
+  struct Claim {
+    int first, end;
+    const GateReport* part;
+  };
+  std::vector<Claim> claims;
+  for (const auto& p : parts) {
+    if (p.node_rank >= nodes) {
+      return InvalidArgumentError(fmt::format("gate merge: the part of {} is for node {}, but the run has {} node(s) (0-{})",
+                                              PartName(p), p.node_rank, nodes, nodes - 1));
+    }
+    claims.push_back(p.node_rank < 0 ? Claim{0, nodes, &p} : Claim{p.node_rank, p.node_rank + 1, &p});
+  }
+  std::stable_sort(claims.begin(), claims.end(), [](const Claim& x, const Claim& y) { return x.first < y.first; });
+  for (size_t i = 1; i < claims.size(); ++i) {
+    if (claims[i].first < claims[i - 1].end) {
+      return InvalidArgumentError(fmt::format("gate merge: two parts claim node {}: the part of {} and the part of {}",
+                                              claims[i].first, PartName(*claims[i - 1].part), PartName(*claims[i].part)));
+    }
+  }
+
   GateReport out = parts[0];
   out.node_rank = -1;
+  out.nodes = nodes;
+  out.gpus_per_node = gpn;
   out.ranks_checked.clear();
   out.rank_blocks.clear();
   out.seconds = 0;
   std::vector<std::string> hosts;
   for (const auto& p : parts) {
-    if (p.run_name != out.run_name) {
-      return InvalidArgumentError(fmt::format("gate merge: parts from different runs ({} and {})", out.run_name, p.run_name));
-    }
     hosts.push_back(p.host);
     out.ranks_checked.insert(out.ranks_checked.end(), p.ranks_checked.begin(), p.ranks_checked.end());
     for (auto [r, b] : p.rank_blocks) out.rank_blocks[r] = b;
     out.seconds = std::max(out.seconds, p.seconds);
   }
+  std::sort(out.ranks_checked.begin(), out.ranks_checked.end());
+  out.ranks_checked.erase(std::unique(out.ranks_checked.begin(), out.ranks_checked.end()), out.ranks_checked.end());
   out.hosts = hosts;
   out.host = "";
   for (size_t i = 0; i < out.checks.size(); ++i) {
     Check& c = out.checks[i];
     c.reason.clear();
+    c.problems.clear();
     Verdict worst = Verdict::kPass;
     for (const auto& p : parts) {
       if (i < p.checks.size()) worst = std::max(worst, p.checks[i].verdict);
     }
     c.verdict = worst;
+    // Every part's problems, those of the parts with the worst verdict first. A
+    // part that lists none but did not pass (an older part) counts its reason.
+    for (bool of_worst : {true, false}) {
+      for (const auto& p : parts) {
+        if (i >= p.checks.size() || (p.checks[i].verdict == worst) != of_worst) continue;
+        const Check& pc = p.checks[i];
+        if (pc.problems.empty() && pc.verdict != Verdict::kPass) c.problems.push_back(PartName(p) + ": " + pc.reason);
+        for (const auto& problem : pc.problems) c.problems.push_back(PartName(p) + ": " + problem);
+      }
+    }
+    if (worst != Verdict::kPass) {
+      ReasonFromProblems(&c);
+      continue;
+    }
     for (const auto& p : parts) {
       if (i >= p.checks.size()) continue;
-      if (p.checks[i].verdict != worst) continue;
       if (!c.reason.empty()) c.reason += " | ";
-      c.reason += (p.host.empty() ? "node" : p.host) + ": " + p.checks[i].reason;
+      c.reason += PartName(p) + ": " + p.checks[i].reason;
     }
   }
-  std::sort(out.ranks_checked.begin(), out.ranks_checked.end());
+  // Nodes without a part: their ranks' data, disks and GPUs were never checked.
+  // One problem per run of consecutive such nodes (so a crafted layout cannot
+  // make millions of lines).
+  const std::vector<std::string>& run_hosts = run ? run->hosts : parts[0].hosts;
+  const bool named = static_cast<int>(run_hosts.size()) == nodes;
+  const int64_t world = static_cast<int64_t>(nodes) * gpn;
+  std::vector<std::string> missing;
+  auto gap = [&](int a, int b) {  // nodes [a, b) sent nothing
+    if (a >= b) return;
+    int64_t lo = static_cast<int64_t>(a) * gpn, hi = static_cast<int64_t>(b) * gpn - 1;
+    std::string ranks = lo == hi ? fmt::format("rank {}", lo) : fmt::format("ranks {}-{}", lo, hi);
+    std::string who = b - a == 1 ? fmt::format("node {} ({}{})", a, ranks, named ? ", host " + run_hosts[a] : "")
+                                 : fmt::format("nodes {}-{} ({})", a, b - 1, ranks);
+    missing.push_back(fmt::format("{} sent no gate part: {} of {} ranks checked", who, out.ranks_checked.size(), world));
+  };
+  int next = 0;
+  for (const Claim& c : claims) {
+    gap(next, c.first);
+    next = c.end;
+  }
+  gap(next, nodes);
+  if (!missing.empty()) {
+    auto data = std::find_if(out.checks.begin(), out.checks.end(), [](const Check& c) { return c.name == "data"; });
+    if (data == out.checks.end()) data = out.checks.insert(out.checks.begin(), Check{"data", Verdict::kFail, "", {}, {}});
+    data->verdict = Verdict::kFail;
+    data->problems.insert(data->problems.begin(), missing.begin(), missing.end());
+    ReasonFromProblems(&*data);
+  }
   if (run) {
     for (auto& c : out.checks) {
       if (c.name == "balance") {
@@ -477,6 +584,8 @@ std::string GateReportToJson(const GateReport& r) {
                    "  \"host\": {},\n  \"node_rank\": {},\n",
                    JsonString(r.run_name), JsonString(r.run_file), r.run_xxh3, VerdictName(r.overall()), JsonString(r.host),
                    r.node_rank);
+  // The run's layout, which a merge needs to know every node sent a part (absent when not known).
+  if (r.nodes > 0) o += fmt::format("  \"nodes\": {},\n  \"gpus_per_node\": {},\n", r.nodes, r.gpus_per_node);
   o += "  \"hosts\": [";
   for (size_t i = 0; i < r.hosts.size(); ++i) o += (i ? ", " : "") + JsonString(r.hosts[i]);
   o += "],\n  \"ranks_checked\": [";
@@ -497,7 +606,9 @@ std::string GateReportToJson(const GateReport& r) {
       o += fmt::format("{}{}: {}", f ? "" : ", ", JsonString(k), v);
       f = false;
     }
-    o += i + 1 < r.checks.size() ? "}},\n" : "}}\n";
+    o += "}, \"problems\": [";
+    for (size_t k = 0; k < c.problems.size(); ++k) o += (k ? ", " : "") + JsonString(c.problems[k]);
+    o += i + 1 < r.checks.size() ? "]},\n" : "]}\n";
   }
   o += fmt::format("  ],\n  \"global_min_blocks\": {},\n  \"versions\": {{\"evenkeel\": {}}},\n  \"time\": {},\n  \"seconds\": {:.3f}\n}}\n",
                    r.global_min_blocks, JsonString(r.evenkeel_version), JsonString(r.time), r.seconds);
@@ -520,6 +631,7 @@ Status ReadCheck(const JsonFields& c, Check* out) {
   EK_RETURN_IF_ERROR(c.Str("name", &out->name));
   EK_RETURN_IF_ERROR(ReadVerdict(c, &out->verdict));
   EK_RETURN_IF_ERROR(c.OptStr("reason", &out->reason));
+  if (c.Has("problems")) EK_RETURN_IF_ERROR(c.StrList("problems", &out->problems));
   if (c.Has("numbers")) {
     JsonFields nums = c;
     EK_RETURN_IF_ERROR(c.Object("numbers", &nums));
@@ -554,6 +666,14 @@ Result<GateReport> GateReportFromJson(std::string_view json, const std::string& 
     }
     EK_RETURN_IF_ERROR(f.Str("host", &r->host));
     EK_RETURN_IF_ERROR(f.IntIn("node_rank", -1, 1 << 24, &r->node_rank));
+    if (f.Has("nodes") || f.Has("gpus_per_node")) {  // the layout: both or neither
+      EK_RETURN_IF_ERROR(f.IntIn("nodes", 1, 1 << 24, &r->nodes));
+      EK_RETURN_IF_ERROR(f.IntIn("gpus_per_node", 1, 1 << 24, &r->gpus_per_node));
+      if (static_cast<int64_t>(r->nodes) * r->gpus_per_node > (1 << 24)) {
+        return f.Err("gpus_per_node", fmt::format("{} nodes x {} GPUs is more than {} ranks", r->nodes, r->gpus_per_node,
+                                                  1 << 24));
+      }
+    }
     EK_RETURN_IF_ERROR(f.OptStr("time", &r->time));
     if (f.Has("versions")) {
       JsonFields v = f;
@@ -592,11 +712,15 @@ Result<GateReport> GateReportFromJson(std::string_view json, const std::string& 
   return r;
 }
 
-std::string GateReportToText(const GateReport& r) {
+std::string GateReportToText(const GateReport& r, size_t max_problems) {
   std::string o;
   for (size_t i = 0; i < r.checks.size(); ++i) {
     const Check& c = r.checks[i];
     o += fmt::format("{}. {:<12} {}  {}\n", i + 1, c.name, VerdictName(c.verdict), c.reason);
+    if (c.problems.size() < 2) continue;  // the reason line says it all
+    size_t shown = std::min(c.problems.size(), max_problems);
+    for (size_t k = 0; k < shown; ++k) o += fmt::format("     - {}\n", c.problems[k]);
+    if (shown < c.problems.size()) o += fmt::format("     ... and {} more (all in the JSON log)\n", c.problems.size() - shown);
   }
   o += fmt::format("gate: {} ({} checks in {:.2f} s{}); global_min_blocks {}\n", VerdictName(r.overall()), r.checks.size(),
                    r.seconds, r.node_rank >= 0 ? fmt::format(", node {}", r.node_rank) : "", Thousands(r.global_min_blocks));

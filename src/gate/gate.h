@@ -26,12 +26,19 @@ using run::RunFile;
 enum class Verdict { kPass = 0, kWarn = 1, kFail = 2 };
 std::string_view VerdictName(Verdict v);
 
+// One check's outcome. `problems` holds every problem the check found, each a
+// one-line string (empty exactly when the verdict is PASS); `reason` is one
+// line: the first problem and how many more, or what passed.
 struct Check {
   std::string name;  // data, balance, schedule, memory, storage, distributed
   Verdict verdict = Verdict::kPass;
   std::string reason;
   std::map<std::string, double> numbers;
+  std::vector<std::string> problems;
 };
+
+// The terminal shows at most this many problems of a check; the JSON log has all.
+inline constexpr size_t kTextProblems = 20;
 
 // What the gate can learn about this node's GPUs (NVML when present).
 struct GpuFacts {
@@ -58,6 +65,8 @@ struct GateReport {
   uint64_t run_xxh3 = 0;
   std::string host;
   int node_rank = -1;               // -1: all nodes checked here
+  int nodes = 0;                    // the run's layout (0: not recorded, an older part)
+  int gpus_per_node = 0;
   std::vector<int> ranks_checked;   // ranks whose data this part verified
   std::map<int, uint64_t> rank_blocks;  // blocks per rank from the manifest(s) seen
   std::vector<std::string> hosts;
@@ -72,14 +81,21 @@ struct GateReport {
 // Runs the six checks. node_rank -1 checks every rank's data here.
 Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env);
 
-// Combines node parts: each check's verdict is the worst over parts, reasons
-// joined by host. With `run`, balance is recomputed over every rank the parts
-// saw (node-local manifests each cover only their node's ranks).
+// Combines node parts: each check's verdict is the worst over parts, its
+// problems every part's (prefixed by host). Every node of the run must have
+// sent a part: a node without one is a data FAIL naming the node and its
+// ranks. Two parts claiming the same node, a part of a node the run does not
+// have, parts of different runs or layouts, and a node count known from
+// neither `run` nor the parts are errors. With `run`, balance is recomputed
+// over every rank the parts saw (node-local manifests each cover only their
+// node's ranks).
 Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const RunFile* run = nullptr);
 
 std::string GateReportToJson(const GateReport& r);
 Result<GateReport> GateReportFromJson(std::string_view json, const std::string& name);
-std::string GateReportToText(const GateReport& r);
+// One line per check, then each of its problems on a line of its own when it
+// has more than one, at most `max_problems` per check ("... and N more").
+std::string GateReportToText(const GateReport& r, size_t max_problems = kTextProblems);
 
 // Writes a pass log (or a node part, node_rank >= 0) as JSON at `path`,
 // atomically: on failure the previous file at `path` is left whole, and the

@@ -6,11 +6,14 @@
 
 #include <map>
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include "core/fault_env.h"
 #include "core/file.h"
+#include "pack/manifest.h"
 #include "pack/packer.h"
+#include "run/plan.h"
 #include "tokenize/tiny_tokenizer_testing.h"
 
 namespace ek::gate {
@@ -97,14 +100,54 @@ TEST_F(GateTest, BalancedPackPassesEverything) {
   EXPECT_EQ(GateReportToJson(*back), GateReportToJson(rep));
 }
 
-TEST_F(GateTest, UnevenPackWarnsWithEvenfixTarget) {
-  GateReport rep = Gate(Run("uneven"));
+TEST_F(GateTest, UnevenPackWarnsWithEvenfixTargetUnderMaxDropPct) {
+  RunFile r = Run("uneven");
+  r.evenfix_max_drop_pct = 100;
+  GateReport rep = Gate(r);
   const Check b = Get(rep, "balance");
   EXPECT_EQ(b.verdict, Verdict::kWarn);
   EXPECT_NE(b.reason.find("evenfix pins every rank to"), std::string::npos) << b.reason;
   EXPECT_GT(b.numbers.at("spread"), 0);
   EXPECT_EQ(rep.overall(), Verdict::kWarn);
   EXPECT_EQ(rep.global_min_blocks, static_cast<uint64_t>(b.numbers.at("global_min_blocks")));
+  ASSERT_EQ(b.problems.size(), 1u);
+  EXPECT_EQ(b.problems[0], b.reason);
+}
+
+// The drop is the plan's (run::MakePlan over the manifest's ranks); above
+// evenfix.max_drop_pct it is a FAIL that says what to do, at or below a WARN.
+TEST_F(GateTest, EvenfixDropAboveMaxDropPctFailsWithTheAdvice) {
+  RunFile r = Run("uneven");
+  auto manifest = pack::ReadManifest(r.pack_dir);
+  ASSERT_TRUE(manifest.ok());
+  auto plan = run::MakePlan(r, run::ModelShape{}, &*manifest);
+  ASSERT_TRUE(plan.ok());
+  const double pct = 100 * plan->evenfix_dropped_fraction;
+  ASSERT_GT(pct, 1.0) << "the uneven fixture should drop more than the default 1%";
+  // The default: 1%.
+  const Check over = Get(Gate(r), "balance");
+  EXPECT_EQ(over.verdict, Verdict::kFail) << over.reason;
+  EXPECT_NE(over.reason.find(fmt::format("({:.3f}% of the data)", pct)), std::string::npos) << over.reason;
+  EXPECT_NE(over.reason.find("more than evenfix.max_drop_pct 1%"), std::string::npos) << over.reason;
+  EXPECT_NE(over.reason.find("re-pack with --shard balanced"), std::string::npos) << over.reason;
+  EXPECT_NE(over.reason.find("evenfix.mode = \"pad\""), std::string::npos) << over.reason;
+  EXPECT_DOUBLE_EQ(over.numbers.at("evenfix_dropped_pct"), pct);
+  EXPECT_EQ(over.numbers.at("evenfix_dropped_tokens"), static_cast<double>(plan->evenfix_dropped_tokens));
+  // Just above the drop: a WARN; just below: a FAIL.
+  r.evenfix_max_drop_pct = pct + 0.001;
+  EXPECT_EQ(Get(Gate(r), "balance").verdict, Verdict::kWarn);
+  r.evenfix_max_drop_pct = pct - 0.001;
+  EXPECT_EQ(Get(Gate(r), "balance").verdict, Verdict::kFail);
+  // Pad drops nothing: no FAIL even with a limit of 0.
+  r.evenfix_max_drop_pct = 0;
+  r.evenfix = EvenfixMode::kPad;
+  const Check pad = Get(Gate(r), "balance");
+  EXPECT_EQ(pad.verdict, Verdict::kWarn) << pad.reason;
+  EXPECT_NE(pad.reason.find("evenfix pad repeats"), std::string::npos) << pad.reason;
+  // A balanced pack drops nothing either.
+  RunFile even = Run("even");
+  even.evenfix_max_drop_pct = 0;
+  EXPECT_EQ(Get(Gate(even), "balance").verdict, Verdict::kPass);
 }
 
 TEST_F(GateTest, UnevenPackWithoutEvenfixFails) {
@@ -220,6 +263,7 @@ TEST_F(GateTest, DistributedSafetyPaths) {
 
 TEST_F(GateTest, NodePartsMergeIntoOneVerdict) {
   RunFile r = Run("uneven");
+  r.evenfix_max_drop_pct = 100;
   GateReport p0 = Gate(r, 0), p1 = Gate(r, 1);
   EXPECT_EQ(p0.ranks_checked, (std::vector<int>{0, 1}));
   EXPECT_EQ(p1.ranks_checked, (std::vector<int>{2, 3}));
@@ -237,6 +281,146 @@ TEST_F(GateTest, NodePartsMergeIntoOneVerdict) {
   auto merged2 = MergeGateReports({Gate(r, 0), Gate(r, 1)}, &r);
   EXPECT_EQ(merged2->overall(), Verdict::kFail);
   EXPECT_EQ(Get(*merged2, "data").verdict, Verdict::kFail);
+  EXPECT_EQ(Get(*merged2, "data").problems, (std::vector<std::string>{"test-host: rank-00003.i32: " + f + ": No such file or directory"}));
+}
+
+TEST_F(GateTest, MergeOfOneNodeOfTwoFailsNamingTheMissingNodeAndItsRanks) {
+  RunFile r = Run("even");
+  GateReport p0 = Gate(r, 0), p1 = Gate(r, 1);
+  ASSERT_EQ(p0.overall(), Verdict::kPass);
+  for (const RunFile* rp : {static_cast<const RunFile*>(&r), static_cast<const RunFile*>(nullptr)}) {  // with the run file, and from the parts alone
+    SCOPED_TRACE(rp ? "with the run file" : "from the parts");
+    auto merged = MergeGateReports({p0}, rp);
+    ASSERT_TRUE(merged.ok()) << merged.status().message();
+    EXPECT_EQ(merged->overall(), Verdict::kFail);
+    const Check d = Get(*merged, "data");
+    EXPECT_EQ(d.verdict, Verdict::kFail);
+    ASSERT_FALSE(d.problems.empty());
+    EXPECT_EQ(d.problems[0], "node 1 (ranks 2-3) sent no gate part: 2 of 4 ranks checked");
+    EXPECT_EQ(d.reason.rfind("node 1 (ranks 2-3) sent no gate part", 0), 0u) << d.reason;
+    auto back = GateReportFromJson(GateReportToJson(*merged), "log.json");
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(Get(*back, "data").problems, d.problems);
+  }
+  // Hosts named in the run file name the missing node's host too.
+  r.hosts = {"node-a", "node-b"};
+  auto named = MergeGateReports({Gate(r, 1)}, &r);
+  ASSERT_TRUE(named.ok()) << named.status().message();
+  EXPECT_EQ(Get(*named, "data").problems[0], "node 0 (ranks 0-1, host node-a) sent no gate part: 2 of 4 ranks checked");
+  // Consecutive missing nodes are one problem; every gap is named.
+  r.hosts.clear();
+  GateReport n1 = p1;
+  n1.nodes = 5;
+  auto gaps = MergeGateReports({n1});
+  ASSERT_TRUE(gaps.ok()) << gaps.status().message();
+  EXPECT_EQ(Get(*gaps, "data").problems,
+            (std::vector<std::string>{"node 0 (ranks 0-1) sent no gate part: 2 of 10 ranks checked",
+                                      "nodes 2-4 (ranks 4-9) sent no gate part: 2 of 10 ranks checked"}));
+  // Both parts: the merge is the run's.
+  auto both = MergeGateReports({p1, p0}, &r);
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  EXPECT_EQ(both->overall(), Verdict::kPass);
+  EXPECT_TRUE(Get(*both, "data").problems.empty());
+  EXPECT_EQ(both->ranks_checked, (std::vector<int>{0, 1, 2, 3}));
+  // A whole-run log covers every node by itself.
+  auto whole = MergeGateReports({Gate(r)}, &r);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_EQ(whole->overall(), Verdict::kPass);
+}
+
+TEST_F(GateTest, MergeRefusesPartsThatClaimTheSameNodeOrAnotherLayout) {
+  RunFile r = Run("even");
+  GateReport p0 = Gate(r, 0), p1 = Gate(r, 1);
+  GateReport again = p0;
+  again.host = "other-host";
+  auto dup = MergeGateReports({p0, p1, again}, &r);
+  ASSERT_FALSE(dup.ok());
+  EXPECT_EQ(dup.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(dup.status().message(), "gate merge: two parts claim node 0: the part of test-host and the part of other-host");
+  auto whole_and_part = MergeGateReports({Gate(r), p1}, &r);
+  ASSERT_FALSE(whole_and_part.ok());
+  EXPECT_NE(whole_and_part.status().message().find("two parts claim node 1"), std::string::npos);
+  GateReport beyond = p1;
+  beyond.node_rank = 2;
+  auto out_of_range = MergeGateReports({p0, beyond}, &r);
+  ASSERT_FALSE(out_of_range.ok());
+  EXPECT_EQ(out_of_range.status().message(),
+            "gate merge: the part of test-host is for node 2, but the run has 2 node(s) (0-1)");
+  GateReport bigger = p1;
+  bigger.nodes = 4;
+  auto layout = MergeGateReports({p0, bigger});
+  ASSERT_FALSE(layout.ok());
+  EXPECT_EQ(layout.status().message(),
+            "gate merge: the part of test-host was checked for 4 node(s) x 2 GPU(s), the part of test-host has 2 x 2");
+  // Parts that do not record the layout (an older evenkeel) need the run file.
+  GateReport old0 = p0, old1 = p1;
+  old0.nodes = old1.nodes = 0;
+  old0.gpus_per_node = old1.gpus_per_node = 0;
+  auto unknown = MergeGateReports({old0, old1});
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("pass --run RUN.toml"), std::string::npos) << unknown.status().message();
+  EXPECT_TRUE(MergeGateReports({old0, old1}, &r).ok());
+}
+
+// A check reports every problem it found: each in the JSON log (and node
+// parts), one line each on the terminal up to a cap, with the count past it.
+TEST_F(GateTest, EveryProblemOfACheckIsInTheLogAndOnItsOwnLine) {
+  for (const char* f : {"rank-00001.i32", "rank-00003.i32"}) ::unlink((dir_ + "/even/" + f).c_str());
+  std::string f2 = dir_ + "/even/rank-00002.i32";
+  std::string data = *ReadFile(f2);
+  data[5] ^= 1;
+  ASSERT_TRUE(WriteFileAtomic(f2, data).ok());
+  RunFile r = Run("even");
+  r.seq_len = 16;  // and a seq_len that does not match the pack
+  GateReport rep = Gate(r);
+  const Check d = Get(rep, "data");
+  EXPECT_EQ(d.verdict, Verdict::kFail);
+  ASSERT_EQ(d.problems.size(), 4u) << d.reason;
+  EXPECT_EQ(d.problems[0], "the pack has seq_len 8, the run 16");
+  auto missing = [&](const char* f) { return fmt::format("{}: {}/even/{}: No such file or directory", f, dir_, f); };
+  EXPECT_EQ(d.problems[1], missing("rank-00001.i32"));
+  EXPECT_NE(d.problems[2].find("rank-00002.i32"), std::string::npos) << d.problems[2];
+  EXPECT_EQ(d.problems[3], missing("rank-00003.i32"));
+  EXPECT_EQ(d.reason, "the pack has seq_len 8, the run 16 (and 3 more problem(s))");
+  EXPECT_EQ(d.numbers.at("problems"), 4);
+  // The log holds all of them and reads back.
+  auto back = GateReportFromJson(GateReportToJson(rep), "log.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(Get(*back, "data").problems, d.problems);
+  // Text: the reason line, then each problem on its own line.
+  std::string text = GateReportToText(rep);
+  for (const auto& p : d.problems) EXPECT_NE(text.find("\n     - " + p + "\n"), std::string::npos) << text;
+  // Schedule: both failures, not just the first.
+  RunFile two = Run("even");
+  two.gpus_per_node = 4;     // world 8, the pack's 4
+  two.warmup_steps = 100000; // longer than the run
+  const Check s = Get(Gate(two), "schedule");
+  ASSERT_EQ(s.problems.size(), 2u) << s.reason;
+  EXPECT_NE(s.problems[0].find("pack was made for world 4"), std::string::npos);
+  EXPECT_NE(s.problems[1].find("warmup"), std::string::npos);
+  // A passing check lists none.
+  EXPECT_TRUE(Get(rep, "memory").problems.empty());
+}
+
+TEST(GateReportTest, TextCapsAProblemListWithTheCount) {
+  GateReport r;
+  r.run_name = "r";
+  Check c;
+  c.name = "data";
+  c.verdict = Verdict::kFail;
+  for (int i = 0; i < 25; ++i) c.problems.push_back(fmt::format("rank-{:05d}.i32: missing", i));
+  c.reason = "rank-00000.i32: missing (and 24 more problem(s))";
+  r.checks.push_back(c);
+  std::string text = GateReportToText(r);
+  EXPECT_NE(text.find("     - rank-00019.i32: missing\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("rank-00020.i32"), std::string::npos) << text;
+  EXPECT_NE(text.find("     ... and 5 more (all in the JSON log)\n"), std::string::npos) << text;
+  std::string all = GateReportToText(r, 100);
+  EXPECT_NE(all.find("     - rank-00024.i32: missing\n"), std::string::npos) << all;
+  EXPECT_EQ(all.find("more (all in the JSON log)"), std::string::npos) << all;
+  auto back = GateReportFromJson(GateReportToJson(r), "log.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->checks[0].problems.size(), 25u);
 }
 
 // Regression: a part whose rank_blocks key is not a number aborted `gate merge`
@@ -269,9 +453,13 @@ TEST(GateReportTest, MissingMistypedOrMisnestedFieldsAreNamed) {
   r.hosts = {"h"};
   r.ranks_checked = {0, 1};
   r.rank_blocks = {{0, 5}, {1, 6}};
+  r.nodes = 2;
+  r.gpus_per_node = 2;
   Check c;
   c.name = "data";
   c.numbers["blocks"] = 11;
+  c.verdict = Verdict::kFail;
+  c.problems = {"a", "b"};
   r.checks.push_back(c);
   const std::string good = GateReportToJson(r);
   ASSERT_TRUE(GateReportFromJson(good, "p.json").ok());
@@ -297,7 +485,15 @@ TEST(GateReportTest, MissingMistypedOrMisnestedFieldsAreNamed) {
   EXPECT_EQ(with("\"0\": 5", "\"x\": 3"), "p.json: rank_blocks.x: the key is not a rank number");
   EXPECT_EQ(with("\"checks\": [", "\"checks\": 3, \"old\": ["), "p.json: checks: not an array");
   EXPECT_EQ(with("{\"name\": \"data\", ", "{"), "p.json: checks[0].name: missing");
-  EXPECT_EQ(with("\"verdict\": \"PASS\"", "\"verdict\": \"MAYBE\""),
+  EXPECT_EQ(with("\"nodes\": 2", "\"nodes\": 0"), "p.json: nodes: 0 is out of range [1, 16777216]");
+  EXPECT_EQ(with("\"nodes\": 2,", ""), "p.json: nodes: missing");
+  EXPECT_EQ(with("\"nodes\": 2", "\"nodes\": 16777216"),
+            "p.json: gpus_per_node: 16777216 nodes x 2 GPUs is more than 16777216 ranks");
+  EXPECT_EQ(with("\"gpus_per_node\": 2", "\"gpus_per_node\": \"2\""), "p.json: gpus_per_node: not an integer");
+  EXPECT_EQ(with("\"problems\": [\"a\", \"b\"]", "\"problems\": \"a\""), "p.json: checks[0].problems: not an array");
+  EXPECT_EQ(with("\"problems\": [\"a\", \"b\"]", "\"problems\": [\"a\", 2]"),
+            "p.json: checks[0].problems[1]: not a string");
+  EXPECT_EQ(with("\"verdict\": \"FAIL\"", "\"verdict\": \"MAYBE\""),
             "p.json: checks[0].verdict: 'MAYBE' is not PASS, WARN or FAIL");
   EXPECT_EQ(with("\"blocks\": 11", "\"blocks\": \"11\""), "p.json: checks[0].numbers.blocks: not a number");
   EXPECT_EQ(with("\"numbers\": {", "\"numbers\": 1, \"n\": {"), "p.json: checks[0].numbers: not an object");
@@ -318,7 +514,7 @@ TEST(GateReportTest, CheckNamesAreEscapedWhenWritten) {
   GateReport r;
   r.run_name = "r";
   r.host = "h";
-  r.checks.push_back({std::string("bal\0an\"ce\n", 11), Verdict::kPass, "fine", {}});
+  r.checks.push_back({std::string("bal\0an\"ce\n", 11), Verdict::kPass, "fine", {}, {}});
   auto back = GateReportFromJson(GateReportToJson(r), "log.json");
   ASSERT_TRUE(back.ok()) << back.status().message();
   ASSERT_EQ(back->checks.size(), 1u);

@@ -27,7 +27,7 @@ struct PackOptions {
   std::string out_dir;
   int world = 0;
   int seq_len = 2048;
-  ShardMode shard = ShardMode::kContiguous;
+  ShardMode shard = ShardMode::kBalanced;  // spread 0: evenfix drops nothing (contiguous/strided: as datasets.shard)
   RecordOptions record;  // its chat template is loaded by Pack from `chat`
   ChatChoice chat;
   LossMask loss_mask = LossMask::kNone;

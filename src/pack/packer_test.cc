@@ -223,13 +223,26 @@ TEST_F(PackerTest, EdgeCases) {
   auto l = Pack(Options({lp}, "long", 1, 8));
   ASSERT_TRUE(l.ok());
   EXPECT_EQ(l->ranks[0].blocks, (200 + 1) / 8);
-  // World larger than the record count: the ranks without a block are named.
+  // World larger than the record count: the ranks without a block are named
+  // (contiguous: one record per rank, so ranks 0-1 have theirs).
   std::string few = WriteInput("few.jsonl", {"one", "two"});
-  auto f = Pack(Options({few}, "few", 5, 2));
+  PackOptions fo = Options({few}, "few", 5, 2);
+  fo.shard = ShardMode::kContiguous;
+  auto f = Pack(fo);
   ASSERT_FALSE(f.ok());
   EXPECT_NE(f.status().message().find("ranks 2-4 of a world of 5 would get no block"), std::string::npos)
       << f.status().message();
   EXPECT_NE(f.status().message().find("2 record(s)"), std::string::npos) << f.status().message();
+}
+
+TEST_F(PackerTest, TheDefaultShardModeIsBalanced) {
+  PackOptions o;
+  EXPECT_EQ(o.shard, ShardMode::kBalanced);
+  std::string in = WriteInput("default.jsonl", Texts(40));
+  auto m = Pack(Options({in}, "default", 3, 8));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->shard, ShardMode::kBalanced);
+  EXPECT_EQ(m->min_blocks(), m->max_blocks());
 }
 
 TEST_F(PackerTest, ReadsZstdInput) {

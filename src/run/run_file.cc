@@ -59,6 +59,9 @@ struct Key {
   const char* name;
   Member member;
   bool is_path = false;  // resolved against the run file in RunFileToJson
+  // A number's range, checked where the key is read so the error names its line.
+  double lo = -std::numeric_limits<double>::infinity();
+  double hi = std::numeric_limits<double>::infinity();
 };
 
 // The whole schema, in the order of docs/run_format.md.
@@ -94,6 +97,7 @@ const Key kKeys[] = {
     {"checkpoint", "write_gbps", &RunFile::write_gbps},
     {"checkpoint", "shard_size_gb", &RunFile::shard_size_gb},
     {"evenfix", "mode", &RunFile::evenfix},
+    {"evenfix", "max_drop_pct", &RunFile::evenfix_max_drop_pct, false, 0, 100},
     {"distributed", "backend", &RunFile::backend},
     {"distributed", "watchdog_timeout_min", &RunFile::watchdog_timeout_min},
     {"distributed", "watchdog_floor_min", &RunFile::watchdog_floor_min},
@@ -163,6 +167,7 @@ struct Reader {
   Status operator()(const Key& k, const toml::node& n, double RunFile::*m) const {
     auto v = n.value<double>();
     if (!n.is_number() || !v || !std::isfinite(*v)) return Type(k, n, "a number");
+    if (*v < k.lo || *v > k.hi) return Type(k, n, fmt::format("a number in [{}, {}], not {}", k.lo, k.hi, *v));
     r->*m = *v;
     return Status::Ok();
   }
@@ -344,6 +349,9 @@ Status ValidateRunFile(const RunFile& r) {
   if (r.write_gbps <= 0) return bad("checkpoint.write_gbps must be positive");
   if (r.shard_size_gb <= 0) return bad("checkpoint.shard_size_gb must be positive");
   if (r.headroom < 0 || r.headroom >= 1) return bad("gpu.headroom must be in [0, 1)");
+  if (!(r.evenfix_max_drop_pct >= 0 && r.evenfix_max_drop_pct <= 100)) {
+    return bad("evenfix.max_drop_pct must be in [0, 100]");
+  }
   if (r.params < 0 || r.memory_gb < 0) return bad("model.params and gpu.memory_gb must be >= 0");
   if (r.backend != "nccl" && r.backend != "gloo") return bad("distributed.backend must be nccl or gloo");
   if (r.watchdog_timeout_min <= 0) return bad("distributed.watchdog_timeout_min must be positive");

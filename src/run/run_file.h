@@ -60,6 +60,7 @@ struct RunFile {
   double shard_size_gb = 5; // largest safetensors shard, GB (10^9 bytes)
   // [evenfix]
   EvenfixMode evenfix = EvenfixMode::kMin;
+  double evenfix_max_drop_pct = 1.0;  // the gate FAILs when evenfix min would drop more of the tokens
   // [distributed]
   std::string backend = "nccl";
   double watchdog_timeout_min = 30;

@@ -185,5 +185,28 @@ TEST(RunFileTest, BadTrainerValuesAreRefused) {
   EXPECT_NE(m.status().message().find("evenfix.mode (line 2)"), std::string::npos) << m.status().message();
 }
 
+TEST(RunFileTest, EvenfixMaxDropPct) {
+  auto def = ParseRunFile("[run]\nname = \"x\"\n", "run.toml");
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  EXPECT_DOUBLE_EQ(def->evenfix_max_drop_pct, 1.0);
+  EXPECT_NE(RunFileToJson(*def).find("\"max_drop_pct\": 1"), std::string::npos) << RunFileToJson(*def);
+  auto set = ParseRunFile("[evenfix]\nmode = \"min\"\nmax_drop_pct = 0.25\n", "run.toml");
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  EXPECT_DOUBLE_EQ(set->evenfix_max_drop_pct, 0.25);
+  auto over = ParseRunFile("[evenfix]\nmode = \"min\"\nmax_drop_pct = 150\n", "run.toml");
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().message(), "run.toml: evenfix.max_drop_pct (line 3) must be a number in [0, 100], not 150");
+  auto neg = ParseRunFile("[evenfix]\nmax_drop_pct = -1\n", "run.toml");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_EQ(neg.status().message(), "run.toml: evenfix.max_drop_pct (line 2) must be a number in [0, 100], not -1");
+  auto type = ParseRunFile("[evenfix]\nmax_drop_pct = \"1%\"\n", "run.toml");
+  ASSERT_FALSE(type.ok());
+  EXPECT_EQ(type.status().message(), "run.toml: evenfix.max_drop_pct (line 2) must be a number");
+  // Built from flags, the cross-field check refuses it too.
+  RunFile r;
+  r.evenfix_max_drop_pct = 101;
+  EXPECT_EQ(ValidateRunFile(r).message(), "run: evenfix.max_drop_pct must be in [0, 100]");
+}
+
 }  // namespace
 }  // namespace ek::run

@@ -159,7 +159,7 @@ def test_pack_with_ranks_left_without_a_block_is_refused(tmp_path):
     (tmp_path / "in.jsonl").write_text('{"text": "one"}\n{"text": "two"}\n')
     out = tmp_path / "pack"
     p = ek("pack", "--tokenizer", QWEN, "--eos", "<|endoftext|>", "--world", 8, "--seq-len", 2, "--out", out,
-           tmp_path / "in.jsonl")
+           "--shard", "contiguous", tmp_path / "in.jsonl")
     assert p.returncode == BAD_INPUT, p.stdout + p.stderr
     line = one_error(p)
     assert "ranks 2-7 of a world of 8 would get no block: too little data for the world" in line, line
@@ -192,7 +192,8 @@ def test_a_missing_run_file_is_bad_input(cmd, tmp_path):
 
 
 GOOD_PART = {"run": "r", "run_file": {"path": "r.toml", "xxh3": "0000000000000000"}, "overall": "PASS",
-             "host": "h0", "node_rank": 0, "hosts": [], "ranks_checked": [0], "rank_blocks": {"0": 3},
+             "host": "h0", "node_rank": 0, "nodes": 1, "gpus_per_node": 1, "hosts": [], "ranks_checked": [0],
+             "rank_blocks": {"0": 3},
              "checks": [{"name": "data", "verdict": "PASS", "reason": "ok", "numbers": {}}],
              "global_min_blocks": 3, "versions": {"evenkeel": "0"}, "time": "", "seconds": 0.1}
 

