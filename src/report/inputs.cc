@@ -409,7 +409,8 @@ Result<run::Topology> Layout(const std::vector<Input>& inputs, const std::vector
   for (int node = 0; node < topo.nodes(); ++node) {
     const std::string host = topo.HostOf(node);
     if (std::find(found.begin(), found.end(), host) != found.end()) continue;
-    notes->push_back(fmt::format("no telemetry for {} (ranks {}-{}): its rows are empty (missing data, which triage calls UNKNOWN)",
+    notes->push_back(fmt::format("no telemetry for {} (ranks {}-{}): its rows are empty (missing data, which "
+                                 "triage calls UNKNOWN)",
                                  host, topo.FirstRank(node), topo.EndRank(node) - 1));
   }
   return topo;

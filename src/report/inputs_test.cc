@@ -103,7 +103,8 @@ TEST_F(HostsTest, FilesNotNamedAfterTheRunsHostsAreAnErrorNamingThemAndTheHosts)
   rec = BuildRecorder(in, &problems);
   ASSERT_FALSE(rec.ok());
   EXPECT_NE(rec.status().message().find("telemetry " + b + " matches no host of " + in.run_file +
-                                        " (hosts: n1, n2); name it after its host (n2.csv) or pass --telemetry n2=" + b),
+                                        " (hosts: n1, n2); name it after its host (n2.csv) or pass "
+                                        "--telemetry n2=" + b),
             std::string::npos)
       << rec.status().message();
 }
@@ -355,7 +356,8 @@ TEST(InputsTest, DcgmRecordingsAndWatcherLogs) {
     EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
   }
   // The trainer's metrics: time required, the values optional but numbers when present.
-  ASSERT_TRUE(WriteFileAtomic(dir + "/m.jsonl", "{\"time\":1.5,\"step\":1,\"loss\":2.0}\n{\"time\":2.5,\"tok_s\":9}\n").ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(dir + "/m.jsonl", "{\"time\":1.5,\"step\":1,\"loss\":2.0}\n{\"time\":2.5,\"tok_s\":9}\n").ok());
   ReportInputs with_metrics;
   with_metrics.metrics = dir + "/m.jsonl";
   auto m = BuildRecorder(with_metrics, &problems);
@@ -365,7 +367,8 @@ TEST(InputsTest, DcgmRecordingsAndWatcherLogs) {
             std::string::npos)
       << mj;
   for (auto [line, want] : std::vector<std::pair<std::string, std::string>>{
-           {"{\"step\":1}", "m.jsonl:1: time: missing"}, {"{\"time\":1,\"loss\":\"low\"}", "m.jsonl:1: loss: not a number"}}) {
+           {"{\"step\":1}", "m.jsonl:1: time: missing"},
+           {"{\"time\":1,\"loss\":\"low\"}", "m.jsonl:1: loss: not a number"}}) {
     ASSERT_TRUE(WriteFileAtomic(dir + "/m.jsonl", line + "\n").ok());
     auto r = BuildRecorder(with_metrics, &problems);
     ASSERT_FALSE(r.ok()) << line;
