@@ -253,6 +253,32 @@ TEST_F(HostsTest, AHostWithoutTelemetryKeepsItsRowsAndTheRowsNeverExceedTheWorld
   EXPECT_TRUE(noted);
 }
 
+TEST_F(HostsTest, DcgmRecordingsFollowTheSameRules) {
+  std::string prom;
+  for (int t = 0; t < 3; ++t) {
+    prom += "# evenkeel-scrape " + std::to_string(1796000000 + t) + "\n";
+    prom += "DCGM_FI_DEV_POWER_USAGE{gpu=\"1\"} 990\nDCGM_FI_DEV_GPU_UTIL{gpu=\"1\"} 100\n";
+  }
+  const std::string z = Write("z.prom", prom);
+  ReportInputs in;
+  in.run_file = Run(2, 2, "\"n1\", \"n2\"");
+  in.dcgm = Files({z});
+  std::vector<std::string> problems;
+  auto rec = BuildRecorder(in, &problems);
+  ASSERT_FALSE(rec.ok());
+  EXPECT_NE(rec.status().message().find("telemetry " + z + " matches no host of " + in.run_file +
+                                        " (hosts: n1, n2); name it after its host (n1.prom) or pass --dcgm n1=" + z),
+            std::string::npos)
+      << rec.status().message();
+  in.dcgm = Files({"n2=" + z});
+  rec = BuildRecorder(in, &problems);
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  ASSERT_EQ((*rec)->ranks().size(), 4u);
+  EXPECT_EQ((*rec)->readings(), 3u);
+  std::string json = (*rec)->ToJson(ModelOptions{});
+  EXPECT_NE(json.find("\"rank\":3,\"host\":\"n2\",\"gpu\":1"), std::string::npos);
+}
+
 TEST_F(HostsTest, WithoutARunFileTheHostsComeFromTheFiles) {
   ReportInputs in;
   in.telemetry = Files({"x=" + Copy(kDeadlockB, "b.csv"), Copy(kDeadlockA, "y.csv")});
