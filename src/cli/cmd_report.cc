@@ -27,8 +27,12 @@ int RunReport(int argc, char** argv) {
   bool json = false;
   report::ModelOptions mo;
   app.add_option("RUN", in.run_file, "the run file (optional)");
-  app.add_option("--telemetry", in.telemetry, "recorded nvidia-smi CSV, one file per host (or with a host column)");
-  app.add_option("--dcgm", in.dcgm, "recorded dcgm-exporter scrapes, one file per host ('# evenkeel-scrape TIME' marks)");
+  std::vector<std::string> telemetry, dcgm;
+  app.add_option("--telemetry", telemetry,
+                 "recorded nvidia-smi CSV: FILE (with a host column, or named after its host: n1.csv) or HOST=FILE");
+  app.add_option("--dcgm", dcgm,
+                 "recorded dcgm-exporter scrapes ('# evenkeel-scrape TIME' marks): FILE named after its host, or "
+                 "HOST=FILE");
   app.add_option("--watch-log", in.watch_log, "evenkeel watch's JSON-lines log (incidents)");
   app.add_option("--launch-dir", in.launch_dir, "a launch session (CHECKPOINT_DIR/launch/RUN_ID)");
   app.add_option("--checkpoints", in.checkpoint_dir, "the checkpoint directory");
@@ -45,6 +49,13 @@ int RunReport(int argc, char** argv) {
   app.add_option("--from-model", from_model,
                  "assemble the page around this data model (from --json, or made by hand for tests)");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
+  for (auto [args, out] : {std::pair{&telemetry, &in.telemetry}, {&dcgm, &in.dcgm}}) {
+    for (const auto& a : *args) {
+      auto f = report::ParseTelemetryArg(a);
+      if (!f.ok()) return UsageError(std::string(f.status().message()));
+      out->push_back(*f);
+    }
+  }
   auto t0 = std::chrono::steady_clock::now();
   if (!from_model.empty()) {
     auto model = ReadFile(from_model);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -41,21 +42,6 @@ double Mtime(const std::string& p) {
   return st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9;
 }
 
-std::optional<double> OptNum(element e, const char* k) {
-  double d;
-  if (!e[k].get(d)) return d;
-  int64_t i;
-  if (!e[k].get(i)) return static_cast<double>(i);
-  uint64_t u;
-  if (!e[k].get(u)) return static_cast<double>(u);
-  return std::nullopt;
-}
-
-std::string Str(element e, const char* k) {
-  std::string_view s;
-  return e[k].get(s) ? std::string() : std::string(s);
-}
-
 // One reading at full precision, until the classifier has seen it.
 struct Raw {
   double t;
@@ -67,8 +53,30 @@ struct HostData {
   // raw[host][gpu]: the host's readings per GPU, as the file has them.
   std::vector<std::vector<std::vector<Raw>>> raw;
   std::vector<telemetry::Problem> problems;
-  int widest = 0;  // largest GPU index + 1
+  int widest = 0;            // largest GPU index + 1
+  bool host_column = false;  // the hosts came from the file's host column
 };
+
+// A telemetry input: the file, its HOST= and its flag.
+struct Input {
+  TelemetryFile file;
+  bool dcgm = false;
+  const char* flag() const { return dcgm ? "--dcgm" : "--telemetry"; }
+};
+
+std::string Join(const std::vector<std::string>& v, std::string_view sep = ", ") {
+  std::string o;
+  for (size_t i = 0; i < v.size(); ++i) o += (i ? std::string(sep) : std::string()) + v[i];
+  return o;
+}
+
+// A run's hosts for a message: the first eight, then how many more.
+std::string HostList(const std::vector<std::string>& hosts) {
+  constexpr size_t kShown = 8;
+  if (hosts.size() <= kShown) return Join(hosts);
+  std::vector<std::string> head(hosts.begin(), hosts.begin() + kShown);
+  return fmt::format("{} and {} more", Join(head), hosts.size() - kShown);
+}
 
 // The newest launch session (a directory with summary.json or attempt-*) under `root`.
 std::string NewestSession(const std::string& root) {
@@ -134,10 +142,13 @@ Status ReadLaunch(const std::string& dir, Recorder* rec) {
   return Status::Ok();
 }
 
-// The trainer's train-metrics.jsonl: {"time", "step", "loss", "tok_s", ...} per logged step.
-Status ReadMetrics(const std::string& path, Recorder* rec, std::vector<std::string>* problems) {
+// Calls fn(fields, "FILE:LINE") for each JSON line of `path`. A line that is not
+// a JSON object (a truncated last line, NaN written by Python) is skipped with a
+// problem naming it; fn's errors, a field missing or mistyped, end the read.
+template <typename Fn>
+Status ForEachJsonLine(const std::string& path, std::vector<std::string>* problems, Fn&& fn) {
   EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  simdjson::dom::parser parser;
+  JsonDocument doc;
   size_t line_no = 0, start = 0;
   while (start < text.size()) {
     size_t end = text.find('\n', start);
@@ -146,84 +157,95 @@ Status ReadMetrics(const std::string& path, Recorder* rec, std::vector<std::stri
     start = end + 1;
     line_no++;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    element e;
-    if (parser.parse(line.data(), line.size()).get(e)) {
-      problems->push_back(fmt::format("{}:{}: not JSON (skipped)", path, line_no));
+    std::string where = fmt::format("{}:{}", path, line_no);
+    auto fields = doc.Parse(line, where);
+    if (!fields.ok()) {
+      problems->push_back(fmt::format("{}: not JSON (skipped): {}", where, fields.status().message()));
       continue;
     }
-    auto t = OptNum(e, "time");
-    if (!t) {
-      problems->push_back(fmt::format("{}:{}: no time (skipped)", path, line_no));
-      continue;
-    }
-    if (auto v = OptNum(e, "tok_s")) rec->AddPoint(Recorder::Series::kTokensPerS, *t, *v);
-    if (auto v = OptNum(e, "step")) rec->AddPoint(Recorder::Series::kStep, *t, *v);
-    if (auto v = OptNum(e, "loss")) rec->AddPoint(Recorder::Series::kLoss, *t, *v);
+    EK_RETURN_IF_ERROR(fn(*fields, where));
   }
   return Status::Ok();
 }
 
-// The watcher's JSON-lines log: incident_opened / incident_resolved.
-Status ReadWatchLog(const std::string& path, Recorder* rec, std::vector<std::string>* problems) {
-  EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  simdjson::dom::parser parser;
-  std::map<std::string, size_t> open;  // kind+key -> index in rec->incidents
-  size_t line_no = 0, start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + start, end - start);
-    start = end + 1;
-    line_no++;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    element e;
-    if (parser.parse(line.data(), line.size()).get(e)) {
-      problems->push_back(fmt::format("{}:{}: not JSON (skipped)", path, line_no));
-      continue;
+// The trainer's train-metrics.jsonl (docs/trainer.md): {"time", "step", "loss",
+// "tok_s", ...} per logged step; time is required, the values are optional.
+Status ReadMetrics(const std::string& path, Recorder* rec, std::vector<std::string>* problems) {
+  return ForEachJsonLine(path, problems, [&](const JsonFields& f, const std::string&) -> Status {
+    double t = 0;
+    EK_RETURN_IF_ERROR(f.Num("time", &t));
+    for (auto [series, key] : {std::pair{Recorder::Series::kTokensPerS, "tok_s"}, {Recorder::Series::kStep, "step"},
+                               {Recorder::Series::kLoss, "loss"}}) {
+      if (!f.Has(key)) continue;
+      double v = 0;
+      EK_RETURN_IF_ERROR(f.Num(key, &v));
+      rec->AddPoint(series, t, v);
     }
-    std::string event = Str(e, "event");
-    element inc;
-    if ((event != "incident_opened" && event != "incident_resolved") || e["incident"].get(inc)) continue;
-    std::string key = Str(inc, "kind") + "/" + Str(inc, "key");
-    std::optional<double> at;
-    if (auto t = telemetry::ParseTimestamp(Str(e, "time"))) at = *t;
+    return Status::Ok();
+  });
+}
+
+// A time the watcher wrote (RFC 3339, sinks.cc's Rfc3339) or a number of seconds.
+Status TimeField(const JsonFields& f, const char* key, double* out) {
+  if (!f.Has(key)) return f.Err(key, "missing");
+  std::string text;
+  if (f.Str(key, &text).ok()) {
+    auto t = telemetry::ParseTimestamp(text);
+    if (!t) return f.Err(key, fmt::format("'{}' is not a time", text));
+    *out = *t;
+    return Status::Ok();
+  }
+  return f.Num(key, out);
+}
+
+// The watcher's JSON-lines log (docs/watch.md, "Log"): incident_opened and
+// incident_resolved carry the incident as the sinks write it (watch/sinks.cc's
+// IncidentJson: id, kind, summary, ranks, hosts, since, evidence, gpu_hours);
+// the other events are not the report's.
+Status ReadWatchLog(const std::string& path, Recorder* rec, std::vector<std::string>* problems) {
+  std::map<std::string, size_t> open;  // incident id -> index in rec->incidents
+  return ForEachJsonLine(path, problems, [&](const JsonFields& e, const std::string&) -> Status {
+    std::string event;
+    EK_RETURN_IF_ERROR(e.Str("event", &event));
+    if (event != "incident_opened" && event != "incident_resolved") return Status::Ok();
+    double at = 0;
+    EK_RETURN_IF_ERROR(TimeField(e, "time", &at));
+    JsonFields inc = e;
+    EK_RETURN_IF_ERROR(e.Object("incident", &inc));
+    std::string id;
+    EK_RETURN_IF_ERROR(inc.Str("id", &id));
     if (event == "incident_resolved") {
-      if (auto it = open.find(key); it != open.end()) {
-        rec->incidents[it->second].until = at;
+      if (auto it = open.find(id); it != open.end()) {
+        double until = at;
+        if (inc.Has("resolved")) EK_RETURN_IF_ERROR(TimeField(inc, "resolved", &until));
+        rec->incidents[it->second].until = until;
         open.erase(it);
       }
-      continue;
+      return Status::Ok();
     }
     Incident x;
     x.source = "watcher";
-    x.kind = Str(inc, "kind");
-    x.summary = Str(inc, "summary");
-    x.evidence = Str(inc, "evidence");
-    x.since = OptNum(inc, "since").value_or(at.value_or(0));
-    x.gpu_hours = OptNum(inc, "gpu_hours").value_or(0);
-    simdjson::dom::array arr;
-    if (!inc["ranks"].get(arr)) {
-      for (element r : arr) {
-        int64_t v;
-        if (!r.get(v)) x.ranks.push_back(static_cast<int>(v));
-      }
-    }
-    if (!inc["hosts"].get(arr)) {
-      for (element h : arr) {
-        std::string_view v;
-        if (!h.get(v)) x.hosts.emplace_back(v);
-      }
-    }
-    open[key] = rec->incidents.size();
+    std::vector<int64_t> ranks;
+    EK_RETURN_IF_ERROR(inc.Str("kind", &x.kind));
+    EK_RETURN_IF_ERROR(inc.Str("summary", &x.summary));
+    EK_RETURN_IF_ERROR(inc.Str("evidence", &x.evidence));
+    EK_RETURN_IF_ERROR(TimeField(inc, "since", &x.since));
+    EK_RETURN_IF_ERROR(inc.Num("gpu_hours", &x.gpu_hours));
+    EK_RETURN_IF_ERROR(inc.IntList("ranks", 0, std::numeric_limits<int>::max(), &ranks));
+    EK_RETURN_IF_ERROR(inc.StrList("hosts", &x.hosts));
+    x.ranks.assign(ranks.begin(), ranks.end());
+    open[id] = rec->incidents.size();
     rec->incidents.push_back(std::move(x));
-  }
-  return Status::Ok();
+    return Status::Ok();
+  });
 }
 
 // Parses one file straight into compact readings: the replay's parser and
 // clock alignment, without holding a Sample per row (22 million of them would
 // take gigabytes).
-Result<HostData> ParseTelemetryFile(const std::string& path, bool dcgm, double interval_s) {
+Result<HostData> ParseTelemetryFile(const Input& input, double interval_s) {
+  const std::string& path = input.file.path;
+  const bool dcgm = input.dcgm;
   EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   HostData d;
   std::map<std::string, int> index;
@@ -244,8 +266,9 @@ Result<HostData> ParseTelemetryFile(const std::string& path, bool dcgm, double i
     per_gpu[s.gpu].push_back({s.time, s.util_pct ? static_cast<float>(*s.util_pct) : NAN,
                               s.power_w ? static_cast<float>(*s.power_w) : NAN});
   };
+  const std::string default_host = input.file.host.empty() ? telemetry::HostFromPath(path) : input.file.host;
   if (dcgm) {
-    std::string host = telemetry::HostFromPath(path);
+    const std::string& host = default_host;
     EK_ASSIGN_OR_RETURN(auto samples, ParseDcgmRecording(text, host, path, &d.problems));
     index.emplace(host, 0);
     d.hosts.push_back(host);
@@ -254,7 +277,6 @@ Result<HostData> ParseTelemetryFile(const std::string& path, bool dcgm, double i
     return d;
   }
   std::string file = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
-  const std::string default_host = telemetry::HostFromPath(path);
   telemetry::NvidiaSmiCsvParser parser(file, default_host, interval_s);
   std::map<std::string, telemetry::HostTimeAligner> aligners;
   auto aligner_for = aligners.end();  // the previous row's host (rows come in runs per host)
@@ -282,6 +304,13 @@ Result<HostData> ParseTelemetryFile(const std::string& path, bool dcgm, double i
     for (const auto& s : aligned) add(s);
   }
   for (auto& [host, a] : aligners) a.Finish(&d.problems);
+  d.host_column = parser.has_host_column();
+  if (d.host_column && !input.file.host.empty()) {
+    return InvalidArgumentError(fmt::format("{} {}={}: {} has a host column (hosts: {}); HOST=FILE is for a file "
+                                            "without one: pass {} {}",
+                                            input.flag(), input.file.host, path, path, HostList(d.hosts),
+                                            input.flag(), path));
+  }
   if (!any && d.hosts.empty() && !parser.has_host_column()) {
     d.hosts.push_back(default_host);
     d.raw.emplace_back();
@@ -289,7 +318,118 @@ Result<HostData> ParseTelemetryFile(const std::string& path, bool dcgm, double i
   return d;
 }
 
+
+// The rank layout the report's rows follow, with every file's hosts and GPU
+// indices checked against it. With a run file it is the run's topology: each
+// host of the telemetry must be one of the run's (or, when the run names none,
+// there may be at most cluster.nodes of them, taken in order) and each GPU index
+// below gpus_per_node. Without one, the hosts come from the files in order of
+// appearance and the widest host sets the GPUs per host.
+Result<run::Topology> Layout(const std::vector<Input>& inputs, const std::vector<const HostData*>& data,
+                             const run::RunFile* run, std::vector<std::string>* notes) {
+  std::vector<std::string> found;  // in order of appearance
+  int widest = 0;
+  for (const HostData* d : data) {
+    for (const auto& h : d->hosts) {
+      if (std::find(found.begin(), found.end(), h) == found.end()) found.push_back(h);
+    }
+    widest = std::max(widest, d->widest);
+  }
+  if (!run) return run::Topology::FromHosts(found, widest);
+
+  const std::string& run_name = run->path;
+  run::Topology topo = run->topology();
+  std::vector<std::string> errors;
+  if (topo.has_hosts()) {
+    std::vector<size_t> by_name;  // files whose name is no host of the run
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const Input& in = inputs[i];
+      std::vector<std::string> foreign;
+      for (const auto& h : data[i]->hosts) {
+        if (topo.NodeOfHost(h) < 0) foreign.push_back(h);
+      }
+      if (foreign.empty()) continue;
+      if (data[i]->host_column) {
+        errors.push_back(fmt::format("telemetry {}: its host column names {}, not {} of {} (hosts: {})", in.file.path,
+                                     HostList(foreign), foreign.size() == 1 ? "a host" : "hosts", run_name,
+                                     HostList(topo.hosts())));
+      } else if (!in.file.host.empty()) {
+        errors.push_back(fmt::format("telemetry {}={}: {} is not a host of {} (hosts: {})", in.file.host,
+                                     in.file.path, in.file.host, run_name, HostList(topo.hosts())));
+      } else {
+        by_name.push_back(i);
+      }
+    }
+    if (!by_name.empty()) {
+      std::vector<std::string> names;
+      for (size_t i : by_name) names.push_back(inputs[i].file.path);
+      // A hint pairing the unmatched files with the hosts that have no telemetry, in order.
+      std::vector<std::string> free;
+      for (const auto& h : topo.hosts()) {
+        if (std::find(found.begin(), found.end(), h) == found.end()) free.push_back(h);
+      }
+      std::string hint, flag;
+      for (size_t k = 0; k < by_name.size() && k < free.size(); ++k) {
+        const Input& in = inputs[by_name[k]];
+        if (k) hint += " ";
+        if (flag != in.flag()) flag = in.flag(), hint += flag + " ";
+        hint += free[k] + "=" + in.file.path;
+      }
+      const bool one = by_name.size() == 1;
+      std::string msg = fmt::format("telemetry {} match{} no host of {} (hosts: {})", Join(names), one ? "es" : "",
+                                    run_name, HostList(topo.hosts()));
+      if (!free.empty()) {
+        msg += fmt::format("; name {} after {} host ({}{}) or pass {}", one ? "it" : "each", one ? "its" : "their",
+                           free[0], inputs[by_name[0]].dcgm ? ".prom" : ".csv", hint);
+      } else {
+        msg += "; every host of the run already has telemetry";
+      }
+      errors.insert(errors.begin(), msg);
+    }
+  } else if (static_cast<int>(found.size()) > topo.nodes()) {
+    errors.push_back(fmt::format("the telemetry names {} hosts ({}) but {} has {} node{} (cluster.nodes)", found.size(),
+                                 HostList(found), run_name, topo.nodes(), topo.nodes() == 1 ? "" : "s"));
+  } else if (!found.empty()) {
+    notes->push_back(fmt::format("{} names no cluster.hosts: node ranks follow the telemetry's order ({})", run_name,
+                                 HostList(found)));
+    topo = run::Topology(run->nodes, run->gpus_per_node, found);
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const HostData& d = *data[i];
+    for (size_t h = 0; h < d.hosts.size(); ++h) {
+      const int gpus = static_cast<int>(d.raw[h].size());
+      if (gpus > topo.gpus_per_node()) {
+        errors.push_back(fmt::format("telemetry {}: {} has GPU index {}, but {} has gpus_per_node = {} (indices 0-{})",
+                                     inputs[i].file.path, d.hosts[h], gpus - 1, run_name, topo.gpus_per_node(),
+                                     topo.gpus_per_node() - 1));
+      }
+    }
+  }
+  if (!errors.empty()) return InvalidArgumentError(Join(errors, "; "));
+  for (int node = 0; node < topo.nodes(); ++node) {
+    const std::string host = topo.HostOf(node);
+    if (std::find(found.begin(), found.end(), host) != found.end()) continue;
+    notes->push_back(fmt::format("no telemetry for {} (ranks {}-{}): its rows are empty (missing data, which "
+                                 "triage calls UNKNOWN)",
+                                 host, topo.FirstRank(node), topo.EndRank(node) - 1));
+  }
+  return topo;
+}
+
 }  // namespace
+
+Result<TelemetryFile> ParseTelemetryArg(const std::string& arg) {
+  const size_t eq = arg.find('='), slash = arg.find('/');
+  if (eq == std::string::npos || (slash != std::string::npos && slash < eq)) {
+    if (arg.empty()) return InvalidArgumentError("telemetry: an empty file name");
+    return TelemetryFile{arg, ""};
+  }
+  TelemetryFile f{arg.substr(eq + 1), arg.substr(0, eq)};
+  if (f.host.empty() || f.path.empty()) {
+    return InvalidArgumentError(fmt::format("telemetry '{}': want FILE or HOST=FILE, with neither empty", arg));
+  }
+  return f;
+}
 
 Result<std::vector<telemetry::Sample>> ParseDcgmRecording(std::string_view text, const std::string& host,
                                                           const std::string& where,
@@ -334,19 +474,12 @@ Result<std::vector<telemetry::Sample>> ParseDcgmRecording(std::string_view text,
 Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in, std::vector<std::string>* problems) {
   RunInfo run;
   std::string ckpt_dir = in.checkpoint_dir, launch_dir = in.launch_dir, metrics = in.metrics;
-  int gpus_per_node = 0;
-  std::vector<std::string> run_hosts;
+  std::optional<run::RunFile> run_file;
   if (!in.run_file.empty()) {
     EK_ASSIGN_OR_RETURN(run::RunFile r, run::ReadRunFile(in.run_file));
     run.name = r.name;
     run.run_file = r.path;
     run.xxh3 = fmt::format("{:016x}", r.xxh3);
-    run.world = r.world();
-    run.nodes = r.nodes;
-    run.gpus_per_node = r.gpus_per_node;
-    run.hosts = r.hosts;
-    gpus_per_node = r.gpus_per_node;
-    run_hosts = r.hosts;
     if (ckpt_dir.empty() && !r.checkpoint_dir.empty()) ckpt_dir = r.Resolve(r.checkpoint_dir);
     if (launch_dir.empty() && !ckpt_dir.empty()) {
       std::string root = r.launch_dir.empty() ? ckpt_dir + "/launch" : r.Resolve(r.launch_dir);
@@ -355,53 +488,39 @@ Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in, std::vec
     if (metrics.empty() && !ckpt_dir.empty() && FileExists(ckpt_dir + "/train-metrics.jsonl")) {
       metrics = ckpt_dir + "/train-metrics.jsonl";
     }
+    run_file = std::move(r);
   }
 
-  // Telemetry: every file parsed on its own thread, then ranks in host order.
-  std::vector<std::pair<std::string, bool>> files;
-  for (const auto& f : in.telemetry) files.emplace_back(f, false);
-  for (const auto& f : in.dcgm) files.emplace_back(f, true);
+  // Telemetry: every file parsed on its own thread, then placed on the run's ranks.
+  std::vector<Input> files;
+  for (const auto& f : in.telemetry) files.push_back({f, false});
+  for (const auto& f : in.dcgm) files.push_back({f, true});
   std::vector<Result<HostData>> parsed(files.size(), Result<HostData>(InternalError("not parsed")));
   {
     ThreadPool pool(std::min<size_t>(std::max<size_t>(1, files.size()), in.threads ? in.threads : 0));
-    pool.ParallelFor(files.size(), [&](size_t i, size_t) {
-      parsed[i] = ParseTelemetryFile(files[i].first, files[i].second, in.interval_s);
-    });
+    pool.ParallelFor(files.size(), [&](size_t i, size_t) { parsed[i] = ParseTelemetryFile(files[i], in.interval_s); });
   }
-  std::vector<std::string> hosts;
-  std::map<std::string, int> host_index;
-  int widest = 0;
+  std::vector<const HostData*> data;
   for (size_t i = 0; i < files.size(); ++i) {
     if (!parsed[i].ok()) return parsed[i].status();
-    for (const auto& h : parsed[i]->hosts) {
-      if (host_index.emplace(h, static_cast<int>(hosts.size())).second) hosts.push_back(h);
-    }
-    widest = std::max(widest, parsed[i]->widest);
+    data.push_back(&*parsed[i]);
     for (const auto& p : parsed[i]->problems) problems->push_back(p.ToString());
   }
-  if (!run_hosts.empty()) {
-    // The run file's order is the rank order; hosts it does not name come after.
-    std::vector<std::string> ordered = run_hosts;
-    for (const auto& h : hosts) {
-      if (std::find(ordered.begin(), ordered.end(), h) == ordered.end()) ordered.push_back(h);
-    }
-    hosts = ordered;
-    host_index.clear();
-    for (size_t i = 0; i < hosts.size(); ++i) host_index[hosts[i]] = static_cast<int>(i);
+  std::vector<std::string> layout_notes;
+  run::Topology topo = run_file ? run_file->topology() : run::Topology();
+  if (!files.empty()) {
+    EK_ASSIGN_OR_RETURN(topo, Layout(files, data, run_file ? &*run_file : nullptr, &layout_notes));
   }
-  int gpn = gpus_per_node > 0 ? std::max(gpus_per_node, widest) : widest;
+  // One row per rank of the layout: never more rows than the world.
   std::vector<RankInfo> ranks;
-  for (size_t h = 0; h < hosts.size(); ++h) {
-    for (int g = 0; g < gpn; ++g) ranks.push_back({static_cast<int>(h) * gpn + g, hosts[h], g});
-  }
+  for (int r = 0; r < topo.world(); ++r) ranks.push_back({r, topo.HostOf(topo.NodeOf(r)), topo.LocalRank(r)});
   auto rec = std::make_unique<Recorder>(ranks);
   rec->run = run;
-  if (rec->run.world == 0) {
-    rec->run.world = static_cast<int>(ranks.size());
-    rec->run.nodes = static_cast<int>(hosts.size());
-    rec->run.gpus_per_node = gpn;
-  }
-  if (rec->run.hosts.empty()) rec->run.hosts = hosts;
+  rec->run.world = topo.world();
+  rec->run.nodes = topo.nodes();
+  rec->run.gpus_per_node = topo.gpus_per_node();
+  for (int n = 0; n < topo.nodes(); ++n) rec->run.hosts.push_back(topo.HostOf(n));
+  rec->notes = std::move(layout_notes);
 
   if (files.empty()) {
     rec->notes.push_back("no GPU telemetry given (--telemetry nvidia-smi CSV, --dcgm recorded scrapes): "
@@ -411,9 +530,10 @@ Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in, std::vec
     std::vector<std::vector<Raw>> raw(ranks.size());
     for (auto& p : parsed) {
       for (size_t h = 0; h < p->hosts.size(); ++h) {
-        int hi = host_index[p->hosts[h]];
-        for (size_t g = 0; g < p->raw[h].size() && static_cast<int>(g) < gpn; ++g) {
-          auto& dst = raw[static_cast<size_t>(hi) * gpn + g];
+        for (size_t g = 0; g < p->raw[h].size(); ++g) {
+          const int r = topo.Rank(p->hosts[h], static_cast<int>(g));
+          if (r < 0 || r >= static_cast<int>(raw.size())) continue;  // Layout has refused these
+          auto& dst = raw[r];
           auto& src = p->raw[h][g];
           if (dst.empty()) {
             dst = std::move(src);

@@ -14,10 +14,25 @@
 
 namespace ek::report {
 
+// One recorded telemetry file and the host it belongs to. A file's readings are
+// assigned to hosts by its host column (`host`, `hostname` or `node`), else by
+// `host` (--telemetry HOST=FILE), else by its name (node-a.csv is node-a's).
+// With a run file every host must be one of the run's and every GPU index below
+// its gpus_per_node; the layout (which rank is GPU i of host h) is the run's
+// run::Topology. Without one, the hosts come from the files, in order.
+struct TelemetryFile {
+  std::string path;
+  std::string host;  // from HOST=FILE; empty: the host column or the file's name
+};
+
+// "FILE" or "HOST=FILE" (an '=' before any '/'; write ./a=b.csv for a file whose
+// name holds one). An empty host or file is an error naming the argument.
+Result<TelemetryFile> ParseTelemetryArg(const std::string& arg);
+
 struct ReportInputs {
-  std::string run_file;                // finds checkpoints, launch records, metrics
-  std::vector<std::string> telemetry;  // nvidia-smi CSV: one file per host (name = host) or a host column
-  std::vector<std::string> dcgm;       // recorded scrapes: "# evenkeel-scrape UNIX_TIME" before each scrape
+  std::string run_file;                  // the rank layout; finds checkpoints, launch records, metrics
+  std::vector<TelemetryFile> telemetry;  // nvidia-smi CSV (see TelemetryFile)
+  std::vector<TelemetryFile> dcgm;       // recorded scrapes: "# evenkeel-scrape UNIX_TIME" before each scrape
   std::string watch_log;               // evenkeel watch --log (JSON lines)
   std::string launch_dir;              // a launch session (CHECKPOINT_DIR/launch/RUN_ID)
   std::string checkpoint_dir;

@@ -138,8 +138,14 @@ void Recorder::AddAssessment(const triage::Assessment& a) {
   w.verdict = static_cast<uint8_t>(a.verdict);
   // A verdict about every rank (HEALTHY, IDLE, ...) keeps no list: said as "all" (empty).
   if (a.ranks.size() < ranks_.size()) w.ranks = a.ranks;
-  // One reason per run of a verdict is what the page shows; repeating it 21,600 times is not.
-  if (windows_.empty() || windows_.back().verdict != w.verdict || windows_.back().reason.empty()) w.reason = a.reason;
+  // One reason per run of a verdict, kept on the run's first window, is what the page shows
+  // and what the run's incident cites as evidence; repeating it 21,600 times is not.
+  if (windows_.empty() || windows_.back().verdict != w.verdict) {
+    run_start_ = windows_.size();
+    w.reason = a.reason;
+  } else if (windows_[run_start_].reason.empty()) {
+    windows_[run_start_].reason = a.reason;
+  }
   windows_.push_back(std::move(w));
 }
 
@@ -193,7 +199,7 @@ std::vector<Incident> Recorder::TriageIncidents() const {
       double end = inc.until.value_or(windows_[j].time);
       inc.summary = fmt::format("{} for {:.0f} s{}", name, end - inc.since,
                                 inc.ranks.empty() ? "" : fmt::format(" (rank(s) {})", CompactRanges({inc.ranks.begin(), inc.ranks.end()})));
-      inc.evidence = windows_[j].reason;
+      inc.evidence = windows_[i].reason;
       inc.gpu_hours = world * (end - inc.since) / 3600;
       out.push_back(std::move(inc));
     }

@@ -108,7 +108,7 @@ class Recorder {
     double time;
     uint8_t verdict;
     std::vector<int> ranks;
-    std::string reason;
+    std::string reason;  // on a run's first window only (AddAssessment)
   };
   // The ranks windows [first, last] are about; empty when that is every rank.
   std::vector<int> RanksOf(size_t first, size_t last) const;
@@ -121,6 +121,7 @@ class Recorder {
   size_t readings_ = 0;
   std::vector<std::vector<Reading>> by_rank_;
   std::vector<Window> windows_;
+  size_t run_start_ = 0;  // the first window of the newest run of one verdict
   std::vector<std::pair<double, double>> series_[3];
 };
 

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string>
 
+#include <fmt/core.h>
+
 namespace ek::report {
 namespace {
 
@@ -120,6 +122,47 @@ TEST(RecorderTest, VerdictSegmentsBandAndIncidents) {
   EXPECT_EQ(values[59], 0);   // HEALTHY
   EXPECT_EQ(values[61], 2);   // DEADLOCK_SUSPECT
   EXPECT_NE(json.find("\"colors\":{\"HEALTHY\":\"#009E73\""), std::string::npos);
+}
+
+TEST(RecorderTest, EveryTriageIncidentCarriesTheClassifiersReasonAsEvidence) {
+  // Runs of 2, 3 and 40 windows (even and odd lengths), the reason given at the onset and
+  // changing within the run ("for N s"): the incident cites the reason its verdict began with.
+  for (int len : {2, 3, 40}) {
+    Recorder rec(Ranks(4));
+    double t = 1000;
+    auto add = [&](triage::Verdict v, std::vector<int> ranks, std::string reason) {
+      triage::Assessment a;
+      a.time = t++;
+      a.verdict = v;
+      a.ranks = std::move(ranks);
+      a.reason = std::move(reason);
+      rec.AddAssessment(a);
+    };
+    for (int k = 0; k < 5; ++k) add(triage::Verdict::kHealthy, {0, 1, 2, 3}, "healthy");
+    for (int k = 0; k < len; ++k) add(triage::Verdict::kDeadlockSuspect, {3}, fmt::format("rank 3 at 0% for {} s", k));
+    for (int k = 0; k < 5; ++k) add(triage::Verdict::kHealthy, {0, 1, 2, 3}, "healthy");
+    for (int k = 0; k < len; ++k) add(triage::Verdict::kUnknown, {1}, k ? "" : "rank 1 missing");
+    auto inc = rec.TriageIncidents();
+    ASSERT_EQ(inc.size(), 2u) << len;
+    EXPECT_EQ(inc[0].evidence, "rank 3 at 0% for 0 s") << len;
+    EXPECT_EQ(inc[1].evidence, "rank 1 missing") << len;
+    std::string json = rec.ToJson(ModelOptions{});
+    EXPECT_NE(json.find("\"evidence\":\"rank 3 at 0% for 0 s\""), std::string::npos) << len;
+    EXPECT_EQ(json.find("\"evidence\":\"\""), std::string::npos) << len;
+  }
+  // A run whose first window has no reason takes the first one given.
+  Recorder rec(Ranks(4));
+  for (int k = 0; k < 4; ++k) {
+    triage::Assessment a;
+    a.time = 1000 + k;
+    a.verdict = triage::Verdict::kStarvation;
+    a.ranks = {2};
+    a.reason = k < 2 ? "" : "scatter";
+    rec.AddAssessment(a);
+  }
+  auto inc = rec.TriageIncidents();
+  ASSERT_EQ(inc.size(), 1u);
+  EXPECT_EQ(inc[0].evidence, "scatter");
 }
 
 TEST(RecorderTest, AnEmptyRecorderSaysSoWithoutInventing) {

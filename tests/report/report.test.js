@@ -110,6 +110,48 @@ for (const [fixture, csv] of [['triage-healthy_deadlock', 'healthy_deadlock/node
   });
 }
 
+// The incidents table as the page shows it: one object per row, keyed by column title.
+async function incidentRows(page) {
+  return page.evaluate(() => {
+    const t = document.getElementById('ek-incidents');
+    const titles = [...t.querySelectorAll('thead th')].map((th) => th.textContent);
+    return [...t.querySelectorAll('tbody tr')].map((tr) =>
+      Object.fromEntries([...tr.children].map((td, i) => [titles[i], td.textContent])));
+  });
+}
+
+test('a run whose telemetry is not named after its hosts: HOST=FILE gives one row per rank, ' +
+     'the deadlock and its evidence', {timeout: 60000}, async () => {
+  const {execFileSync, spawnSync} = require('node:child_process');
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'ek-report-hosts-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'run.toml'),
+      '[run]\nname = "field"\n[cluster]\nnodes = 2\ngpus_per_node = 8\nhosts = ["n1", "n2"]\n');
+    const fixture = path.join(h.ROOT, 'testdata', 'triage', 'healthy_deadlock');
+    fs.copyFileSync(path.join(fixture, 'node-a.csv'), path.join(dir, 'a.csv'));
+    fs.copyFileSync(path.join(fixture, 'node-b.csv'), path.join(dir, 'b.csv'));
+    const refused = spawnSync(h.EVENKEEL, ['report', 'run.toml', '--telemetry', 'a.csv', 'b.csv', '-o', 'r.html'],
+      {cwd: dir, encoding: 'utf8'});
+    assert.equal(refused.status, 65, refused.stderr);
+    assert.match(refused.stderr, /telemetry a\.csv, b\.csv match no host of run\.toml \(hosts: n1, n2\)/);
+    execFileSync(h.EVENKEEL, ['report', 'run.toml', '--telemetry', 'n1=a.csv', 'n2=b.csv', '-o', 'r.html'],
+      {cwd: dir, stdio: ['ignore', 'ignore', 'inherit']});
+    const {page} = await h.open(browser, 'file://' + path.join(dir, 'r.html'));
+    const ranks = await page.evaluate(() => evenkeel.data.ranks.map((r) => `${r.host}:${r.gpu}`));
+    assert.deepEqual(ranks, ['n1', 'n2'].flatMap((host) => [...Array(8).keys()].map((g) => `${host}:${g}`)));
+    const rows = await incidentRows(page);
+    const deadlock = rows.find((r) => r.kind === 'deadlock');
+    assert.ok(deadlock, JSON.stringify(rows));
+    assert.equal(deadlock.hosts, 'n1');
+    assert.match(deadlock.evidence, /rank 3 at <= 5% .*suspected deadlock/);
+    for (const r of rows) assert.notEqual(r.evidence, '', `incident without evidence: ${JSON.stringify(r)}`);
+    assert.deepEqual(page.problems(), []);
+    await page.close();
+  } finally {
+    fs.rmSync(dir, {recursive: true, force: true});
+  }
+});
+
 test('1,024 GPUs x 6 h: built in under 10 s, under 25 MB', {timeout: 120000}, () => {
   // 22 million samples a metric, from nvidia-smi CSV (make_scale_telemetry), as a user would.
   const csvs = h.scaleTelemetry();
