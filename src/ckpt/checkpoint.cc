@@ -40,11 +40,7 @@ std::string ParentOf(const std::string& path) {
 
 Result<std::vector<DirEntry>> ListDir(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) {
-    int err = errno;
-    if (err == ENOENT) return NotFoundError(dir + ": no such directory");
-    return ErrnoError(dir, err);
-  }
+  if (d == nullptr) return OpenDirError(dir, errno);
   std::vector<DirEntry> out;
   errno = 0;
   while (dirent* e = ::readdir(d)) {

@@ -24,7 +24,7 @@ struct Source {
 
 Result<tmpl::ChatTemplate> Load(const Source& s) {
   if (!s.tmpl.empty()) return tmpl::ChatTemplate::FromFile(s.tmpl, s.config);
-  if (s.config.empty()) return InvalidArgumentError("give --template FILE.jinja or --tokenizer-config FILE");
+  // RunTemplate refuses neither before Load (a usage error).
   return tmpl::ChatTemplate::FromTokenizerConfig(s.config);
 }
 
@@ -126,6 +126,13 @@ int RunTemplate(int argc, char** argv) {
   check->add_option("--template", src.tmpl, "a .jinja chat template file");
   check->add_option("--tokenizer-config", src.config, "tokenizer_config.json");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
+  // Neither source is required alone, but one is: a usage error, not bad input.
+  if (src.tmpl.empty() && src.config.empty()) {
+    const char* sub = check->parsed() ? "check" : "render";
+    return UsageError(fmt::format("template {0}: give --template FILE.jinja or --tokenizer-config FILE "
+                                  "(see evenkeel template {0} --help)",
+                                  sub));
+  }
   if (check->parsed()) {
     auto chat = Load(src);
     if (!chat.ok()) return ReportError(chat.status());

@@ -14,13 +14,14 @@ namespace ek {
 // A file that cannot be opened for reading is bad input, not an I/O failure:
 // the CLI exits 65 for it and 74 for a disk that fails.
 Status OpenForReadError(const std::string& path, int err) {
+  if (err == EISDIR) return InvalidArgumentError(path + ": is a directory, expected a file");
   Status st = ErrnoError(path, err);
   if (err == ENOENT || err == ENOTDIR) return NotFoundError(st.message());
   if (err == EACCES || err == EPERM || err == ELOOP || err == ENAMETOOLONG) return InvalidArgumentError(st.message());
   return st;
 }
 
-Result<MappedFile> MappedFile::Open(const std::string& path) {
+Result<int> OpenFileForRead(const std::string& path, struct stat* out) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return OpenForReadError(path, errno);
   struct stat st;
@@ -29,10 +30,42 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
     ::close(fd);
     return ErrnoError(path, err);
   }
+  // open(O_RDONLY) succeeds on a directory; the read after it would fail with
+  // EISDIR, or mmap with ENODEV. Say what was expected instead.
   if (S_ISDIR(st.st_mode)) {
     ::close(fd);
-    return InvalidArgumentError(path + ": is a directory");
+    return OpenForReadError(path, EISDIR);
   }
+  if (out != nullptr) *out = st;
+  return fd;
+}
+
+Status OpenDirError(const std::string& path, int err) {
+  if (err == ENOENT) return NotFoundError(path + ": no such directory");
+  if (err == ENOTDIR) {
+    // Either path itself is a file, or one of its parents is.
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+      return InvalidArgumentError(path + (S_ISREG(st.st_mode) ? ": is a file, expected a directory"
+                                                              : ": is not a directory, expected a directory"));
+    }
+    return NotFoundError(path + ": no such directory (a parent is not a directory)");
+  }
+  Status st = ErrnoError(path, err);
+  if (err == EACCES || err == EPERM || err == ELOOP || err == ENAMETOOLONG) return InvalidArgumentError(st.message());
+  return st;
+}
+
+Status CheckDirectory(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return OpenDirError(path, errno);
+  if (!S_ISDIR(st.st_mode)) return OpenDirError(path, ENOTDIR);
+  return Status::Ok();
+}
+
+Result<MappedFile> MappedFile::Open(const std::string& path) {
+  struct stat st;
+  EK_ASSIGN_OR_RETURN(int fd, OpenFileForRead(path, &st));
   MappedFile f;
   f.path_ = path;
   f.size_ = static_cast<size_t>(st.st_size);
@@ -76,8 +109,7 @@ void MappedFile::Reset() {
 }
 
 Result<std::string> ReadFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return OpenForReadError(path, errno);
+  EK_ASSIGN_OR_RETURN(int fd, OpenFileForRead(path));
   std::string out;
   char buf[1 << 16];
   while (true) {

@@ -13,6 +13,8 @@
 #include "core/env.h"
 #include "core/status.h"
 
+struct stat;
+
 namespace ek {
 
 // A read-only memory mapping of a whole file. Movable, not copyable; the view
@@ -41,10 +43,33 @@ class MappedFile {
 
 Result<std::string> ReadFile(const std::string& path);
 
-// The Status for open(path, O_RDONLY) failing with `err`: NotFound for a path
-// that does not exist, InvalidArgument for one that may not be read (both are
-// bad input), IoError otherwise. The message is "path: strerror(err)".
+// Inputs are bad input when they cannot be opened or are the wrong kind of
+// thing (HACKING.md, "Exit codes and errors": exit 65); only a failure of the
+// disk itself while reading is an I/O error (74). These are the one place
+// that decides which, for files and for directories.
+
+// The Status for open(path, O_RDONLY) (or a read) failing with `err`: NotFound
+// for a path that does not exist (ENOENT, ENOTDIR: a parent is a file),
+// InvalidArgument for one that may not be read or is a directory (EISDIR:
+// "path: is a directory, expected a file"), IoError otherwise. The message is
+// "path: strerror(err)" unless said.
 Status OpenForReadError(const std::string& path, int err);
+
+// Opens `path` read-only (O_CLOEXEC) and returns the descriptor, which the
+// caller closes; fills `*st` when given. A directory is refused with
+// "path: is a directory, expected a file" (InvalidArgument); other errors are
+// OpenForReadError's. Pipes and devices are accepted.
+Result<int> OpenFileForRead(const std::string& path, struct stat* st = nullptr);
+
+// The Status for opendir(path) (or a stat of a directory) failing with `err`:
+// NotFound "path: no such directory" (ENOENT, or ENOTDIR for a parent that is
+// a file), InvalidArgument "path: is a file, expected a directory" when path
+// itself is not a directory, or "path: strerror" for EACCES and the like;
+// IoError otherwise.
+Status OpenDirError(const std::string& path, int err);
+
+// Ok when `path` is a directory; otherwise OpenDirError's Status.
+Status CheckDirectory(const std::string& path);
 
 // Writes `path` atomically through `env` (core/env.h). Until Commit()
 // succeeds the data lives in a hidden temp file beside the target

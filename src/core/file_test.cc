@@ -1,6 +1,7 @@
 #include "core/file.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -65,6 +66,60 @@ TEST(FileTest, OpenFailuresAreBadInputNotIoErrors) {
   EXPECT_EQ(OpenForReadError("x", EACCES).message(), "x: Permission denied");
   EXPECT_EQ(OpenForReadError("x", EIO).code(), StatusCode::kIoError);
   EXPECT_EQ(MappedFile::Open("/nonexistent/x").status().code(), StatusCode::kNotFound);
+}
+
+// A directory where a file is read, or a file where a directory is, is the
+// wrong input (exit 65), not a failing disk (74), and the error says which.
+TEST(FileTest, ADirectoryForAFileIsBadInputSayingWhatWasExpected) {
+  std::string dir = TempDir();
+  auto read = ReadFile(dir);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(read.status().message(), dir + ": is a directory, expected a file");
+  auto mapped = MappedFile::Open(dir);
+  ASSERT_FALSE(mapped.ok());
+  EXPECT_EQ(mapped.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(mapped.status().message(), dir + ": is a directory, expected a file");
+  auto fd = OpenFileForRead(dir);
+  ASSERT_FALSE(fd.ok());
+  EXPECT_EQ(fd.status().message(), dir + ": is a directory, expected a file");
+  EXPECT_EQ(OpenForReadError("d", EISDIR).code(), StatusCode::kInvalidArgument);
+  // A parent that is a file: the path does not exist.
+  ASSERT_TRUE(WriteFileAtomic(dir + "/f", "x").ok());
+  EXPECT_EQ(ReadFile(dir + "/f/g").status().code(), StatusCode::kNotFound);
+}
+
+TEST(FileTest, OpenFileForReadGivesADescriptorAndItsStat) {
+  std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/f", "abc").ok());
+  struct stat st;
+  auto fd = OpenFileForRead(dir + "/f", &st);
+  ASSERT_TRUE(fd.ok()) << fd.status().message();
+  EXPECT_EQ(st.st_size, 3);
+  char buf[4] = {};
+  EXPECT_EQ(::read(*fd, buf, sizeof buf), 3);
+  ::close(*fd);
+  EXPECT_EQ(OpenFileForRead(dir + "/absent").status().code(), StatusCode::kNotFound);
+}
+
+TEST(FileTest, AFileForADirectoryIsBadInputSayingWhatWasExpected) {
+  std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/f", "x").ok());
+  EXPECT_TRUE(CheckDirectory(dir).ok());
+  Status file = CheckDirectory(dir + "/f");
+  EXPECT_EQ(file.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(file.message(), dir + "/f: is a file, expected a directory");
+  Status missing = CheckDirectory(dir + "/absent");
+  EXPECT_EQ(missing.code(), StatusCode::kNotFound);
+  EXPECT_EQ(missing.message(), dir + "/absent: no such directory");
+  Status parent = CheckDirectory(dir + "/f/sub");
+  EXPECT_EQ(parent.code(), StatusCode::kNotFound);
+  EXPECT_EQ(parent.message(), dir + "/f/sub: no such directory (a parent is not a directory)");
+  // What opendir says, through the same mapping.
+  EXPECT_EQ(::opendir((dir + "/f").c_str()), nullptr);
+  EXPECT_EQ(OpenDirError(dir + "/f", errno).message(), dir + "/f: is a file, expected a directory");
+  EXPECT_EQ(OpenDirError("d", EACCES).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(OpenDirError("d", EIO).code(), StatusCode::kIoError);
 }
 
 TEST(FileTest, EmptyFileMapsEmpty) {

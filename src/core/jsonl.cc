@@ -239,13 +239,8 @@ Result<std::unique_ptr<LineChunkReader>> LineChunkReader::Open(const std::string
   if (path == "-") return std::unique_ptr<LineChunkReader>(new FdChunkReader(0, "<stdin>", chunk, false));
   // Plain reads rather than a mapping keep resident memory independent of
   // the file's size.
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return OpenForReadError(path, errno);
   struct stat st;
-  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return InvalidArgumentError(path + ": not a regular file");
-  }
+  EK_ASSIGN_OR_RETURN(int fd, OpenFileForRead(path, &st));
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   if (path.size() > 4 && path.compare(path.size() - 4, 4, ".zst") == 0) {
     auto* z = new ZstdChunkReader(fd, path, chunk);
@@ -258,8 +253,7 @@ Result<std::unique_ptr<LineChunkReader>> LineChunkReader::Open(const std::string
 }
 
 Result<uint64_t> HashFile(const std::string& path, uint64_t* size) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return OpenForReadError(path, errno);
+  EK_ASSIGN_OR_RETURN(int fd, OpenFileForRead(path));
   XXH3_state_t* st = XXH3_createState();
   XXH3_64bits_reset(st);
   std::string buf(1u << 20, '\0');

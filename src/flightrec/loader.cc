@@ -107,8 +107,8 @@ Result<Dump> ReadDumpFile(const std::string& path, int64_t rank) {
 }
 
 Result<LoadResult> LoadDumps(const std::string& dir, const LoadOptions& options) {
+  EK_RETURN_IF_ERROR(CheckDirectory(dir));  // "DIR: no such directory", "DIR: is a file, expected a directory"
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return NotFoundError(fmt::format("{}: not a directory", dir));
   std::vector<std::string> names;
   for (const auto& de : fs::directory_iterator(dir, ec)) {
     std::string name = de.path().filename().string();
