@@ -80,12 +80,13 @@ std::pair<int, uint64_t> Schedule::EpochOf(uint64_t step) const {
   return {static_cast<int>(e), in};
 }
 
-Result<Schedule> MakeSchedule(const RunFile& run, const std::vector<uint64_t>& rank_blocks) {
+namespace {
+
+// The schedule over these ranks' block counts, however many there are (the plan's
+// summary over the ranks a node or a part has seen); MakeSchedule insists on the world.
+Result<Schedule> ScheduleOver(const RunFile& run, const std::vector<uint64_t>& rank_blocks) {
   const std::string name = run.path.empty() ? "run" : run.path;
-  if (static_cast<int>(rank_blocks.size()) != run.world()) {
-    return InvalidArgumentError(fmt::format("{}: a schedule needs the block count of each of the {} ranks, got {}",
-                                            name, run.world(), rank_blocks.size()));
-  }
+  if (rank_blocks.empty()) return InvalidArgumentError(fmt::format("{}: a schedule needs block counts", name));
   if (run.micro_batch < 1 || run.grad_accum < 1 || run.epochs < 1 || run.seq_len < 1) {
     return InvalidArgumentError(fmt::format("{}: micro_batch, grad_accum, epochs and seq_len must be positive", name));
   }
@@ -141,6 +142,16 @@ Result<Schedule> MakeSchedule(const RunFile& run, const std::vector<uint64_t>& r
   s.dropped_tokens = s.dropped_blocks * s.seq_len;
   s.dropped_fraction = total_blocks ? static_cast<double>(s.dropped_blocks) / total_blocks : 0;
   return s;
+}
+
+}  // namespace
+
+Result<Schedule> MakeSchedule(const RunFile& run, const std::vector<uint64_t>& rank_blocks) {
+  if (static_cast<int>(rank_blocks.size()) != run.world()) {
+    return InvalidArgumentError(fmt::format("{}: a schedule needs the block count of each of the {} ranks, got {}",
+                                            run.path.empty() ? "run" : run.path, run.world(), rank_blocks.size()));
+  }
+  return ScheduleOver(run, rank_blocks);
 }
 
 Result<Schedule> MakeSchedule(const RunFile& run, const pack::Manifest& manifest) {
@@ -236,7 +247,11 @@ Result<Plan> MakePlan(const RunFile& run, const ModelShape& model, const pack::M
   p.checkpoint_bytes = 2.0 * model.params;
   p.checkpoint_write_s = p.checkpoint_bytes / (run.write_gbps * 1e9);
   if (manifest && !manifest->ranks.empty()) {
-    EK_ASSIGN_OR_RETURN(Schedule sch, MakeSchedule(run, *manifest));
+    // Over the ranks the manifest has (a node's part sees its own); whether they are the
+    // run's whole world is the gate's check, not a reason to have no plan.
+    std::vector<uint64_t> blocks;
+    for (const auto& r : manifest->ranks) blocks.push_back(r.blocks);
+    EK_ASSIGN_OR_RETURN(Schedule sch, ScheduleOver(run, blocks));
     p.has_pack = true;
     p.global_min_blocks = sch.global_min_blocks;
     p.global_max_blocks = sch.global_max_blocks;
