@@ -29,6 +29,7 @@
 #include "flightrec/loader.h"
 #include "flightrec/report.h"
 #include "gate/gate.h"
+#include "launch/judge.h"
 #include "launch/process.h"
 #include "launch/rank_exec.h"
 #include "launch/records.h"
@@ -90,17 +91,71 @@ bool WaitFor(double timeout_s, const std::function<bool()>& ready) {
   }
 }
 
-// The reference trainer shipped beside this binary (a source or install tree).
-std::string DefaultTrainer(const std::string& exe) {
-  std::string dir = DirName(exe);
-  for (const char* rel : {"/../../../trainer/train.py", "/../share/evenkeel/trainer/train.py", "/../trainer/train.py"}) {
-    std::string p = dir + rel;
-    if (FileExists(p)) {
-      char buf[PATH_MAX];
-      return ::realpath(p.c_str(), buf) ? std::string(buf) : p;
+// A launch key naming a program (launch.torchrun, launch.python): a value with
+// a '/' is a path, relative to the run file; a bare name is looked up on PATH,
+// as a shell would. "" when that finds no executable.
+std::string FindProgram(const run::RunFile& run, const std::string& value) {
+  return FindExecutable(value.find('/') != std::string::npos ? run.Resolve(value) : value);
+}
+
+// Where FindProgram looked, for the error: "not found on PATH", or the path.
+std::string WhereLooked(const run::RunFile& run, const std::string& value) {
+  if (value.find('/') == std::string::npos) return "is not on PATH";
+  return fmt::format("({}, relative to the run file) is not an executable file", run.Resolve(value));
+}
+
+// The reference trainer is the Python module evenkeel.train, shipped in
+// evenkeel's Python package: run as PYTHON -m evenkeel.train RUN.toml, found by
+// the run's Python wherever this binary lives.
+inline constexpr const char* kTrainerModule = "evenkeel.train";
+
+// Asks `python` whether it can import the trainer module (find_spec imports
+// the evenkeel package, not the trainer: no torch start-up). NotFound naming
+// the python, why and what to install when it cannot.
+Status CheckTrainerModule(const std::string& python, const std::string& python_from, const std::string& run_path) {
+  SpawnOptions so;
+  so.argv = {python, "-c",
+             "import importlib.util, sys\n"
+             "if importlib.util.find_spec('evenkeel.train') is None:\n"
+             "    print('evenkeel is installed but has no evenkeel.train (an older package)')\n"
+             "    sys.exit(3)\n"};
+  so.output_pipe = true;
+  so.parent_death_signal = SIGKILL;
+  auto child = Child::Spawn(so);
+  if (!child.ok()) return child.status().WithContext(fmt::format("launch: cannot ask {} for {}", python, kTrainerModule));
+  std::string out;
+  char buf[4096];
+  const double deadline = Now() + 120;
+  while (true) {
+    struct pollfd p = {child->output_fd(), POLLIN, 0};
+    if (::poll(&p, 1, 200) > 0) {
+      ssize_t got = ::read(child->output_fd(), buf, sizeof buf);
+      if (got > 0) {
+        if (out.size() < 65536) out.append(buf, static_cast<size_t>(got));
+      } else if (got == 0 || (errno != EINTR && errno != EAGAIN)) {
+        break;
+      }
+    }
+    if (Now() > deadline) {
+      child->Stop(1);
+      return UnavailableError(fmt::format("launch: {} did not answer within 120 s whether it can import {}", python,
+                                          kTrainerModule));
     }
   }
-  return "";
+  ExitStatus st = child->Wait();
+  if (st.ok()) return Status::Ok();
+  // The last line says why: "ModuleNotFoundError: No module named 'evenkeel'".
+  std::string why = st.ToString();
+  size_t end = out.find_last_not_of(" \n\r\t");
+  if (end != std::string::npos) {
+    size_t start = out.find_last_of('\n', end);
+    why = out.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+  }
+  return NotFoundError(fmt::format(
+      "the reference trainer, the Python module {}, cannot be imported by {} ({}): {}; install evenkeel's Python "
+      "package into that environment (pip install EVENKEEL_SOURCE_DIR), point launch.python at a python that has it, "
+      "or set launch.trainer in {} to a training script",
+      kTrainerModule, python, python_from, why, run_path));
 }
 
 struct Paths {
@@ -135,8 +190,8 @@ Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level
 struct AttemptSummary {
   int attempt = 0;
   double start = 0, end = 0;
-  std::string outcome;  // "completed", "failed", "cancelled"
-  std::string fr_verdict;
+  Outcome outcome = Outcome::kFailed;
+  std::string fr_verdict;  // the flight recorder's line; "" when the attempt did not fail
   bool fr_conclusive = false;
   int64_t checkpoint_before = -1, checkpoint_after = -1;
   int64_t step_reached = -1;
@@ -150,7 +205,7 @@ std::string AttemptToJson(const AttemptSummary& a) {
       "{{\"attempt\": {}, \"start\": {:.3f}, \"end\": {:.3f}, \"seconds\": {:.1f}, \"outcome\": {}, "
       "\"step_reached\": {}, \"checkpoint_before\": {}, \"checkpoint_after\": {}, \"flight_recorder\": "
       "{{\"verdict\": {}, \"conclusive\": {}}}, \"gpu_hours\": {:.4f}, \"gpu_hours_lost\": {:.4f}, \"decision\": ",
-      a.attempt, a.start, a.end, a.end - a.start, JsonString(a.outcome), a.step_reached, a.checkpoint_before,
+      a.attempt, a.start, a.end, a.end - a.start, JsonString(OutcomeName(a.outcome)), a.step_reached, a.checkpoint_before,
       a.checkpoint_after, JsonString(a.fr_verdict), a.fr_conclusive ? "true" : "false", a.gpu_hours, a.gpu_hours_lost);
   std::string d = DecisionToJson(a.attempt, a.decision);
   while (!d.empty() && d.back() == '\n') d.pop_back();
@@ -172,20 +227,29 @@ class Launcher {
  private:
   Status Prepare();
   std::vector<std::pair<std::string, std::string>> RankEnv(int attempt) const;
-  // Runs the gate; returns false (with the exit code set) when the launch must stop.
-  bool Gate(int* first_attempt, int* exit_code);
-  NodeRecord RunAttempt(int attempt);
-  AttemptSummary Judge(int attempt, const std::vector<NodeRecord>& nodes, const Checkpoint& before, int restarts,
-                       int* no_progress);
+  // Runs the gate; false (with the exit code set) when the launch must stop;
+  // a Status when a gate record cannot be written.
+  Result<bool> Gate(int* first_attempt, int* exit_code);
+  // One attempt on this node; a Status when its folder cannot be made.
+  Result<NodeRecord> RunAttempt(int attempt);
+  // Node 0: gathers the facts of an attempt (records, checkpoints, the flight
+  // recorder) and asks Judge (launch/judge.h).
+  AttemptSummary JudgeAttempt(int attempt, const std::vector<NodeFacts>& nodes, const std::vector<NodeRecord>& records,
+                              const Checkpoint& before, int restarts, int* no_progress);
   std::string Summary(int exit_code, const std::string& outcome) const;
   void StartAgent();
+  // A coordination record, written whole through o_.files; an error names it.
+  Status WriteRecord(const std::string& path, std::string_view data) const;
+  // A record the launch cannot go on without failed: stop what runs, exit 74.
+  Status Fail(Status st);
 
   const LaunchOptions& o_;
   Say say_;
   run::RunFile run_;
   Cluster cluster_;
   Paths paths_;
-  std::string torchrun_, python_, trainer_;
+  std::string torchrun_, python_;
+  std::vector<std::string> trainer_;  // the trainer's command before RUN.toml: PYTHON SCRIPT, or PYTHON -m evenkeel.train
   run::Plan plan_;
   bool has_plan_ = false;
   std::string nonce_ = Nonce();
@@ -210,25 +274,41 @@ Status Launcher::Prepare() {
   paths_.session = root + "/" + cluster_.run_id;
   paths_.heartbeat = run_.heartbeat_dir.empty() ? fmt::format("{}/heartbeat/node-{}", paths_.session, cluster_.node_rank)
                                                 : run_.Resolve(run_.heartbeat_dir);
-  torchrun_ = FindExecutable(run_.Resolve(run_.launch_torchrun).find('/') != std::string::npos
-                                 ? run_.Resolve(run_.launch_torchrun)
-                                 : run_.launch_torchrun);
+  torchrun_ = FindProgram(run_, run_.launch_torchrun);
   if (torchrun_.empty()) {
-    return NotFoundError(fmt::format("launch.torchrun '{}' not found (install PyTorch, or set it in {})",
-                                     run_.launch_torchrun, run_.path));
+    return NotFoundError(fmt::format("{}: launch.torchrun '{}' {} (install PyTorch in the environment, or set launch.torchrun)",
+                                     run_.path, run_.launch_torchrun, WhereLooked(run_, run_.launch_torchrun)));
   }
+  std::string python_from;
   if (!run_.launch_python.empty()) {
-    python_ = FindExecutable(run_.launch_python.find('/') != std::string::npos ? run_.Resolve(run_.launch_python)
-                                                                               : run_.launch_python);
-    if (python_.empty()) return NotFoundError(fmt::format("launch.python '{}' not found", run_.launch_python));
+    python_ = FindProgram(run_, run_.launch_python);
+    if (python_.empty()) {
+      return NotFoundError(fmt::format("{}: launch.python '{}' {}", run_.path, run_.launch_python,
+                                       WhereLooked(run_, run_.launch_python)));
+    }
+    python_from = "launch.python";
   } else {
-    std::string beside = DirName(torchrun_) + "/python";
-    python_ = FileExists(beside) ? beside : FindExecutable("python3");
+    // A virtual environment's bin/ holds both; torchrun's own shebang names that python.
+    python_ = FindExecutable(DirName(torchrun_) + "/python");
+    python_from = "the python beside " + torchrun_;
+    if (python_.empty()) {
+      python_ = FindExecutable("python3");
+      python_from = "python3 on PATH, none beside " + torchrun_;
+    }
+    if (python_.empty()) {
+      return NotFoundError(fmt::format("{}: no python beside launch.torchrun {} and no python3 on PATH (set launch.python)",
+                                       run_.path, torchrun_));
+    }
   }
-  trainer_ = run_.launch_trainer.empty() ? DefaultTrainer(o_.evenkeel_exe) : run_.Resolve(run_.launch_trainer);
-  if (trainer_.empty() || !FileExists(trainer_)) {
-    return NotFoundError(fmt::format("the trainer '{}' does not exist (launch.trainer in {})",
-                                     trainer_.empty() ? "trainer/train.py" : trainer_, run_.path));
+  if (!run_.launch_trainer.empty()) {
+    std::string script = run_.Resolve(run_.launch_trainer);
+    if (!FileExists(script)) {
+      return NotFoundError(fmt::format("{}: launch.trainer '{}': {} does not exist", run_.path, run_.launch_trainer, script));
+    }
+    trainer_ = {python_, script};
+  } else {
+    EK_RETURN_IF_ERROR(CheckTrainerModule(python_, python_from, run_.path));
+    trainer_ = {python_, "-m", kTrainerModule};
   }
   auto model = run::ModelForRun(run_);
   std::optional<pack::Manifest> manifest;
@@ -242,9 +322,22 @@ Status Launcher::Prepare() {
       has_plan_ = true;
     }
   }
-  EK_RETURN_IF_ERROR(MakeDirs(paths_.session));
-  EK_RETURN_IF_ERROR(MakeDirs(paths_.heartbeat));
+  EK_RETURN_IF_ERROR(MakeDirs(paths_.session, o_.files));
+  EK_RETURN_IF_ERROR(MakeDirs(paths_.heartbeat, o_.files));
   return Status::Ok();
+}
+
+Status Launcher::WriteRecord(const std::string& path, std::string_view data) const {
+  Status st = WriteFileAtomic(path, data, o_.files);
+  return st.ok() ? st : st.WithContext("launch");  // the error names the file and the operation
+}
+
+Status Launcher::Fail(Status st) {
+  // The ranks never run while a record is written (before torchrun starts, or after it
+  // ended); the agent may. The other nodes see no record: they time out and stop.
+  if (agent_) agent_->Stop(5);
+  agent_.reset();
+  return Status(StatusCode::kIoError, st.message());
 }
 
 std::vector<std::pair<std::string, std::string>> Launcher::RankEnv(int attempt) const {
@@ -268,8 +361,9 @@ std::vector<std::pair<std::string, std::string>> Launcher::RankEnv(int attempt) 
   };
 }
 
-bool Launcher::Gate(int* first_attempt, int* exit_code) {
+Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
   gate::GateEnv genv = gate::RealGateEnv();
+  genv.files = o_.files;
   auto overlay = RankEnv(1);
   auto base = genv.getenv;
   genv.getenv = [overlay, base](const std::string& k) -> std::optional<std::string> {
@@ -289,7 +383,7 @@ bool Launcher::Gate(int* first_attempt, int* exit_code) {
   }
   const std::string gate_dir = paths_.session + "/gate";
   const std::string verdict_path = gate_dir + "/verdict.json";
-  (void)MakeDirs(gate_dir);
+  if (Status st = MakeDirs(gate_dir, o_.files); !st.ok()) return st.WithContext("launch: cannot make " + gate_dir);
   std::string verdict_text;
   int next = 1;
   if (cluster_.node_rank == 0) {
@@ -299,16 +393,16 @@ bool Launcher::Gate(int* first_attempt, int* exit_code) {
   }
   if (!multi) {
     gate::GateReport rep = *part;
-    if (Status st = gate::WriteGateLog(paths_.ckpt_dir + "/gate-log.json", rep); !st.ok()) {
+    if (Status st = gate::WriteGateLog(paths_.ckpt_dir + "/gate-log.json", rep, o_.files); !st.ok()) {
       say_("launch: warning: " + st.message());
     }
     say_(gate::GateReportToText(rep));
     bool fail = rep.overall() == gate::Verdict::kFail;
     GateVerdict verdict;
-    verdict.overall = std::string(gate::VerdictName(rep.overall()));
+    verdict.overall = rep.overall();
     verdict.accepted = fail && o_.accept_gate_fail;
     verdict.first_attempt = next;
-    (void)WriteFileAtomic(verdict_path, GateVerdictToJson(verdict));
+    EK_RETURN_IF_ERROR(WriteRecord(verdict_path, GateVerdictToJson(verdict)));
     if (fail && !o_.accept_gate_fail) {
       say_("launch: the gate refused the run: nothing was started");
       *exit_code = kExitGateRefused;
@@ -325,8 +419,13 @@ bool Launcher::Gate(int* first_attempt, int* exit_code) {
   const std::string my_part = fmt::format("{}/node-{}.json", gate_dir, cluster_.node_rank);
   if (cluster_.node_rank == 0) {
     // A new session: no verdict, no part from before this launch.
-    for (const auto& name : ListNames(gate_dir)) (void)Env::Default()->RemoveFile(gate_dir + "/" + name);
-    (void)WriteFileAtomic(my_part, part_json);
+    // A stale part left behind would be merged as this launch's.
+    for (const auto& name : ListNames(gate_dir)) {
+      if (Status st = o_.files->RemoveFile(gate_dir + "/" + name); !st.ok()) {
+        return st.WithContext("launch: cannot clear the previous launch's gate record");
+      }
+    }
+    EK_RETURN_IF_ERROR(WriteRecord(my_part, part_json));
     std::map<int, gate::GateReport> parts;
     std::map<int, std::string> nonces;
     std::vector<std::string> unreadable;  // parts that exist but cannot be read: "file: field: what"
@@ -351,47 +450,50 @@ bool Launcher::Gate(int* first_attempt, int* exit_code) {
     });
     std::vector<gate::GateReport> reps;
     for (auto& [n, r] : parts) reps.push_back(r);
-    std::string overall, reasons;
+    gate::Verdict overall = gate::Verdict::kFail;
+    std::string reasons;
     std::vector<int64_t> missing;
     for (int n = 0; n < run_.nodes; ++n) {
       if (!done.count(n)) missing.push_back(n);
     }
     std::string text;
     if (!unreadable.empty()) {
-      overall = "FAIL";
       reasons = fmt::format("unreadable gate part(s): {}", fmt::join(unreadable, " | "));
     } else if (!all) {
-      overall = "FAIL";
       reasons = fmt::format("node(s) {} did not report a gate part within {:.0f} s{}", CompactRanges(missing),
                             run_.gate_timeout_s, StopSignalReceived() ? " (stopped)" : "");
     } else {
       auto merged = gate::MergeGateReports(reps, &run_);
       if (!merged.ok()) {
-        overall = "FAIL";
         reasons = merged.status().message();
       } else {
-        overall = std::string(gate::VerdictName(merged->overall()));
+        overall = merged->overall();
         text = gate::GateReportToText(*merged);
         for (const auto& c : merged->checks) {
           if (c.verdict == gate::Verdict::kFail) reasons += (reasons.empty() ? "" : " | ") + c.name + ": " + c.reason;
         }
-        if (Status st = gate::WriteGateLog(paths_.ckpt_dir + "/gate-log.json", *merged); !st.ok()) {
+        if (Status st = gate::WriteGateLog(paths_.ckpt_dir + "/gate-log.json", *merged, o_.files); !st.ok()) {
           say_("launch: warning: " + st.message());
         }
       }
     }
-    bool fail = overall == "FAIL";
+    bool fail = overall == gate::Verdict::kFail;
     verdict_text = GateVerdictToJson({overall, fail && o_.accept_gate_fail, next, reasons, text, nonces});
-    (void)WriteFileAtomic(verdict_path, verdict_text);
+    EK_RETURN_IF_ERROR(WriteRecord(verdict_path, verdict_text));
   } else {
+    Status written;
     bool got = WaitFor(run_.gate_timeout_s + 30, [&] {
       auto text = ReadFile(my_part);
-      if (!text.ok() || text->find(nonce_) == std::string::npos) (void)WriteFileAtomic(my_part, part_json);
+      if (!text.ok() || text->find(nonce_) == std::string::npos) {
+        written = WriteRecord(my_part, part_json);
+        if (!written.ok()) return true;  // node 0 will not hear from this node: stop now
+      }
       auto v = ReadFile(verdict_path);
       if (!v.ok() || v->find(JsonString(nonce_)) == std::string::npos) return false;
       verdict_text = *v;
       return true;
     });
+    EK_RETURN_IF_ERROR(written);
     if (!got) {
       say_(fmt::format("launch: no gate verdict from node 0 within {:.0f} s: nothing was started", run_.gate_timeout_s + 30));
       *exit_code = kExitGateRefused;
@@ -416,7 +518,7 @@ bool Launcher::Gate(int* first_attempt, int* exit_code) {
   }
   const GateVerdict& v = *read;
   if (!v.text.empty()) say_(v.text);
-  if (v.overall == "FAIL") {
+  if (v.overall == gate::Verdict::kFail) {
     say_("launch: gate FAIL: " + v.reasons);
     if (v.accepted) {
       say_("launch: warning: gate FAIL accepted (--accept-gate-fail): starting an unsafe run as asked");
@@ -446,14 +548,15 @@ void Launcher::StartAgent() {
   agent_ = std::move(*c);
 }
 
-NodeRecord Launcher::RunAttempt(int attempt) {
+Result<NodeRecord> Launcher::RunAttempt(int attempt) {
   NodeRecord rec;
   rec.node = cluster_.node_rank;
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   rec.host = host;
   const std::string dir = paths_.Attempt(attempt);
-  (void)MakeDirs(dir + "/fr");
+  // The ranks' records and dumps go here: no attempt without it.
+  if (Status st = MakeDirs(dir + "/fr", o_.files); !st.ok()) return st.WithContext("launch: cannot make " + dir + "/fr");
   std::vector<std::string> argv = {torchrun_, "--nnodes", std::to_string(run_.nodes), "--nproc-per-node",
                                    std::to_string(run_.gpus_per_node)};
   if (cluster_.standalone) {
@@ -464,7 +567,9 @@ NodeRecord Launcher::RunAttempt(int attempt) {
   }
   argv.insert(argv.end(), {"--max-restarts", "0", "--monitor-interval", "1", "--no-python", o_.evenkeel_exe,
                            "launch-rank", "--attempt-dir", dir, "--node-rank", std::to_string(cluster_.node_rank),
-                           "--nproc-per-node", std::to_string(run_.gpus_per_node), "--", python_, trainer_, run_.path});
+                           "--nproc-per-node", std::to_string(run_.gpus_per_node), "--"});
+  argv.insert(argv.end(), trainer_.begin(), trainer_.end());
+  argv.push_back(run_.path);
   argv.insert(argv.end(), o_.extra_args.begin(), o_.extra_args.end());
   SpawnOptions so;
   so.argv = argv;
@@ -474,8 +579,13 @@ NodeRecord Launcher::RunAttempt(int attempt) {
   const std::string log_path = fmt::format("{}/torchrun-node-{}.log", dir, cluster_.node_rank);
   // A log that cannot be opened is not worth failing the attempt for.
   std::unique_ptr<WritableFile> log;
-  if (auto opened = Env::Default()->NewAppendableFile(log_path); opened.ok()) log = std::move(opened).value();
-  (void)WriteFileAtomic(dir + fmt::format("/command-node-{}.txt", cluster_.node_rank), fmt::format("{}\n", fmt::join(argv, " ")));
+  if (auto opened = o_.files->NewAppendableFile(log_path); opened.ok()) {
+    log = std::move(opened).value();
+  } else {
+    say_("launch: warning: torchrun's output is not logged: " + opened.status().message());
+  }
+  EK_RETURN_IF_ERROR(WriteRecord(dir + fmt::format("/command-node-{}.txt", cluster_.node_rank),
+                                 fmt::format("{}\n", fmt::join(argv, " "))));
   rec.start = Now();
   auto child = Child::Spawn(so);
   if (!child.ok()) {
@@ -558,101 +668,65 @@ NodeRecord Launcher::RunAttempt(int attempt) {
   return rec;
 }
 
-AttemptSummary Launcher::Judge(int attempt, const std::vector<NodeRecord>& nodes, const Checkpoint& before,
-                               int restarts, int* no_progress) {
+AttemptSummary Launcher::JudgeAttempt(int attempt, const std::vector<NodeFacts>& nodes,
+                                      const std::vector<NodeRecord>& records, const Checkpoint& before, int restarts,
+                                      int* no_progress) {
   AttemptSummary a;
   a.attempt = attempt;
-  a.nodes = nodes;
+  a.nodes = records;
   a.start = 1e300;
-  for (const auto& n : nodes) {
+  for (const auto& n : records) {
     a.start = std::min(a.start, n.start);
     a.end = std::max(a.end, n.end);
     a.step_reached = std::max(a.step_reached, n.step_reached);
   }
-  if (nodes.empty()) a.start = a.end = Now();
-  a.checkpoint_before = before.step;
+  if (records.empty()) a.start = a.end = Now();
   std::vector<std::string> warnings;
   Checkpoint after = NewestCheckpoint(paths_.ckpt_dir, ckpt::VerifyLevel::kStructure, &warnings);
+  auto facts_of = [](const Checkpoint& c) { return CheckpointFacts{c.step, c.final, c.path}; };
+  JudgeFacts f;
+  f.attempt = attempt;
+  f.nodes = nodes;
+  f.planned_steps = has_plan_ ? static_cast<int64_t>(plan_.total_steps) : 0;
+  f.before = facts_of(before);
+  f.after = facts_of(after);
+  // Checksums read every shard: only when the attempt can be done.
+  if (EveryProcessSucceeded(f)) f.verified = facts_of(NewestCheckpoint(paths_.ckpt_dir, ckpt::VerifyLevel::kFull, &warnings));
+  f.restarts = restarts;
+  f.no_progress = *no_progress;
+  f.max_restarts = run_.max_restarts;
+  f.max_no_progress = run_.max_no_progress;
+  f.backoff_s = run_.retry_backoff_s;
+  f.backoff_max_s = run_.retry_backoff_max_s;
+  // Why it failed, if it did: the flight recorder, as `evenkeel fr` reads it.
+  const std::string fr_dir = paths_.Attempt(attempt) + "/fr";
+  if (ListNames(fr_dir).empty()) {
+    f.fr = FrVerdict::kNoDumps;
+    f.fr_line = "no flight-recorder dumps";
+  } else {
+    auto load = flightrec::LoadDumps(fr_dir, {});
+    if (load.ok() && !load->dumps.empty()) {
+      flightrec::Analysis analysis = flightrec::Analyze(load->dumps);
+      f.fr = flightrec::Conclusive(analysis) ? FrVerdict::kConclusive : FrVerdict::kUndecided;
+      f.fr_line = flightrec::VerdictLine(*load, analysis);
+    } else {
+      f.fr = FrVerdict::kUnreadable;
+      f.fr_line = load.ok() ? "no readable flight-recorder dump" : load.status().message();
+    }
+  }
+  Judgement j = Judge(f);
+  *no_progress = j.no_progress;
+  a.outcome = j.outcome;
+  a.decision = j.decision;
+  a.checkpoint_before = before.step;
   a.checkpoint_after = after.step;
   const int world = run_.world();
   a.gpu_hours = world * std::max(0.0, a.end - a.start) / 3600;
-  bool cancelled = std::any_of(nodes.begin(), nodes.end(), [](const NodeRecord& n) { return n.cancelled; });
-  bool all_ok = static_cast<int>(nodes.size()) == run_.nodes &&
-                std::all_of(nodes.begin(), nodes.end(), [](const NodeRecord& n) {
-                  return n.error.empty() && !n.cancelled && n.torchrun_code == 0 && n.torchrun_signal == 0;
-                });
-  Decision& d = a.decision;
-  if (cancelled) {
-    a.outcome = "cancelled";
-    d = {"stop", kExitCancelled, "cancelled by a signal", 0, 0};
-  } else if (all_ok) {
-    Checkpoint final = NewestCheckpoint(paths_.ckpt_dir, ckpt::VerifyLevel::kFull, &warnings);
-    bool planned = !has_plan_ || final.step == static_cast<int64_t>(plan_.total_steps);
-    if (final.step >= 0 && final.final && planned) {
-      a.outcome = "completed";
-      d = {"done", kExitCompleted,
-           fmt::format("the final checkpoint {} (step {}) verifies with checksums", final.path, final.step), 0, 0};
-    } else {
-      a.outcome = "failed";
-      d.reason = final.step < 0 ? "every rank exited 0 but no checkpoint verifies"
-                                : fmt::format("every rank exited 0 but the newest verified checkpoint (step {}) is not the "
-                                              "final one{}",
-                                              final.step,
-                                              has_plan_ ? fmt::format(" ({} steps planned)", plan_.total_steps) : "");
-    }
-  } else {
-    a.outcome = "failed";
-    std::vector<std::string> why;
-    for (const auto& n : nodes) {
-      if (!n.error.empty()) why.push_back(fmt::format("node {}: {}", n.node, n.error));
-      for (const auto& r : n.ranks) {
-        if (r.exit_code != 0 || r.signal) {
-          ExitStatus es{r.exit_code, r.signal};
-          why.push_back(fmt::format("rank {} {}", r.rank, es.ToString()));
-        }
-      }
-    }
-    if (static_cast<int>(nodes.size()) < run_.nodes) why.push_back("a node did not report");
-    d.reason = why.empty() ? "torchrun failed" : fmt::format("{}", fmt::join(why.begin(), why.begin() + std::min<size_t>(why.size(), 6), ", "));
-  }
-  if (a.outcome == "failed") {
-    // Why: the flight recorder, as `evenkeel fr` reads it.
-    std::string fr_dir = paths_.Attempt(attempt) + "/fr";
-    if (!ListNames(fr_dir).empty()) {
-      auto load = flightrec::LoadDumps(fr_dir, {});
-      if (load.ok() && !load->dumps.empty()) {
-        flightrec::Analysis analysis = flightrec::Analyze(load->dumps);
-        a.fr_verdict = flightrec::VerdictLine(*load, analysis);
-        a.fr_conclusive = flightrec::Conclusive(analysis);
-      } else {
-        a.fr_verdict = load.ok() ? "no readable flight-recorder dump" : load.status().message();
-      }
-    } else {
-      a.fr_verdict = "no flight-recorder dumps";
-    }
-    bool progress = after.step > before.step;
-    *no_progress = progress ? 0 : *no_progress + 1;
-    double saved_at = progress ? std::max(a.start, after.mtime) : a.start;
+  if (j.outcome == Outcome::kFailed) {
+    a.fr_verdict = f.fr_line;
+    a.fr_conclusive = f.fr == FrVerdict::kConclusive;
+    double saved_at = after.step > before.step ? std::max(a.start, after.mtime) : a.start;
     a.gpu_hours_lost = world * std::max(0.0, a.end - saved_at) / 3600;
-    if (a.fr_conclusive) {
-      d = {"stop", kExitDoNotRequeue,
-           "deterministic collective desync (a restart would deadlock again): " + a.fr_verdict, 0, 0};
-    } else if (*no_progress >= run_.max_no_progress) {
-      d = {"stop", kExitDoNotRequeue,
-           fmt::format("{} attempt(s) in a row without a new verified checkpoint (retry.max_no_progress = {}); last: {}",
-                       *no_progress, run_.max_no_progress, d.reason),
-           0, 0};
-    } else if (restarts >= run_.max_restarts) {
-      d = {"stop", kExitBudgetSpent,
-           fmt::format("restart budget spent (retry.max_restarts = {}); last: {}", run_.max_restarts, d.reason), 0, 0};
-    } else {
-      double backoff = std::min(run_.retry_backoff_max_s, run_.retry_backoff_s * std::pow(2.0, restarts));
-      std::string reason = d.reason;
-      d = {"restart", 0,
-           fmt::format("{}; restarting from {} after {:.0f} s", reason,
-                       after.step >= 0 ? fmt::format("checkpoint step {}", after.step) : std::string("the start"), backoff),
-           attempt + 1, backoff};
-    }
   }
   return a;
 }
@@ -692,9 +766,10 @@ Result<LaunchResult> Launcher::Run() {
   result.summary_name = cluster_.node_rank == 0 ? paths_.session + "/summary.json"
                                                 : fmt::format("node {}'s launch summary", cluster_.node_rank);
   int attempt = 1;
-  if (!Gate(&attempt, &result.exit_code)) {
+  EK_ASSIGN_OR_RETURN(bool go, Gate(&attempt, &result.exit_code));
+  if (!go) {
     result.summary_json = Summary(result.exit_code, "gate refused");
-    if (cluster_.node_rank == 0) (void)WriteFileAtomic(paths_.session + "/summary.json", result.summary_json);
+    if (cluster_.node_rank == 0) EK_RETURN_IF_ERROR(WriteRecord(paths_.session + "/summary.json", result.summary_json));
     return result;
   }
   StartAgent();
@@ -705,14 +780,20 @@ Result<LaunchResult> Launcher::Run() {
     say_(fmt::format("launch: attempt {} ({}{})", attempt,
                      before.step >= 0 ? fmt::format("resuming from checkpoint step {}", before.step) : "from the start",
                      restarts ? fmt::format(", restart {} of {}", restarts, run_.max_restarts) : ""));
-    NodeRecord mine = RunAttempt(attempt);
+    auto ran = RunAttempt(attempt);
+    if (!ran.ok()) return Fail(ran.status());
+    const NodeRecord& mine = *ran;
     const std::string dir = paths_.Attempt(attempt);
-    (void)WriteFileAtomic(fmt::format("{}/node-{}.json", dir, cluster_.node_rank), NodeRecordToJson(mine));
+    if (Status st = WriteRecord(fmt::format("{}/node-{}.json", dir, cluster_.node_rank), NodeRecordToJson(mine)); !st.ok()) {
+      return Fail(st);
+    }
     Decision decision;
     if (cluster_.node_rank == 0) {
       std::vector<NodeRecord> nodes = {mine};
+      std::vector<NodeFacts> facts(run_.nodes);
+      for (int n = 0; n < run_.nodes; ++n) facts[n].node = n;
+      facts[0] = FactsOf(mine);
       std::map<int, bool> seen = {{0, true}};
-      std::vector<std::string> unreadable;  // records that exist but cannot be read: "file: field: what"
       // The other nodes' accounts; a node whose ranks failed ends soon after ours.
       WaitFor(run_.stop_grace_s + 120, [&] {
         for (int n = 1; n < run_.nodes; ++n) {
@@ -727,22 +808,19 @@ Result<LaunchResult> Launcher::Run() {
           }
           if (rec.ok()) {
             nodes.push_back(*rec);
+            facts[n] = FactsOf(*rec);
           } else {
-            unreadable.push_back(rec.status().message());
+            facts[n].unreadable = rec.status().message();
           }
         }
         return static_cast<int>(seen.size()) == run_.nodes;
       });
       std::sort(nodes.begin(), nodes.end(), [](const NodeRecord& x, const NodeRecord& y) { return x.node < y.node; });
-      AttemptSummary a = Judge(attempt, nodes, before, restarts, &no_progress);
-      if (!unreadable.empty()) {
-        // Not a failure a restart can mend: every node stops, as for any bad input.
-        a.decision = {"stop", kExitBadInput, fmt::format("unreadable node record(s): {}", fmt::join(unreadable, " | ")), 0, 0};
-      }
+      AttemptSummary a = JudgeAttempt(attempt, facts, nodes, before, restarts, &no_progress);
       attempts_.push_back(a);
       decision = a.decision;
-      (void)WriteFileAtomic(dir + "/attempt.json", AttemptToJson(a) + "\n");
-      (void)WriteFileAtomic(dir + "/decision.json", DecisionToJson(attempt, decision));
+      if (Status st = WriteRecord(dir + "/attempt.json", AttemptToJson(a) + "\n"); !st.ok()) return Fail(st);
+      if (Status st = WriteRecord(dir + "/decision.json", DecisionToJson(attempt, decision)); !st.ok()) return Fail(st);
       if (!a.fr_verdict.empty()) say_("launch: flight recorder: " + a.fr_verdict);
     } else {
       const std::string p = dir + "/decision.json";
@@ -755,16 +833,19 @@ Result<LaunchResult> Launcher::Run() {
         } else {
           // Node 0's decision cannot be followed: stop, as for any bad input.
           say_("launch: unreadable decision: " + read.status().message());
-          decision = {"stop", kExitBadInput, "unreadable decision: " + read.status().message(), 0, 0};
+          decision = {Action::kStop, kExitBadInput, "unreadable decision: " + read.status().message(), 0, 0};
         }
         return true;
       });
       if (!got) {
-        decision = {"stop", mine.cancelled ? kExitCancelled : kExitError,
+        decision = {Action::kStop, mine.cancelled ? kExitCancelled : kExitError,
                     mine.cancelled ? "cancelled by a signal" : "node 0 gave no decision for this attempt", 0, 0};
       }
       AttemptSummary a;
       a.attempt = attempt;
+      a.outcome = decision.action == Action::kDone           ? Outcome::kCompleted
+                  : decision.exit_code == kExitCancelled ? Outcome::kCancelled
+                                                         : Outcome::kFailed;
       a.start = mine.start;
       a.end = mine.end;
       a.decision = decision;
@@ -772,8 +853,8 @@ Result<LaunchResult> Launcher::Run() {
       a.gpu_hours = run_.gpus_per_node * std::max(0.0, mine.end - mine.start) / 3600;
       attempts_.push_back(a);
     }
-    say_(fmt::format("launch: attempt {}: {}: {}", attempt, decision.action, decision.reason));
-    if (decision.action != "restart") {
+    say_(fmt::format("launch: attempt {}: {}: {}", attempt, ActionName(decision.action), decision.reason));
+    if (decision.action != Action::kRestart) {
       result.exit_code = decision.exit_code;
       break;
     }
@@ -793,7 +874,7 @@ Result<LaunchResult> Launcher::Run() {
                                                                 : "failed";
   result.summary_json = Summary(result.exit_code, outcome);
   if (cluster_.node_rank == 0) {
-    (void)WriteFileAtomic(paths_.session + "/summary.json", result.summary_json);
+    EK_RETURN_IF_ERROR(WriteRecord(paths_.session + "/summary.json", result.summary_json));
   } else {
     // Node 0 has the whole run's account; show it here too once it is written.
     const std::string path = paths_.session + "/summary.json";

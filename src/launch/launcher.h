@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env.h"
 #include "core/status.h"
 #include "launch/cluster.h"
 
@@ -47,6 +48,9 @@ struct LaunchOptions {
   std::string agent_listen = "127.0.0.1:0";
   std::string evenkeel_exe;             // this binary, for launch-rank and agent
   ClusterEnv env;
+  // Every write of the launcher's records goes through it (tests inject faults). A record
+  // that cannot be written stops the launch: a Status (kIoError, exit 74) naming the file.
+  Env* files = Env::Default();
 };
 
 struct LaunchResult {
@@ -58,9 +62,11 @@ struct LaunchResult {
 // Progress lines for people (one per call, no newline).
 using Say = std::function<void(const std::string&)>;
 
-// Runs the whole launch. Errors before any attempt (run file, cluster) are a
-// Status (the CLI's exit 65/69/70/74); everything after is in the result's
-// exit code.
+// Runs the whole launch. Errors before any attempt (run file, cluster, torchrun
+// or the trainer not found) and a coordination record that cannot be written
+// (gate parts and verdict, node records, attempt.json, decision.json,
+// summary.json) are a Status (the CLI's exit 65/69/70/74); everything else is
+// in the result's exit code.
 Result<LaunchResult> Launch(const LaunchOptions& options, const Say& say);
 
 }  // namespace ek::launch

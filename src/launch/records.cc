@@ -17,9 +17,16 @@ namespace {
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 
-// Parses `json` into `parser` and returns its top level as fields.
-
 }  // namespace
+
+std::string_view ActionName(Action a) {
+  switch (a) {
+    case Action::kDone: return "done";
+    case Action::kRestart: return "restart";
+    case Action::kStop: return "stop";
+  }
+  return "?";
+}
 
 std::string NodeRecordToJson(const NodeRecord& n) {
   std::string o = fmt::format("{{\"node\": {}, \"host\": {}, \"start\": {:.3f}, \"end\": {:.3f}, \"torchrun\": "
@@ -62,7 +69,7 @@ Result<NodeRecord> NodeRecordFromJson(std::string_view json, const std::string& 
 std::string DecisionToJson(int attempt, const Decision& d) {
   return fmt::format("{{\"attempt\": {}, \"action\": {}, \"exit_code\": {}, \"reason\": {}, \"next_attempt\": {}, "
                      "\"backoff_s\": {:.1f}}}\n",
-                     attempt, JsonString(d.action), d.exit_code, JsonString(d.reason), d.next_attempt, d.backoff_s);
+                     attempt, JsonString(ActionName(d.action)), d.exit_code, JsonString(d.reason), d.next_attempt, d.backoff_s);
 }
 
 Result<Decision> DecisionFromJson(std::string_view json, const std::string& name, int attempt) {
@@ -72,9 +79,16 @@ Result<Decision> DecisionFromJson(std::string_view json, const std::string& name
   int64_t about = 0;
   EK_RETURN_IF_ERROR(f.Int("attempt", 1, kIntMax, &about));
   if (about != attempt) return f.Err("attempt", fmt::format("{}, but the file is attempt {}'s", about, attempt));
-  EK_RETURN_IF_ERROR(f.Str("action", &d.action));
-  if (d.action != "done" && d.action != "restart" && d.action != "stop") {
-    return f.Err("action", fmt::format("{} is not done, restart or stop", JsonString(d.action)));
+  std::string action;
+  EK_RETURN_IF_ERROR(f.Str("action", &action));
+  if (action == "done") {
+    d.action = Action::kDone;
+  } else if (action == "restart") {
+    d.action = Action::kRestart;
+  } else if (action == "stop") {
+    d.action = Action::kStop;
+  } else {
+    return f.Err("action", fmt::format("{} is not done, restart or stop", JsonString(action)));
   }
   EK_RETURN_IF_ERROR(f.IntIn("exit_code", 0, 255, &d.exit_code));
   EK_RETURN_IF_ERROR(f.Str("reason", &d.reason));
@@ -89,7 +103,7 @@ std::string GateVerdictToJson(const GateVerdict& v) {
   for (const auto& [n, nonce] : v.parts) parts += fmt::format("{}\"{}\": {}", parts.empty() ? "" : ", ", n, JsonString(nonce));
   return fmt::format(
       "{{\"overall\": {}, \"accepted\": {}, \"first_attempt\": {}, \"reasons\": {}, \"text\": {}, \"parts\": {{{}}}}}\n",
-      JsonString(v.overall), v.accepted ? "true" : "false", v.first_attempt, JsonString(v.reasons), JsonString(v.text),
+      JsonString(gate::VerdictName(v.overall)), v.accepted ? "true" : "false", v.first_attempt, JsonString(v.reasons), JsonString(v.text),
       parts);
 }
 
@@ -97,9 +111,16 @@ Result<GateVerdict> GateVerdictFromJson(std::string_view json, const std::string
   JsonDocument doc;
   EK_ASSIGN_OR_RETURN(JsonFields f, doc.Parse(json, name));
   GateVerdict v;
-  EK_RETURN_IF_ERROR(f.Str("overall", &v.overall));
-  if (v.overall != "PASS" && v.overall != "WARN" && v.overall != "FAIL") {
-    return f.Err("overall", fmt::format("{} is not PASS, WARN or FAIL", JsonString(v.overall)));
+  std::string overall;
+  EK_RETURN_IF_ERROR(f.Str("overall", &overall));
+  if (overall == "PASS") {
+    v.overall = gate::Verdict::kPass;
+  } else if (overall == "WARN") {
+    v.overall = gate::Verdict::kWarn;
+  } else if (overall == "FAIL") {
+    v.overall = gate::Verdict::kFail;
+  } else {
+    return f.Err("overall", fmt::format("{} is not PASS, WARN or FAIL", JsonString(overall)));
   }
   EK_RETURN_IF_ERROR(f.Bool("accepted", &v.accepted));
   EK_RETURN_IF_ERROR(f.IntIn("first_attempt", 1, kIntMax, &v.first_attempt));

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "gate/gate.h"
 #include "launch/launcher.h"
 #include "launch/rank_exec.h"
 
@@ -36,9 +37,13 @@ struct NodeRecord {
 std::string NodeRecordToJson(const NodeRecord& n);
 Result<NodeRecord> NodeRecordFromJson(std::string_view json, const std::string& name);
 
-// Node 0's judgement of one attempt (attempt-NNN/decision.json).
+// What every node does after an attempt. On disk "done", "restart", "stop".
+enum class Action { kDone, kRestart, kStop };
+std::string_view ActionName(Action a);
+
+// Node 0's judgement of one attempt (attempt-NNN/decision.json; launch/judge.h).
 struct Decision {
-  std::string action;  // "done", "restart", "stop"
+  Action action = Action::kStop;
   int exit_code = kExitError;
   std::string reason;
   int next_attempt = 0;
@@ -50,7 +55,7 @@ Result<Decision> DecisionFromJson(std::string_view json, const std::string& name
 
 // Node 0's gate verdict (gate/verdict.json): every node starts or stops by it.
 struct GateVerdict {
-  std::string overall;  // "PASS", "WARN", "FAIL"
+  gate::Verdict overall = gate::Verdict::kFail;  // on disk "PASS", "WARN", "FAIL"
   bool accepted = false;  // a FAIL started anyway (--accept-gate-fail)
   int first_attempt = 1;
   std::string reasons;  // the FAIL checks' reasons (several nodes)

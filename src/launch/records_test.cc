@@ -140,23 +140,28 @@ TEST(NodeRecordTest, MalformedJsonOrNotAnObjectNamesTheFile) {
 constexpr const char* kDecisionFile = "attempt-002/decision.json";
 
 TEST(DecisionTest, RoundTrips) {
-  Decision d{"restart", 0, "rank 3 exited 1; restarting from checkpoint step 40 after 30 s", 3, 30};
+  Decision d{Action::kRestart, 0, "rank 3 exited 1; restarting from checkpoint step 40 after 30 s", 3, 30};
   auto back = DecisionFromJson(DecisionToJson(2, d), kDecisionFile, 2);
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_EQ(back->action, "restart");
+  EXPECT_EQ(back->action, Action::kRestart);
+  EXPECT_NE(DecisionToJson(2, d).find("\"action\": \"restart\""), std::string::npos);
   EXPECT_EQ(back->exit_code, 0);
   EXPECT_EQ(back->reason, d.reason);
   EXPECT_EQ(back->next_attempt, 3);
   EXPECT_DOUBLE_EQ(back->backoff_s, 30);
-  auto stop = DecisionFromJson(DecisionToJson(2, {"stop", kExitDoNotRequeue, "desync", 0, 0}), kDecisionFile, 2);
+  auto stop = DecisionFromJson(DecisionToJson(2, {Action::kStop, kExitDoNotRequeue, "desync", 0, 0}), kDecisionFile, 2);
   ASSERT_TRUE(stop.ok()) << stop.status().message();
   EXPECT_EQ(stop->exit_code, 93);
+  EXPECT_EQ(stop->action, Action::kStop);
+  auto done = DecisionFromJson(DecisionToJson(2, {Action::kDone, 0, "final", 0, 0}), kDecisionFile, 2);
+  ASSERT_TRUE(done.ok()) << done.status().message();
+  EXPECT_EQ(done->action, Action::kDone);
 }
 
 // These used to fall back: a missing exit_code became 70, a missing action "" (treated as stop),
 // a missing backoff 0.
 TEST(DecisionTest, AMissingOrMistypedFieldIsAnErrorNamingItAndTheFile) {
-  const std::string good = DecisionToJson(2, {"restart", 0, "r", 3, 30});
+  const std::string good = DecisionToJson(2, {Action::kRestart, 0, "r", 3, 30});
   EXPECT_EQ(ErrorOf(DecisionFromJson(With(good, "\"exit_code\": 0, ", ""), kDecisionFile, 2)),
             "attempt-002/decision.json: exit_code: missing");
   EXPECT_EQ(ErrorOf(DecisionFromJson(With(good, "\"action\": \"restart\", ", ""), kDecisionFile, 2)),
@@ -180,10 +185,11 @@ TEST(DecisionTest, AMissingOrMistypedFieldIsAnErrorNamingItAndTheFile) {
 constexpr const char* kVerdictFile = "gate/verdict.json";
 
 TEST(GateVerdictTest, RoundTrips) {
-  GateVerdict v{"FAIL", true, 3, "data: rank 3 has no blocks", "gate: FAIL\n", {{0, "aa11"}, {1, "bb22"}}};
+  GateVerdict v{gate::Verdict::kFail, true, 3, "data: rank 3 has no blocks", "gate: FAIL\n", {{0, "aa11"}, {1, "bb22"}}};
   auto back = GateVerdictFromJson(GateVerdictToJson(v), kVerdictFile);
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_EQ(back->overall, "FAIL");
+  EXPECT_EQ(back->overall, gate::Verdict::kFail);
+  EXPECT_NE(GateVerdictToJson(v).find("\"overall\": \"FAIL\""), std::string::npos);
   EXPECT_TRUE(back->accepted);
   EXPECT_EQ(back->first_attempt, 3);
   EXPECT_EQ(back->reasons, v.reasons);
@@ -192,14 +198,14 @@ TEST(GateVerdictTest, RoundTrips) {
   // The one-node verdict as earlier launchers wrote it: no reasons, no text, no parts.
   auto one = GateVerdictFromJson(R"({"overall": "PASS", "accepted": false, "first_attempt": 1, "parts": {}})", kVerdictFile);
   ASSERT_TRUE(one.ok()) << one.status().message();
-  EXPECT_EQ(one->overall, "PASS");
+  EXPECT_EQ(one->overall, gate::Verdict::kPass);
   EXPECT_TRUE(one->reasons.empty());
   EXPECT_TRUE(one->parts.empty());
 }
 
 // "accepted" missing used to mean false and "first_attempt" missing 1; a bad part's nonce was "".
 TEST(GateVerdictTest, AMissingMistypedOrMisnestedFieldIsAnErrorNamingIt) {
-  const std::string good = GateVerdictToJson({"PASS", false, 1, "", "", {{0, "aa11"}, {1, "bb22"}}});
+  const std::string good = GateVerdictToJson({gate::Verdict::kPass, false, 1, "", "", {{0, "aa11"}, {1, "bb22"}}});
   EXPECT_EQ(ErrorOf(GateVerdictFromJson(With(good, "\"accepted\": false, ", ""), kVerdictFile)),
             "gate/verdict.json: accepted: missing");
   EXPECT_EQ(ErrorOf(GateVerdictFromJson(With(good, "\"first_attempt\": 1", "\"first_attempt\": \"1\""), kVerdictFile)),

@@ -92,9 +92,9 @@ struct RunFile {
   double alert_resend_s = 60;      // Alertmanager: re-post firing alerts (its resolve_timeout is 5m)
 
   // [launch] (evenkeel launch)
-  std::string launch_torchrun = "torchrun";  // torchrun to start the ranks with (a path or a name on PATH)
-  std::string launch_python;       // the trainer's interpreter; "": the python beside torchrun, else python3
-  std::string launch_trainer;      // the training script; "": evenkeel's reference trainer/train.py
+  std::string launch_torchrun = "torchrun";  // a name on PATH, or a path (it has a '/') relative to the run file
+  std::string launch_python;       // the trainer's interpreter, the same way; "": the python beside torchrun, else python3
+  std::string launch_trainer;      // a training script; "": evenkeel's reference trainer, python -m evenkeel.train
   std::string rdzv_endpoint;       // c10d rendezvous HOST:PORT; "": environment, SLURM, first host
   int rdzv_port = 29500;           // the port when the endpoint is derived
   std::string run_id;              // rendezvous id; "": environment, SLURM_JOB_ID, run name

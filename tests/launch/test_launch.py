@@ -9,6 +9,7 @@ import datetime
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from packs import EVENKEEL, TOKENIZER_DIRS, child_env, free_port, make_pack, write_run_file
+from packs import EVENKEEL, REPO, TOKENIZER_DIRS, child_env, free_port, make_pack, write_run_file
 
 SEQ = 32
 TORCHRUN = str(Path(sys.executable).parent / "torchrun")
@@ -43,7 +44,10 @@ def run_file(tmp: Path, model: Path, pack: Path, *, nodes: int = 1, gpus: int = 
     }
     for key, value in over.items():
         section, k = key.split("__")
-        sections.setdefault(section, {})[k] = value
+        if value is None:  # the key left out: its default
+            sections.get(section, {}).pop(k, None)
+        else:
+            sections.setdefault(section, {})[k] = value
     return write_run_file(tmp / "run.toml", sections)
 
 
@@ -276,3 +280,56 @@ def test_sigterm_cancels_and_sigkill_leaves_no_rank_behind(qwen3_model, tmp_path
             s = summary_of(out)
             assert s["outcome"] == "cancelled" and s["attempt_records"][-1]["outcome"] == "cancelled", s
             assert "SIGTERM received: stopping the ranks" in out
+
+
+def test_a_copied_binary_finds_torchrun_on_path_and_the_trainer_through_the_runs_python(qwen3_model, tmp_path):
+    """The binary copied to a folder outside the source tree, torchrun only on PATH (the run
+    file's default launch.torchrun = "torchrun"), launched from a third folder: the launcher
+    looks torchrun up on PATH, takes the python beside it and runs the trainer as
+    `python -m evenkeel.train RUN.toml` through that python. One attempt, completed."""
+    opt = tmp_path / "opt" / "bin"
+    opt.mkdir(parents=True)
+    exe = opt / "evenkeel"
+    shutil.copy2(EVENKEEL, exe)
+    assert REPO not in exe.resolve().parents
+    venv_bin = Path(sys.executable).parent
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    rf = run_file(work, qwen3_model, pack_for(work, [8, 8, 8, 8]), launch__torchrun=None)
+    assert "torchrun" not in rf.read_text()
+    env = child_env(PATH=f"{opt}:{venv_bin}:/usr/bin:/bin")
+    for var in ("PYTHONPATH", "EVENKEEL", "VIRTUAL_ENV"):
+        env.pop(var, None)
+    p = subprocess.run([str(exe), "launch", str(rf), "--json"], capture_output=True, text=True, timeout=600, env=env,
+                       cwd=elsewhere, start_new_session=True)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    s = summary_of(p.stdout)
+    assert s["outcome"] == "completed" and len(s["attempt_records"]) == 1, s
+    assert s["steps"] == s["planned_steps"] == 4, s
+    command = (session(work) / "attempt-001" / "command-node-0.txt").read_text()
+    assert command.startswith(f"{venv_bin}/torchrun "), command
+    assert f" -- {venv_bin}/python -m evenkeel.train {rf}" in command, command
+    assert f"--no-python {exe} launch-rank" in command, command
+
+
+def test_a_python_without_the_trainer_module_starts_nothing_and_names_it(tmp_path):
+    """A run's python that cannot import evenkeel.train: exit 65 before the gate, naming that
+    python and what to install."""
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "torchrun").write_text("#!/bin/sh\nexit 0\n")
+    (venv / "python").symlink_to("/usr/bin/python3")  # a python without evenkeel
+    (venv / "torchrun").chmod(0o755)
+    rf = write_run_file(tmp_path / "run.toml", {"run": {"name": "t"}, "cluster": {"nodes": 1, "gpus_per_node": 1},
+                                                "checkpoint": {"dir": str(tmp_path / "ckpt")}})
+    env = child_env(PATH=f"{venv}:/usr/bin:/bin")
+    env.pop("PYTHONPATH", None)
+    p = subprocess.run([EVENKEEL, "launch", str(rf)], capture_output=True, text=True, timeout=120, env=env,
+                       cwd=tmp_path)
+    assert p.returncode == 65, p.stdout + p.stderr
+    assert (f"the Python module evenkeel.train, cannot be imported by {venv}/python (the python beside {venv}/torchrun): "
+            "ModuleNotFoundError: No module named 'evenkeel'") in p.stderr, p.stderr
+    assert "install evenkeel's Python package" in p.stderr
+    assert not (tmp_path / "ckpt" / "launch" / "t" / "gate").exists(), "the gate must not have run"

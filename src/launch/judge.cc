@@ -1,0 +1,162 @@
+#include "launch/judge.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/core.h>
+#include <fmt/ranges.h>
+
+#include "launch/process.h"
+
+namespace ek::launch {
+
+std::string_view FrVerdictName(FrVerdict v) {
+  switch (v) {
+    case FrVerdict::kNotRead: return "not read";
+    case FrVerdict::kNoDumps: return "no dumps";
+    case FrVerdict::kUnreadable: return "unreadable";
+    case FrVerdict::kUndecided: return "undecided";
+    case FrVerdict::kConclusive: return "conclusive";
+  }
+  return "?";
+}
+
+std::string_view OutcomeName(Outcome o) {
+  switch (o) {
+    case Outcome::kCompleted: return "completed";
+    case Outcome::kFailed: return "failed";
+    case Outcome::kCancelled: return "cancelled";
+  }
+  return "?";
+}
+
+NodeFacts FactsOf(const NodeRecord& n) {
+  NodeFacts f;
+  f.node = n.node;
+  f.reported = true;
+  f.error = n.error;
+  f.torchrun_code = n.torchrun_code;
+  f.torchrun_signal = n.torchrun_signal;
+  f.cancelled = n.cancelled;
+  for (const auto& r : n.ranks) f.ranks.push_back({r.rank, r.exit_code, r.signal});
+  return f;
+}
+
+bool EveryProcessSucceeded(const JudgeFacts& f) {
+  return !f.nodes.empty() && std::all_of(f.nodes.begin(), f.nodes.end(), [](const NodeFacts& n) {
+    return n.reported && n.unreadable.empty() && n.error.empty() && !n.cancelled && n.torchrun_code == 0 &&
+           n.torchrun_signal == 0;
+  });
+}
+
+namespace {
+
+// What went wrong with the processes, at most six items: "node 1: cannot
+// start torchrun ...", "rank 3 killed by SIGKILL", "node 1 did not report".
+std::string ProcessFailures(const JudgeFacts& f) {
+  std::vector<std::string> why;
+  for (const auto& n : f.nodes) {
+    if (!n.reported) {
+      why.push_back(fmt::format("node {} did not report", n.node));
+      continue;
+    }
+    if (!n.error.empty()) why.push_back(fmt::format("node {}: {}", n.node, n.error));
+    bool rank_failed = false;
+    for (const auto& r : n.ranks) {
+      ExitStatus es{r.exit_code, r.signal};
+      if (!es.ok()) {
+        why.push_back(fmt::format("rank {} {}", r.rank, es.ToString()));
+        rank_failed = true;
+      }
+    }
+    ExitStatus torchrun{n.torchrun_code, n.torchrun_signal};
+    if (!rank_failed && n.error.empty() && !torchrun.ok()) {
+      why.push_back(fmt::format("node {}: torchrun {}", n.node, torchrun.ToString()));
+    }
+  }
+  if (f.nodes.empty()) why.push_back("no node reported");
+  if (why.empty()) return "torchrun failed";
+  return fmt::format("{}", fmt::join(why.begin(), why.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(why.size(), 6)), ", "));
+}
+
+Judgement Stop(Judgement j, Branch branch, int exit_code, std::string reason) {
+  j.branch = branch;
+  j.decision = {Action::kStop, exit_code, std::move(reason), 0, 0};
+  return j;
+}
+
+}  // namespace
+
+Judgement Judge(const JudgeFacts& f) {
+  Judgement j;
+  j.no_progress = f.no_progress;
+  if (std::any_of(f.nodes.begin(), f.nodes.end(), [](const NodeFacts& n) { return n.cancelled; })) {
+    j.outcome = Outcome::kCancelled;
+    return Stop(j, Branch::kCancelled, kExitCancelled, "cancelled by a signal");
+  }
+  std::vector<std::string> unreadable;
+  for (const auto& n : f.nodes) {
+    if (!n.unreadable.empty()) unreadable.push_back(n.unreadable);
+  }
+  if (!unreadable.empty()) {
+    // Not a failure a restart can mend: every node stops, as for any bad input.
+    j.failure = Failure::kUnreadableRecord;
+    return Stop(j, Branch::kUnreadableRecord, kExitBadInput,
+                fmt::format("unreadable node record(s): {}", fmt::join(unreadable, " | ")));
+  }
+  std::string why;
+  if (EveryProcessSucceeded(f)) {
+    const CheckpointFacts& c = f.verified;
+    const bool planned = f.planned_steps <= 0 || c.step == f.planned_steps;
+    if (c.step >= 0 && c.final && planned) {
+      j.outcome = Outcome::kCompleted;
+      j.branch = Branch::kDone;
+      j.decision = {Action::kDone, kExitCompleted,
+                    fmt::format("the final checkpoint {} (step {}) verifies with checksums", c.path, c.step), 0, 0};
+      return j;
+    }
+    const std::string plan = f.planned_steps > 0 ? fmt::format(" ({} steps planned)", f.planned_steps) : "";
+    if (c.step < 0) {
+      j.failure = Failure::kNoCheckpoint;
+      why = "every rank exited 0 but no checkpoint verifies";
+    } else if (!c.final) {
+      j.failure = Failure::kNotFinal;
+      why = fmt::format("every rank exited 0 but the newest verified checkpoint (step {}) is not the final one{}", c.step,
+                        plan);
+    } else {
+      j.failure = Failure::kNotAtPlannedStep;
+      why = fmt::format("every rank exited 0 but the final checkpoint is at step {}, not the planned last step{}", c.step,
+                        plan);
+    }
+  } else {
+    j.failure = Failure::kProcesses;
+    why = ProcessFailures(f);
+  }
+  j.outcome = Outcome::kFailed;
+  const bool progress = f.after.step > f.before.step;
+  j.no_progress = progress ? 0 : f.no_progress + 1;
+  if (f.fr == FrVerdict::kConclusive) {
+    return Stop(j, Branch::kDesync, kExitDoNotRequeue,
+                "deterministic collective desync (a restart would deadlock again): " + f.fr_line);
+  }
+  if (j.no_progress >= f.max_no_progress) {
+    return Stop(j, Branch::kNoProgress, kExitDoNotRequeue,
+                fmt::format("{} attempt(s) in a row without a new verified checkpoint (retry.max_no_progress = {}); last: {}",
+                            j.no_progress, f.max_no_progress, why));
+  }
+  if (f.restarts >= f.max_restarts) {
+    return Stop(j, Branch::kBudgetSpent, kExitBudgetSpent,
+                fmt::format("restart budget spent (retry.max_restarts = {}); last: {}", f.max_restarts, why));
+  }
+  // 2^restarts may overflow to inf, which the cap takes (0 x inf would be NaN: no wait is no wait).
+  const double backoff = f.backoff_s <= 0 ? 0.0 : std::min(f.backoff_max_s, f.backoff_s * std::pow(2.0, f.restarts));
+  j.branch = Branch::kRestart;
+  j.decision = {Action::kRestart, kExitCompleted,
+                fmt::format("{}; restarting from {} after {:.0f} s", why,
+                            f.after.step >= 0 ? fmt::format("checkpoint step {}", f.after.step) : std::string("the start"),
+                            backoff),
+                f.attempt + 1, backoff};
+  return j;
+}
+
+}  // namespace ek::launch

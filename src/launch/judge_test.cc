@@ -1,0 +1,306 @@
+// The launcher's judgement, one row per branch (launch/judge.h): the facts of
+// an attempt in, the decision, outcome, why and which branch out.
+#include "launch/judge.h"
+
+#include <signal.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace ek::launch {
+namespace {
+
+NodeFacts Node(int node, int first_rank, int ranks) {
+  NodeFacts n;
+  n.node = node;
+  n.reported = true;
+  n.torchrun_code = 0;
+  for (int r = first_rank; r < first_rank + ranks; ++r) n.ranks.push_back({r, 0, 0});
+  return n;
+}
+
+// A one-node, four-rank attempt that completed: every process exited 0, the
+// final checkpoint is the planned step 30 and verifies.
+JudgeFacts Completed() {
+  JudgeFacts f;
+  f.attempt = 1;
+  f.nodes = {Node(0, 0, 4)};
+  f.fr = FrVerdict::kNoDumps;
+  f.fr_line = "no flight-recorder dumps";
+  f.planned_steps = 30;
+  f.before = {-1, false, ""};
+  f.after = {30, true, "ckpt/step-000030"};
+  f.verified = f.after;
+  f.restarts = 0;
+  f.no_progress = 0;
+  f.max_restarts = 3;
+  f.max_no_progress = 2;
+  f.backoff_s = 10;
+  f.backoff_max_s = 300;
+  return f;
+}
+
+// A failed attempt: rank 2 was killed; checkpoint step 20 is new. The flight
+// recorder saw nothing conclusive.
+JudgeFacts RankKilled() {
+  JudgeFacts f = Completed();
+  f.nodes[0].torchrun_code = 1;
+  f.nodes[0].ranks[2] = {2, -1, SIGKILL};
+  f.fr = FrVerdict::kUndecided;
+  f.fr_line = "no desync: every collective matched";
+  f.before = {10, false, "ckpt/step-000010"};
+  f.after = {20, false, "ckpt/step-000020"};
+  f.verified = {};
+  return f;
+}
+
+struct Row {
+  const char* name;
+  JudgeFacts facts;
+  Action action;
+  int exit_code;
+  Outcome outcome;
+  Failure failure;
+  Branch branch;
+  std::vector<std::string> reason_has;
+  double backoff_s = 0;
+  int next_attempt = 0;
+  int no_progress = 0;  // after
+};
+
+template <typename F>
+JudgeFacts With(JudgeFacts f, F change) {
+  change(f);
+  return f;
+}
+
+std::vector<Row> Rows() {
+  std::vector<Row> rows;
+  rows.push_back({"completed", Completed(), Action::kDone, 0, Outcome::kCompleted, Failure::kNone, Branch::kDone,
+                  {"the final checkpoint ckpt/step-000030 (step 30) verifies with checksums"}});
+  rows.push_back({"completed, no plan to compare with", With(Completed(), [](JudgeFacts& f) {
+                    f.planned_steps = 0;
+                    f.verified.step = f.after.step = 12;
+                  }),
+                  Action::kDone, 0, Outcome::kCompleted, Failure::kNone, Branch::kDone, {"(step 12)"}});
+  rows.push_back({"all exit 0, no checkpoint verifies", With(Completed(), [](JudgeFacts& f) {
+                    f.after = f.verified = {};
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kNoCheckpoint, Branch::kRestart,
+                  {"every rank exited 0 but no checkpoint verifies", "restarting from the start after 10 s"}, 10, 2, 1});
+  rows.push_back({"all exit 0, newest checkpoint not final", With(Completed(), [](JudgeFacts& f) {
+                    f.after = f.verified = {20, false, "ckpt/step-000020"};
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kNotFinal, Branch::kRestart,
+                  {"newest verified checkpoint (step 20) is not the final one (30 steps planned)",
+                   "restarting from checkpoint step 20"},
+                  10, 2, 0});
+  rows.push_back({"all exit 0, final checkpoint not at the planned step", With(Completed(), [](JudgeFacts& f) {
+                    f.after = f.verified = {28, true, "ckpt/step-000028"};
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kNotAtPlannedStep, Branch::kRestart,
+                  {"the final checkpoint is at step 28, not the planned last step (30 steps planned)"}, 10, 2, 0});
+  rows.push_back({"all exit 0, checksums fail where the structure passed", With(Completed(), [](JudgeFacts& f) {
+                    f.verified = {20, false, "ckpt/step-000020"};  // step 30's shards are corrupt
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kNotFinal, Branch::kRestart, {"(step 20)"}, 10, 2, 0});
+  rows.push_back({"cancelled", With(RankKilled(), [](JudgeFacts& f) {
+                    f.nodes[0].cancelled = true;
+                    f.fr = FrVerdict::kConclusive;  // cancelling outranks a desync
+                  }),
+                  Action::kStop, 130, Outcome::kCancelled, Failure::kNone, Branch::kCancelled, {"cancelled by a signal"}});
+  rows.push_back({"cancelled on one node, the other's record unreadable", With(Completed(), [](JudgeFacts& f) {
+                    f.nodes = {Node(0, 0, 2), NodeFacts{}};
+                    f.nodes[0].cancelled = true;
+                    f.nodes[1].node = 1;
+                    f.nodes[1].unreadable = "attempt-001/node-1.json: ranks[0].pid: missing";
+                  }),
+                  Action::kStop, 130, Outcome::kCancelled, Failure::kNone, Branch::kCancelled, {"cancelled"}});
+  rows.push_back({"a node record that cannot be read", With(Completed(), [](JudgeFacts& f) {
+                    f.nodes = {Node(0, 0, 2), NodeFacts{}};
+                    f.nodes[1].node = 1;
+                    f.nodes[1].unreadable = "attempt-001/node-1.json: ranks[0].pid: missing";
+                  }),
+                  Action::kStop, 65, Outcome::kFailed, Failure::kUnreadableRecord, Branch::kUnreadableRecord,
+                  {"unreadable node record(s): attempt-001/node-1.json: ranks[0].pid: missing"}});
+  rows.push_back({"rank killed, progress, budget left: restart", RankKilled(), Action::kRestart, 0, Outcome::kFailed,
+                  Failure::kProcesses, Branch::kRestart,
+                  {"rank 2 killed by SIGKILL; restarting from checkpoint step 20 after 10 s"}, 10, 2, 0});
+  rows.push_back({"conclusive desync", With(RankKilled(), [](JudgeFacts& f) {
+                    f.fr = FrVerdict::kConclusive;
+                    f.fr_line = "rank 3 in all_reduce (barrier); ranks 0-2 in reduce_scatter - conclusive";
+                  }),
+                  Action::kStop, 93, Outcome::kFailed, Failure::kProcesses, Branch::kDesync,
+                  {"deterministic collective desync (a restart would deadlock again): rank 3 in all_reduce (barrier)"}});
+  rows.push_back({"conclusive desync outranks a spent budget", With(RankKilled(), [](JudgeFacts& f) {
+                    f.fr = FrVerdict::kConclusive;
+                    f.restarts = 3;
+                    f.no_progress = 1;
+                    f.after = f.before;
+                  }),
+                  Action::kStop, 93, Outcome::kFailed, Failure::kProcesses, Branch::kDesync, {"deterministic"}, 0, 0, 2});
+  rows.push_back({"unreadable dumps are no verdict: restart", With(RankKilled(), [](JudgeFacts& f) {
+                    f.fr = FrVerdict::kUnreadable;
+                    f.fr_line = "fr/rank_0: not a pickle";
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart, {"rank 2"}, 10, 2, 0});
+  rows.push_back({"no progress, once: restart", With(RankKilled(), [](JudgeFacts& f) { f.after = f.before; }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
+                  {"restarting from checkpoint step 10"}, 10, 2, 1});
+  rows.push_back({"no progress, max_no_progress in a row: stop 93", With(RankKilled(), [](JudgeFacts& f) {
+                    f.after = f.before;
+                    f.no_progress = 1;
+                    f.restarts = 1;
+                  }),
+                  Action::kStop, 93, Outcome::kFailed, Failure::kProcesses, Branch::kNoProgress,
+                  {"2 attempt(s) in a row without a new verified checkpoint (retry.max_no_progress = 2); last: rank 2 "
+                   "killed by SIGKILL"},
+                  0, 0, 2});
+  rows.push_back({"no progress outranks a spent budget", With(RankKilled(), [](JudgeFacts& f) {
+                    f.after = f.before;
+                    f.no_progress = 1;
+                    f.restarts = 3;
+                  }),
+                  Action::kStop, 93, Outcome::kFailed, Failure::kProcesses, Branch::kNoProgress, {"in a row"}, 0, 0, 2});
+  rows.push_back({"progress resets the no-progress count", With(RankKilled(), [](JudgeFacts& f) { f.no_progress = 1; }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart, {"rank 2"}, 10, 2, 0});
+  rows.push_back({"budget spent while progressing: stop 75", With(RankKilled(), [](JudgeFacts& f) {
+                    f.restarts = 3;
+                    f.attempt = 4;
+                  }),
+                  Action::kStop, 75, Outcome::kFailed, Failure::kProcesses, Branch::kBudgetSpent,
+                  {"restart budget spent (retry.max_restarts = 3); last: rank 2 killed by SIGKILL"}});
+  rows.push_back({"max_restarts 0: the first failure spends the budget", With(RankKilled(), [](JudgeFacts& f) {
+                    f.max_restarts = 0;
+                  }),
+                  Action::kStop, 75, Outcome::kFailed, Failure::kProcesses, Branch::kBudgetSpent, {"= 0"}});
+  rows.push_back({"backoff doubles per restart", With(RankKilled(), [](JudgeFacts& f) {
+                    f.restarts = 2;
+                    f.attempt = 3;
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart, {"after 40 s"}, 40, 4, 0});
+  rows.push_back({"backoff is capped at backoff_max_s", With(RankKilled(), [](JudgeFacts& f) {
+                    f.restarts = 2;
+                    f.attempt = 3;
+                    f.backoff_max_s = 30;
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart, {"after 30 s"}, 30, 4, 0});
+  rows.push_back({"backoff cap holds where 2^restarts overflows", With(RankKilled(), [](JudgeFacts& f) {
+                    f.restarts = 5000;
+                    f.max_restarts = 10000;
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart, {"after 300 s"}, 300, 2, 0});
+  rows.push_back({"backoff 0 stays 0", With(RankKilled(), [](JudgeFacts& f) {
+                    f.restarts = 5000;
+                    f.max_restarts = 10000;
+                    f.backoff_s = 0;
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart, {"after 0 s"}, 0, 2, 0});
+  rows.push_back({"a node that did not report", With(Completed(), [](JudgeFacts& f) {
+                    f.nodes = {Node(0, 0, 2), NodeFacts{}};
+                    f.nodes[1].node = 1;  // node 0 exited 0, the final checkpoint verifies: still not done
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
+                  {"node 1 did not report; restarting from checkpoint step 30"}, 10, 2, 0});
+  rows.push_back({"torchrun could not start", With(Completed(), [](JudgeFacts& f) {
+                    f.nodes[0].torchrun_code = -1;
+                    f.nodes[0].ranks.clear();
+                    f.nodes[0].error = "torchrun: not found (or not executable) on PATH";
+                    f.after = f.before;
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
+                  {"node 0: torchrun: not found (or not executable) on PATH"}, 10, 2, 1});
+  rows.push_back({"torchrun failed, every rank that wrote a record exited 0", With(Completed(), [](JudgeFacts& f) {
+                    f.nodes[0].torchrun_code = 1;
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
+                  {"node 0: torchrun exit 1"}, 10, 2, 0});
+  rows.push_back({"torchrun killed by a signal", With(Completed(), [](JudgeFacts& f) {
+                    f.nodes[0].torchrun_code = -1;
+                    f.nodes[0].torchrun_signal = SIGKILL;
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
+                  {"node 0: torchrun killed by SIGKILL"}, 10, 2, 0});
+  rows.push_back({"no node at all", With(Completed(), [](JudgeFacts& f) { f.nodes.clear(); }), Action::kRestart, 0,
+                  Outcome::kFailed, Failure::kProcesses, Branch::kRestart, {"no node reported"}, 10, 2, 0});
+  return rows;
+}
+
+TEST(JudgeTest, EveryRow) {
+  for (const Row& row : Rows()) {
+    SCOPED_TRACE(row.name);
+    Judgement j = Judge(row.facts);
+    EXPECT_EQ(j.decision.action, row.action);
+    EXPECT_EQ(j.decision.exit_code, row.exit_code);
+    EXPECT_EQ(j.outcome, row.outcome);
+    EXPECT_EQ(j.failure, row.failure);
+    EXPECT_EQ(j.branch, row.branch);
+    for (const auto& part : row.reason_has) {
+      EXPECT_NE(j.decision.reason.find(part), std::string::npos) << j.decision.reason << "\n  lacks: " << part;
+    }
+    EXPECT_DOUBLE_EQ(j.decision.backoff_s, row.backoff_s);
+    EXPECT_EQ(j.decision.next_attempt, row.next_attempt);
+    EXPECT_EQ(j.no_progress, row.no_progress);
+  }
+}
+
+// The table reaches every branch of Judge and every reason an attempt fails.
+TEST(JudgeTest, TheTableReachesEveryBranch) {
+  std::set<Branch> branches;
+  std::set<Failure> failures;
+  for (const Row& row : Rows()) {
+    Judgement j = Judge(row.facts);
+    branches.insert(j.branch);
+    failures.insert(j.failure);
+  }
+  EXPECT_EQ(static_cast<int>(branches.size()), kBranchCount);
+  EXPECT_EQ(static_cast<int>(failures.size()), kFailureCount);
+  for (Branch b : {Branch::kCancelled, Branch::kUnreadableRecord, Branch::kDone, Branch::kDesync, Branch::kNoProgress,
+                   Branch::kBudgetSpent, Branch::kRestart}) {
+    EXPECT_TRUE(branches.count(b)) << static_cast<int>(b);
+  }
+  for (Failure f : {Failure::kNone, Failure::kNoCheckpoint, Failure::kNotFinal, Failure::kNotAtPlannedStep,
+                    Failure::kProcesses, Failure::kUnreadableRecord}) {
+    EXPECT_TRUE(failures.count(f)) << static_cast<int>(f);
+  }
+}
+
+// The launcher reads checksums (every shard) only when the attempt can be done.
+TEST(JudgeTest, VerifiedIsConsultedOnlyWhenEveryProcessSucceeded) {
+  EXPECT_TRUE(EveryProcessSucceeded(Completed()));
+  EXPECT_FALSE(EveryProcessSucceeded(RankKilled()));
+  EXPECT_FALSE(EveryProcessSucceeded(With(Completed(), [](JudgeFacts& f) { f.nodes.clear(); })));
+  EXPECT_FALSE(EveryProcessSucceeded(With(Completed(), [](JudgeFacts& f) { f.nodes[0].reported = false; })));
+  EXPECT_FALSE(EveryProcessSucceeded(With(Completed(), [](JudgeFacts& f) { f.nodes[0].cancelled = true; })));
+  EXPECT_FALSE(EveryProcessSucceeded(With(Completed(), [](JudgeFacts& f) { f.nodes[0].error = "x"; })));
+  EXPECT_FALSE(EveryProcessSucceeded(With(Completed(), [](JudgeFacts& f) { f.nodes[0].torchrun_signal = SIGTERM; })));
+}
+
+TEST(JudgeTest, FactsOfANodeRecord) {
+  NodeRecord n;
+  n.node = 1;
+  n.torchrun_code = 1;
+  n.error = "e";
+  n.cancelled = true;
+  RankRecord r;
+  r.rank = 3;
+  r.exit_code = -1;
+  r.signal = SIGKILL;
+  n.ranks = {r};
+  NodeFacts f = FactsOf(n);
+  EXPECT_TRUE(f.reported);
+  EXPECT_TRUE(f.unreadable.empty());
+  EXPECT_EQ(f.node, 1);
+  EXPECT_EQ(f.torchrun_code, 1);
+  EXPECT_EQ(f.error, "e");
+  EXPECT_TRUE(f.cancelled);
+  ASSERT_EQ(f.ranks.size(), 1u);
+  EXPECT_EQ(f.ranks[0].rank, 3);
+  EXPECT_EQ(f.ranks[0].signal, SIGKILL);
+}
+
+}  // namespace
+}  // namespace ek::launch

@@ -1,0 +1,225 @@
+// The launcher end to end with stand-ins for torchrun and python (shell
+// scripts): how it finds its parts (launch.torchrun, launch.python, the
+// trainer), and that a coordination record it cannot write stops it with a
+// kIoError (exit 74) naming the file, through an injected Env.
+#include "launch/launcher.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/fault_env.h"
+#include "core/file.h"
+
+namespace ek::launch {
+namespace {
+
+class LauncherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ek_launcher_test.XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    ASSERT_TRUE(MakeDirs(dir_ + "/bin").ok());
+    ASSERT_TRUE(MakeDirs(dir_ + "/run").ok());
+    // torchrun: records what it was asked to run and fails, as a crashed attempt does.
+    Script(dir_ + "/bin/torchrun", "echo \"$@\" > " + dir_ + "/torchrun-args\nexit 1\n");
+    Script(dir_ + "/bin/python", "exit 0\n");  // "can import evenkeel.train"
+    old_path_ = std::getenv("PATH") ? std::getenv("PATH") : "";
+    ::setenv("PATH", (dir_ + "/bin:" + old_path_).c_str(), 1);
+    o_.run_path = dir_ + "/run/run.toml";
+    o_.evenkeel_exe = "/bin/true";
+    o_.accept_gate_fail = true;  // no data, no model: the gate FAILs; the launch goes on, as asked
+    o_.env.getenv = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+    o_.env.expand_nodelist = [](const std::string&) -> Result<std::vector<std::string>> {
+      return std::vector<std::string>{};
+    };
+    WriteRun("");
+  }
+  void TearDown() override {
+    ::setenv("PATH", old_path_.c_str(), 1);
+    std::string rm = "rm -rf " + dir_;
+    ASSERT_EQ(std::system(rm.c_str()), 0);
+  }
+
+  static void Script(const std::string& path, const std::string& body) {
+    ASSERT_TRUE(WriteFileAtomic(path, "#!/bin/sh\n" + body).ok());
+    ASSERT_EQ(::chmod(path.c_str(), 0755), 0);
+  }
+
+  void WriteRun(const std::string& launch_keys) {
+    std::string toml = "[run]\nname = \"t\"\n[cluster]\nnodes = 1\ngpus_per_node = 1\n"
+                       "[checkpoint]\ndir = \"" + dir_ + "/ckpt\"\n"
+                       "[launch]\ngate_timeout_s = 5\nstop_grace_s = 1\n" + launch_keys +
+                       "[retry]\nmax_restarts = 0\nbackoff_s = 0\n";
+    ASSERT_TRUE(WriteFileAtomic(o_.run_path, toml).ok());
+  }
+
+  std::string Session() const { return dir_ + "/ckpt/launch/t"; }
+  std::string TorchrunArgs() const {
+    auto text = ReadFile(dir_ + "/torchrun-args");
+    return text.ok() ? *text : "";
+  }
+
+  std::string dir_, old_path_;
+  LaunchOptions o_;
+  Say say_ = [](const std::string&) {};
+};
+
+TEST_F(LauncherTest, ABareTorchrunIsLookedUpOnPathAndThePythonBesideItRunsTheTrainerModule) {
+  // A torchrun beside the run file must not be taken for the bare name.
+  Script(dir_ + "/run/torchrun", "exit 0\n");
+  auto r = Launch(o_, say_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, kExitBudgetSpent);  // torchrun failed, retry.max_restarts = 0
+  std::string args = TorchrunArgs();
+  EXPECT_NE(args.find("-- " + dir_ + "/bin/python -m evenkeel.train " + o_.run_path), std::string::npos) << args;
+  auto command = ReadFile(Session() + "/attempt-001/command-node-0.txt");
+  ASSERT_TRUE(command.ok());
+  EXPECT_EQ(command->rfind(dir_ + "/bin/torchrun ", 0), 0u) << *command;
+}
+
+TEST_F(LauncherTest, ATorchrunNotOnPathIsNotFoundNamingIt) {
+  Script(dir_ + "/run/torchrun", "exit 0\n");  // beside the run file: not where a bare name is looked for
+  ::unlink((dir_ + "/bin/torchrun").c_str());
+  auto r = Launch(o_, say_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(r.status().message().find("launch.torchrun 'torchrun' is not on PATH"), std::string::npos)
+      << r.status().message();
+}
+
+TEST_F(LauncherTest, ATorchrunWithASlashIsAPathRelativeToTheRunFile) {
+  ASSERT_TRUE(MakeDirs(dir_ + "/run/venv/bin").ok());
+  Script(dir_ + "/run/venv/bin/torchrun", "echo \"$@\" > " + dir_ + "/torchrun-args\nexit 1\n");
+  Script(dir_ + "/run/venv/bin/python", "exit 0\n");
+  WriteRun("torchrun = \"venv/bin/torchrun\"\n");
+  auto r = Launch(o_, say_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NE(TorchrunArgs().find("-- " + dir_ + "/run/venv/bin/python -m evenkeel.train"), std::string::npos)
+      << TorchrunArgs();
+  WriteRun("torchrun = \"nowhere/torchrun\"\n");
+  auto missing = Launch(o_, say_);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("launch.torchrun 'nowhere/torchrun' (" + dir_ +
+                                            "/run/nowhere/torchrun, relative to the run file) is not an executable file"),
+            std::string::npos)
+      << missing.status().message();
+}
+
+TEST_F(LauncherTest, LaunchPythonFollowsTheSameRuleAndLaunchTrainerIsAScriptBesideTheRunFile) {
+  ASSERT_TRUE(MakeDirs(dir_ + "/other").ok());
+  Script(dir_ + "/other/py3", "exit 0\n");
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/run/train.py", "").ok());
+  ::setenv("PATH", (dir_ + "/bin:" + dir_ + "/other:" + old_path_).c_str(), 1);
+  WriteRun("python = \"py3\"\ntrainer = \"train.py\"\n");
+  auto r = Launch(o_, say_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_NE(TorchrunArgs().find("-- " + dir_ + "/other/py3 " + dir_ + "/run/train.py " + o_.run_path), std::string::npos)
+      << TorchrunArgs();
+  WriteRun("python = \"no-such-python\"\n");
+  auto no_python = Launch(o_, say_);
+  ASSERT_FALSE(no_python.ok());
+  EXPECT_NE(no_python.status().message().find("launch.python 'no-such-python' is not on PATH"), std::string::npos)
+      << no_python.status().message();
+  WriteRun("trainer = \"gone.py\"\n");
+  auto no_trainer = Launch(o_, say_);
+  ASSERT_FALSE(no_trainer.ok());
+  EXPECT_EQ(no_trainer.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(no_trainer.status().message().find("launch.trainer 'gone.py': " + dir_ + "/run/gone.py does not exist"),
+            std::string::npos)
+      << no_trainer.status().message();
+}
+
+TEST_F(LauncherTest, ATrainerModuleThePythonCannotImportIsNotFoundNamingThePythonAndWhatToInstall) {
+  Script(dir_ + "/bin/python",
+         "echo 'Traceback (most recent call last):' >&2\n"
+         "echo \"ModuleNotFoundError: No module named 'evenkeel'\" >&2\nexit 1\n");
+  auto r = Launch(o_, say_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("the Python module evenkeel.train, cannot be imported by " + dir_ + "/bin/python (the python beside " +
+                   dir_ + "/bin/torchrun): ModuleNotFoundError: No module named 'evenkeel'"),
+            std::string::npos)
+      << m;
+  EXPECT_NE(m.find("install evenkeel's Python package"), std::string::npos) << m;
+  EXPECT_EQ(TorchrunArgs(), "") << "nothing may start";
+}
+
+// Every coordination record, in the order a one-node launch writes it: a write
+// that fails stops the launch with kIoError (exit 74) naming the file, and
+// nothing is left half written under the record's name. The same launch
+// without the fault goes through.
+TEST_F(LauncherTest, ARecordThatCannotBeWrittenStopsTheLaunchNamingIt) {
+  struct Case {
+    const char* match;  // the fault rule's path substring (a file's temp name holds its name)
+    FileOp op;
+    const char* path;   // the record, under the session folder
+  };
+  const std::vector<Case> cases = {
+      {"/ckpt/launch/t", FileOp::kCreateDirs, ""},
+      {"/heartbeat/node-0", FileOp::kCreateDirs, "/heartbeat/node-0"},
+      {"/gate", FileOp::kCreateDirs, "/gate"},
+      {"verdict.json", FileOp::kOpen, "/gate/verdict.json"},
+      {"/attempt-001/fr", FileOp::kCreateDirs, "/attempt-001/fr"},
+      {"command-node-0.txt", FileOp::kOpen, "/attempt-001/command-node-0.txt"},
+      {"node-0.json", FileOp::kRename, "/attempt-001/node-0.json"},
+      {"attempt.json", FileOp::kAppend, "/attempt-001/attempt.json"},
+      {"decision.json", FileOp::kSync, "/attempt-001/decision.json"},
+      {"summary.json", FileOp::kRename, "/summary.json"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.path);
+    std::string rm = "rm -rf " + dir_ + "/ckpt";
+    ASSERT_EQ(std::system(rm.c_str()), 0);
+    FaultInjectionEnv files(Env::Default());
+    files.Add(FaultRule::Fail(c.op, c.match, ENOSPC));
+    o_.files = &files;
+    auto r = Launch(o_, say_);
+    ASSERT_FALSE(r.ok()) << "exit " << r->exit_code;
+    EXPECT_EQ(files.injected(), 1);
+    EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+    EXPECT_NE(r.status().message().find(Session() + c.path), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find("No space left on device"), std::string::npos) << r.status().message();
+    if (c.op != FileOp::kCreateDirs) {
+      EXPECT_FALSE(FileExists(Session() + c.path)) << "half written";
+    }
+  }
+  std::string rm = "rm -rf " + dir_ + "/ckpt";
+  ASSERT_EQ(std::system(rm.c_str()), 0);
+  FaultInjectionEnv files(Env::Default());
+  o_.files = &files;
+  auto r = Launch(o_, say_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, kExitBudgetSpent);
+  for (const Case& c : cases) EXPECT_TRUE(FileExists(Session() + c.path)) << c.path;
+}
+
+// decision.json under each of the standard write faults: an error naming it,
+// no decision half written (a node that follows it would read a broken one).
+TEST_F(LauncherTest, EveryWriteFaultOfTheDecisionIsAnIoErrorAndLeavesNoHalfRecord) {
+  for (const WriteFault& fault : WriteFaults("decision.json")) {
+    SCOPED_TRACE(fault.name);
+    std::string rm = "rm -rf " + dir_ + "/ckpt";
+    ASSERT_EQ(std::system(rm.c_str()), 0);
+    FaultInjectionEnv files(Env::Default());
+    files.Add(fault.rule);
+    o_.files = &files;
+    auto r = Launch(o_, say_);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+    for (const auto& want : fault.expect) EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(Session() + "/attempt-001/decision.json"), std::string::npos) << r.status().message();
+    EXPECT_FALSE(FileExists(Session() + "/attempt-001/decision.json"));
+    EXPECT_TRUE(FileExists(Session() + "/attempt-001/attempt.json"));
+    EXPECT_FALSE(FileExists(Session() + "/summary.json"));
+  }
+}
+
+}  // namespace
+}  // namespace ek::launch
