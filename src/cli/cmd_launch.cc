@@ -79,6 +79,9 @@ int RunLaunch(int argc, char** argv) {
                  "the agent's HOST:PORT (beyond loopback it needs EVENKEEL_AGENT_TOKEN in the environment)")
       ->capture_default_str();
   app.add_flag("--json", json, "print the launch summary as JSON at the end");
+  app.add_flag("--dry-run", o.dry_run,
+               "start nothing: print the torchrun, python and trainer command found, and the schedule (final step, "
+               "save steps) the attempts would be judged by");
   app.footer("Arguments after -- are appended to the trainer's command line.");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   o.extra_args = extra;
@@ -93,6 +96,14 @@ int RunLaunch(int argc, char** argv) {
   };
   auto r = launch::Launch(o, say);
   if (!r.ok()) return ReportError(r.status());
+  if (o.dry_run) {
+    if (json) {
+      std::fputs(r->summary_json.c_str(), stdout);
+    } else {
+      say(r->summary_json);
+    }
+    return r->exit_code;
+  }
   if (Status st = PrintSummary(*r); !st.ok()) return ReportError(st);
   if (json) std::fputs(r->summary_json.c_str(), stdout);
   return r->exit_code;

@@ -115,8 +115,14 @@ inline constexpr const char* kTrainerModule = "evenkeel.train";
 Status CheckTrainerModule(const std::string& python, const std::string& python_from, const std::string& run_path) {
   SpawnOptions so;
   so.argv = {python, "-c",
-             "import importlib.util, sys\n"
-             "if importlib.util.find_spec('evenkeel.train') is None:\n"
+             // Finds the package without running its __init__ (which imports torch: seconds),
+             // so a dry run or a launch asks in tens of milliseconds; a trainer that then
+             // cannot import its dependencies fails its first attempt with the reason.
+             "import importlib.util, os, sys\n"
+             "spec = importlib.util.find_spec('evenkeel')\n"
+             "if spec is None:\n"
+             "    raise ModuleNotFoundError(\"No module named 'evenkeel'\")\n"
+             "if not any(os.path.exists(os.path.join(d, 'train.py')) for d in spec.submodule_search_locations or []):\n"
              "    print('evenkeel is installed but has no evenkeel.train (an older package)')\n"
              "    sys.exit(3)\n"};
   so.output_pipe = true;
@@ -250,7 +256,9 @@ class Launcher {
   Paths paths_;
   std::string torchrun_, python_;
   std::vector<std::string> trainer_;  // the trainer's command before RUN.toml: PYTHON SCRIPT, or PYTHON -m evenkeel.train
-  run::Plan plan_;
+  // The schedule attempts are judged by (run::MakeSchedule): from the pack's manifest,
+  // or, for node-local packs, from every node's block counts in the merged gate report.
+  run::Schedule plan_;
   bool has_plan_ = false;
   std::string nonce_ = Nonce();
   double started_ = Now();
@@ -310,18 +318,13 @@ Status Launcher::Prepare() {
     EK_RETURN_IF_ERROR(CheckTrainerModule(python_, python_from, run_.path));
     trainer_ = {python_, "-m", kTrainerModule};
   }
-  auto model = run::ModelForRun(run_);
-  std::optional<pack::Manifest> manifest;
   if (!run_.pack_dir.empty()) {
-    if (auto m = pack::ReadManifest(run_.Resolve(run_.pack_dir)); m.ok()) manifest = *m;
-  }
-  if (model.ok()) {
-    auto plan = run::MakePlan(run_, *model, manifest ? &*manifest : nullptr);
-    if (plan.ok() && plan->has_pack) {
-      plan_ = *plan;
+    if (auto schedule = run::ScheduleForRun(run_); schedule.ok()) {
+      plan_ = std::move(*schedule);
       has_plan_ = true;
     }
   }
+  if (o_.dry_run) return Status::Ok();
   EK_RETURN_IF_ERROR(MakeDirs(paths_.session, o_.files));
   EK_RETURN_IF_ERROR(MakeDirs(paths_.heartbeat, o_.files));
   return Status::Ok();
@@ -467,6 +470,14 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
       if (!merged.ok()) {
         reasons = merged.status().message();
       } else {
+        if (!has_plan_ && static_cast<int>(merged->rank_blocks.size()) == run_.world()) {
+          std::vector<uint64_t> blocks;
+          for (const auto& [rank, count] : merged->rank_blocks) blocks.push_back(count);
+          if (auto schedule = run::MakeSchedule(run_, blocks); schedule.ok()) {
+            plan_ = std::move(*schedule);
+            has_plan_ = true;
+          }
+        }
         overall = merged->overall();
         text = gate::GateReportToText(*merged);
         for (const auto& c : merged->checks) {
@@ -751,7 +762,7 @@ std::string Launcher::Summary(int exit_code, const std::string& outcome) const {
       JsonString(run_.name), JsonString(run_.path), run_.xxh3, JsonString(cluster_.run_id), run_.nodes, run_.world(),
       JsonString(outcome), exit_code, final.step, has_plan_ ? static_cast<int64_t>(plan_.total_steps) : -1, final.tokens,
       train_s > 0 ? trained_tokens / train_s : 0.0, JsonString(final.final ? final.path : ""), attempts_.size(), used, lost,
-      has_plan_ ? static_cast<int64_t>(plan_.evenfix_dropped_blocks) : -1, JsonString(paths_.session), JsonString(kVersion));
+      has_plan_ ? static_cast<int64_t>(plan_.dropped_blocks) : -1, JsonString(paths_.session), JsonString(kVersion));
   for (size_t i = 0; i < attempts_.size(); ++i) o += (i ? ", " : "") + AttemptToJson(attempts_[i]);
   o += "]}\n";
   return o;
@@ -759,6 +770,21 @@ std::string Launcher::Summary(int exit_code, const std::string& outcome) const {
 
 Result<LaunchResult> Launcher::Run() {
   EK_RETURN_IF_ERROR(Prepare());
+  if (o_.dry_run) {
+    // What this launcher would run and judge by, without running anything.
+    LaunchResult dry;
+    dry.exit_code = kExitCompleted;
+    std::string command;
+    for (size_t i = 0; i < trainer_.size(); ++i) command += (i ? "," : "") + JsonString(trainer_[i]);
+    dry.summary_json = fmt::format(
+        "{{\"run\": {}, \"run_file\": {}, \"node\": {}, \"world\": {}, \"torchrun\": {}, \"python\": {}, "
+        "\"trainer\": [{}], \"launch_dir\": {}, \"final_step\": {}, \"save_steps\": [{}], \"schedule\": {}}}\n",
+        JsonString(run_.name), JsonString(run_.path), cluster_.node_rank, run_.world(), JsonString(torchrun_),
+        JsonString(python_), command, JsonString(paths_.session), has_plan_ ? static_cast<int64_t>(plan_.total_steps) : -1,
+        has_plan_ ? fmt::format("{}", fmt::join(plan_.save_steps, ",")) : "",
+        has_plan_ ? run::ScheduleToJson(plan_) : "null");
+    return dry;
+  }
   say_(fmt::format("launch: run {} ({}), node {} of {} ({}), world {}, run id {}, records in {}", run_.name,
                    run_.Identity(), cluster_.node_rank, run_.nodes, cluster_.source, run_.world(), cluster_.run_id,
                    paths_.session));

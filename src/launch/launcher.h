@@ -51,6 +51,10 @@ struct LaunchOptions {
   // Every write of the launcher's records goes through it (tests inject faults). A record
   // that cannot be written stops the launch: a Status (kIoError, exit 74) naming the file.
   Env* files = Env::Default();
+  // --dry-run: resolve torchrun, python and the trainer, compute the schedule the
+  // attempts would be judged by, and return it (summary_json) without a gate, a
+  // record or a process.
+  bool dry_run = false;
 };
 
 struct LaunchResult {
