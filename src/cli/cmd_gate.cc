@@ -76,6 +76,9 @@ int RunPlan(int argc, char** argv) {
   app.add_flag("--gradient-checkpointing", ckpt, "plan with recomputation");
   app.add_flag("--json", json, "machine-readable plan");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
+  if (path.empty() && params <= 0 && config.empty()) {
+    return UsageError("plan needs a run file, or --params or --config with the shape flags (evenkeel plan --help)");
+  }
   run::RunFile run;
   if (!path.empty()) {
     auto r = run::ReadRunFile(path);

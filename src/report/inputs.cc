@@ -474,6 +474,12 @@ Result<std::vector<telemetry::Sample>> ParseDcgmRecording(std::string_view text,
 Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in, std::vector<std::string>* problems) {
   RunInfo run;
   std::string ckpt_dir = in.checkpoint_dir, launch_dir = in.launch_dir, metrics = in.metrics;
+  // A folder the user named must be one: a file or a missing path given here is bad
+  // input, not a page that quietly lacks the run's attempts or checkpoints.
+  if (!in.launch_dir.empty()) EK_RETURN_IF_ERROR(CheckDirectory(in.launch_dir).WithContext("report: --launch-dir"));
+  if (!in.checkpoint_dir.empty()) {
+    EK_RETURN_IF_ERROR(CheckDirectory(in.checkpoint_dir).WithContext("report: --checkpoints"));
+  }
   std::optional<run::RunFile> run_file;
   if (!in.run_file.empty()) {
     EK_ASSIGN_OR_RETURN(run::RunFile r, run::ReadRunFile(in.run_file));

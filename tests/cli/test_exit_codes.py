@@ -110,6 +110,7 @@ ROWS = {
          "{file}: not a directory (a pack is a directory)"),
         ("flag", ["--bogus"], USAGE, "unknown flag --bogus"),
         ("usage", ["--params", "many"], USAGE, "--params many"),
+        ("usage", [], USAGE, "plan needs a run file"),
     ],
     "gate": [
         ("missing", ["{absent}"], BAD_INPUT, NO_FILE),
@@ -178,6 +179,9 @@ ROWS = {
         ("dir-for-file", ["--telemetry", "{dir}", "-o", "{tmp}/r.html"], BAD_INPUT, IS_DIR),
         ("dir-for-file", ["--watch-log", "{dir}", "-o", "{tmp}/r.html"], BAD_INPUT, IS_DIR),
         ("dir-for-file", ["--metrics", "{dir}", "-o", "{tmp}/r.html"], BAD_INPUT, IS_DIR),
+        ("file-for-dir", ["--launch-dir", "{file}", "-o", "{tmp}/r.html"], BAD_INPUT, IS_FILE),
+        ("file-for-dir", ["--checkpoints", "{file}", "-o", "{tmp}/r.html"], BAD_INPUT, IS_FILE),
+        ("missing", ["--launch-dir", "{absent}", "-o", "{tmp}/r.html"], BAD_INPUT, NO_DIR),
         ("flag", ["--bogus"], USAGE, "unknown flag --bogus"),
         ("usage", ["--budget-mb", "0"], USAGE, "--budget-mb"),
     ],
@@ -210,7 +214,7 @@ ROWS = {
 READS_FILES = {"tokenize", "detokenize", "pack", "pack merge", "template render", "template check", "inspect",
                "plan", "gate", "gate merge", "launch", "triage", "triage calibrate", "fr", "agent", "watch",
                "report", "ckpt verify"}
-READS_DIRS = {"pack merge", "inspect", "plan", "fr", "ckpt verify", "ckpt list"}
+READS_DIRS = {"pack merge", "inspect", "plan", "fr", "ckpt verify", "ckpt list", "report"}
 
 
 def ek(*args, timeout=30):
