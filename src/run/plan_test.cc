@@ -149,6 +149,15 @@ RunFile SmallRun(int world, int mb, int ga, int epochs, int64_t max_steps, int s
   return r;
 }
 
+// A manifest for `world` ranks holding the first `present` of them, 10 blocks each.
+pack::Manifest TenBlocksEach(int world, int present) {
+  pack::Manifest m;
+  m.world = world;
+  m.seq_len = 16;
+  for (int r = 0; r < present; ++r) m.ranks.push_back({r, 0, 0, 10, 0, 0, 0, ""});
+  return m;
+}
+
 // The schedule's rules, written out longhand: the oracle the cases below check
 // MakeSchedule against (saves: every save_every, each epoch end, the final step).
 std::vector<uint64_t> SavesLonghand(uint64_t spe, int epochs, uint64_t total, int every) {
@@ -244,10 +253,7 @@ TEST(ScheduleTest, EpochOfNamesTheEpochAndItsProgress) {
 
 TEST(ScheduleTest, ANodeLocalManifestNamesTheRanksItLacks) {
   RunFile run = SmallRun(4, 1, 1, 1, 0, 0);
-  pack::Manifest m;
-  m.world = 4;
-  m.seq_len = 16;
-  for (int r : {0, 1}) m.ranks.push_back({r, 0, 0, 10, 0, 0, 0, ""});
+  pack::Manifest m = TenBlocksEach(4, 2);  // a node-local manifest: ranks 0-1 of 4
   auto s = MakeSchedule(run, m);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("rank(s) 2-3 of world 4"), std::string::npos) << s.status().message();
@@ -257,10 +263,7 @@ TEST(ScheduleTest, ANodeLocalManifestNamesTheRanksItLacks) {
 
 TEST(ScheduleTest, ThePlanCarriesTheScheduleAndItsJson) {
   RunFile run = SmallRun(2, 1, 2, 2, 7, 3);
-  pack::Manifest m;
-  m.world = 2;
-  m.seq_len = 16;
-  for (int r : {0, 1}) m.ranks.push_back({r, 0, 0, 10, 0, 0, 0, ""});
+  pack::Manifest m = TenBlocksEach(2, 2);
   auto model = ModelForRun(run);
   ASSERT_TRUE(model.ok());
   auto p = MakePlan(run, *model, &m);
