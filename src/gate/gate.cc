@@ -364,68 +364,71 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
       std::string probe = ckpt + "/.evenkeel-gate-probe";
       if (Status st = WriteFileAtomic(probe, "probe", env.files); !st.ok()) {
         fails.push_back("checkpoint dir not writable: " + st.message());
-      } else if (model.ok()) {
-        (void)env.files->RemoveFile(probe);
-        // The verified checkpoints already there (a resumed run's), newest first, at
-        // most keep: the ones the saves will prune. Structure level: headers only.
-        std::vector<double> existing;
-        std::vector<std::string> existing_names;
-        auto listed = ckpt::ListCheckpoints(ckpt, ckpt::VerifyLevel::kStructure);
-        if (!listed.ok()) {
-          warns.push_back("existing checkpoints not counted: " + listed.status().message());
-        } else {
-          for (auto it = listed->rbegin(); it != listed->rend() && static_cast<int>(existing.size()) < run.keep; ++it) {
-            if (it->temp || !it->ok) continue;
-            existing.push_back(static_cast<double>(it->bytes));
-            existing_names.push_back(it->name);
-          }
-        }
-        const double size = plan.checkpoint_bytes;
-        const double need = SaveSpaceNeeded(size, run.keep, existing);
-        double existing_bytes = 0;
-        for (double b : existing) existing_bytes += b;
-        std::optional<double> free_bytes;
-        std::string why_unknown = "no answer";
-        if (env.free_bytes) {
-          free_bytes = env.free_bytes(ckpt);
-        } else if (struct statvfs vfs; ::statvfs(ckpt.c_str(), &vfs) == 0) {
-          free_bytes = static_cast<double>(vfs.f_bavail) * vfs.f_frsize;
-        } else {
-          why_unknown = std::string("statvfs: ") + std::strerror(errno);
-        }
-        c.numbers["checkpoint_bytes"] = size;
-        c.numbers["checkpoint_weight_bytes"] = plan.checkpoint_weight_bytes;
-        c.numbers["checkpoint_extra_bytes"] = plan.checkpoint_extra_bytes;
-        c.numbers["checkpoint_state_bytes"] = plan.checkpoint_state_bytes;
-        c.numbers["keep"] = run.keep;
-        c.numbers["checkpoints_existing"] = static_cast<double>(existing.size());
-        c.numbers["checkpoint_existing_bytes"] = existing_bytes;
-        c.numbers["checkpoint_need_bytes"] = need;
-        // "needs 3 x 17.4 MB (keep 2 + 1 during a save) = 52.2 MB"
-        room = fmt::format("needs {} x {} (keep {} + 1 during a save)", run.keep + 1, FormatBytes(size), run.keep);
-        if (!existing.empty()) {
-          std::string names;  // oldest first
-          for (auto it = existing_names.rbegin(); it != existing_names.rend(); ++it) {
-            names += (names.empty() ? "" : ", ") + *it;
-          }
-          room += fmt::format(" less the {} verified checkpoint(s) already there ({}, {}) as saves prune them",
-                              existing.size(), names, FormatBytes(existing_bytes));
-        }
-        room += " = " + FormatBytes(need);
-        if (!free_bytes) {
-          warns.push_back(fmt::format("checkpoint dir {}: free space unknown ({}); {}", ckpt, why_unknown, room));
-        } else {
-          c.numbers["checkpoint_free_bytes"] = *free_bytes;
-          room += fmt::format(", {} free", FormatBytes(*free_bytes));
-          if (*free_bytes < need) {
-            fails.push_back(fmt::format("checkpoint dir {}: {}; a checkpoint as written is {}", ckpt, room,
-                                        run::CheckpointSizeText(plan)));
-          }
-        }
       } else {
         (void)env.files->RemoveFile(probe);
-        // The memory and schedule checks fail on the model already; this says what is not known.
-        warns.push_back("free space not planned: the checkpoint's size needs the model (" + model.status().message() + ")");
+        if (!model.ok()) {
+          // The memory and schedule checks fail on the model already; this says what is not known.
+          warns.push_back("free space not planned: the checkpoint's size needs the model (" + model.status().message() +
+                          ")");
+        } else {
+          // The verified checkpoints already there (a resumed run's), newest first, at
+          // most keep: the ones the saves will prune. Structure level: headers only.
+          std::vector<double> existing;
+          std::vector<std::string> existing_names;
+          auto listed = ckpt::ListCheckpoints(ckpt, ckpt::VerifyLevel::kStructure);
+          if (!listed.ok()) {
+            warns.push_back("existing checkpoints not counted: " + listed.status().message());
+          } else {
+            for (auto it = listed->rbegin(); it != listed->rend(); ++it) {
+              if (static_cast<int>(existing.size()) >= run.keep) break;
+              if (it->temp || !it->ok) continue;
+              existing.push_back(static_cast<double>(it->bytes));
+              existing_names.push_back(it->name);
+            }
+          }
+          const double size = plan.checkpoint_bytes;
+          const double need = SaveSpaceNeeded(size, run.keep, existing);
+          double existing_bytes = 0;
+          for (double b : existing) existing_bytes += b;
+          std::optional<double> free_bytes;
+          std::string why_unknown = "no answer";
+          if (env.free_bytes) {
+            free_bytes = env.free_bytes(ckpt);
+          } else if (struct statvfs vfs; ::statvfs(ckpt.c_str(), &vfs) == 0) {
+            free_bytes = static_cast<double>(vfs.f_bavail) * vfs.f_frsize;
+          } else {
+            why_unknown = std::string("statvfs: ") + std::strerror(errno);
+          }
+          c.numbers["checkpoint_bytes"] = size;
+          c.numbers["checkpoint_weight_bytes"] = plan.checkpoint_weight_bytes;
+          c.numbers["checkpoint_extra_bytes"] = plan.checkpoint_extra_bytes;
+          c.numbers["checkpoint_state_bytes"] = plan.checkpoint_state_bytes;
+          c.numbers["keep"] = run.keep;
+          c.numbers["checkpoints_existing"] = static_cast<double>(existing.size());
+          c.numbers["checkpoint_existing_bytes"] = existing_bytes;
+          c.numbers["checkpoint_need_bytes"] = need;
+          // "needs 3 x 17.4 MB (keep 2 + 1 during a save) = 52.2 MB"
+          room = fmt::format("needs {} x {} (keep {} + 1 during a save)", run.keep + 1, FormatBytes(size), run.keep);
+          if (!existing.empty()) {
+            std::string names;  // oldest first
+            for (auto it = existing_names.rbegin(); it != existing_names.rend(); ++it) {
+              names += (names.empty() ? "" : ", ") + *it;
+            }
+            room += fmt::format(" less the {} verified checkpoint(s) already there ({}, {}) as saves prune them",
+                                existing.size(), names, FormatBytes(existing_bytes));
+          }
+          room += " = " + FormatBytes(need);
+          if (!free_bytes) {
+            warns.push_back(fmt::format("checkpoint dir {}: free space unknown ({}); {}", ckpt, why_unknown, room));
+          } else {
+            c.numbers["checkpoint_free_bytes"] = *free_bytes;
+            room += fmt::format(", {} free", FormatBytes(*free_bytes));
+            if (*free_bytes < need) {
+              fails.push_back(fmt::format("checkpoint dir {}: {}; a checkpoint as written is {}", ckpt, room,
+                                          run::CheckpointSizeText(plan)));
+            }
+          }
+        }
       }
     }
     if (!pack_dir.empty()) {
