@@ -161,7 +161,7 @@ class Warnings {
 
 // Fills what the flags left open from the run file (docs/run_format.md):
 // host order, GPUs per node, [watch] profile, and the planned checkpoint write
-// time from the run plan (2 B/param at checkpoint.write_gbps).
+// time from the run plan (the checkpoint as written at checkpoint.write_gbps).
 Status ApplyRunFile(bool profile_given, bool checkpoint_given, SourceFlags* f,
                     std::string* profile_name, triage::SessionOptions* options) {
   EK_ASSIGN_OR_RETURN(run::RunFile run, run::ReadRunFile(f->run_file));

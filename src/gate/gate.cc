@@ -7,12 +7,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#include "ckpt/checkpoint.h"
 #include "core/clock.h"
 #include "core/file.h"
 #include "core/json_check.h"
@@ -57,6 +60,17 @@ GateEnv RealGateEnv() {
   ::gethostname(host, sizeof host - 1);
   env.host = host;
   return env;
+}
+
+double SaveSpaceNeeded(double checkpoint_bytes, int keep, const std::vector<double>& existing) {
+  const int olds = std::min<int>(std::max(keep, 0), static_cast<int>(existing.size()));
+  double need = 0;
+  for (int j = 0; j <= std::max(keep, 0); ++j) {
+    double pruned = 0;  // after j saves the newest keep - j existing ones remain
+    for (int i = std::max(keep - j, 0); i < olds; ++i) pruned += existing[i];
+    need = std::max(need, (j + 1) * checkpoint_bytes - pruned);
+  }
+  return std::max(need, 0.0);
 }
 
 namespace {
@@ -333,13 +347,15 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
     rep.checks.push_back(c);
   }
 
-  // 5. storage
+  // 5. storage: room for the run's saves at their peak (SaveSpaceNeeded), planned
+  // from the checkpoint as written (run::MakePlan: weights, the copied files, index
+  // and manifest).
   {
     Check c;
     c.name = "storage";
     std::vector<std::string> fails, warns;
     std::string ckpt = run.Resolve(run.checkpoint_dir);
-    double need = plan.checkpoint_bytes * run.keep;
+    std::string room;  // what the saves need and what is free, for the reason
     if (ckpt.empty()) {
       fails.push_back("checkpoint.dir is not set");
     } else if (Status st = MakeDirs(ckpt, env.files); !st.ok()) {
@@ -350,15 +366,67 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
         fails.push_back("checkpoint dir not writable: " + st.message());
       } else {
         (void)env.files->RemoveFile(probe);
-        struct statvfs vfs;
-        if (::statvfs(ckpt.c_str(), &vfs) == 0) {
-          double free_bytes = static_cast<double>(vfs.f_bavail) * vfs.f_frsize;
-          c.numbers["checkpoint_free_bytes"] = free_bytes;
+        if (!model.ok()) {
+          // The memory and schedule checks fail on the model already; this says what is not known.
+          warns.push_back("free space not planned: the checkpoint's size needs the model (" + model.status().message() +
+                          ")");
+        } else {
+          // The verified checkpoints already there (a resumed run's), newest first, at
+          // most keep: the ones the saves will prune. Structure level: headers only.
+          std::vector<double> existing;
+          std::vector<std::string> existing_names;
+          auto listed = ckpt::ListCheckpoints(ckpt, ckpt::VerifyLevel::kStructure);
+          if (!listed.ok()) {
+            warns.push_back("existing checkpoints not counted: " + listed.status().message());
+          } else {
+            for (auto it = listed->rbegin(); it != listed->rend(); ++it) {
+              if (static_cast<int>(existing.size()) >= run.keep) break;
+              if (it->temp || !it->ok) continue;
+              existing.push_back(static_cast<double>(it->bytes));
+              existing_names.push_back(it->name);
+            }
+          }
+          const double size = plan.checkpoint_bytes;
+          const double need = SaveSpaceNeeded(size, run.keep, existing);
+          double existing_bytes = 0;
+          for (double b : existing) existing_bytes += b;
+          std::optional<double> free_bytes;
+          std::string why_unknown = "no answer";
+          if (env.free_bytes) {
+            free_bytes = env.free_bytes(ckpt);
+          } else if (struct statvfs vfs; ::statvfs(ckpt.c_str(), &vfs) == 0) {
+            free_bytes = static_cast<double>(vfs.f_bavail) * vfs.f_frsize;
+          } else {
+            why_unknown = std::string("statvfs: ") + std::strerror(errno);
+          }
+          c.numbers["checkpoint_bytes"] = size;
+          c.numbers["checkpoint_weight_bytes"] = plan.checkpoint_weight_bytes;
+          c.numbers["checkpoint_extra_bytes"] = plan.checkpoint_extra_bytes;
+          c.numbers["checkpoint_state_bytes"] = plan.checkpoint_state_bytes;
+          c.numbers["keep"] = run.keep;
+          c.numbers["checkpoints_existing"] = static_cast<double>(existing.size());
+          c.numbers["checkpoint_existing_bytes"] = existing_bytes;
           c.numbers["checkpoint_need_bytes"] = need;
-          if (free_bytes < need) {
-            fails.push_back(fmt::format("checkpoint dir {} has {} free, {} copies of {} need {}", ckpt,
-                                        FormatBytes(free_bytes), run.keep, FormatBytes(plan.checkpoint_bytes),
-                                        FormatBytes(need)));
+          // "needs 3 x 17.4 MB (keep 2 + 1 during a save) = 52.2 MB"
+          room = fmt::format("needs {} x {} (keep {} + 1 during a save)", run.keep + 1, FormatBytes(size), run.keep);
+          if (!existing.empty()) {
+            std::string names;  // oldest first
+            for (auto it = existing_names.rbegin(); it != existing_names.rend(); ++it) {
+              names += (names.empty() ? "" : ", ") + *it;
+            }
+            room += fmt::format(" less the {} verified checkpoint(s) already there ({}, {}) as saves prune them",
+                                existing.size(), names, FormatBytes(existing_bytes));
+          }
+          room += " = " + FormatBytes(need);
+          if (!free_bytes) {
+            warns.push_back(fmt::format("checkpoint dir {}: free space unknown ({}); {}", ckpt, why_unknown, room));
+          } else {
+            c.numbers["checkpoint_free_bytes"] = *free_bytes;
+            room += fmt::format(", {} free", FormatBytes(*free_bytes));
+            if (*free_bytes < need) {
+              fails.push_back(fmt::format("checkpoint dir {}: {}; a checkpoint as written is {}", ckpt, room,
+                                          run::CheckpointSizeText(plan)));
+            }
           }
         }
       }
@@ -376,8 +444,7 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
       }
     }
     Conclude(&c, std::move(fails), warns,
-             fmt::format("checkpoint dir writable with {} free for {} x {}; pack dir local and readable",
-                         FormatBytes(c.numbers["checkpoint_free_bytes"]), run.keep, FormatBytes(plan.checkpoint_bytes)));
+             fmt::format("checkpoint dir writable: {}; pack dir local and readable", room));
     rep.checks.push_back(c);
   }
 

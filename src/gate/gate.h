@@ -56,6 +56,9 @@ struct GateEnv {
   std::string host;
   size_t threads = 0;
   Env* files = Env::Default();  // the storage check's probe write goes through it
+  // Bytes free to the run at a path (statvfs: f_bavail x f_frsize); nullopt when
+  // unknown. Unset: statvfs. Tests set a number.
+  std::function<std::optional<double>(const std::string&)> free_bytes;
 };
 GateEnv RealGateEnv();
 
@@ -77,6 +80,17 @@ struct GateReport {
   double seconds = 0;
   Verdict overall() const;
 };
+
+// The free space a run's saves need in checkpoint.dir (docs/gate_format.md, "The
+// storage check"). A save writes a whole new checkpoint of `checkpoint_bytes` before
+// the oldest is pruned, so the run's peak is keep + 1 checkpoints. `existing` are
+// the sizes of the verified checkpoints already there, newest first, at most
+// `keep` of them: they occupy space already (it is not in the free count) and are
+// pruned as new saves land. After j saves, the newest keep - j of them remain, so
+// the save j + 1 needs (j + 1) x checkpoint_bytes less what was pruned; the need
+// is the largest of these over j = 0..keep. With existing checkpoints of the
+// planned size it is (keep + 1 - existing) x checkpoint_bytes.
+double SaveSpaceNeeded(double checkpoint_bytes, int keep, const std::vector<double>& existing);
 
 // Runs the six checks. node_rank -1 checks every rank's data here.
 Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env);

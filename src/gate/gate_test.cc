@@ -9,6 +9,8 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include "ckpt/checkpoint.h"
+#include "ckpt/test_util.h"
 #include "core/fault_env.h"
 #include "core/file.h"
 #include "pack/manifest.h"
@@ -18,6 +20,8 @@
 
 namespace ek::gate {
 namespace {
+
+using run::FormatBytes;
 
 class GateTest : public ::testing::Test {
  protected:
@@ -236,6 +240,92 @@ TEST_F(GateTest, StoragePaths) {
   const Check c = Get(Gate(huge), "storage");
   EXPECT_EQ(c.verdict, Verdict::kFail);
   EXPECT_NE(c.reason.find("free"), std::string::npos) << c.reason;
+}
+
+// The rule: a save writes a whole checkpoint before the oldest is pruned, so keep + 1
+// copies at the peak, less the verified ones already there as the saves prune them.
+TEST(SaveSpaceTest, KeepPlusOneLessWhatThePrunesFree) {
+  EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 2, {}), 30);         // 3 x S
+  EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 2, {10}), 20);       // (2 + 1 - 1) x S
+  EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 2, {10, 10}), 10);   // (2 + 1 - 2) x S: the first save's own copy
+  EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 1, {}), 20);
+  EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 3, {10, 10}), 20);
+  // A large one already there is pruned only at the second save: the first two need 2 x S.
+  EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 2, {50}), 20);
+  // Small ones free little: at the third save all are gone, 3 x S less their 4.
+  EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 2, {2, 2}), 26);
+  EXPECT_DOUBLE_EQ(SaveSpaceNeeded(0, 2, {5}), 0);
+}
+
+// A run whose model directory has a large tokenizer.json: every checkpoint copies it,
+// so the storage check must plan it (the field's plan counted 2 B/param alone).
+TEST_F(GateTest, StoragePlansTheCheckpointAsWrittenAndKeepPlusOneCopies) {
+  const std::string model = dir_ + "/model";
+  ASSERT_TRUE(MakeDirs(model).ok());
+  ASSERT_TRUE(WriteFileAtomic(model + "/config.json", R"({"model_type": "qwen3", "hidden_size": 64,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+    "intermediate_size": 128, "vocab_size": 1000, "tie_word_embeddings": true})").ok());
+  // The pack's own tokenizer (so the data check passes), made 4 MB by trailing spaces.
+  ASSERT_TRUE(WriteFileAtomic(model + "/tokenizer.json", tokenize::testing::TinyJson() + std::string(4'000'000, ' ')).ok());
+  ASSERT_TRUE(WriteFileAtomic(model + "/model.safetensors", std::string(64, '\0')).ok());
+  RunFile r = Run("even");
+  r.params = 0;
+  r.model_path = model;
+  double free_bytes = 0;
+  env_.free_bytes = [&free_bytes](const std::string&) -> std::optional<double> { return free_bytes; };
+  auto plan = run::MakePlan(r, *run::ModelForRun(r), nullptr);
+  ASSERT_TRUE(plan.ok());
+  const double size = plan->checkpoint_bytes;
+  EXPECT_GT(size, 4e6 + plan->checkpoint_weight_bytes);  // the tokenizer is in it
+  EXPECT_GT(plan->checkpoint_weight_bytes, 2 * plan->params);
+
+  free_bytes = 3 * size - 1;  // enough for keep 2, not for the third copy a save writes first
+  Check c = Get(Gate(r), "storage");
+  EXPECT_EQ(c.verdict, Verdict::kFail);
+  const std::string s = FormatBytes(size);
+  EXPECT_NE(c.reason.find(fmt::format("needs 3 x {} (keep 2 + 1 during a save) = {}, {} free", s, FormatBytes(3 * size),
+                                      FormatBytes(3 * size - 1))),
+            std::string::npos)
+      << c.reason;
+  EXPECT_NE(c.reason.find("tokenizer.json 4.00 MB"), std::string::npos) << c.reason;
+  EXPECT_DOUBLE_EQ(c.numbers["checkpoint_bytes"], size);
+  EXPECT_DOUBLE_EQ(c.numbers["checkpoint_need_bytes"], 3 * size);
+  EXPECT_DOUBLE_EQ(c.numbers["checkpoint_free_bytes"], 3 * size - 1);
+  EXPECT_DOUBLE_EQ(c.numbers["checkpoints_existing"], 0);
+  free_bytes = 3 * size;
+  c = Get(Gate(r), "storage");
+  EXPECT_EQ(c.verdict, Verdict::kPass) << c.reason;
+  EXPECT_NE(c.reason.find("needs 3 x " + s), std::string::npos) << c.reason;
+  // The distributed check's save time is the whole checkpoint's.
+  EXPECT_DOUBLE_EQ(Get(Gate(r), "distributed").numbers["checkpoint_write_s"], size / 1e9);
+
+  // A verified checkpoint already in checkpoint.dir (a resumed run's) is pruned as the
+  // saves land: it counts at its real size. A newer one that does not verify counts nothing.
+  const std::string ckpt = r.checkpoint_dir;
+  ckpt::testing::WriteTrainerFiles(ckpt + "/.step-00000010.tmp-1");
+  ASSERT_TRUE(ckpt::FinalizeCheckpoint(ckpt + "/.step-00000010.tmp-1", ckpt + "/step-00000010",
+                                       ckpt::testing::SampleMeta(10)).ok());
+  ckpt::testing::WriteTrainerFiles(ckpt + "/step-00000020");  // no manifest: not verified
+  auto listed = ckpt::ListCheckpoints(ckpt, ckpt::VerifyLevel::kStructure);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 2u);
+  const double existing = static_cast<double>((*listed)[0].bytes);
+  free_bytes = 3 * size - existing;  // less than (2 + 1 - 1) x S + ... : the rule's need
+  c = Get(Gate(r), "storage");
+  EXPECT_DOUBLE_EQ(c.numbers["checkpoints_existing"], 1);
+  EXPECT_DOUBLE_EQ(c.numbers["checkpoint_existing_bytes"], existing);
+  EXPECT_DOUBLE_EQ(c.numbers["checkpoint_need_bytes"], SaveSpaceNeeded(size, 2, {existing}));
+  EXPECT_DOUBLE_EQ(c.numbers["checkpoint_need_bytes"], 3 * size - existing);  // small: freed only at the third save
+  EXPECT_EQ(c.verdict, Verdict::kPass) << c.reason;
+  EXPECT_NE(c.reason.find("less the 1 verified checkpoint(s) already there (step-00000010, "), std::string::npos)
+      << c.reason;
+  free_bytes -= 1;
+  EXPECT_EQ(Get(Gate(r), "storage").verdict, Verdict::kFail);
+  // Free space that cannot be known is said, not taken for enough.
+  env_.free_bytes = [](const std::string&) -> std::optional<double> { return std::nullopt; };
+  c = Get(Gate(r), "storage");
+  EXPECT_EQ(c.verdict, Verdict::kWarn);
+  EXPECT_NE(c.reason.find("free space unknown"), std::string::npos) << c.reason;
 }
 
 TEST_F(GateTest, DistributedSafetyPaths) {

@@ -1,16 +1,19 @@
 #include "run/plan.h"
 
 #include <simdjson.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/core.h>
 
+#include "ckpt/manifest.h"
 #include "core/file.h"
 #include "core/json_check.h"
 #include "core/json_fields.h"
 #include "core/json_out.h"
+#include "core/version.h"
 
 namespace ek::run {
 
@@ -50,21 +53,35 @@ Result<ModelShape> ModelFromConfigJson(std::string_view json, const std::string&
   double norms = 2 * h + (qk_norm ? 2.0 * m.head_dim : 0);
   double embed = static_cast<double>(m.vocab) * h;
   m.params = embed * (m.tied_embeddings ? 1 : 2) + layers * (attn + mlp + norms) + h;
+  m.qk_norm = qk_norm;
   m.has_shape = true;
   return m;
 }
 
 Result<ModelShape> ModelForRun(const RunFile& run) {
+  ModelShape m;
   if (std::string path = run.ConfigPath(); !path.empty()) {
     EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-    return ModelFromConfigJson(text, path);
-  }
-  if (run.params <= 0) {
+    EK_ASSIGN_OR_RETURN(m, ModelFromConfigJson(text, path));
+  } else if (run.params <= 0) {
     return InvalidArgumentError(fmt::format("{}: model.path, model.config or model.params is needed for a plan",
                                             run.path.empty() ? "run" : run.path));
+  } else {
+    m.params = run.params;
   }
-  ModelShape m;
-  m.params = run.params;
+  if (!run.model_path.empty()) {
+    // What the checkpoint writer copies: the regular files (symlinks followed, as
+    // shutil.copyfile does) of these names. A missing model directory is the gate's
+    // data check's finding; here it only copies nothing.
+    m.model_dir = run.Resolve(run.model_path);
+    for (const char* name : kCheckpointCopiedFiles) {
+      struct stat st;
+      std::string file = m.model_dir + "/" + name;
+      if (::stat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        m.copied_files.push_back({name, static_cast<uint64_t>(st.st_size)});
+      }
+    }
+  }
   return m;
 }
 
@@ -142,6 +159,164 @@ Result<Schedule> ScheduleOver(const RunFile& run, const std::vector<uint64_t>& r
   s.dropped_tokens = s.dropped_blocks * s.seq_len;
   s.dropped_fraction = total_blocks ? static_cast<double>(s.dropped_blocks) / total_blocks : 0;
   return s;
+}
+
+// One tensor the checkpoint writer saves: its name and shape, in the order of
+// the model's named_parameters() (tied parameters once), which is the order the
+// writer fills its shards in.
+struct PlannedTensor {
+  std::string name;
+  std::vector<int64_t> shape;
+  uint64_t Numel() const {
+    uint64_t n = 1;
+    for (int64_t d : shape) n *= static_cast<uint64_t>(d);
+    return n;
+  }
+};
+
+// The tensors of a Llama / Qwen / Mistral decoder as transformers names them;
+// their element counts add up to ModelFromConfigJson's parameter count.
+std::vector<PlannedTensor> DecoderTensors(const ModelShape& m) {
+  const int64_t h = m.hidden, q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim, i = m.intermediate;
+  std::vector<PlannedTensor> t;
+  t.push_back({"model.embed_tokens.weight", {m.vocab, h}});
+  for (int64_t l = 0; l < m.layers; ++l) {
+    const std::string p = fmt::format("model.layers.{}.", l);
+    t.push_back({p + "self_attn.q_proj.weight", {q, h}});
+    t.push_back({p + "self_attn.k_proj.weight", {kv, h}});
+    t.push_back({p + "self_attn.v_proj.weight", {kv, h}});
+    t.push_back({p + "self_attn.o_proj.weight", {h, q}});
+    if (m.qk_norm) {
+      t.push_back({p + "self_attn.q_norm.weight", {m.head_dim}});
+      t.push_back({p + "self_attn.k_norm.weight", {m.head_dim}});
+    }
+    t.push_back({p + "mlp.gate_proj.weight", {i, h}});
+    t.push_back({p + "mlp.up_proj.weight", {i, h}});
+    t.push_back({p + "mlp.down_proj.weight", {h, i}});
+    t.push_back({p + "input_layernorm.weight", {h}});
+    t.push_back({p + "post_attention_layernorm.weight", {h}});
+  }
+  t.push_back({"model.norm.weight", {h}});
+  if (!m.tied_embeddings) t.push_back({"lm_head.weight", {m.vocab, h}});
+  return t;
+}
+
+// Bytes of a file as the manifest lists it, in chunk hashes.
+ckpt::FileRecord PlannedRecord(const std::string& name, uint64_t bytes) {
+  ckpt::FileRecord f;
+  f.name = name;
+  f.size = bytes;
+  f.chunks.assign(std::max<uint64_t>(1, (bytes + ckpt::kChunkBytes - 1) / ckpt::kChunkBytes), 0);
+  return f;
+}
+
+// The trainer's `extra` object in evenkeel-checkpoint.json (pinned blocks, batch
+// sizes, seed, total steps, the data position): about 200 bytes; reserved whole.
+constexpr uint64_t kManifestExtraBytes = 512;
+
+// Shards listed one by one in Plan::checkpoint_files; a larger checkpoint (only
+// an absurd model.params makes one) is counted, not listed, past these.
+constexpr size_t kListedShards = 4096;
+// Past this many tensors (a config.json claiming absurd layers) the weights are
+// planned from the parameter count alone.
+constexpr int64_t kMaxPlannedTensors = 1 << 20;
+
+// One save as python/evenkeel/checkpoint.py's CheckpointWriter writes it:
+//   model-0000k-of-0000n.safetensors  bf16 tensors, a new shard when the next tensor
+//                                     would pass shard_size_gb (as _plan_shards splits),
+//                                     each with its JSON header (8 B length + the header,
+//                                     padded to 8 bytes)
+//   model.safetensors.index.json      json.dump(indent=2): a line per tensor
+//   the copied model files            measured in model.path (kCheckpointCopiedFiles)
+//   evenkeel-checkpoint.json          the manifest writer's own text over these files
+// Exact for the weights of the decoder families ModelFromConfigJson knows; the
+// headers and the index to within a few bytes a tensor. With only model.params the
+// weights are 2 B/param in ceil(bytes / shard size) equal shards, and the headers
+// and the index are not known (each shard's header counts its metadata only).
+void PlanCheckpoint(const RunFile& run, const ModelShape& model, Plan* p) {
+  constexpr double kBf16 = 2;
+  const double shard_bytes = std::max(1.0, std::floor(run.shard_size_gb * 1e9));
+  const uint64_t meta_header = std::string_view(R"({"__metadata__":{"format":"pt"}})").size();
+  auto padded = [](uint64_t header) { return 8 + (header + 7) / 8 * 8; };
+  // Per shard: its tensors' bytes and the header's; every shard when the shape is known.
+  std::vector<uint64_t> data, header;
+  std::vector<std::pair<std::string, size_t>> index;  // tensor name, shard
+  double shards = 0, weights = 0, weight_data = 0;
+  const int64_t per_layer = 9 + (model.qk_norm ? 2 : 0);
+  if (model.has_shape && model.layers <= kMaxPlannedTensors / per_layer) {
+    uint64_t used = 0;
+    for (const PlannedTensor& t : DecoderTensors(model)) {
+      const uint64_t bytes = t.Numel() * static_cast<uint64_t>(kBf16);
+      if (data.empty() || (used && used + bytes > shard_bytes)) {
+        data.push_back(0);
+        header.push_back(meta_header);
+        used = 0;
+      }
+      // "NAME":{"dtype":"BF16","shape":[A,B],"data_offsets":[BEGIN,END]},
+      std::string dims;
+      for (size_t k = 0; k < t.shape.size(); ++k) dims += (k ? "," : "") + std::to_string(t.shape[k]);
+      header.back() += fmt::format(R"("{}":{{"dtype":"BF16","shape":[{}],"data_offsets":[{},{}]}},)", t.name, dims,
+                                   data.back(), data.back() + bytes).size();
+      data.back() += bytes;
+      used += bytes;
+      index.emplace_back(t.name, data.size() - 1);
+    }
+    shards = static_cast<double>(data.size());
+    for (size_t k = 0; k < data.size(); ++k) {
+      weights += static_cast<double>(padded(header[k]) + data[k]);
+      weight_data += static_cast<double>(data[k]);
+    }
+  } else {
+    weight_data = std::round(kBf16 * model.params);
+    shards = std::max(1.0, std::ceil(weight_data / shard_bytes));
+    weights = weight_data + shards * static_cast<double>(padded(meta_header));
+    const size_t listed = static_cast<size_t>(std::min<double>(shards, kListedShards));
+    const uint64_t each = static_cast<uint64_t>(weight_data / shards);
+    data.assign(listed, each);
+    header.assign(listed, meta_header);
+  }
+  const uint64_t count = static_cast<uint64_t>(shards);
+  auto shard_name = [count](size_t k) { return fmt::format("model-{:05d}-of-{:05d}.safetensors", k + 1, count); };
+  std::vector<CheckpointFile> files;
+  for (size_t k = 0; k < data.size() && k < kListedShards; ++k) files.push_back({shard_name(k), padded(header[k]) + data[k]});
+  const double unlisted = shards - static_cast<double>(files.size());
+  // {"metadata": {"total_size": N}, "weight_map": {NAME: SHARD, ...}}, indent 2, a newline at the end.
+  uint64_t index_bytes =
+      fmt::format("{{\n  \"metadata\": {{\n    \"total_size\": {:.0f}\n  }},\n  \"weight_map\": {{\n  }}\n}}\n", weight_data)
+          .size();
+  // A line per tensor: `    "NAME": "SHARD",`.
+  for (const auto& [name, k] : index) index_bytes += 4 + (name.size() + 2) + 2 + (shard_name(k).size() + 2) + 2;
+  files.push_back({"model.safetensors.index.json", index_bytes});
+  for (const CheckpointFile& f : model.copied_files) files.push_back(f);
+  auto by_name = [](const auto& a, const auto& b) { return a.name < b.name; };
+  std::sort(files.begin(), files.end(), by_name);
+  ckpt::CheckpointManifest meta;
+  meta.run.name = run.name;
+  meta.run.path = run.path;
+  meta.pack.dir = run.Resolve(run.pack_dir);
+  meta.created = "2026-01-01T00:00:00Z";
+  meta.evenkeel_version = kVersion;
+  for (const CheckpointFile& f : files) meta.files.push_back(PlannedRecord(f.name, f.bytes));
+  double manifest_bytes = static_cast<double>(ckpt::CheckpointManifestToJson(meta).size() + kManifestExtraBytes);
+  if (unlisted > 0) {
+    // Each shard past the listed ones adds a record like the last listed shard's.
+    const size_t before = ckpt::CheckpointManifestToJson(meta).size();
+    meta.files.push_back(PlannedRecord(shard_name(kListedShards - 1), padded(header.back()) + data.back()));
+    manifest_bytes += unlisted * static_cast<double>(ckpt::CheckpointManifestToJson(meta).size() - before);
+  }
+  files.push_back({std::string(ckpt::kManifestName), static_cast<uint64_t>(manifest_bytes)});
+  std::sort(files.begin(), files.end(), by_name);
+  double extra = 0;
+  for (const CheckpointFile& f : files) {
+    if (f.name.rfind("model-", 0) != 0) extra += static_cast<double>(f.bytes);  // the shards are the weights
+  }
+  p->checkpoint_weight_bytes = weights;
+  p->checkpoint_extra_bytes = extra;
+  p->checkpoint_state_bytes = 0;  // weights only today; 12 x params once checkpoints hold the optimizer (issue 22)
+  p->checkpoint_bytes = p->checkpoint_weight_bytes + p->checkpoint_extra_bytes + p->checkpoint_state_bytes;
+  p->checkpoint_shards = static_cast<int64_t>(shards);
+  p->checkpoint_copies_measured = !model.model_dir.empty();
+  p->checkpoint_files = std::move(files);
 }
 
 }  // namespace
@@ -244,7 +419,7 @@ Result<Plan> MakePlan(const RunFile& run, const ModelShape& model, const pack::M
     p.gpu_memory_bytes = run.memory_gb * 1e9;
     p.gpu_memory_source = "run file";
   }
-  p.checkpoint_bytes = 2.0 * model.params;
+  PlanCheckpoint(run, model, &p);
   p.checkpoint_write_s = p.checkpoint_bytes / (run.write_gbps * 1e9);
   if (manifest && !manifest->ranks.empty()) {
     // Over the ranks the manifest has (a node's part sees its own); whether they are the
@@ -292,6 +467,35 @@ std::string Thousands(uint64_t v) {
   return std::string(out.rbegin(), out.rend());
 }
 
+std::string CheckpointSizeText(const Plan& p) {
+  std::vector<CheckpointFile> copied;
+  double small = 0;  // the index and the manifest: the files the writer makes besides the shards
+  for (const CheckpointFile& f : p.checkpoint_files) {
+    if (f.name == ckpt::kManifestName || f.name == "model.safetensors.index.json") {
+      small += static_cast<double>(f.bytes);
+    } else if (f.name.size() < 12 || f.name.compare(f.name.size() - 12, 12, ".safetensors") != 0) {
+      copied.push_back(f);
+    }
+  }
+  std::stable_sort(copied.begin(), copied.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+  std::string beside;
+  for (size_t i = 0; i < copied.size() && i < 3; ++i) {
+    beside += fmt::format("{}{} {}", i ? ", " : "", copied[i].name, FormatBytes(static_cast<double>(copied[i].bytes)));
+  }
+  if (copied.size() > 3) beside += fmt::format(" and {} more", copied.size() - 3);
+  if (!p.checkpoint_copies_measured) {
+    beside = "the model files a save copies are not counted: the run names no model.path";
+  } else if (copied.empty()) {
+    beside = "model.path has none of the files a save copies";
+  }
+  std::string o = fmt::format("{} = weights {} (bf16, 2 B/param, {} shard{}) + {} beside them ({}; index and manifest {})",
+                              FormatBytes(p.checkpoint_bytes), FormatBytes(p.checkpoint_weight_bytes),
+                              p.checkpoint_shards, p.checkpoint_shards == 1 ? "" : "s",
+                              FormatBytes(p.checkpoint_extra_bytes), beside, FormatBytes(small));
+  if (p.checkpoint_state_bytes > 0) o += fmt::format(" + training state {}", FormatBytes(p.checkpoint_state_bytes));
+  return o;
+}
+
 std::string PlanToText(const RunFile& run, const Plan& p) {
   std::string o;
   o += fmt::format("run {}: {} node(s) x {} GPU(s) = world {}\n", run.name, run.nodes, run.gpus_per_node, p.world);
@@ -333,8 +537,8 @@ std::string PlanToText(const RunFile& run, const Plan& p) {
   } else {
     o += "steps: no pack manifest (data.pack_dir) yet\n";
   }
-  o += fmt::format("checkpoint (bf16 consolidated, 2 B/param): {}, about {:.0f} s at {} GB/s\n",
-                   FormatBytes(p.checkpoint_bytes), p.checkpoint_write_s, run.write_gbps);
+  o += "checkpoint as written: " + CheckpointSizeText(p) +
+       fmt::format(", about {:.0f} s at {} GB/s\n", p.checkpoint_write_s, run.write_gbps);
   if (p.has_pack) {
     const auto& saves = p.schedule.save_steps;
     std::string at;
@@ -359,7 +563,16 @@ std::string PlanToJson(const RunFile& run, const Plan& p) {
   }
   o += fmt::format("\"gradient_checkpointing\":{},\"per_gpu_bytes\":{:.0f},\"gpu_memory_bytes\":{:.0f},",
                    run.gradient_checkpointing ? "true" : "false", p.per_gpu_bytes, p.gpu_memory_bytes);
-  o += fmt::format("\"checkpoint_bytes\":{:.0f},\"checkpoint_write_s\":{:.1f},", p.checkpoint_bytes, p.checkpoint_write_s);
+  o += fmt::format("\"checkpoint_bytes\":{:.0f},\"checkpoint_weight_bytes\":{:.0f},\"checkpoint_extra_bytes\":{:.0f},"
+                   "\"checkpoint_state_bytes\":{:.0f},\"checkpoint_shards\":{},\"checkpoint_copies_measured\":{},"
+                   "\"checkpoint_files\":[",
+                   p.checkpoint_bytes, p.checkpoint_weight_bytes, p.checkpoint_extra_bytes, p.checkpoint_state_bytes,
+                   p.checkpoint_shards, p.checkpoint_copies_measured ? "true" : "false");
+  for (size_t i = 0; i < p.checkpoint_files.size(); ++i) {
+    o += fmt::format("{}{{\"name\":{},\"bytes\":{}}}", i ? "," : "", JsonString(p.checkpoint_files[i].name),
+                     p.checkpoint_files[i].bytes);
+  }
+  o += fmt::format("],\"checkpoint_write_s\":{:.1f},", p.checkpoint_write_s);
   if (p.has_pack) {
     o += fmt::format("\"global_min_blocks\":{},\"global_max_blocks\":{},\"spread\":{},\"evenfix\":{},"
                      "\"evenfix_target_blocks\":{},\"steps_per_epoch\":{},\"total_steps\":{},"

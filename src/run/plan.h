@@ -15,6 +15,22 @@
 
 namespace ek::run {
 
+// One file of a checkpoint and its size: planned (MakePlan) or measured (a
+// model directory's file that every checkpoint copies).
+struct CheckpointFile {
+  std::string name;
+  uint64_t bytes = 0;
+};
+
+// The files of a model directory that the checkpoint writer copies into every
+// checkpoint when present: python/evenkeel/checkpoint.py's CheckpointWriter
+// (config.json rewritten with dtype and use_cache, generation_config.json and
+// TOKENIZER_FILES). tests/cli/test_gate_storage.py holds the two lists equal.
+inline constexpr const char* kCheckpointCopiedFiles[] = {
+    "config.json",           "generation_config.json", "tokenizer.json",      "tokenizer_config.json",
+    "special_tokens_map.json", "vocab.json",           "merges.txt",          "chat_template.jinja",
+    "chat_template.json",    "added_tokens.json"};
+
 // What the plan needs of a model; from a Hugging Face config.json, or just a
 // parameter count (then has_shape is false and activations are not estimated).
 struct ModelShape {
@@ -22,6 +38,12 @@ struct ModelShape {
   bool has_shape = false;
   int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, intermediate = 0, vocab = 0;
   bool tied_embeddings = false;
+  bool qk_norm = false;  // per-head q/k RMSNorms (Qwen3)
+  // The run's model directory (model.path) and the files of it a checkpoint copies
+  // (kCheckpointCopiedFiles present there, with their sizes): ModelForRun measures
+  // them. model_dir empty: the run names no model.path, the copies are not known.
+  std::string model_dir;
+  std::vector<CheckpointFile> copied_files;
 };
 
 // Parameter count of a decoder-only transformer (Llama / Qwen / Mistral
@@ -116,8 +138,18 @@ struct Plan {
   uint64_t evenfix_dropped_tokens = 0;
   uint64_t evenfix_padded_blocks = 0;
   double evenfix_dropped_fraction = 0;
-  // Checkpoints.
-  double checkpoint_bytes = 0;      // bf16 consolidated: 2 B/param
+  // Checkpoints: one save as the trainer writes it (docs/run_format.md, "The checkpoint").
+  double checkpoint_bytes = 0;         // weight + extra + state bytes: what one save puts on disk
+  double checkpoint_weight_bytes = 0;  // bf16 safetensors shards: 2 B/param (tied embeddings once) + headers
+  double checkpoint_extra_bytes = 0;   // beside them: the copied model files, the index, evenkeel-checkpoint.json
+  // The training state (fp32 master weights, Adam m and v): 0 while checkpoints hold
+  // weights only. When they hold it (issue 22, DCP) it is 12 B/param in all, written
+  // sharded (each rank its 12 x params / world), so 12 x params on a shared checkpoint.dir.
+  double checkpoint_state_bytes = 0;
+  int64_t checkpoint_shards = 0;
+  bool checkpoint_copies_measured = false;       // the copied files' sizes are model.path's (else not counted)
+  std::vector<CheckpointFile> checkpoint_files;  // every file of one save, by name, with its planned size
+                                                 // (at most 4,096 shards listed; checkpoint_shards counts them all)
   double checkpoint_write_s = 0;    // checkpoint_bytes / write_gbps
   std::vector<uint64_t> save_steps; // global steps at which a checkpoint is written (capped list)
   uint64_t save_count = 0;
@@ -129,11 +161,16 @@ struct Plan {
 Result<Plan> MakePlan(const RunFile& run, const ModelShape& model, const pack::Manifest* manifest,
                       double nvml_gpu_memory_bytes = 0);
 
-// The model shape a run file names: config.json when given, else params.
+// The model shape a run file names: config.json when given, else params; with
+// model.path, the sizes of the files there that a checkpoint copies (a file that
+// cannot be stat'ed is not copied: it counts 0).
 Result<ModelShape> ModelForRun(const RunFile& run);
 
 std::string FormatBytes(double bytes);    // "525 GB" (decimal, 3 significant digits)
 std::string Thousands(uint64_t v);        // "30,835"
+// "17.4 MB = weights 8.26 MB (bf16, 2 B/param, 1 shard) + 9.13 MB beside them
+// (tokenizer.json 7.03 MB, ...; index and manifest 4.10 KB)": the plan's and the gate's.
+std::string CheckpointSizeText(const Plan& p);
 std::string PlanToText(const RunFile& run, const Plan& p);
 std::string PlanToJson(const RunFile& run, const Plan& p);
 

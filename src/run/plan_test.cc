@@ -1,8 +1,14 @@
 #include "run/plan.h"
 
+#include <stdlib.h>
+
 #include <cmath>
+#include <filesystem>
+#include <set>
 
 #include <gtest/gtest.h>
+
+#include <fmt/core.h>
 
 #include "core/file.h"
 
@@ -47,8 +53,11 @@ TEST(PlanTest, ReproducesTheReportsFigures) {
   EXPECT_EQ(p->steps_per_epoch, 3854u);
   EXPECT_EQ(p->global_min_blocks, 30835u);
   EXPECT_EQ(Thousands(p->tokens_per_step), "262,144");
-  // Checkpoint: bf16 consolidated, 2 B/param (the report's ~62 GB is GiB).
+  // Checkpoint: bf16 consolidated, 2 B/param (the report's ~62 GB is GiB); with only
+  // model.params, 14 shards of 5 GB and the manifest's chunk hashes beside them.
   EXPECT_NEAR(p->checkpoint_bytes / (1ull << 30), 61.0, 0.1);
+  EXPECT_EQ(p->checkpoint_shards, 14);
+  EXPECT_FALSE(p->checkpoint_copies_measured);
   // Saves at 500, 1000, ..., 3500 and at the epoch end 3854.
   EXPECT_EQ(p->save_count, 8u);
   EXPECT_EQ(p->save_steps.back(), 3854u);
@@ -73,6 +82,121 @@ TEST(PlanTest, ParamsFromConfigJson) {
   EXPECT_GT(p->per_gpu_bytes / 1e9, 60);
   EXPECT_LT(p->per_gpu_bytes / 1e9, 100);
   EXPECT_FALSE(p->has_pack);
+}
+
+// A model directory as a run names it: a small Qwen3-shaped config.json, a large
+// tokenizer.json and files a checkpoint does not copy.
+class CheckpointPlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ek_plan_ckpt.XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    Put("config.json", R"({"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128,
+      "vocab_size": 1000, "tie_word_embeddings": true})");
+    Put("tokenizer.json", "{\"model\": {}}" + std::string(3'000'000, ' '));  // 3 MB: a real vocabulary's size
+    Put("tokenizer_config.json", std::string(9675, ' '));
+    Put("model.safetensors", std::string(4096, '\0'));  // the model's own weights: not copied
+    Put("README.md", std::string(50'000, 'x'));           // not copied
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  void Put(const std::string& name, const std::string& text) {
+    ASSERT_TRUE(WriteFileAtomic(dir_ + "/" + name, text).ok());
+  }
+  RunFile Run() {
+    RunFile r = ReportRun();
+    r.params = 0;
+    r.model_path = dir_;
+    return r;
+  }
+  uint64_t Planned(const Plan& p, const std::string& name) {
+    for (const auto& f : p.checkpoint_files) {
+      if (f.name == name) return f.bytes;
+    }
+    ADD_FAILURE() << name << " not planned";
+    return 0;
+  }
+  std::string dir_;
+};
+
+TEST_F(CheckpointPlanTest, TheCheckpointIsPlannedAsWrittenWithTheCopiedFiles) {
+  RunFile run = Run();
+  auto model = ModelForRun(run);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  auto p = MakePlan(run, *model, nullptr);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  // Every file of a save and only those: the shard, the index, the manifest and the
+  // model files the writer copies (not the model's own weights, not README.md).
+  std::set<std::string> names;
+  for (const auto& f : p->checkpoint_files) names.insert(f.name);
+  EXPECT_EQ(names, (std::set<std::string>{"config.json", "evenkeel-checkpoint.json", "model-00001-of-00001.safetensors",
+                                          "model.safetensors.index.json", "tokenizer.json", "tokenizer_config.json"}));
+  EXPECT_TRUE(p->checkpoint_copies_measured);
+  // The copied files at their real sizes, the weights at 2 B/param (tied embeddings once)
+  // plus a header of about 100 bytes a tensor.
+  EXPECT_EQ(Planned(*p, "tokenizer.json"), 3'000'000u + 13);
+  EXPECT_EQ(Planned(*p, "tokenizer_config.json"), 9675u);
+  const double h = 64, q = 4 * 16, kv = 2 * 16, i = 128, v = 1000;
+  const double params = v * h + 2 * (h * q + 2 * h * kv + q * h + 3 * h * i + 2 * h + 2 * 16) + h;
+  EXPECT_DOUBLE_EQ(p->params, params);
+  const double header = p->checkpoint_weight_bytes - 2 * params;
+  EXPECT_GT(header, 24 * 60.0);  // 24 tensors
+  EXPECT_LT(header, 24 * 140.0);
+  EXPECT_EQ(header + 2 * params, static_cast<double>(Planned(*p, "model-00001-of-00001.safetensors")));
+  // Beside the weights: the copies, and a few KB of index and manifest.
+  const double copies = 3'000'013 + 9675 + Planned(*p, "config.json");
+  EXPECT_GT(p->checkpoint_extra_bytes, copies);
+  EXPECT_LT(p->checkpoint_extra_bytes, copies + 8'000);
+  EXPECT_EQ(p->checkpoint_state_bytes, 0);  // weights only until checkpoints hold the optimizer
+  EXPECT_DOUBLE_EQ(p->checkpoint_bytes, p->checkpoint_weight_bytes + p->checkpoint_extra_bytes);
+  // The save time is the whole checkpoint's, and the text and JSON say what it is made of.
+  EXPECT_DOUBLE_EQ(p->checkpoint_write_s, p->checkpoint_bytes / 1e9);
+  const std::string text = PlanToText(run, *p);
+  EXPECT_NE(text.find("checkpoint as written: 3.") , std::string::npos) << text;
+  EXPECT_NE(text.find("tokenizer.json 3.00 MB"), std::string::npos) << text;
+  const std::string json = PlanToJson(run, *p);
+  EXPECT_NE(json.find("\"checkpoint_files\":[{\"name\":\"config.json\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"checkpoint_state_bytes\":0,"), std::string::npos) << json;
+  EXPECT_NE(json.find(fmt::format("\"checkpoint_extra_bytes\":{:.0f},", p->checkpoint_extra_bytes)), std::string::npos);
+}
+
+TEST_F(CheckpointPlanTest, UntiedEmbeddingsAddTheHeadAndShardsSplitAsTheWriterSplits) {
+  Put("config.json", R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 1000})");
+  RunFile run = Run();
+  run.shard_size_gb = 100e3 / 1e9;  // 100 KB shards: the 128 KB embedding gets one of its own
+  auto model = ModelForRun(run);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  auto p = MakePlan(run, *model, nullptr);
+  ASSERT_TRUE(p.ok());
+  const double layer = 64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 128 + 2 * 64;
+  EXPECT_DOUBLE_EQ(p->params, 2 * 1000 * 64 + 2 * layer + 64);
+  // embed (128,000 B) | layer 0 + layer 1's attention (90,368 B) | layer 1's MLP and norms + the final
+  // norm (49,536 B) | lm_head (128,000 B), as _plan_shards fills them in named_parameters order
+  EXPECT_EQ(p->checkpoint_shards, 4);
+  EXPECT_GT(Planned(*p, "model-00001-of-00004.safetensors"), 128'000u);
+  EXPECT_LT(Planned(*p, "model-00001-of-00004.safetensors"), 128'200u);
+  EXPECT_GT(Planned(*p, "model-00004-of-00004.safetensors"), 128'000u);
+  double shards = 0;
+  for (const auto& f : p->checkpoint_files) {
+    if (f.name.rfind("model-", 0) == 0) shards += static_cast<double>(f.bytes);
+  }
+  EXPECT_DOUBLE_EQ(shards, p->checkpoint_weight_bytes);
+}
+
+TEST_F(CheckpointPlanTest, WithoutAModelDirectoryTheCopiesAreNotCountedAndTheTextSaysSo) {
+  RunFile run = ReportRun();  // model.params only
+  auto p = MakePlan(run, *ModelForRun(run), nullptr);
+  ASSERT_TRUE(p.ok());
+  EXPECT_FALSE(p->checkpoint_copies_measured);
+  EXPECT_NE(PlanToText(run, *p).find("not counted: the run names no model.path"), std::string::npos);
+  // An absurd parameter count is counted, not listed shard by shard.
+  run.params = 1e17;
+  p = MakePlan(run, *ModelForRun(run), nullptr);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->checkpoint_shards, 40'000'000);
+  EXPECT_LT(p->checkpoint_files.size(), 4100u);
+  EXPECT_NEAR(p->checkpoint_bytes / 2e17, 1.0, 0.001);
 }
 
 TEST(PlanTest, PadModeKeepsEveryBlock) {
