@@ -31,9 +31,11 @@ from evenkeel import _core
 
 __all__ = ["TOKENIZER_FILES", "CheckpointWriter", "checkpoint_name", "newest_verified", "verify"]
 
-# Files of a model directory that a checkpoint carries along, when present.
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json",
-                   "merges.txt", "chat_template.jinja", "chat_template.json", "added_tokens.json")
+# Files of a model directory that a checkpoint carries along, when present: the C++
+# list (run::kCheckpointCopiedFiles), which the gate's storage plan measures too.
+# config.json is rewritten (dtype, use_cache) rather than copied.
+_COPIED = tuple(_core.checkpoint_copied_files())
+TOKENIZER_FILES = tuple(n for n in _COPIED if n not in ("config.json", "generation_config.json"))
 
 
 def checkpoint_name(step: int) -> str:

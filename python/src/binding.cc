@@ -136,6 +136,13 @@ PYBIND11_MODULE(_core, m) {
           return ek::run::ScheduleToJson(Unwrap(ek::run::ScheduleForRun(run)));
         },
         py::arg("run_path"), py::arg("rank_blocks") = py::none());
+  // The model files a checkpoint carries (run::kCheckpointCopiedFiles): one list for
+  // the writer (evenkeel.checkpoint) and the gate's storage plan.
+  m.def("checkpoint_copied_files", [] {
+    std::vector<std::string> names;
+    for (const char* n : ek::run::kCheckpointCopiedFiles) names.emplace_back(n);
+    return names;
+  });
   // Raises unless the pack's ids mean the model's tokens (run::CheckTokenizerMatch).
   m.def("check_model_tokenizer",
         [](const std::string& pack_dir, const std::string& model_dir) {

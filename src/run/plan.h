@@ -25,7 +25,7 @@ struct CheckpointFile {
 // The files of a model directory that the checkpoint writer copies into every
 // checkpoint when present: python/evenkeel/checkpoint.py's CheckpointWriter
 // (config.json rewritten with dtype and use_cache, generation_config.json and
-// TOKENIZER_FILES). tests/cli/test_gate_storage.py holds the two lists equal.
+// TOKENIZER_FILES, which it reads from this list through the binding).
 inline constexpr const char* kCheckpointCopiedFiles[] = {
     "config.json",           "generation_config.json", "tokenizer.json",      "tokenizer_config.json",
     "special_tokens_map.json", "vocab.json",           "merges.txt",          "chat_template.jinja",
