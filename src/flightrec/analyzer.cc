@@ -82,6 +82,13 @@ struct RankState {
     while (i < alive.size() && !alive[i]) ++i;
     return i;
   }
+  // The entry of `g` with the highest sequence id (alive or not), or size().
+  size_t LastOf(uint32_t g) const {
+    auto it = std::upper_bound(keys.begin(), keys.end(),
+                               Key{g, std::numeric_limits<int64_t>::max(), std::numeric_limits<uint32_t>::max()});
+    if (it == keys.begin() || std::prev(it)->group != g) return alive.size();
+    return std::prev(it)->index;
+  }
   // First alive entry of `g` with collective_seq_id `seq` and description
   // `desc` (a global symbol). Ranks in step have it at their head.
   size_t Find(uint32_t g, int64_t seq, Sym desc) const {
@@ -132,6 +139,7 @@ class Matcher {
   std::unordered_map<std::string, Sym> global_syms_;
   std::map<std::array<Sym, 7>, uint32_t> global_sigs_;
   std::vector<std::pair<RankState*, size_t>> hits_;
+  std::set<uint32_t> self_checked_;  // global signatures whose per-rank rules were checked
   std::set<int64_t> dump_ranks_;
 };
 
@@ -381,6 +389,17 @@ bool Matcher::MatchOne(RankState& first) {
   // Entries with the reference's content match as the reference matches
   // itself: computed once per slot instead of once per rank.
   MatchInfo self_match = Match(ref_view, ref_view, pg_size);
+  if (self_checked_.insert(ref_sig).second) {
+    // fr_trace's per-rank rules: the same verdict on every rank with this entry.
+    MatchInfo own = SelfCheck(ref_view, pg_size);
+    if (!own.ok()) {
+      out_->notes.push_back(fmt::format(
+          "{} seq {} {} (first of its kind): fr_trace reports {} for it on every rank alike; it compares one rank's "
+          "input with its own output (how the backend records this op), not ranks with each other, so evenkeel does "
+          "not count it as a mismatch",
+          group.name, cur.collective_seq_id, first.dump->sym(cur.profiling_name), own.ToString()));
+    }
+  }
   Finding f;
   f.pg_name = group.name;
   f.pg_desc = std::string(desc);
@@ -426,6 +445,17 @@ bool Matcher::MatchOne(RankState& first) {
   if (!f.missing_ranks.empty()) {
     f.kind = FindingKind::kMissingRanks;
     ++mismatch_[g];
+    for (int64_t o : f.missing_ranks) {
+      StoppedRank st;
+      st.rank = o;
+      RankState* rs = StateOf(o);
+      size_t i = rs->LastOf(g);
+      if (i < rs->alive.size()) {
+        st.last_seq = rs->entry(i).collective_seq_id;
+        st.last = Slot(*rs, i);
+      }
+      f.stopped.push_back(st);
+    }
   } else if (f.culprits.empty() && !poisoned && f.missing_dump_ranks.empty()) {
     ok = true;
     if (undecided && (first.dump->major > 2 || (first.dump->major == 2 && first.dump->minor > 3))) {
@@ -574,6 +604,16 @@ bool Matcher::MatchCoalesced(RankState& first, const std::vector<size_t>& group0
         if (!info.ok()) step.culprits.push_back({r, std::move(info)});
         else if (poisoned) found_all = false;
       }
+      for (int64_t r : step.missing_ranks) {
+        StoppedRank st;
+        st.rank = r;
+        RankState* rs = StateOf(r);
+        if (size_t i = rs->LastOf(g); i < rs->alive.size()) {
+          st.last_seq = rs->entry(i).collective_seq_id;
+          st.last = Slot(*rs, i);
+        }
+        step.stopped.push_back(st);
+      }
       if (!step.missing_ranks.empty()) step.kind = FindingKind::kMissingRanks;
       else if (!step.culprits.empty()) step.kind = FindingKind::kErrors;
       else if (!step.missing_dump_ranks.empty()) step.kind = FindingKind::kMissingDumps;
@@ -636,6 +676,12 @@ void Matcher::Run() {
 }
 
 }  // namespace
+
+bool RankStopped(const Finding& f) {
+  if (f.kind != FindingKind::kMissingRanks || f.stopped.empty()) return false;
+  return std::all_of(f.stopped.begin(), f.stopped.end(),
+                     [&](const StoppedRank& s) { return s.last_seq < f.collective_seq_id; });
+}
 
 Analysis Analyze(const std::vector<Dump>& dumps, const AnalyzeOptions& options) {
   Analysis out;
