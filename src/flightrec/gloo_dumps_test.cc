@@ -47,6 +47,10 @@ TEST_P(GlooPhaseTest, AnExceptionIsARankThatStoppedNotADesync) {
             fmt::format("rank {} stopped issuing collectives at pg 0 (default_pg) seq {} (exited, or hangs outside a "
                         "collective); rank {} waits in seq {} {}: a rank stopped, not a desync - inconclusive",
                         c.stopped_rank, c.stopped_seq, other, c.stopped_seq + 1, c.waiting));
+  // The text shows where the stopped rank was last seen (the dumps carry frames).
+  EXPECT_NE(RenderText("d", load, a).find(fmt::format("stack frames of rank {}'s last entry (seq {} ", c.stopped_rank,
+                                                      c.stopped_seq)),
+            std::string::npos);
   // Every collective before the stop matched on both ranks.
   EXPECT_EQ(a.collectives_matched, static_cast<size_t>(c.stopped_seq));
 }

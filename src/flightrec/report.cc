@@ -333,6 +333,12 @@ std::string RenderText(const std::string& dir, const LoadResult& load, const Ana
       out += fmt::format("stack frames of the entries at {} seq {}:\n", PgLabel(head->pg_name, head->pg_desc), head->collective_seq_id);
       for (auto& [text, ranks] : stacks) out += fmt::format("  {} in {}", Ranks(ranks), text);
     }
+    // Where a rank that stopped was last seen issuing a collective.
+    for (const StoppedRank& st : head->stopped) {
+      if (!st.last.entry || st.last.entry->stack < 0) continue;
+      out += fmt::format("stack frames of rank {}'s last entry (seq {} {}):\n", st.rank, st.last_seq, OpLabel(st.last)) +
+             FrameText(*st.last.dump, *st.last.entry);
+    }
   }
   if (!a.findings.empty()) {
     out += "findings (fr_trace categories; after a pg's first mismatch its later findings are low-reliability):\n";
@@ -419,6 +425,16 @@ std::string RenderJson(const std::string& dir, const LoadResult& load, const Ana
     o += ','; Key(&o, "expected_ranks"); AppendJsonString(&o, CompactRanges(f.expected_ranks));
     o += ','; Key(&o, "missing_ranks"); IntList(&o, f.missing_ranks);
     o += ','; Key(&o, "missing_dump_ranks"); IntList(&o, f.missing_dump_ranks);
+    o += ','; Key(&o, "rank_stopped"); o += RankStopped(f) ? "true" : "false";
+    o += ','; Key(&o, "stopped"); o += '[';
+    for (size_t j = 0; j < f.stopped.size(); ++j) {
+      if (j) o += ',';
+      o += '{'; Key(&o, "rank"); AppendInt(&o, f.stopped[j].rank);
+      o += ','; Key(&o, "last_seq"); AppendInt(&o, f.stopped[j].last_seq);
+      o += ','; Key(&o, "last_op"); AppendJsonString(&o, f.stopped[j].last.entry ? OpLabel(f.stopped[j].last) : "");
+      o += '}';
+    }
+    o += ']';
     o += ','; Key(&o, "culprits"); o += '[';
     for (size_t j = 0; j < f.culprits.size(); ++j) {
       if (j) o += ',';

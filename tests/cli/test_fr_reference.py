@@ -142,6 +142,9 @@ def test_evenkeel_and_fr_trace_on_each_phase(case, fr_trace):
     assert ours["verdict"].startswith(f"rank {rank} stopped issuing collectives at pg 0 (default_pg) seq {seq} "), \
         ours["verdict"]
     assert f"rank {1 - rank} waits in seq {seq + 1} " in ours["verdict"], ours["verdict"]
+    head = ours["findings"][0]
+    assert head["kind"] == "missing_ranks" and head["rank_stopped"] is True, head
+    assert [(s["rank"], s["last_seq"]) for s in head["stopped"]] == [(rank, seq)], head["stopped"]
     # fr_trace stops earlier: at the first checkpoint's first DTensor gather, which both
     # ranks recorded alike ([[N, 64]] -> [[1, N, 64]]) and which completed in the run.
     assert theirs["kind"] == "errors"
