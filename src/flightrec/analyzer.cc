@@ -34,6 +34,7 @@ int64_t SaturateInt64(__int128 v) {
 }
 
 constexpr uint32_t kNoGroup = 0xffffffffu;
+constexpr size_t kSelfCheckNotes = 3;  // notes about fr_trace's per-rank rules; the rest are counted
 
 // One rank's remaining entries (fr_trace's all_entries[rank]) with an index
 // from (group, collective_seq_id) to positions, so that "the first remaining
@@ -139,7 +140,8 @@ class Matcher {
   std::unordered_map<std::string, Sym> global_syms_;
   std::map<std::array<Sym, 7>, uint32_t> global_sigs_;
   std::vector<std::pair<RankState*, size_t>> hits_;
-  std::set<uint32_t> self_checked_;  // global signatures whose per-rank rules were checked
+  std::vector<uint8_t> self_checked_;  // per global signature: its per-rank rules were checked
+  size_t self_check_notes_ = 0;        // entry kinds fr_trace's per-rank rules reject
   std::set<int64_t> dump_ranks_;
 };
 
@@ -389,12 +391,13 @@ bool Matcher::MatchOne(RankState& first) {
   // Entries with the reference's content match as the reference matches
   // itself: computed once per slot instead of once per rank.
   MatchInfo self_match = Match(ref_view, ref_view, pg_size);
-  if (self_checked_.insert(ref_sig).second) {
+  if (ref_sig < self_checked_.size() && !self_checked_[ref_sig]) {
+    self_checked_[ref_sig] = 1;
     // fr_trace's per-rank rules: the same verdict on every rank with this entry.
     MatchInfo own = SelfCheck(ref_view, pg_size);
-    if (!own.ok()) {
+    if (!own.ok() && ++self_check_notes_ <= kSelfCheckNotes) {
       out_->notes.push_back(fmt::format(
-          "{} seq {} {} (first of its kind): fr_trace reports {} for it on every rank alike; it compares one rank's "
+          "pg {} seq {} {} (first of its kind): fr_trace reports {} for it on every rank alike; it compares one rank's "
           "input with its own output (how the backend records this op), not ranks with each other, so evenkeel does "
           "not count it as a mismatch",
           group.name, cur.collective_seq_id, first.dump->sym(cur.profiling_name), own.ToString()));
@@ -658,6 +661,7 @@ void Matcher::Run() {
   for (const Dump& d : dumps_) dump_ranks_.insert(d.rank);
   BuildGroups();
   BuildRanks();
+  self_checked_.assign(global_sigs_.size(), 0);
   Align();
   std::set<std::string> versions;
   for (const Dump& d : dumps_) versions.insert(d.version);
@@ -669,9 +673,13 @@ void Matcher::Run() {
                                       list));
   }
   for (RankState& rs : ranks_) {
-    while (rs.remaining > 0) {
-      if (!MatchOne(rs)) return;
+    while (rs.remaining > 0 && MatchOne(rs)) {
     }
+    if (out_->stopped_at_cap) break;
+  }
+  if (self_check_notes_ > kSelfCheckNotes) {
+    out_->notes.push_back(fmt::format("{} more entry kinds that fr_trace's per-rank rules reject alike on every rank",
+                                      self_check_notes_ - kSelfCheckNotes));
   }
 }
 

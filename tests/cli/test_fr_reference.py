@@ -153,6 +153,6 @@ def test_evenkeel_and_fr_trace_on_each_phase(case, fr_trace):
     assert re.search(r"SIZE_OR_SYNTAX_MISMATCH, Found input numel '(\d+) \* pg size 2' does not match output "
                      r"numel '\1'", theirs["error"]), theirs["error"]
     # evenkeel saw the same entry and says why it is no mismatch.
-    assert any(n.startswith(f"0 seq {theirs['seq']} gloo:all_gather") and "on every rank alike" in n
+    assert any(n.startswith(f"pg 0 seq {theirs['seq']} gloo:all_gather") and "on every rank alike" in n
                for n in ours["notes"]), ours["notes"]
     assert all(f["culprits"] == [] for f in ours["findings"]), ours["findings"]
