@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -142,6 +143,7 @@ class Matcher {
   std::vector<std::pair<RankState*, size_t>> hits_;
   std::vector<uint8_t> self_checked_;  // per global signature: its per-rank rules were checked
   size_t self_check_notes_ = 0;        // entry kinds fr_trace's per-rank rules reject
+  std::vector<std::optional<Finding>> undecided_;  // per group: its last slot the dumps present agree on
   std::set<int64_t> dump_ranks_;
 };
 
@@ -482,8 +484,18 @@ bool Matcher::MatchOne(RankState& first) {
     ++mismatch_[g];
     Majority(&f, pg_size);
   } else if (!f.missing_dump_ranks.empty()) {
+    // The dumps present agree; only the absent ones could disagree. fr_trace
+    // counts this as a mismatch, which poisons the PG from its first slot on
+    // and hides a real desync further on: here it is no mismatch, and the
+    // PG's last such slot (where the dumps present end) is one finding, added
+    // at the end.
     f.kind = FindingKind::kMissingDumps;
-    ++mismatch_[g];
+    for (auto [rs, i] : hits) rs->Remove(i);
+    if (!poisoned) {
+      if (g >= undecided_.size()) undecided_.resize(g + 1);
+      undecided_[g] = std::move(f);
+    }
+    return true;
   } else {
     f.kind = FindingKind::kNoErrors;
   }
@@ -676,6 +688,13 @@ void Matcher::Run() {
     while (rs.remaining > 0 && MatchOne(rs)) {
     }
     if (out_->stopped_at_cap) break;
+  }
+  // A PG's "cannot decide" finding is its headline only if nothing in it was decided.
+  for (uint32_t g = 0; g < undecided_.size(); ++g) {
+    if (!undecided_[g]) continue;
+    Finding& f = *undecided_[g];
+    f.first_in_pg = mismatch_[g] == 0;
+    Record(std::move(f));
   }
   if (self_check_notes_ > kSelfCheckNotes) {
     out_->notes.push_back(fmt::format("{} more entry kinds that fr_trace's per-rank rules reject alike on every rank",

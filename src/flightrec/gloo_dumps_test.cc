@@ -142,5 +142,59 @@ TEST(SizeRules, ARankWithoutADumpIsNamedWhereTheOthersWait) {
             "inconclusive");
 }
 
+// Drops rank `drop`'s dump from a fixture, as if that rank had left none.
+LoadResult Without(const char* fixture, int64_t drop) {
+  LoadResult full = LoadFixture(fixture);
+  LoadResult load;
+  load.prefix = full.prefix;
+  load.world_size = full.world_size;
+  for (Dump& d : full.dumps) {
+    if (d.rank != drop) load.dumps.push_back(std::move(d));
+  }
+  return load;
+}
+
+TEST(MissingDumps, AMissingDumpDoesNotHideADesyncAmongTheOthers) {
+  // The report's desync (rank 3 in the barrier, ranks 0-2 in reduce_scatter at
+  // seq 3) with rank 1's dump lost: ranks 0, 2 and 3 still disagree.
+  LoadResult load = Without("type_mismatch", 1);
+  ASSERT_EQ(load.dumps.size(), 3u);
+  Analysis a = Analyze(load.dumps);
+  const Finding* f = HeadlineFinding(a);
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->kind, FindingKind::kErrors);
+  EXPECT_EQ(f->collective_seq_id, 3);
+  EXPECT_TRUE(Conclusive(a));
+  EXPECT_EQ(VerdictLine(load, a),
+            "desync at pg 0 (default_pg) seq 3: ranks 0,2 in reduce_scatter [[4,256]]->[[256]]; rank 3 in all_reduce "
+            "(barrier) [[1]]; rank 1 left no dump: different collectives at the same slot - conclusive");
+}
+
+TEST(MissingDumps, ARankThatStoppedIsNamedWhenAnotherDumpIsMissing) {
+  // missing_rank: rank 3's entries end at seq 2; ranks 0-2 are in seq 3. Rank 0's dump is lost.
+  LoadResult load = Without("missing_rank", 0);
+  Analysis a = Analyze(load.dumps);
+  const Finding* f = HeadlineFinding(a);
+  ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(RankStopped(*f));
+  EXPECT_FALSE(Conclusive(a));
+  EXPECT_EQ(VerdictLine(load, a),
+            "rank 3 stopped issuing collectives at pg 0 (default_pg) seq 2 (exited, or hangs outside a collective); "
+            "ranks 1-2 wait in seq 3 reduce_scatter [[4,256]]->[[256]]; rank 0 left no dump: a rank stopped, not a "
+            "desync - inconclusive");
+}
+
+TEST(MissingDumps, AgreeingSlotsAreNotFindingsOnlyTheLastIs) {
+  // fr_trace logs "cannot decide" for every slot and stops at its mismatch cap;
+  // here the slots the dumps present agree on are one finding, at the last.
+  LoadResult load = Without("type_mismatch", 3);
+  Analysis a = Analyze(load.dumps);
+  ASSERT_EQ(a.findings.size(), 1u);
+  EXPECT_EQ(a.findings[0].kind, FindingKind::kMissingDumps);
+  EXPECT_EQ(a.findings[0].collective_seq_id, 3);
+  EXPECT_FALSE(a.stopped_at_cap);
+  EXPECT_FALSE(Conclusive(a));
+}
+
 }  // namespace
 }  // namespace ek::flightrec
