@@ -128,6 +128,17 @@ class Matcher {
     return {rs.rank, rs.dump, &rs.entry(i), rs.name[i]};
   }
   OpView View(const SlotEntry& s) { return MakeOpView(*s.dump, *s.entry, s.name); }
+  // Where `rank` (which has a dump) last issued a collective of group `g`.
+  StoppedRank StoppedAt(int64_t rank, uint32_t g) {
+    StoppedRank st;
+    st.rank = rank;
+    RankState* rs = StateOf(rank);
+    if (size_t i = rs->LastOf(g); i < rs->alive.size()) {
+      st.last_seq = rs->entry(i).collective_seq_id;
+      st.last = Slot(*rs, i);
+    }
+    return st;
+  }
 
   const std::vector<Dump>& dumps_;
   const AnalyzeOptions& options_;
@@ -450,17 +461,7 @@ bool Matcher::MatchOne(RankState& first) {
   if (!f.missing_ranks.empty()) {
     f.kind = FindingKind::kMissingRanks;
     ++mismatch_[g];
-    for (int64_t o : f.missing_ranks) {
-      StoppedRank st;
-      st.rank = o;
-      RankState* rs = StateOf(o);
-      size_t i = rs->LastOf(g);
-      if (i < rs->alive.size()) {
-        st.last_seq = rs->entry(i).collective_seq_id;
-        st.last = Slot(*rs, i);
-      }
-      f.stopped.push_back(st);
-    }
+    for (int64_t o : f.missing_ranks) f.stopped.push_back(StoppedAt(o, g));
   } else if (f.culprits.empty() && !poisoned && f.missing_dump_ranks.empty()) {
     ok = true;
     if (undecided && (first.dump->major > 2 || (first.dump->major == 2 && first.dump->minor > 3))) {
@@ -619,16 +620,7 @@ bool Matcher::MatchCoalesced(RankState& first, const std::vector<size_t>& group0
         if (!info.ok()) step.culprits.push_back({r, std::move(info)});
         else if (poisoned) found_all = false;
       }
-      for (int64_t r : step.missing_ranks) {
-        StoppedRank st;
-        st.rank = r;
-        RankState* rs = StateOf(r);
-        if (size_t i = rs->LastOf(g); i < rs->alive.size()) {
-          st.last_seq = rs->entry(i).collective_seq_id;
-          st.last = Slot(*rs, i);
-        }
-        step.stopped.push_back(st);
-      }
+      for (int64_t r : step.missing_ranks) step.stopped.push_back(StoppedAt(r, g));
       if (!step.missing_ranks.empty()) step.kind = FindingKind::kMissingRanks;
       else if (!step.culprits.empty()) step.kind = FindingKind::kErrors;
       else if (!step.missing_dump_ranks.empty()) step.kind = FindingKind::kMissingDumps;

@@ -12,12 +12,13 @@
 //    (one tensor per rank) is accepted as well as the flattened form;
 //  - all_to_all_single is uneven like all_to_all: sizes are not compared;
 //  - Match compares ranks with each other only. fr_trace's rules that hold one
-//    rank's input against its own output (all_reduce in = out, the
-//    all_gather / reduce_scatter element counts, input dtypes = output dtypes)
-//    run after the sizes and dtypes were found equal across the ranks, so they
-//    fire alike on every rank: they say how a backend records the op (gloo
-//    records a DTensor gather [[64128, 32]] -> [[1, 64128, 32]]), never that
-//    ranks disagree. SelfCheck reports them; FrTraceMatch is the literal rule.
+//    rank's input against its own output (all_reduce in = out and the
+//    all_gather / reduce_scatter element counts, which run after the input
+//    and output sizes were found equal across the ranks; the reference's own
+//    input dtypes = output dtypes) fire alike on every rank: they say how a
+//    backend records the op (gloo records a DTensor gather [[64128, 32]] ->
+//    [[1, 64128, 32]]), never that ranks disagree. SelfCheck reports them;
+//    FrTraceMatch is the literal rule.
 #pragma once
 
 #include <cstdint>
