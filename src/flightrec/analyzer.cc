@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -34,6 +35,7 @@ int64_t SaturateInt64(__int128 v) {
 }
 
 constexpr uint32_t kNoGroup = 0xffffffffu;
+constexpr size_t kSelfCheckNotes = 3;  // notes about fr_trace's per-rank rules; the rest are counted
 
 // One rank's remaining entries (fr_trace's all_entries[rank]) with an index
 // from (group, collective_seq_id) to positions, so that "the first remaining
@@ -82,6 +84,13 @@ struct RankState {
     while (i < alive.size() && !alive[i]) ++i;
     return i;
   }
+  // The entry of `g` with the highest sequence id (alive or not), or size().
+  size_t LastOf(uint32_t g) const {
+    auto it = std::upper_bound(keys.begin(), keys.end(),
+                               Key{g, std::numeric_limits<int64_t>::max(), std::numeric_limits<uint32_t>::max()});
+    if (it == keys.begin() || std::prev(it)->group != g) return alive.size();
+    return std::prev(it)->index;
+  }
   // First alive entry of `g` with collective_seq_id `seq` and description
   // `desc` (a global symbol). Ranks in step have it at their head.
   size_t Find(uint32_t g, int64_t seq, Sym desc) const {
@@ -119,6 +128,17 @@ class Matcher {
     return {rs.rank, rs.dump, &rs.entry(i), rs.name[i]};
   }
   OpView View(const SlotEntry& s) { return MakeOpView(*s.dump, *s.entry, s.name); }
+  // Where `rank` (which has a dump) last issued a collective of group `g`.
+  StoppedRank StoppedAt(int64_t rank, uint32_t g) {
+    StoppedRank st;
+    st.rank = rank;
+    RankState* rs = StateOf(rank);
+    if (size_t i = rs->LastOf(g); i < rs->alive.size()) {
+      st.last_seq = rs->entry(i).collective_seq_id;
+      st.last = Slot(*rs, i);
+    }
+    return st;
+  }
 
   const std::vector<Dump>& dumps_;
   const AnalyzeOptions& options_;
@@ -132,6 +152,9 @@ class Matcher {
   std::unordered_map<std::string, Sym> global_syms_;
   std::map<std::array<Sym, 7>, uint32_t> global_sigs_;
   std::vector<std::pair<RankState*, size_t>> hits_;
+  std::vector<uint8_t> self_checked_;  // per global signature: its per-rank rules were checked
+  size_t self_check_notes_ = 0;        // entry kinds fr_trace's per-rank rules reject
+  std::vector<std::optional<Finding>> undecided_;  // per group: its last slot the dumps present agree on
   std::set<int64_t> dump_ranks_;
 };
 
@@ -381,6 +404,18 @@ bool Matcher::MatchOne(RankState& first) {
   // Entries with the reference's content match as the reference matches
   // itself: computed once per slot instead of once per rank.
   MatchInfo self_match = Match(ref_view, ref_view, pg_size);
+  if (ref_sig < self_checked_.size() && !self_checked_[ref_sig]) {
+    self_checked_[ref_sig] = 1;
+    // fr_trace's per-rank rules: the same verdict on every rank with this entry.
+    MatchInfo own = SelfCheck(ref_view, pg_size);
+    if (!own.ok() && ++self_check_notes_ <= kSelfCheckNotes) {
+      out_->notes.push_back(fmt::format(
+          "pg {} seq {} {} (first of its kind): fr_trace reports {} for it on every rank alike; it compares one rank's "
+          "input with its own output (how the backend records this op), not ranks with each other, so evenkeel does "
+          "not count it as a mismatch",
+          group.name, cur.collective_seq_id, first.dump->sym(cur.profiling_name), own.ToString()));
+    }
+  }
   Finding f;
   f.pg_name = group.name;
   f.pg_desc = std::string(desc);
@@ -426,6 +461,7 @@ bool Matcher::MatchOne(RankState& first) {
   if (!f.missing_ranks.empty()) {
     f.kind = FindingKind::kMissingRanks;
     ++mismatch_[g];
+    for (int64_t o : f.missing_ranks) f.stopped.push_back(StoppedAt(o, g));
   } else if (f.culprits.empty() && !poisoned && f.missing_dump_ranks.empty()) {
     ok = true;
     if (undecided && (first.dump->major > 2 || (first.dump->major == 2 && first.dump->minor > 3))) {
@@ -449,8 +485,18 @@ bool Matcher::MatchOne(RankState& first) {
     ++mismatch_[g];
     Majority(&f, pg_size);
   } else if (!f.missing_dump_ranks.empty()) {
+    // The dumps present agree; only the absent ones could disagree. fr_trace
+    // counts this as a mismatch, which poisons the PG from its first slot on
+    // and hides a real desync further on: here it is no mismatch, and the
+    // PG's last such slot (where the dumps present end) is one finding, added
+    // at the end.
     f.kind = FindingKind::kMissingDumps;
-    ++mismatch_[g];
+    for (auto [rs, i] : hits) rs->Remove(i);
+    if (!poisoned) {
+      if (g >= undecided_.size()) undecided_.resize(g + 1);
+      undecided_[g] = std::move(f);
+    }
+    return true;
   } else {
     f.kind = FindingKind::kNoErrors;
   }
@@ -574,6 +620,7 @@ bool Matcher::MatchCoalesced(RankState& first, const std::vector<size_t>& group0
         if (!info.ok()) step.culprits.push_back({r, std::move(info)});
         else if (poisoned) found_all = false;
       }
+      for (int64_t r : step.missing_ranks) step.stopped.push_back(StoppedAt(r, g));
       if (!step.missing_ranks.empty()) step.kind = FindingKind::kMissingRanks;
       else if (!step.culprits.empty()) step.kind = FindingKind::kErrors;
       else if (!step.missing_dump_ranks.empty()) step.kind = FindingKind::kMissingDumps;
@@ -618,6 +665,7 @@ void Matcher::Run() {
   for (const Dump& d : dumps_) dump_ranks_.insert(d.rank);
   BuildGroups();
   BuildRanks();
+  self_checked_.assign(global_sigs_.size(), 0);
   Align();
   std::set<std::string> versions;
   for (const Dump& d : dumps_) versions.insert(d.version);
@@ -629,13 +677,30 @@ void Matcher::Run() {
                                       list));
   }
   for (RankState& rs : ranks_) {
-    while (rs.remaining > 0) {
-      if (!MatchOne(rs)) return;
+    while (rs.remaining > 0 && MatchOne(rs)) {
     }
+    if (out_->stopped_at_cap) break;
+  }
+  // A PG's "cannot decide" finding is its headline only if nothing in it was decided.
+  for (uint32_t g = 0; g < undecided_.size(); ++g) {
+    if (!undecided_[g]) continue;
+    Finding& f = *undecided_[g];
+    f.first_in_pg = mismatch_[g] == 0;
+    Record(std::move(f));
+  }
+  if (self_check_notes_ > kSelfCheckNotes) {
+    out_->notes.push_back(fmt::format("{} more entry kinds that fr_trace's per-rank rules reject alike on every rank",
+                                      self_check_notes_ - kSelfCheckNotes));
   }
 }
 
 }  // namespace
+
+bool RankStopped(const Finding& f) {
+  if (f.kind != FindingKind::kMissingRanks || f.stopped.empty()) return false;
+  return std::all_of(f.stopped.begin(), f.stopped.end(),
+                     [&](const StoppedRank& s) { return s.last_seq < f.collective_seq_id; });
+}
 
 Analysis Analyze(const std::vector<Dump>& dumps, const AnalyzeOptions& options) {
   Analysis out;

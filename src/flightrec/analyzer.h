@@ -10,7 +10,9 @@
 //  - a missing dump never aborts the analysis (fr_trace needs
 //    --allow-incomplete-ranks); a PG absent from a rank's pg_config falls back
 //    to the rank list of an unnamed PG (gloo's recorder writes one) or the world;
-//  - a coalesced recv looks up its sender's ops (fr_trace looks up its own).
+//  - a coalesced recv looks up its sender's ops (fr_trace looks up its own);
+//  - entries are compared across ranks only (op.h's Match): fr_trace's
+//    per-rank input-vs-output rules become a note, not a finding.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +49,13 @@ struct Culprit {
   MatchInfo info;
 };
 
+// A rank that has no entry at a slot the others reached: where it stopped.
+struct StoppedRank {
+  int64_t rank = -1;
+  int64_t last_seq = -1;  // its highest collective_seq_id in the PG, -1 if none
+  SlotEntry last;         // that entry (entry == nullptr if none)
+};
+
 struct Finding {
   FindingKind kind = FindingKind::kErrors;
   bool first_in_pg = false;  // fr_trace's first mismatch for this PG; later ones are low-reliability
@@ -63,6 +72,7 @@ struct Finding {
   std::vector<int64_t> fr_trace_culprits;  // whom fr_trace names (when the reference differs)
   std::vector<SlotEntry> entries;  // every present rank's entry at the slot, ascending rank
   std::vector<Culprit> culprits;   // ascending rank
+  std::vector<StoppedRank> stopped;  // kMissingRanks: each missing rank's last entry in the PG
   int64_t total_input_numel = 0;   // kAllToAllNumel
   int64_t total_output_numel = 0;
 };
@@ -89,6 +99,11 @@ struct Analysis {
   bool stopped_at_cap = false;
   std::vector<std::unique_ptr<OpName>> op_names;  // owns SlotEntry::name
 };
+
+// A kMissingRanks finding whose missing ranks all stopped before the slot
+// (their last entry in the PG has a lower sequence id): a rank exited or hangs
+// outside a collective. That is not a desync: the ranks never disagreed.
+bool RankStopped(const Finding& f);
 
 // `dumps`: one per rank, in any order (they are visited by ascending rank).
 // The result points into `dumps`, which must outlive it. Never fails: what cannot

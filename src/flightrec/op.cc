@@ -105,13 +105,13 @@ OpView MakeOpView(const Dump& dump, const Entry& e, const OpName* name) {
 
 namespace {
 
-bool DtypeMismatch(const OpView& a, const OpView& b) {
+bool DtypeMismatch(const OpView& a, const OpView& b, bool per_rank) {
   const std::string& t = a.name->type;
   const Entry& x = *a.entry;
   const Entry& y = *b.entry;
   auto nonempty = [](FirstShape s) { return s == FirstShape::kNonEmpty; };
-  if (!In(t, {"scatter", "gather", "broadcast"}) && a.input_dtype_set != a.output_dtype_set && nonempty(x.input0) &&
-      nonempty(x.output0)) {
+  if (per_rank && !In(t, {"scatter", "gather", "broadcast"}) && a.input_dtype_set != a.output_dtype_set &&
+      nonempty(x.input0) && nonempty(x.output0)) {
     return true;
   }
   if (!In(t, {"scatter", "broadcast"}) && a.input_dtype_set != b.input_dtype_set && nonempty(x.input0) &&
@@ -126,9 +126,10 @@ bool DtypeMismatch(const OpView& a, const OpView& b) {
 
 MatchInfo Mismatch(MatchState s, std::string detail = {}) { return {s, std::move(detail)}; }
 
-}  // namespace
 
-MatchInfo Match(const OpView& self, const OpView& other, int64_t pg_size) {
+// fr_trace's Op.match; `per_rank` includes the rules that compare one rank's
+// input with its own output (op.h).
+MatchInfo MatchRules(const OpView& self, const OpView& other, int64_t pg_size, bool per_rank) {
   const OpName& a = *self.name;
   const OpName& b = *other.name;
   if (a.op_class == OpClass::kSend || a.op_class == OpClass::kRecv) {
@@ -154,13 +155,13 @@ MatchInfo Match(const OpView& self, const OpView& other, int64_t pg_size) {
       return Mismatch(MatchState::kSizeOrSyntaxMismatch,
                       fmt::format("Expected output sizes: '{}' does not match found output sizes: '{}'", self.output_sizes, other.output_sizes));
     }
-    if (In(t, {"all_reduce", "allreduce_coalesced"}) && self.input_sizes != other.output_sizes) {
+    if (per_rank && In(t, {"all_reduce", "allreduce_coalesced"}) && self.input_sizes != other.output_sizes) {
       return Mismatch(MatchState::kSizeOrSyntaxMismatch,
                       fmt::format("Expected input sizes: '{}' does not match found output sizes: '{}'", self.input_sizes, other.output_sizes));
     }
     const Entry& x = *self.entry;
     const Entry& y = *other.entry;
-    if (In(t, {"all_gather", "_all_gather_base", "all_gather_into_tensor_coalesced"})) {
+    if (per_rank && In(t, {"all_gather", "_all_gather_base", "all_gather_into_tensor_coalesced"})) {
       bool flat = y.output_numel0 == x.input_numel0 * pg_size;
       bool list = y.output_tensors == pg_size * x.input_tensors && y.output_numel == x.input_numel * pg_size;
       if (!flat && !list) {
@@ -168,7 +169,7 @@ MatchInfo Match(const OpView& self, const OpView& other, int64_t pg_size) {
                         fmt::format("Found input numel '{} * pg size {}' does not match output numel '{}'", y.input_numel0, pg_size, y.output_numel0));
       }
     }
-    if (In(t, {"reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor_coalesced"})) {
+    if (per_rank && In(t, {"reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor_coalesced"})) {
       bool flat = y.input_numel0 == x.output_numel0 * pg_size;
       bool list = y.input_tensors == pg_size * x.output_tensors && y.input_numel == x.output_numel * pg_size;
       if (!flat && !list) {
@@ -176,7 +177,7 @@ MatchInfo Match(const OpView& self, const OpView& other, int64_t pg_size) {
                         fmt::format("Found input numel '{}' does not match output numel '{} * pg size {}'", y.input_numel0, y.output_numel0, pg_size));
       }
     }
-    if (DtypeMismatch(self, other)) {
+    if (DtypeMismatch(self, other, per_rank)) {
       return Mismatch(MatchState::kCollectiveDtypeMismatch,
                       fmt::format("Expected dtypes: '{}' does not match found dtype: '{}/{}/{}'", self.input_dtype_set,
                                   self.output_dtype_set, other.input_dtype_set, other.output_dtype_set));
@@ -192,6 +193,22 @@ MatchInfo Match(const OpView& self, const OpView& other, int64_t pg_size) {
   // are in COLLECTIVES and so never reach this branch, as in fr_trace).
   if (a.type == b.type) return {};
   return Mismatch(MatchState::kSizeOrSyntaxMismatch);
+}
+
+}  // namespace
+
+MatchInfo Match(const OpView& self, const OpView& other, int64_t pg_size) {
+  return MatchRules(self, other, pg_size, /*per_rank=*/false);
+}
+
+MatchInfo FrTraceMatch(const OpView& self, const OpView& other, int64_t pg_size) {
+  return MatchRules(self, other, pg_size, /*per_rank=*/true);
+}
+
+MatchInfo SelfCheck(const OpView& entry, int64_t pg_size) {
+  MatchInfo info = FrTraceMatch(entry, entry, pg_size);
+  // Against itself only the per-rank rules can fail (and all_to_all is UNDECIDED).
+  return info.ok() ? MatchInfo{} : info;
 }
 
 }  // namespace ek::flightrec

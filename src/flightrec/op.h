@@ -10,7 +10,15 @@
 //    revision's: `_all_gather_base` is checked (the old code spells it
 //    `all_gather_base` and never matches) and the list form
 //    (one tensor per rank) is accepted as well as the flattened form;
-//  - all_to_all_single is uneven like all_to_all: sizes are not compared.
+//  - all_to_all_single is uneven like all_to_all: sizes are not compared;
+//  - Match compares ranks with each other only. fr_trace's rules that hold one
+//    rank's input against its own output (all_reduce in = out and the
+//    all_gather / reduce_scatter element counts, which run after the input
+//    and output sizes were found equal across the ranks; the reference's own
+//    input dtypes = output dtypes) fire alike on every rank: they say how a
+//    backend records the op (gloo records a DTensor gather [[64128, 32]] ->
+//    [[1, 64128, 32]]), never that ranks disagree. SelfCheck reports them;
+//    FrTraceMatch is the literal rule.
 #pragma once
 
 #include <cstdint>
@@ -67,8 +75,16 @@ struct OpView {
 
 OpView MakeOpView(const Dump& dump, const Entry& entry, const OpName* name);
 
-// fr_trace's `self.match(other)`: `self` is the reference entry, `pg_size` the
+// Whether `other` disagrees with the reference entry `self`: fr_trace's
+// `self.match(other)` without its per-rank rules (above). `pg_size` is the
 // number of ranks in the group.
 MatchInfo Match(const OpView& self, const OpView& other, int64_t pg_size);
+
+// fr_trace's `self.match(other)` rule for rule, per-rank rules included.
+MatchInfo FrTraceMatch(const OpView& self, const OpView& other, int64_t pg_size);
+
+// fr_trace's per-rank rules on one entry: what fr_trace would report for it
+// matched against an identical entry of another rank (FULLY_MATCHED when they hold).
+MatchInfo SelfCheck(const OpView& entry, int64_t pg_size);
 
 }  // namespace ek::flightrec

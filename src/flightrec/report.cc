@@ -60,7 +60,9 @@ std::string Suffix(const Finding& f) {
         default: return "mismatch";
       }
     }
-    case FindingKind::kMissingRanks: return "not all ranks joined the collective - conclusive";
+    case FindingKind::kMissingRanks:
+      if (RankStopped(f)) return "a rank stopped, not a desync - inconclusive";
+      return "not all ranks joined the collective (a rank skipped a sequence id the others issued) - conclusive";
     case FindingKind::kAllToAllNumel:
       return fmt::format("all_to_all element counts differ (in {}, out {}) - conclusive", f.total_input_numel, f.total_output_numel);
     case FindingKind::kMissingDumps: return "no mismatch among the dumps present - inconclusive";
@@ -227,6 +229,50 @@ std::string VerdictLine(const LoadResult& load, const Analysis& a) {
                          return r;
                        }()));
   }
+  if (RankStopped(*f)) {
+    // "rank 1 stopped issuing collectives at pg 0 (default_pg) seq 65 (...); rank 0 waits in seq 66 all_gather ...".
+    std::map<int64_t, std::vector<int64_t>> by_seq;
+    for (const StoppedRank& s : f->stopped) by_seq[s.last_seq].push_back(s.rank);
+    std::string line;
+    for (const auto& [seq, ranks] : by_seq) {
+      line += fmt::format("{}{} stopped issuing collectives {} {}", line.empty() ? "" : "; ", Ranks(ranks),
+                          line.empty() ? "at " + PgLabel(f->pg_name, f->pg_desc) : std::string("at"),
+                          seq < 0 ? std::string("before its first") : fmt::format("seq {}", seq));
+    }
+    line += " (exited, or hangs outside a collective)";
+    bool first = true;
+    for (const auto& [label, ranks] : SlotGroups(*f)) {
+      line += fmt::format("; {} {} in {}{}", Ranks(ranks), ranks.size() == 1 ? "waits" : "wait",
+                          first ? fmt::format("seq {} ", f->collective_seq_id) : "", label);
+      first = false;
+    }
+    if (!f->missing_dump_ranks.empty()) line += fmt::format("; {} left no dump", Ranks(f->missing_dump_ranks));
+    return line + ": " + Suffix(*f);
+  }
+  if (f->kind == FindingKind::kMissingDumps) {
+    // Every slot of a PG with a member missing is undecided from its first on:
+    // say where the dumps present end, which is where they wait.
+    std::string line = fmt::format("undecided: {} left no dump (stopped progressing, or killed before it could write one)",
+                                   Ranks(f->missing_dump_ranks));
+    std::vector<std::pair<std::string, std::vector<int64_t>>> last;
+    for (const Dump& d : load.dumps) {
+      const Entry* e = nullptr;
+      for (auto it = d.entries.rbegin(); it != d.entries.rend() && !e; ++it) {
+        if (d.sym(it->pg_name) == f->pg_name) e = &*it;
+      }
+      if (!e) continue;
+      OpName name = ParseOpName(d.sym(e->profiling_name));
+      std::string label = fmt::format("seq {} {}", e->collective_seq_id, OpLabel({d.rank, &d, e, &name}));
+      auto it = std::find_if(last.begin(), last.end(), [&](const auto& x) { return x.first == label; });
+      if (it == last.end()) last.push_back({label, {d.rank}});
+      else it->second.push_back(d.rank);
+    }
+    for (size_t i = 0; i < last.size(); ++i) {
+      line += fmt::format("; {} last in {}{}", Ranks(last[i].second), i == 0 ? PgLabel(f->pg_name, f->pg_desc) + " " : "",
+                          last[i].first);
+    }
+    return line + ": " + Suffix(*f);
+  }
   // Without the missing dumps nothing can be blamed: not called a desync.
   std::string line = fmt::format("{} at {} seq {}: ", f->kind == FindingKind::kMissingDumps ? "undecided" : "desync",
                                  PgLabel(f->pg_name, f->pg_desc), f->collective_seq_id);
@@ -287,6 +333,12 @@ std::string RenderText(const std::string& dir, const LoadResult& load, const Ana
       out += fmt::format("stack frames of the entries at {} seq {}:\n", PgLabel(head->pg_name, head->pg_desc), head->collective_seq_id);
       for (auto& [text, ranks] : stacks) out += fmt::format("  {} in {}", Ranks(ranks), text);
     }
+    // Where a rank that stopped was last seen issuing a collective.
+    for (const StoppedRank& st : head->stopped) {
+      if (!st.last.entry || st.last.entry->stack < 0) continue;
+      out += fmt::format("stack frames of rank {}'s last entry (seq {} {}):\n", st.rank, st.last_seq, OpLabel(st.last)) +
+             FrameText(*st.last.dump, *st.last.entry);
+    }
   }
   if (!a.findings.empty()) {
     out += "findings (fr_trace categories; after a pg's first mismatch its later findings are low-reliability):\n";
@@ -340,7 +392,7 @@ std::string RenderJson(const std::string& dir, const LoadResult& load, const Ana
   o += ','; Key(&o, "prefix"); AppendJsonString(&o, load.prefix);
   o += ','; Key(&o, "world_size"); AppendInt(&o, load.world_size);
   o += ','; Key(&o, "verdict"); AppendJsonString(&o, VerdictLine(load, a));
-  o += ','; Key(&o, "desync"); o += head && head->kind != FindingKind::kMissingDumps ? "true" : "false";
+  o += ','; Key(&o, "desync"); o += head && head->kind != FindingKind::kMissingDumps && !RankStopped(*head) ? "true" : "false";
   o += ','; Key(&o, "conclusive"); o += Conclusive(a) ? "true" : "false";
   o += ','; Key(&o, "differs_from_fr_trace"); AppendJsonString(&o, head ? DifferenceNote(*head) : "");
   std::vector<int64_t> read;
@@ -373,6 +425,16 @@ std::string RenderJson(const std::string& dir, const LoadResult& load, const Ana
     o += ','; Key(&o, "expected_ranks"); AppendJsonString(&o, CompactRanges(f.expected_ranks));
     o += ','; Key(&o, "missing_ranks"); IntList(&o, f.missing_ranks);
     o += ','; Key(&o, "missing_dump_ranks"); IntList(&o, f.missing_dump_ranks);
+    o += ','; Key(&o, "rank_stopped"); o += RankStopped(f) ? "true" : "false";
+    o += ','; Key(&o, "stopped"); o += '[';
+    for (size_t j = 0; j < f.stopped.size(); ++j) {
+      if (j) o += ',';
+      o += '{'; Key(&o, "rank"); AppendInt(&o, f.stopped[j].rank);
+      o += ','; Key(&o, "last_seq"); AppendInt(&o, f.stopped[j].last_seq);
+      o += ','; Key(&o, "last_op"); AppendJsonString(&o, f.stopped[j].last.entry ? OpLabel(f.stopped[j].last) : "");
+      o += '}';
+    }
+    o += ']';
     o += ','; Key(&o, "culprits"); o += '[';
     for (size_t j = 0; j < f.culprits.size(); ++j) {
       if (j) o += ',';

@@ -10,9 +10,9 @@ BIN=${1:-build}/src/cli/evenkeel
 PY=.venv/bin/python
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for dir in testdata/fr/*/ testdata/fr/real/*/; do
+for dir in testdata/fr/*/ testdata/fr/real/*/ testdata/fr/gloo/*/; do
   name=${dir%/}
-  [ "$name" = testdata/fr/real ] && continue
+  case $name in testdata/fr/real | testdata/fr/gloo) continue ;; esac
   # fr_trace walks subfolders and reads only pickles: give it the top-level files.
   rm -rf "$tmp/d" && mkdir "$tmp/d" && find "$name" -maxdepth 1 -type f -exec cp {} "$tmp/d/" \;
   echo "== $name"

@@ -238,6 +238,20 @@ def main():
     write_case(root, "state_mismatch", desync_world(
         3, lambda r: r.add("reduce_scatter", [[4, 256]], [[256]], state="completed")))
     write_case(root, "missing_rank", desync_world(3, lambda r: r))
+    # Both ranks in the same gather of a sharded parameter, recorded as gloo
+    # records a DTensor full_tensor() ([[N, 32]] -> [[1, N, 32]]): fr_trace's
+    # per-rank element-count rule fails on each rank alike; the ranks agree.
+    ag = []
+    for i in range(2):
+        r = Rank(i, pg_ranks=(0, 1)).add("all_reduce", [[8]], [[8]], lib="gloo", state="scheduled")
+        r.add("all_gather", [[64128, 32]], [[1, 64128, 32]], lib="gloo", state="scheduled")
+        ag.append(r)
+    write_case(root, "allgather_own_numel", ag)
+    # The same all_reduce with sizes that differ across ranks: [[10]] vs [[12]].
+    cs = [Rank(i, pg_ranks=(0, 1)).add("all_reduce", [[8]], [[8]]) for i in range(2)]
+    for i, r in enumerate(cs):
+        r.add("all_reduce", [[10 + 2 * i]], [[10 + 2 * i]], state="started")
+    write_case(root, "cross_rank_size", cs)
     # fr_trace's dtype case: output float16 vs float32 on a completed all_reduce.
     dt = [Rank(i, pg_ranks=(0, 1)).add("all_reduce", [[4, 4]], [[4, 4]]) for i in range(2)]
     for i, r in enumerate(dt):
