@@ -33,6 +33,7 @@
 #include "launch/process.h"
 #include "launch/rank_exec.h"
 #include "launch/records.h"
+#include "launch/session_lock.h"
 #include "pack/manifest.h"
 #include "run/plan.h"
 #include "watch/heartbeat.h"
@@ -48,6 +49,12 @@ double Now() {
 std::string Nonce() {
   std::random_device rd;
   return fmt::format("{:08x}{:08x}", rd(), rd());
+}
+
+std::string Hostname() {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  return host;
 }
 
 std::string DirName(const std::string& p) {
@@ -229,8 +236,14 @@ class Launcher {
  public:
   Launcher(const LaunchOptions& o, const Say& say) : o_(o), say_(say) {}
   Result<LaunchResult> Run();
+  // Empties the lock's record and releases it (a failure is a warning: the next launch
+  // would only call the lock stale).
+  void ReleaseLock();
 
  private:
+  // One launcher per run and node: takes the session's lock. False (with `refused`
+  // set) when another launcher holds it; a Status when the lock cannot be taken.
+  Result<bool> Lock(std::string* refused);
   Status Prepare();
   std::vector<std::pair<std::string, std::string>> RankEnv(int attempt) const;
   // Runs the gate; false (with the exit code set) when the launch must stop;
@@ -264,6 +277,7 @@ class Launcher {
   double started_ = Now();
   std::vector<AttemptSummary> attempts_;
   std::optional<Child> agent_;
+  std::optional<SessionLock> lock_;
 };
 
 Status Launcher::Prepare() {
@@ -543,6 +557,32 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
   return true;
 }
 
+Result<bool> Launcher::Lock(std::string* refused) {
+  const std::string path = LockPath(paths_.session, run_.nodes, cluster_.node_rank);
+  LockHolder me{Hostname(), static_cast<int64_t>(::getpid()), started_, cluster_.run_id, cluster_.node_rank};
+  auto lock = SessionLock::Acquire(path, me, o_.files);
+  if (!lock.ok()) {
+    if (lock.status().code() != StatusCode::kUnavailable) return lock.status();
+    *refused = "launch: " + lock.status().message();
+    return false;
+  }
+  lock_ = std::move(*lock);
+  if (lock_->stale()) {
+    say_(fmt::format("launch: taking over the stale lock {}: its holder, {}, is gone (it died without releasing it)",
+                     path, DescribeHolder(*lock_->stale())));
+  } else if (!lock_->stale_unreadable().empty()) {
+    say_(fmt::format("launch: taking over the lock {}, left by a launcher that died while writing it ({})", path,
+                     lock_->stale_unreadable()));
+  }
+  return true;
+}
+
+void Launcher::ReleaseLock() {
+  if (!lock_) return;
+  if (Status st = lock_->Release(); !st.ok()) say_("launch: warning: " + st.message());
+  lock_.reset();
+}
+
 void Launcher::StartAgent() {
   if (!o_.agent) return;
   SpawnOptions so;
@@ -562,9 +602,7 @@ void Launcher::StartAgent() {
 Result<NodeRecord> Launcher::RunAttempt(int attempt) {
   NodeRecord rec;
   rec.node = cluster_.node_rank;
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  rec.host = host;
+  rec.host = Hostname();
   const std::string dir = paths_.Attempt(attempt);
   // The ranks' records and dumps go here: no attempt without it.
   if (Status st = MakeDirs(dir + "/fr", o_.files); !st.ok()) return st.WithContext("launch: cannot make " + dir + "/fr");
@@ -785,6 +823,17 @@ Result<LaunchResult> Launcher::Run() {
         has_plan_ ? run::ScheduleToJson(plan_) : "null");
     return dry;
   }
+  {
+    std::string refused;
+    auto locked = Lock(&refused);
+    if (!locked.ok()) return Fail(locked.status());
+    if (!*locked) {
+      LaunchResult busy;
+      busy.exit_code = kExitRunBusy;
+      busy.refused = refused;
+      return busy;
+    }
+  }
   say_(fmt::format("launch: run {} ({}), node {} of {} ({}), world {}, run id {}, records in {}", run_.name,
                    run_.Identity(), cluster_.node_rank, run_.nodes, cluster_.source, run_.world(), cluster_.run_id,
                    paths_.session));
@@ -921,7 +970,9 @@ Result<LaunchResult> Launcher::Run() {
 
 Result<LaunchResult> Launch(const LaunchOptions& options, const Say& say) {
   Launcher l(options, say);
-  return l.Run();
+  auto result = l.Run();
+  l.ReleaseLock();
+  return result;
 }
 
 }  // namespace ek::launch
