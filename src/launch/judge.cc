@@ -152,9 +152,9 @@ Judgement Judge(const JudgeFacts& f) {
   const double backoff = f.backoff_s <= 0 ? 0.0 : std::min(f.backoff_max_s, f.backoff_s * std::pow(2.0, f.restarts));
   j.branch = Branch::kRestart;
   j.decision = {Action::kRestart, kExitCompleted,
-                fmt::format("{}; restarting from {} after {:.0f} s", why,
+                fmt::format("{}; restarting from {}{} after {:.0f} s", why,
                             f.after.step >= 0 ? fmt::format("checkpoint step {}", f.after.step) : std::string("the start"),
-                            backoff),
+                            f.skipped.empty() ? "" : fmt::format(" ({})", fmt::join(f.skipped, "; ")), backoff),
                 f.attempt + 1, backoff};
   return j;
 }

@@ -73,9 +73,12 @@ struct JudgeFacts {
   CheckpointFacts before;         // newest structurally verified checkpoint when the attempt started
   CheckpointFacts after;          // the same when it ended
   // Newest checkpoint that verifies with checksums. Only consulted when
-  // EveryProcessSucceeded(): the launcher computes it (reading every shard)
-  // only then.
+  // EveryProcessSucceeded(). (The launcher verifies `after` with checksums too,
+  // since it is the checkpoint the next attempt is handed: it passes the same.)
   CheckpointFacts verified;
+  // Checkpoints newer than `after` that did not verify ("step-00000020: skipped:
+  // <headline>"): named where a restart says what it resumes from.
+  std::vector<std::string> skipped;
   int restarts = 0;               // restarts made before this attempt
   int no_progress = 0;            // failed attempts in a row without a new checkpoint, before this one
   int max_restarts = 3;           // retry.max_restarts

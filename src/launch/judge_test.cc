@@ -147,6 +147,15 @@ std::vector<Row> Rows() {
                     f.fr_line = "fr/rank_0: not a pickle";
                   }),
                   Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart, {"rank 2"}, 10, 2, 0});
+  rows.push_back({"a newer checkpoint skipped is named where the restart says what it resumes from",
+                  With(RankKilled(), [](JudgeFacts& f) {
+                    f.after = {10, false, "ckpt/step-000010"};
+                    f.skipped = {"step-00000020: skipped: checksum mismatch in model-00001-of-00001.safetensors"};
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
+                  {"restarting from checkpoint step 10 (step-00000020: skipped: checksum mismatch in "
+                   "model-00001-of-00001.safetensors) after 10 s"},
+                  10, 2, 1});
   rows.push_back({"no progress, once: restart", With(RankKilled(), [](JudgeFacts& f) { f.after = f.before; }),
                   Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
                   {"restarting from checkpoint step 10"}, 10, 2, 1});

@@ -184,6 +184,7 @@ struct Checkpoint {
   double mtime = 0;
   bool final = false;
   uint64_t tokens = 0;
+  std::vector<std::string> skipped;  // newer ones that did not verify: "step-00000020: skipped: <headline>"
 };
 
 Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level, std::vector<std::string>* warnings) {
@@ -198,6 +199,34 @@ Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level
     c.tokens = m->tokens_seen;
   }
   return c;
+}
+
+// The checkpoint an attempt resumes from: the newest that verifies with checksums,
+// by ckpt::NewestVerified at kFull, which is what the trainer's
+// newest_verified(full=True) runs. The launcher hands it to the trainer
+// (EVENKEEL_RESUME_FROM), which resumes from exactly it, so what the launcher
+// prints is what happens. An error (the checkpoint folder cannot be read) is
+// returned: guessing "the start" would throw the run's progress away.
+Result<Checkpoint> ResumePoint(const std::string& ckpt_dir) {
+  Checkpoint c;
+  auto found = ckpt::NewestVerified(ckpt_dir, ckpt::VerifyLevel::kFull, &c.skipped);
+  if (!found.ok()) return found.status().WithContext("launch: cannot choose the checkpoint to resume from");
+  if (!*found) return c;
+  c.step = (*found)->step;
+  c.path = (*found)->path;
+  c.mtime = (*found)->mtime;
+  auto m = ckpt::ReadCheckpointManifest(c.path);
+  if (!m.ok()) return m.status().WithContext("launch: cannot choose the checkpoint to resume from");
+  c.final = m->final;
+  c.tokens = m->tokens_seen;
+  return c;
+}
+
+// "checkpoint step 10 (step-00000020: skipped: checksum mismatch ...)", "the start".
+std::string DescribeResume(const Checkpoint& c) {
+  std::string s = c.step >= 0 ? fmt::format("checkpoint step {}", c.step) : "the start";
+  if (!c.skipped.empty()) s += fmt::format(" ({})", fmt::join(c.skipped, "; "));
+  return s;
 }
 
 struct AttemptSummary {
@@ -250,7 +279,9 @@ class Launcher {
   // a Status when a gate record cannot be written.
   Result<bool> Gate(int* first_attempt, int* exit_code);
   // One attempt on this node; a Status when its folder cannot be made.
-  Result<NodeRecord> RunAttempt(int attempt);
+  // `resume_from` is EVENKEEL_RESUME_FROM for the ranks ("" on nodes other than 0:
+  // rank 0 decides and broadcasts).
+  Result<NodeRecord> RunAttempt(int attempt, const std::string& resume_from);
   // Node 0: gathers the facts of an attempt (records, checkpoints, the flight
   // recorder) and asks Judge (launch/judge.h).
   AttemptSummary JudgeAttempt(int attempt, const std::vector<NodeFacts>& nodes, const std::vector<NodeRecord>& records,
@@ -278,6 +309,9 @@ class Launcher {
   std::vector<AttemptSummary> attempts_;
   std::optional<Child> agent_;
   std::optional<SessionLock> lock_;
+  // Node 0: the checkpoint the next attempt resumes from, chosen when the last one
+  // was judged (its `after`); unset before the first attempt.
+  std::optional<Checkpoint> resume_;
 };
 
 Status Launcher::Prepare() {
@@ -599,7 +633,7 @@ void Launcher::StartAgent() {
   agent_ = std::move(*c);
 }
 
-Result<NodeRecord> Launcher::RunAttempt(int attempt) {
+Result<NodeRecord> Launcher::RunAttempt(int attempt, const std::string& resume_from) {
   NodeRecord rec;
   rec.node = cluster_.node_rank;
   rec.host = Hostname();
@@ -623,6 +657,7 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt) {
   SpawnOptions so;
   so.argv = argv;
   so.env = RankEnv(attempt);
+  if (!resume_from.empty()) so.env.push_back({"EVENKEEL_RESUME_FROM", resume_from});
   so.output_pipe = true;
   so.parent_death_signal = SIGKILL;
   const std::string log_path = fmt::format("{}/torchrun-node-{}.log", dir, cluster_.node_rank);
@@ -730,8 +765,14 @@ AttemptSummary Launcher::JudgeAttempt(int attempt, const std::vector<NodeFacts>&
     a.step_reached = std::max(a.step_reached, n.step_reached);
   }
   if (records.empty()) a.start = a.end = Now();
-  std::vector<std::string> warnings;
-  Checkpoint after = NewestCheckpoint(paths_.ckpt_dir, ckpt::VerifyLevel::kStructure, &warnings);
+  // The newest checkpoint that verifies with checksums: progress, done, and the next attempt's resume point.
+  Checkpoint after;
+  if (auto pick = ResumePoint(paths_.ckpt_dir); pick.ok()) {
+    after = *pick;
+    resume_ = after;
+  } else {
+    say_("launch: warning: " + pick.status().message());  // the next attempt asks again, and stops on it
+  }
   auto facts_of = [](const Checkpoint& c) { return CheckpointFacts{c.step, c.final, c.path}; };
   JudgeFacts f;
   f.attempt = attempt;
@@ -739,8 +780,8 @@ AttemptSummary Launcher::JudgeAttempt(int attempt, const std::vector<NodeFacts>&
   f.planned_steps = has_plan_ ? static_cast<int64_t>(plan_.total_steps) : 0;
   f.before = facts_of(before);
   f.after = facts_of(after);
-  // Checksums read every shard: only when the attempt can be done.
-  if (EveryProcessSucceeded(f)) f.verified = facts_of(NewestCheckpoint(paths_.ckpt_dir, ckpt::VerifyLevel::kFull, &warnings));
+  f.verified = f.after;  // `after` is verified with checksums
+  f.skipped = after.skipped;
   f.restarts = restarts;
   f.no_progress = *no_progress;
   f.max_restarts = run_.max_restarts;
@@ -850,12 +891,30 @@ Result<LaunchResult> Launcher::Run() {
   StartAgent();
   int restarts = 0, no_progress = 0;
   while (true) {
-    std::vector<std::string> warnings;
-    Checkpoint before = NewestCheckpoint(paths_.ckpt_dir, ckpt::VerifyLevel::kStructure, &warnings);
-    say_(fmt::format("launch: attempt {} ({}{})", attempt,
-                     before.step >= 0 ? fmt::format("resuming from checkpoint step {}", before.step) : "from the start",
+    // Node 0 chooses the checkpoint and hands it to the trainer; the other nodes' ranks get it from rank 0.
+    Checkpoint before;
+    std::string resume_from, where = "the checkpoint is node 0's choice";
+    if (cluster_.node_rank == 0) {
+      if (!resume_) {
+        auto pick = ResumePoint(paths_.ckpt_dir);
+        if (!pick.ok()) {
+          if (agent_) agent_->Stop(5);
+          return pick.status();
+        }
+        resume_ = *pick;
+      }
+      before = *resume_;
+      resume_.reset();
+      resume_from = before.step >= 0 ? before.path : "none";
+      where = before.step >= 0 ? "resuming from " + DescribeResume(before) : "from " + DescribeResume(before);
+      if (std::find(o_.extra_args.begin(), o_.extra_args.end(), "--no-resume") != o_.extra_args.end()) {
+        resume_from = "none";
+        where = "from the start, as --no-resume asks";
+      }
+    }
+    say_(fmt::format("launch: attempt {} ({}{})", attempt, where,
                      restarts ? fmt::format(", restart {} of {}", restarts, run_.max_restarts) : ""));
-    auto ran = RunAttempt(attempt);
+    auto ran = RunAttempt(attempt, resume_from);
     if (!ran.ok()) return Fail(ran.status());
     const NodeRecord& mine = *ran;
     const std::string dir = paths_.Attempt(attempt);
