@@ -29,6 +29,7 @@
 #include "flightrec/loader.h"
 #include "flightrec/report.h"
 #include "gate/gate.h"
+#include "launch/cause.h"
 #include "launch/judge.h"
 #include "launch/process.h"
 #include "launch/rank_exec.h"
@@ -240,7 +241,14 @@ struct AttemptSummary {
   Decision decision;
   std::vector<NodeRecord> nodes;
   double gpu_hours = 0, gpu_hours_lost = 0;
+  std::vector<RankCause> causes;  // every node's failed ranks, in rank order
 };
+
+std::string CausesToJson(const std::vector<RankCause>& causes) {
+  std::string o = "[";
+  for (size_t i = 0; i < causes.size(); ++i) o += (i ? ", " : "") + RankCauseToJson(causes[i]);
+  return o + "]";
+}
 
 std::string AttemptToJson(const AttemptSummary& a) {
   std::string o = fmt::format(
@@ -251,7 +259,7 @@ std::string AttemptToJson(const AttemptSummary& a) {
       a.checkpoint_after, JsonString(a.fr_verdict), a.fr_conclusive ? "true" : "false", a.gpu_hours, a.gpu_hours_lost);
   std::string d = DecisionToJson(a.attempt, a.decision);
   while (!d.empty() && d.back() == '\n') d.pop_back();
-  o += d + ", \"nodes\": [";
+  o += d + ", \"causes\": " + CausesToJson(a.causes) + ", \"nodes\": [";
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     std::string n = NodeRecordToJson(a.nodes[i]);
     while (!n.empty() && n.back() == '\n') n.pop_back();
@@ -745,6 +753,17 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const std::string& resume_f
       say_("launch: warning: rank record left out: " + rr.status().message());
     }
   }
+  // Why each failed rank failed: its log's first error, else its exit status or signal.
+  // A rank without a record (its wrapper was killed) still has its log.
+  for (int r = cluster_.node_rank * run_.gpus_per_node; r < (cluster_.node_rank + 1) * run_.gpus_per_node; ++r) {
+    auto rr = std::find_if(rec.ranks.begin(), rec.ranks.end(), [&](const RankRecord& x) { return x.rank == r; });
+    ExitStatus es = rr != rec.ranks.end() ? ExitStatus{rr->exit_code, rr->signal} : ExitStatus{0, 0};
+    if (rr != rec.ranks.end() && es.ok()) continue;
+    std::string cause;
+    if (auto log = ReadIfExists(fmt::format("{}/rank-{}.log", dir, r)); log.ok() && *log) cause = FirstError(**log, r);
+    if (cause.empty() && rr != rec.ranks.end()) cause = es.ToString();
+    if (!cause.empty()) rec.causes.push_back({r, cause});
+  }
   std::vector<std::string> problems;
   for (const auto& hb : watch::ReadHeartbeatDir(paths_.heartbeat, &problems)) {
     rec.step_reached = std::max<int64_t>(rec.step_reached, hb.step);
@@ -760,6 +779,7 @@ AttemptSummary Launcher::JudgeAttempt(int attempt, const std::vector<NodeFacts>&
   a.nodes = records;
   a.start = 1e300;
   for (const auto& n : records) {
+    a.causes.insert(a.causes.end(), n.causes.begin(), n.causes.end());
     a.start = std::min(a.start, n.start);
     a.end = std::max(a.end, n.end);
     a.step_reached = std::max(a.step_reached, n.step_reached);
@@ -843,6 +863,16 @@ std::string Launcher::Summary(int exit_code, const std::string& outcome) const {
       train_s > 0 ? trained_tokens / train_s : 0.0, JsonString(final.final ? final.path : ""), attempts_.size(), used, lost,
       has_plan_ ? static_cast<int64_t>(plan_.dropped_blocks) : -1, JsonString(paths_.session), JsonString(kVersion));
   for (size_t i = 0; i < attempts_.size(); ++i) o += (i ? ", " : "") + AttemptToJson(attempts_[i]);
+  // Every failed rank of every attempt, for the 3 a.m. reader: what broke, where.
+  o += "], \"causes\": [";
+  bool first = true;
+  for (const auto& a : attempts_) {
+    for (const auto& c : a.causes) {
+      o += fmt::format("{}{{\"attempt\": {}, \"rank\": {}, \"cause\": {}}}", first ? "" : ", ", a.attempt, c.rank,
+                       JsonString(c.cause));
+      first = false;
+    }
+  }
   o += "]}\n";
   return o;
 }
@@ -984,9 +1014,11 @@ Result<LaunchResult> Launcher::Run() {
       a.end = mine.end;
       a.decision = decision;
       a.nodes = {mine};
+      a.causes = mine.causes;
       a.gpu_hours = run_.gpus_per_node * std::max(0.0, mine.end - mine.start) / 3600;
       attempts_.push_back(a);
     }
+    for (const auto& c : attempts_.back().causes) say_(fmt::format("launch: attempt {}: rank {}: {}", attempt, c.rank, c.cause));
     say_(fmt::format("launch: attempt {}: {}: {}", attempt, ActionName(decision.action), decision.reason));
     if (decision.action != Action::kRestart) {
       result.exit_code = decision.exit_code;
