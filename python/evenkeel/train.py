@@ -29,8 +29,11 @@ pretrained safetensors weights (evenkeel.hf). Checkpoints are bf16 consolidated
 safetensors shards with an index, the config and tokenizer files, and
 evenkeel-checkpoint.json, every save_every steps and at every epoch end, each
 behind the report's save barrier (evenkeel.checkpoint). A restart resumes the
-weights of the newest checkpoint that verifies, at the exact block and
-learning-rate step where it was saved.
+weights of the newest checkpoint that verifies (with checksums), at the exact
+block and learning-rate step where it was saved; under `evenkeel launch`, the
+checkpoint the launcher chose and names in EVENKEEL_RESUME_FROM (a path, or
+"none"), verified again here: one that does not verify is a refusal (exit 2),
+never a silent pick of another.
 
 Flags that are not in the run file control one attempt: --stop-after N ends it
 after step N as an interruption would (for tests of resume), --log-blocks DIR
@@ -60,7 +63,7 @@ import torch
 import torch.distributed as dist
 
 from evenkeel import BlockDataset, Heartbeat, Plan, RunFile, _core, evenfix
-from evenkeel.checkpoint import CheckpointWriter, newest_verified
+from evenkeel.checkpoint import CheckpointWriter, newest_verified, verify
 from evenkeel.hf import iter_full_tensors, load_sharded
 
 # Flags that restate a run-file key: (flag, section.key, type). Given, they must agree.
@@ -202,16 +205,53 @@ def dump_flight_recorder(run: Run, backend: str) -> str | None:
 # Resume
 
 
+# The launcher's resume decision (docs/launch.md "Resume"): a checkpoint directory it
+# verified with checksums, or "none". Unset when the trainer is run by hand.
+RESUME_ENV = "EVENKEEL_RESUME_FROM"
+
+
+def handed_resume(handed: str) -> tuple[dict | None, str | None]:
+    """The checkpoint the launcher handed over, verified again with checksums here:
+    (its evenkeel-checkpoint.json with "path", None), (None, None) for "none", or
+    (None, the reason) when it does not verify: the trainer then refuses (exit 2)
+    rather than pick another one behind the launcher's back."""
+    if handed == "none":
+        return None, None
+    try:
+        report = verify(handed, full=True)
+    except _core.Error as e:
+        return None, f"{RESUME_ENV}={handed}: {e}"
+    if not report["ok"]:
+        problems = report["problems"] or ["does not verify"]
+        return None, f"{RESUME_ENV}={handed}: the checkpoint the launcher chose does not verify: {problems[0]}"
+    with open(os.path.join(handed, "evenkeel-checkpoint.json"), encoding="utf-8") as f:
+        meta = json.load(f)
+    meta["path"] = handed
+    return meta, None
+
+
 def find_resume(run: Run, ckpt_dir: str) -> dict | None:
-    """Rank 0 verifies (checksums included) and picks the newest good checkpoint;
-    every rank gets its evenkeel-checkpoint.json."""
-    found: list = [None]
-    if run.rank == 0 and os.path.isdir(ckpt_dir):
-        meta, warnings = newest_verified(ckpt_dir, full=True)
-        for w in warnings:
-            run.log(f"warning: {w}")
-        found[0] = meta
+    """Rank 0 decides, every rank gets the checkpoint's evenkeel-checkpoint.json (or
+    None). Under the launcher (EVENKEEL_RESUME_FROM set) exactly the checkpoint it
+    chose, verified again with checksums; by hand, the newest one that verifies."""
+    found: list = [None, None]  # the checkpoint, the reason the handed one cannot be used
+    if run.rank == 0:
+        handed = os.environ.get(RESUME_ENV, "")
+        if handed:
+            found = list(handed_resume(handed))
+            if found[0] is not None:
+                run.log(f"resume: {found[0]['path']} (step {found[0]['step']}), as the launcher chose; "
+                        "verified with checksums")
+            elif found[1] is None:
+                run.log("resume: from the start, as the launcher chose (no checkpoint verifies)")
+        elif os.path.isdir(ckpt_dir):
+            meta, warnings = newest_verified(ckpt_dir, full=True)
+            for w in warnings:
+                run.log(f"warning: {w}")
+            found[0] = meta
     dist.broadcast_object_list(found, src=0)
+    if found[1] is not None:
+        raise UsageError(found[1])
     return found[0]
 
 
@@ -257,6 +297,8 @@ def train(args: argparse.Namespace, cfg: RunFile, run: Run, device: torch.device
     if cfg.world != world:
         raise UsageError(f"{cfg.path}: cluster is {cfg.cluster.nodes} x {cfg.cluster.gpus_per_node} = world "
                          f"{cfg.world}, but {world} ranks were started")
+    if not os.path.isdir(pack_dir):
+        raise UsageError(f"{cfg.path}: data.pack_dir {pack_dir}: no such directory")
     # The pack's ids must mean the model's tokens: refuse before any weight is read.
     try:
         _core.check_model_tokenizer(pack_dir, model_dir)

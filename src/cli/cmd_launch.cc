@@ -66,7 +66,8 @@ int RunLaunch(int argc, char** argv) {
                "(exit 93). Exit 0 only when the final checkpoint exists and verifies.\n"
                "Exit codes: 0 completed, 1 gate refused, 2 usage, 65 bad input (run file, cluster),\n"
                "69 a peer or component unavailable, 70 launcher error, 74 I/O error, 75 restart budget\n"
-               "spent (requeue), 93 do not requeue, 130 cancelled. Details: docs/launch.md.",
+               "spent or another launcher already runs this run (requeue), 93 do not requeue, 130 cancelled.\n"
+               "Details: docs/launch.md.",
                "evenkeel launch"};
   launch::LaunchOptions o;
   bool json = false;
@@ -96,6 +97,11 @@ int RunLaunch(int argc, char** argv) {
   };
   auto r = launch::Launch(o, say);
   if (!r.ok()) return ReportError(r.status());
+  if (!r->refused.empty()) {
+    // Another launcher runs this run: its error line, and 75 (EX_TEMPFAIL: try again later).
+    (void)ReportError(UnavailableError(r->refused));
+    return r->exit_code;
+  }
   if (o.dry_run) {
     if (json) {
       std::fputs(r->summary_json.c_str(), stdout);

@@ -1,5 +1,7 @@
 #include "launch/judge.h"
 
+#include <signal.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -39,6 +41,7 @@ NodeFacts FactsOf(const NodeRecord& n) {
   f.torchrun_signal = n.torchrun_signal;
   f.cancelled = n.cancelled;
   for (const auto& r : n.ranks) f.ranks.push_back({r.rank, r.exit_code, r.signal});
+  f.causes = n.causes;
   return f;
 }
 
@@ -65,7 +68,9 @@ std::string ProcessFailures(const JudgeFacts& f) {
     for (const auto& r : n.ranks) {
       ExitStatus es{r.exit_code, r.signal};
       if (!es.ok()) {
-        why.push_back(fmt::format("rank {} {}", r.rank, es.ToString()));
+        auto c = std::find_if(n.causes.begin(), n.causes.end(), [&](const RankCause& x) { return x.rank == r.rank; });
+        why.push_back(c != n.causes.end() ? fmt::format("rank {}: {}", r.rank, c->cause)
+                                          : fmt::format("rank {} {}", r.rank, es.ToString()));
         rank_failed = true;
       }
     }
@@ -77,6 +82,24 @@ std::string ProcessFailures(const JudgeFacts& f) {
   if (f.nodes.empty()) why.push_back("no node reported");
   if (why.empty()) return "torchrun failed";
   return fmt::format("{}", fmt::join(why.begin(), why.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(why.size(), 6)), ", "));
+}
+
+// The trainer refused the configuration (exit 2: usage, run file, data, tokenizer)
+// on some rank, and nothing else failed but ranks torchrun then stopped with SIGTERM.
+bool ConfigurationRefused(const JudgeFacts& f) {
+  if (f.nodes.empty()) return false;
+  bool refused = false;
+  for (const auto& n : f.nodes) {
+    if (!n.reported || !n.error.empty()) return false;
+    for (const auto& r : n.ranks) {
+      if (r.signal == 0 && r.exit_code == 2) {
+        refused = true;
+      } else if (!(r.signal == 0 && r.exit_code == 0) && r.signal != SIGTERM) {
+        return false;
+      }
+    }
+  }
+  return refused;
 }
 
 Judgement Stop(Judgement j, Branch branch, int exit_code, std::string reason) {
@@ -135,6 +158,10 @@ Judgement Judge(const JudgeFacts& f) {
   j.outcome = Outcome::kFailed;
   const bool progress = f.after.step > f.before.step;
   j.no_progress = progress ? 0 : f.no_progress + 1;
+  if (ConfigurationRefused(f)) {
+    return Stop(j, Branch::kRefused, kExitBadInput,
+                "the trainer refused the configuration (exit 2; a restart would refuse again): " + why);
+  }
   if (f.fr == FrVerdict::kConclusive) {
     return Stop(j, Branch::kDesync, kExitDoNotRequeue,
                 "deterministic collective desync (a restart would deadlock again): " + f.fr_line);
@@ -152,9 +179,9 @@ Judgement Judge(const JudgeFacts& f) {
   const double backoff = f.backoff_s <= 0 ? 0.0 : std::min(f.backoff_max_s, f.backoff_s * std::pow(2.0, f.restarts));
   j.branch = Branch::kRestart;
   j.decision = {Action::kRestart, kExitCompleted,
-                fmt::format("{}; restarting from {} after {:.0f} s", why,
+                fmt::format("{}; restarting from {}{} after {:.0f} s", why,
                             f.after.step >= 0 ? fmt::format("checkpoint step {}", f.after.step) : std::string("the start"),
-                            backoff),
+                            f.skipped.empty() ? "" : fmt::format(" ({})", fmt::join(f.skipped, "; ")), backoff),
                 f.attempt + 1, backoff};
   return j;
 }

@@ -1,6 +1,7 @@
 // The launcher's judgement of one attempt (docs/launch.md "Judgement"): done,
 // restart, stop with 93 (do not requeue), stop with 75 (restart budget spent),
-// stop with 130 (cancelled) or 65 (a node record that cannot be read). A pure
+// stop with 130 (cancelled) or 65 (a node record that cannot be read, or a
+// configuration the trainer refused). A pure
 // function of the facts the launcher gathered: the nodes' exit statuses and
 // signals, the flight recorder's verdict, the plan, the newest verified
 // checkpoint before and after the attempt, and the attempt history. No I/O:
@@ -14,11 +15,15 @@
 //      step (when the plan knows it)                    -> done 0
 //   otherwise the attempt failed (why: no checkpoint, not final, not at the
 //   planned step, or processes that failed / nodes that did not report), and
-//   4. the flight recorder's verdict is a conclusive desync -> stop 93
-//   5. retry.max_no_progress attempts in a row without a new verified
+//   4. a configuration refusal: every node reported, some rank exited 2 (the
+//      trainer's usage, run-file, data or tokenizer refusal) and every other
+//      failed rank exited 2 too or was stopped with SIGTERM by torchrun after
+//      it: a restart would refuse again           -> stop 65
+//   5. the flight recorder's verdict is a conclusive desync -> stop 93
+//   6. retry.max_no_progress attempts in a row without a new verified
 //      checkpoint (this one included)                   -> stop 93
-//   6. retry.max_restarts restarts already made          -> stop 75
-//   7. else restart after backoff_s x 2^restarts, capped at backoff_max_s.
+//   7. retry.max_restarts restarts already made          -> stop 75
+//   8. else restart after backoff_s x 2^restarts, capped at backoff_max_s.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +59,7 @@ struct NodeFacts {
   int torchrun_code = -1, torchrun_signal = 0;
   bool cancelled = false;
   std::vector<RankFacts> ranks;  // the ranks that wrote a record
+  std::vector<RankCause> causes;  // why its failed ranks failed (launch/cause.h), for the reason
 };
 // The facts in a node record that was read.
 NodeFacts FactsOf(const NodeRecord& n);
@@ -73,9 +79,12 @@ struct JudgeFacts {
   CheckpointFacts before;         // newest structurally verified checkpoint when the attempt started
   CheckpointFacts after;          // the same when it ended
   // Newest checkpoint that verifies with checksums. Only consulted when
-  // EveryProcessSucceeded(): the launcher computes it (reading every shard)
-  // only then.
+  // EveryProcessSucceeded(). (The launcher verifies `after` with checksums too,
+  // since it is the checkpoint the next attempt is handed: it passes the same.)
   CheckpointFacts verified;
+  // Checkpoints newer than `after` that did not verify ("step-00000020: skipped:
+  // <headline>"): named where a restart says what it resumes from.
+  std::vector<std::string> skipped;
   int restarts = 0;               // restarts made before this attempt
   int no_progress = 0;            // failed attempts in a row without a new checkpoint, before this one
   int max_restarts = 3;           // retry.max_restarts
@@ -96,8 +105,8 @@ std::string_view OutcomeName(Outcome o);  // "completed", "failed", "cancelled" 
 enum class Failure { kNone, kNoCheckpoint, kNotFinal, kNotAtPlannedStep, kProcesses, kUnreadableRecord };
 
 // Which of the questions above settled it; tests count that each is reached.
-enum class Branch { kCancelled, kUnreadableRecord, kDone, kDesync, kNoProgress, kBudgetSpent, kRestart };
-inline constexpr int kBranchCount = 7;
+enum class Branch { kCancelled, kUnreadableRecord, kDone, kRefused, kDesync, kNoProgress, kBudgetSpent, kRestart };
+inline constexpr int kBranchCount = 8;
 inline constexpr int kFailureCount = 6;
 
 struct Judgement {

@@ -147,6 +147,62 @@ std::vector<Row> Rows() {
                     f.fr_line = "fr/rank_0: not a pickle";
                   }),
                   Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart, {"rank 2"}, 10, 2, 0});
+  rows.push_back({"a newer checkpoint skipped is named where the restart says what it resumes from",
+                  With(RankKilled(), [](JudgeFacts& f) {
+                    f.after = {10, false, "ckpt/step-000010"};
+                    f.skipped = {"step-00000020: skipped: checksum mismatch in model-00001-of-00001.safetensors"};
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
+                  {"restarting from checkpoint step 10 (step-00000020: skipped: checksum mismatch in "
+                   "model-00001-of-00001.safetensors) after 10 s"},
+                  10, 2, 1});
+  // A configuration refusal (the trainer's exit 2) is not retried: stop 65, the cause named.
+  auto refused = [](JudgeFacts f) {
+    f.nodes[0].torchrun_code = 1;
+    for (auto& r : f.nodes[0].ranks) r = {r.rank, 2, 0};
+    f.nodes[0].causes = {{0, "/r/run.toml: data.pack_dir /p: no such directory"}};
+    f.after = f.before = {};
+    f.verified = {};
+    return f;
+  };
+  rows.push_back({"every rank exited 2: the configuration is refused, not retried", refused(Completed()), Action::kStop,
+                  65, Outcome::kFailed, Failure::kProcesses, Branch::kRefused,
+                  {"the trainer refused the configuration (exit 2; a restart would refuse again): rank 0: /r/run.toml: "
+                   "data.pack_dir /p: no such directory, rank 1 exit 2"},
+                  0, 0, 1});
+  rows.push_back({"one rank exited 2, torchrun stopped the others with SIGTERM: refused",
+                  With(refused(Completed()), [](JudgeFacts& f) {
+                    for (int r = 1; r < 4; ++r) f.nodes[0].ranks[r] = {r, -1, SIGTERM};
+                  }),
+                  Action::kStop, 65, Outcome::kFailed, Failure::kProcesses, Branch::kRefused,
+                  {"rank 0: /r/run.toml", "rank 1 killed by SIGTERM"}, 0, 0, 1});
+  rows.push_back({"a refusal outranks a spent budget", With(refused(Completed()), [](JudgeFacts& f) {
+                    f.restarts = 3;
+                    f.no_progress = 1;
+                  }),
+                  Action::kStop, 65, Outcome::kFailed, Failure::kProcesses, Branch::kRefused, {"refused"}, 0, 0, 2});
+  rows.push_back({"cancelled outranks a refusal", With(refused(Completed()), [](JudgeFacts& f) {
+                    f.nodes[0].cancelled = true;
+                  }),
+                  Action::kStop, 130, Outcome::kCancelled, Failure::kNone, Branch::kCancelled, {"cancelled"}});
+  rows.push_back({"exit 2 beside another failure is no refusal: restart", With(refused(Completed()), [](JudgeFacts& f) {
+                    f.nodes[0].ranks[3] = {3, 1, 0};
+                    f.nodes[0].causes.push_back({3, "OSError: [Errno 28] No space left on device: 'x' (in save)"});
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
+                  {"rank 3: OSError: [Errno 28] No space left on device: 'x' (in save)"}, 10, 2, 1});
+  rows.push_back({"SIGTERM alone is no refusal: restart", With(RankKilled(), [](JudgeFacts& f) {
+                    f.nodes[0].ranks[2] = {2, -1, SIGTERM};
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
+                  {"rank 2 killed by SIGTERM"}, 10, 2, 0});
+  rows.push_back({"exit 2 with a node that did not report is no refusal: restart",
+                  With(refused(Completed()), [](JudgeFacts& f) {
+                    f.nodes.push_back(NodeFacts{});
+                    f.nodes[1].node = 1;
+                  }),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
+                  {"node 1 did not report"}, 10, 2, 1});
   rows.push_back({"no progress, once: restart", With(RankKilled(), [](JudgeFacts& f) { f.after = f.before; }),
                   Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
                   {"restarting from checkpoint step 10"}, 10, 2, 1});
@@ -258,7 +314,8 @@ TEST(JudgeTest, TheTableReachesEveryBranch) {
   }
   EXPECT_EQ(static_cast<int>(branches.size()), kBranchCount);
   EXPECT_EQ(static_cast<int>(failures.size()), kFailureCount);
-  for (Branch b : {Branch::kCancelled, Branch::kUnreadableRecord, Branch::kDone, Branch::kDesync, Branch::kNoProgress,
+  for (Branch b : {Branch::kCancelled, Branch::kUnreadableRecord, Branch::kDone, Branch::kRefused, Branch::kDesync,
+                   Branch::kNoProgress,
                    Branch::kBudgetSpent, Branch::kRestart}) {
     EXPECT_TRUE(branches.count(b)) << static_cast<int>(b);
   }

@@ -29,10 +29,12 @@
 #include "flightrec/loader.h"
 #include "flightrec/report.h"
 #include "gate/gate.h"
+#include "launch/cause.h"
 #include "launch/judge.h"
 #include "launch/process.h"
 #include "launch/rank_exec.h"
 #include "launch/records.h"
+#include "launch/session_lock.h"
 #include "pack/manifest.h"
 #include "run/plan.h"
 #include "watch/heartbeat.h"
@@ -48,6 +50,12 @@ double Now() {
 std::string Nonce() {
   std::random_device rd;
   return fmt::format("{:08x}{:08x}", rd(), rd());
+}
+
+std::string Hostname() {
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  return host;
 }
 
 std::string DirName(const std::string& p) {
@@ -177,6 +185,7 @@ struct Checkpoint {
   double mtime = 0;
   bool final = false;
   uint64_t tokens = 0;
+  std::vector<std::string> skipped;  // newer ones that did not verify: "step-00000020: skipped: <headline>"
 };
 
 Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level, std::vector<std::string>* warnings) {
@@ -193,6 +202,34 @@ Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level
   return c;
 }
 
+// The checkpoint an attempt resumes from: the newest that verifies with checksums,
+// by ckpt::NewestVerified at kFull, which is what the trainer's
+// newest_verified(full=True) runs. The launcher hands it to the trainer
+// (EVENKEEL_RESUME_FROM), which resumes from exactly it, so what the launcher
+// prints is what happens. An error (the checkpoint folder cannot be read) is
+// returned: guessing "the start" would throw the run's progress away.
+Result<Checkpoint> ResumePoint(const std::string& ckpt_dir) {
+  Checkpoint c;
+  auto found = ckpt::NewestVerified(ckpt_dir, ckpt::VerifyLevel::kFull, &c.skipped);
+  if (!found.ok()) return found.status().WithContext("launch: cannot choose the checkpoint to resume from");
+  if (!*found) return c;
+  c.step = (*found)->step;
+  c.path = (*found)->path;
+  c.mtime = (*found)->mtime;
+  auto m = ckpt::ReadCheckpointManifest(c.path);
+  if (!m.ok()) return m.status().WithContext("launch: cannot choose the checkpoint to resume from");
+  c.final = m->final;
+  c.tokens = m->tokens_seen;
+  return c;
+}
+
+// "checkpoint step 10 (step-00000020: skipped: checksum mismatch ...)", "the start".
+std::string DescribeResume(const Checkpoint& c) {
+  std::string s = c.step >= 0 ? fmt::format("checkpoint step {}", c.step) : "the start";
+  if (!c.skipped.empty()) s += fmt::format(" ({})", fmt::join(c.skipped, "; "));
+  return s;
+}
+
 struct AttemptSummary {
   int attempt = 0;
   double start = 0, end = 0;
@@ -204,7 +241,14 @@ struct AttemptSummary {
   Decision decision;
   std::vector<NodeRecord> nodes;
   double gpu_hours = 0, gpu_hours_lost = 0;
+  std::vector<RankCause> causes;  // every node's failed ranks, in rank order
 };
+
+std::string CausesToJson(const std::vector<RankCause>& causes) {
+  std::string o = "[";
+  for (size_t i = 0; i < causes.size(); ++i) o += (i ? ", " : "") + RankCauseToJson(causes[i]);
+  return o + "]";
+}
 
 std::string AttemptToJson(const AttemptSummary& a) {
   std::string o = fmt::format(
@@ -215,7 +259,7 @@ std::string AttemptToJson(const AttemptSummary& a) {
       a.checkpoint_after, JsonString(a.fr_verdict), a.fr_conclusive ? "true" : "false", a.gpu_hours, a.gpu_hours_lost);
   std::string d = DecisionToJson(a.attempt, a.decision);
   while (!d.empty() && d.back() == '\n') d.pop_back();
-  o += d + ", \"nodes\": [";
+  o += d + ", \"causes\": " + CausesToJson(a.causes) + ", \"nodes\": [";
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     std::string n = NodeRecordToJson(a.nodes[i]);
     while (!n.empty() && n.back() == '\n') n.pop_back();
@@ -229,15 +273,23 @@ class Launcher {
  public:
   Launcher(const LaunchOptions& o, const Say& say) : o_(o), say_(say) {}
   Result<LaunchResult> Run();
+  // Empties the lock's record and releases it (a failure is a warning: the next launch
+  // would only call the lock stale).
+  void ReleaseLock();
 
  private:
+  // One launcher per run and node: takes the session's lock. False (with `refused`
+  // set) when another launcher holds it; a Status when the lock cannot be taken.
+  Result<bool> Lock(std::string* refused);
   Status Prepare();
   std::vector<std::pair<std::string, std::string>> RankEnv(int attempt) const;
   // Runs the gate; false (with the exit code set) when the launch must stop;
   // a Status when a gate record cannot be written.
   Result<bool> Gate(int* first_attempt, int* exit_code);
   // One attempt on this node; a Status when its folder cannot be made.
-  Result<NodeRecord> RunAttempt(int attempt);
+  // `resume_from` is EVENKEEL_RESUME_FROM for the ranks ("" on nodes other than 0:
+  // rank 0 decides and broadcasts).
+  Result<NodeRecord> RunAttempt(int attempt, const std::string& resume_from);
   // Node 0: gathers the facts of an attempt (records, checkpoints, the flight
   // recorder) and asks Judge (launch/judge.h).
   AttemptSummary JudgeAttempt(int attempt, const std::vector<NodeFacts>& nodes, const std::vector<NodeRecord>& records,
@@ -264,6 +316,10 @@ class Launcher {
   double started_ = Now();
   std::vector<AttemptSummary> attempts_;
   std::optional<Child> agent_;
+  std::optional<SessionLock> lock_;
+  // Node 0: the checkpoint the next attempt resumes from, chosen when the last one
+  // was judged (its `after`); unset before the first attempt.
+  std::optional<Checkpoint> resume_;
 };
 
 Status Launcher::Prepare() {
@@ -543,6 +599,32 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
   return true;
 }
 
+Result<bool> Launcher::Lock(std::string* refused) {
+  const std::string path = LockPath(paths_.session, run_.nodes, cluster_.node_rank);
+  LockHolder me{Hostname(), static_cast<int64_t>(::getpid()), started_, cluster_.run_id, cluster_.node_rank};
+  auto lock = SessionLock::Acquire(path, me, o_.files);
+  if (!lock.ok()) {
+    if (lock.status().code() != StatusCode::kUnavailable) return lock.status();
+    *refused = "launch: " + lock.status().message();
+    return false;
+  }
+  lock_ = std::move(*lock);
+  if (lock_->stale()) {
+    say_(fmt::format("launch: taking over the stale lock {}: its holder, {}, is gone (it died without releasing it)",
+                     path, DescribeHolder(*lock_->stale())));
+  } else if (!lock_->stale_unreadable().empty()) {
+    say_(fmt::format("launch: taking over the lock {}, left by a launcher that died while writing it ({})", path,
+                     lock_->stale_unreadable()));
+  }
+  return true;
+}
+
+void Launcher::ReleaseLock() {
+  if (!lock_) return;
+  if (Status st = lock_->Release(); !st.ok()) say_("launch: warning: " + st.message());
+  lock_.reset();
+}
+
 void Launcher::StartAgent() {
   if (!o_.agent) return;
   SpawnOptions so;
@@ -559,12 +641,10 @@ void Launcher::StartAgent() {
   agent_ = std::move(*c);
 }
 
-Result<NodeRecord> Launcher::RunAttempt(int attempt) {
+Result<NodeRecord> Launcher::RunAttempt(int attempt, const std::string& resume_from) {
   NodeRecord rec;
   rec.node = cluster_.node_rank;
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  rec.host = host;
+  rec.host = Hostname();
   const std::string dir = paths_.Attempt(attempt);
   // The ranks' records and dumps go here: no attempt without it.
   if (Status st = MakeDirs(dir + "/fr", o_.files); !st.ok()) return st.WithContext("launch: cannot make " + dir + "/fr");
@@ -585,6 +665,7 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt) {
   SpawnOptions so;
   so.argv = argv;
   so.env = RankEnv(attempt);
+  if (!resume_from.empty()) so.env.push_back({"EVENKEEL_RESUME_FROM", resume_from});
   so.output_pipe = true;
   so.parent_death_signal = SIGKILL;
   const std::string log_path = fmt::format("{}/torchrun-node-{}.log", dir, cluster_.node_rank);
@@ -672,6 +753,17 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt) {
       say_("launch: warning: rank record left out: " + rr.status().message());
     }
   }
+  // Why each failed rank failed: its log's first error, else its exit status or signal.
+  // A rank without a record (its wrapper was killed) still has its log.
+  for (int r = cluster_.node_rank * run_.gpus_per_node; r < (cluster_.node_rank + 1) * run_.gpus_per_node; ++r) {
+    auto rr = std::find_if(rec.ranks.begin(), rec.ranks.end(), [&](const RankRecord& x) { return x.rank == r; });
+    ExitStatus es = rr != rec.ranks.end() ? ExitStatus{rr->exit_code, rr->signal} : ExitStatus{0, 0};
+    if (rr != rec.ranks.end() && es.ok()) continue;
+    std::string cause;
+    if (auto log = ReadIfExists(fmt::format("{}/rank-{}.log", dir, r)); log.ok() && *log) cause = FirstError(**log, r);
+    if (cause.empty() && rr != rec.ranks.end()) cause = es.ToString();
+    if (!cause.empty()) rec.causes.push_back({r, cause});
+  }
   std::vector<std::string> problems;
   for (const auto& hb : watch::ReadHeartbeatDir(paths_.heartbeat, &problems)) {
     rec.step_reached = std::max<int64_t>(rec.step_reached, hb.step);
@@ -687,13 +779,20 @@ AttemptSummary Launcher::JudgeAttempt(int attempt, const std::vector<NodeFacts>&
   a.nodes = records;
   a.start = 1e300;
   for (const auto& n : records) {
+    a.causes.insert(a.causes.end(), n.causes.begin(), n.causes.end());
     a.start = std::min(a.start, n.start);
     a.end = std::max(a.end, n.end);
     a.step_reached = std::max(a.step_reached, n.step_reached);
   }
   if (records.empty()) a.start = a.end = Now();
-  std::vector<std::string> warnings;
-  Checkpoint after = NewestCheckpoint(paths_.ckpt_dir, ckpt::VerifyLevel::kStructure, &warnings);
+  // The newest checkpoint that verifies with checksums: progress, done, and the next attempt's resume point.
+  Checkpoint after;
+  if (auto pick = ResumePoint(paths_.ckpt_dir); pick.ok()) {
+    after = *pick;
+    resume_ = after;
+  } else {
+    say_("launch: warning: " + pick.status().message());  // the next attempt asks again, and stops on it
+  }
   auto facts_of = [](const Checkpoint& c) { return CheckpointFacts{c.step, c.final, c.path}; };
   JudgeFacts f;
   f.attempt = attempt;
@@ -701,8 +800,8 @@ AttemptSummary Launcher::JudgeAttempt(int attempt, const std::vector<NodeFacts>&
   f.planned_steps = has_plan_ ? static_cast<int64_t>(plan_.total_steps) : 0;
   f.before = facts_of(before);
   f.after = facts_of(after);
-  // Checksums read every shard: only when the attempt can be done.
-  if (EveryProcessSucceeded(f)) f.verified = facts_of(NewestCheckpoint(paths_.ckpt_dir, ckpt::VerifyLevel::kFull, &warnings));
+  f.verified = f.after;  // `after` is verified with checksums
+  f.skipped = after.skipped;
   f.restarts = restarts;
   f.no_progress = *no_progress;
   f.max_restarts = run_.max_restarts;
@@ -764,6 +863,16 @@ std::string Launcher::Summary(int exit_code, const std::string& outcome) const {
       train_s > 0 ? trained_tokens / train_s : 0.0, JsonString(final.final ? final.path : ""), attempts_.size(), used, lost,
       has_plan_ ? static_cast<int64_t>(plan_.dropped_blocks) : -1, JsonString(paths_.session), JsonString(kVersion));
   for (size_t i = 0; i < attempts_.size(); ++i) o += (i ? ", " : "") + AttemptToJson(attempts_[i]);
+  // Every failed rank of every attempt, for the 3 a.m. reader: what broke, where.
+  o += "], \"causes\": [";
+  bool first = true;
+  for (const auto& a : attempts_) {
+    for (const auto& c : a.causes) {
+      o += fmt::format("{}{{\"attempt\": {}, \"rank\": {}, \"cause\": {}}}", first ? "" : ", ", a.attempt, c.rank,
+                       JsonString(c.cause));
+      first = false;
+    }
+  }
   o += "]}\n";
   return o;
 }
@@ -785,6 +894,17 @@ Result<LaunchResult> Launcher::Run() {
         has_plan_ ? run::ScheduleToJson(plan_) : "null");
     return dry;
   }
+  {
+    std::string refused;
+    auto locked = Lock(&refused);
+    if (!locked.ok()) return Fail(locked.status());
+    if (!*locked) {
+      LaunchResult busy;
+      busy.exit_code = kExitRunBusy;
+      busy.refused = refused;
+      return busy;
+    }
+  }
   say_(fmt::format("launch: run {} ({}), node {} of {} ({}), world {}, run id {}, records in {}", run_.name,
                    run_.Identity(), cluster_.node_rank, run_.nodes, cluster_.source, run_.world(), cluster_.run_id,
                    paths_.session));
@@ -801,12 +921,30 @@ Result<LaunchResult> Launcher::Run() {
   StartAgent();
   int restarts = 0, no_progress = 0;
   while (true) {
-    std::vector<std::string> warnings;
-    Checkpoint before = NewestCheckpoint(paths_.ckpt_dir, ckpt::VerifyLevel::kStructure, &warnings);
-    say_(fmt::format("launch: attempt {} ({}{})", attempt,
-                     before.step >= 0 ? fmt::format("resuming from checkpoint step {}", before.step) : "from the start",
+    // Node 0 chooses the checkpoint and hands it to the trainer; the other nodes' ranks get it from rank 0.
+    Checkpoint before;
+    std::string resume_from, where = "the checkpoint is node 0's choice";
+    if (cluster_.node_rank == 0) {
+      if (!resume_) {
+        auto pick = ResumePoint(paths_.ckpt_dir);
+        if (!pick.ok()) {
+          if (agent_) agent_->Stop(5);
+          return pick.status();
+        }
+        resume_ = *pick;
+      }
+      before = *resume_;
+      resume_.reset();
+      resume_from = before.step >= 0 ? before.path : "none";
+      where = before.step >= 0 ? "resuming from " + DescribeResume(before) : "from " + DescribeResume(before);
+      if (std::find(o_.extra_args.begin(), o_.extra_args.end(), "--no-resume") != o_.extra_args.end()) {
+        resume_from = "none";
+        where = "from the start, as --no-resume asks";
+      }
+    }
+    say_(fmt::format("launch: attempt {} ({}{})", attempt, where,
                      restarts ? fmt::format(", restart {} of {}", restarts, run_.max_restarts) : ""));
-    auto ran = RunAttempt(attempt);
+    auto ran = RunAttempt(attempt, resume_from);
     if (!ran.ok()) return Fail(ran.status());
     const NodeRecord& mine = *ran;
     const std::string dir = paths_.Attempt(attempt);
@@ -876,9 +1014,11 @@ Result<LaunchResult> Launcher::Run() {
       a.end = mine.end;
       a.decision = decision;
       a.nodes = {mine};
+      a.causes = mine.causes;
       a.gpu_hours = run_.gpus_per_node * std::max(0.0, mine.end - mine.start) / 3600;
       attempts_.push_back(a);
     }
+    for (const auto& c : attempts_.back().causes) say_(fmt::format("launch: attempt {}: rank {}: {}", attempt, c.rank, c.cause));
     say_(fmt::format("launch: attempt {}: {}: {}", attempt, ActionName(decision.action), decision.reason));
     if (decision.action != Action::kRestart) {
       result.exit_code = decision.exit_code;
@@ -921,7 +1061,9 @@ Result<LaunchResult> Launcher::Run() {
 
 Result<LaunchResult> Launch(const LaunchOptions& options, const Say& say) {
   Launcher l(options, say);
-  return l.Run();
+  auto result = l.Run();
+  l.ReleaseLock();
+  return result;
 }
 
 }  // namespace ek::launch

@@ -36,6 +36,7 @@ inline constexpr int kExitBadInput = 65;     // EX_DATAERR: run file, cluster la
 inline constexpr int kExitError = 70;        // EX_SOFTWARE: the launcher itself failed (node 0 never decided)
 inline constexpr int kExitIoError = 74;      // EX_IOERR: the launcher could not write its records
 inline constexpr int kExitBudgetSpent = 75;  // EX_TEMPFAIL: retry.max_restarts used up while still progressing
+inline constexpr int kExitRunBusy = 75;      // EX_TEMPFAIL: another launcher holds this run's lock (launch/session_lock.h)
 inline constexpr int kExitDoNotRequeue = 93; // deterministic failure: a conclusive desync, or no progress
 inline constexpr int kExitCancelled = 130;   // SIGINT/SIGTERM/SIGHUP
 
@@ -61,12 +62,17 @@ struct LaunchResult {
   int exit_code = kExitError;
   std::string summary_json;  // node 0's summary (every node gets a copy)
   std::string summary_name;  // where it came from, for errors: LAUNCH_DIR/RUN_ID/summary.json
+  // Set when nothing started because another launcher holds this run (and node): the
+  // error to print, naming the lock and its holder; exit_code is kExitRunBusy and there
+  // is no summary (the session is the other launcher's).
+  std::string refused;
 };
 
 // Progress lines for people (one per call, no newline).
 using Say = std::function<void(const std::string&)>;
 
-// Runs the whole launch. Errors before any attempt (run file, cluster, torchrun
+// Runs the whole launch, holding the session's lock (launch/session_lock.h)
+// from before the gate until it returns. Errors before any attempt (run file, cluster, torchrun
 // or the trainer not found) and a coordination record that cannot be written
 // (gate parts and verdict, node records, attempt.json, decision.json,
 // summary.json) are a Status (the CLI's exit 65/69/70/74); everything else is

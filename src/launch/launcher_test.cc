@@ -15,6 +15,7 @@
 
 #include "core/fault_env.h"
 #include "core/file.h"
+#include "launch/session_lock.h"
 
 namespace ek::launch {
 namespace {
@@ -219,6 +220,42 @@ TEST_F(LauncherTest, EveryWriteFaultOfTheDecisionIsAnIoErrorAndLeavesNoHalfRecor
     EXPECT_TRUE(FileExists(Session() + "/attempt-001/attempt.json"));
     EXPECT_FALSE(FileExists(Session() + "/summary.json"));
   }
+}
+
+// One launcher per run: while another holds the session's lock, a launch
+// starts nothing (no gate, no torchrun), writes nothing into the session and
+// says who holds it; exit 75. Once the holder is gone it runs.
+TEST_F(LauncherTest, ASecondLauncherOfTheSameRunIsRefusedNamingTheFirst) {
+  ASSERT_TRUE(MakeDirs(Session()).ok());
+  auto held = SessionLock::Acquire(Session() + "/launch.lock", {"n7", 4242, 1764586923, "t", 0}, Env::Default());
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  auto r = Launch(o_, say_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, kExitRunBusy);
+  EXPECT_NE(r->refused.find(Session() + "/launch.lock is held by pid 4242 on host n7"), std::string::npos) << r->refused;
+  EXPECT_EQ(TorchrunArgs(), "") << "nothing may start";
+  EXPECT_FALSE(FileExists(Session() + "/gate/verdict.json"));
+  EXPECT_FALSE(FileExists(Session() + "/summary.json"));
+  ASSERT_TRUE(held->Release().ok());
+  std::vector<std::string> said;
+  auto again = Launch(o_, [&](const std::string& line) { said.push_back(line); });
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->refused, "");
+  EXPECT_EQ(again->exit_code, kExitBudgetSpent);  // torchrun "fails", max_restarts = 0
+  for (const auto& line : said) EXPECT_EQ(line.find("stale"), std::string::npos) << line;
+  EXPECT_EQ(*ReadFile(Session() + "/launch.lock"), "") << "released cleanly: the record is emptied";
+}
+
+// The lock's record cannot be written: an I/O error naming the lock file (exit 74), nothing started.
+TEST_F(LauncherTest, ALockThatCannotBeRecordedIsAnIoError) {
+  FaultInjectionEnv files(Env::Default());
+  files.Add(FaultRule::Fail(FileOp::kAppend, "launch.lock", ENOSPC));
+  o_.files = &files;
+  auto r = Launch(o_, say_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+  EXPECT_NE(r.status().message().find(Session() + "/launch.lock"), std::string::npos) << r.status().message();
+  EXPECT_EQ(TorchrunArgs(), "");
 }
 
 }  // namespace

@@ -28,6 +28,10 @@ std::string_view ActionName(Action a) {
   return "?";
 }
 
+std::string RankCauseToJson(const RankCause& c) {
+  return fmt::format("{{\"rank\": {}, \"cause\": {}}}", c.rank, JsonString(c.cause));
+}
+
 std::string NodeRecordToJson(const NodeRecord& n) {
   std::string o = fmt::format("{{\"node\": {}, \"host\": {}, \"start\": {:.3f}, \"end\": {:.3f}, \"torchrun\": "
                               "{{\"exit_code\": {}, \"signal\": {}}}, \"cancelled\": {}, \"step_reached\": {}, \"error\": {}, "
@@ -39,6 +43,8 @@ std::string NodeRecordToJson(const NodeRecord& n) {
     while (!r.empty() && r.back() == '\n') r.pop_back();
     o += (i ? ", " : "") + r;
   }
+  o += "], \"causes\": [";
+  for (size_t i = 0; i < n.causes.size(); ++i) o += (i ? ", " : "") + RankCauseToJson(n.causes[i]);
   o += "]}\n";
   return o;
 }
@@ -61,6 +67,13 @@ Result<NodeRecord> NodeRecordFromJson(std::string_view json, const std::string& 
   EK_RETURN_IF_ERROR(f.Objects("ranks", [&](const JsonFields& r) -> Status {
     EK_ASSIGN_OR_RETURN(RankRecord rec, RankRecordFromFields(r));
     n.ranks.push_back(std::move(rec));
+    return Status::Ok();
+  }));
+  EK_RETURN_IF_ERROR(f.Objects("causes", [&](const JsonFields& c) -> Status {
+    RankCause rc;
+    EK_RETURN_IF_ERROR(c.IntIn("rank", 0, kIntMax, &rc.rank));
+    EK_RETURN_IF_ERROR(c.Str("cause", &rc.cause));
+    n.causes.push_back(std::move(rc));
     return Status::Ok();
   }));
   return n;

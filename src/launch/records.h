@@ -23,6 +23,14 @@
 
 namespace ek::launch {
 
+// Why one rank failed: the first error its log names (launch/cause.h), else its
+// exit status or signal ("killed by SIGKILL"). In node records, attempt.json and
+// summary.json as {"rank": R, "cause": "..."}.
+struct RankCause {
+  int rank = -1;
+  std::string cause;
+};
+
 // One node's account of one attempt (attempt-NNN/node-N.json).
 struct NodeRecord {
   int node = 0;
@@ -33,7 +41,9 @@ struct NodeRecord {
   int64_t step_reached = -1;  // the newest step this node's ranks beat
   std::vector<RankRecord> ranks;
   std::string error;  // the launcher could not start torchrun
+  std::vector<RankCause> causes;  // this node's ranks that failed, in rank order
 };
+std::string RankCauseToJson(const RankCause& c);
 std::string NodeRecordToJson(const NodeRecord& n);
 Result<NodeRecord> NodeRecordFromJson(std::string_view json, const std::string& name);
 

@@ -85,6 +85,23 @@ TEST(NodeRecordTest, RoundTrips) {
   EXPECT_TRUE(empty->ranks.empty());
 }
 
+TEST(NodeRecordTest, TheCausesOfFailedRanksRoundTripAndAreReadStrictly) {
+  NodeRecord n = Node1();
+  n.causes = {{3, "OSError: [Errno 28] No space left on device: '/c/model-00001-of-00001.safetensors' (in save)"}};
+  const std::string good = NodeRecordToJson(n);
+  auto back = NodeRecordFromJson(good, kNodeFile);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->causes.size(), 1u);
+  EXPECT_EQ(back->causes[0].rank, 3);
+  EXPECT_EQ(back->causes[0].cause, n.causes[0].cause);
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, ", \"causes\": [", ", \"x\": ["), kNodeFile)),
+            "attempt-001/node-1.json: causes: missing");
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "{\"rank\": 3, \"cause\"", "{\"rank\": \"3\", \"cause\""), kNodeFile)),
+            "attempt-001/node-1.json: causes[0].rank: not an integer");
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"cause\": \"OSError", "\"why\": \"OSError"), kNodeFile)),
+            "attempt-001/node-1.json: causes[0].cause: missing");
+}
+
 TEST(NodeRecordTest, AMissingFieldIsAnErrorNamingItAndTheFile) {
   const std::string good = NodeRecordToJson(Node1());
   EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"step_reached\": 40, ", ""), kNodeFile)),
