@@ -2,11 +2,13 @@
 # The main job on the embedded default: a rehearsal of a fine-tuning run, end to end,
 # on this machine's CPUs, from one run file:
 #   1. a tiny Qwen3 model directory made with transformers (the real architecture and
-#      tokenizer, hidden size 256, 2 layers) stands in for a pretrained model (no hub here);
-#   2. five short conversations of the bundled sample are rendered with that model's own
+#      tokenizer, hidden size 64, 4 layers, MLP width 1024, an untied output layer as the
+#      larger Qwen3 models have) stands in for a pretrained model (no hub here);
+#   2. four short conversations of the bundled sample are rendered with that model's own
 #      chat template (Qwen3's Jinja template, exactly as transformers renders it) and
-#      packed with its tokenizer for a world of 4 ranks, balanced so every rank has the
-#      same block count: small enough to memorize in a few minutes of CPU;
+#      packed with its tokenizer for a world of 4 ranks, balanced: one 128-token block per
+#      rank, so every step trains on all four and an epoch is one step: small enough to
+#      memorize in about a minute of CPU;
 #   3. plan the run;
 #   4. evenkeel launch: the gate (it refuses an unsafe run), then torchrun with the flight
 #      recorder on: 4 CPU ranks (gloo), FSDP2 per decoder layer, evenfix, everything
@@ -31,10 +33,10 @@ mkdir -p "$W"
 export OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
 
 echo "== 1. model: a tiny Qwen3 with the real tokenizer, saved by transformers"
-"$PY" trainer/make_tiny_model.py --family qwen3 --tokenizer-dir "$TOKDIR" --hidden 256 --out "$W/model" 2>/dev/null
+"$PY" trainer/make_tiny_model.py --family qwen3 --tokenizer-dir "$TOKDIR" --hidden 64 --layers 4 --intermediate 1024 --untied --out "$W/model" 2>/dev/null
 
-echo "== 2. pack: the sample's first 5 short conversations, rendered with the model's own chat template, world 4, 128-token blocks, balanced"
-"$PY" scripts/rehearsal_tools.py slice "$SAMPLE" "$W/chat.jsonl" 5 --max-chars 1000
+echo "== 2. pack: the sample's first 4 short conversations, rendered with the model's own chat template, world 4, 128-token blocks, balanced"
+"$PY" scripts/rehearsal_tools.py slice "$SAMPLE" "$W/chat.jsonl" 4 --max-chars 650
 "$EK" template check --tokenizer-config "$W/model/tokenizer_config.json"
 "$EK" pack --tokenizer "$W/model/tokenizer.json" --world 4 --seq-len 128 --shard balanced --out "$W/pack" "$W/chat.jsonl"
 "$EK" inspect "$W/pack" | tail -1
@@ -48,17 +50,17 @@ gpus_per_node = 4
 [data]
 pack_dir = "pack"
 [model]
-name = "tiny Qwen3 (hidden 256, 2 layers, Qwen3 vocabulary)"
+name = "tiny Qwen3 (hidden 64, 4 layers, untied, Qwen3 vocabulary)"
 path = "model"
 [train]
 seq_len = 128
 micro_batch = 1
 grad_accum = 1
-epochs = 30
-warmup_steps = 4
+epochs = 40
+warmup_steps = 2
 lr = 1e-2
-min_lr_ratio = 0.1
-save_every = 2
+min_lr_ratio = 1.0
+save_every = 0
 log_every = 1
 [checkpoint]
 dir = "ckpt"
@@ -90,7 +92,7 @@ echo "== 5. the result: the loss fell, the final checkpoint verifies, loads with
 FINAL=$("$EK" ckpt list "$W/ckpt" --json | "$PY" -c 'import json,sys; print([c for c in json.load(sys.stdin) if c["ok"]][-1]["path"])')
 "$EK" ckpt verify "$FINAL"
 "$EK" ckpt list "$W/ckpt"
-"$PY" scripts/rehearsal_tools.py generate "$FINAL" "$W/chat.jsonl" --record 0 --tokens 12 --pack "$W/pack"
+"$PY" scripts/rehearsal_tools.py generate "$FINAL" "$W/chat.jsonl" --record 0 --tokens 8 --pack "$W/pack"
 
 echo "== 6. report: the run as one HTML page (no GPUs here: no telemetry, the page says so)"
 "$EK" report "$W/run.toml" -o "$W/report.html"
