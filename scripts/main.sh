@@ -2,17 +2,22 @@
 # The main job on the embedded default: a rehearsal of a fine-tuning run, end to end,
 # on this machine's CPUs, from one run file:
 #   1. a tiny Qwen3 model directory made with transformers (the real architecture and
-#      tokenizer, hidden size 64, 2 layers) stands in for a pretrained model (no hub here);
-#   2. the bundled sample's conversations are rendered with that model's own chat template
-#      (Qwen3's Jinja template, exactly as transformers renders it) and packed with its
-#      tokenizer for a world of 4 ranks, balanced so every rank has the same block count;
+#      tokenizer, hidden size 64, 4 layers, MLP width 1024, an untied output layer as the
+#      larger Qwen3 models have) stands in for a pretrained model (no hub here);
+#   2. four short conversations of the bundled sample are rendered with that model's own
+#      chat template (Qwen3's Jinja template, exactly as transformers renders it) and
+#      packed with its tokenizer for a world of 4 ranks, balanced: one 128-token block per
+#      rank, so every step trains on all four and an epoch is one step: small enough to
+#      memorize in about a minute of CPU;
 #   3. plan the run;
 #   4. evenkeel launch: the gate (it refuses an unsafe run), then torchrun with the flight
 #      recorder on: 4 CPU ranks (gloo), FSDP2 per decoder layer, evenfix, everything
 #      (micro-batch, accumulation, schedule, saves, timeout) from the run file, and a
 #      restart from the last verified checkpoint if an attempt fails;
 #   5. verify the final checkpoint (bf16 safetensors) with `evenkeel ckpt verify`, fail
-#      unless the loss fell, and load it with transformers for a short greedy generation.
+#      unless the loss fell, load it with transformers and greedy-decode the prompt of the
+#      first training conversation: fail unless it reproduces the beginning of that
+#      conversation's answer as the data has it (the model learned).
 # Installs what it needs (scripts/setup.sh --main); safe to re-run. Output: ./rehearsal/
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,12 +33,12 @@ mkdir -p "$W"
 export OMP_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
 
 echo "== 1. model: a tiny Qwen3 with the real tokenizer, saved by transformers"
-"$PY" trainer/make_tiny_model.py --family qwen3 --tokenizer-dir "$TOKDIR" --out "$W/model" 2>/dev/null
+"$PY" trainer/make_tiny_model.py --family qwen3 --tokenizer-dir "$TOKDIR" --hidden 64 --layers 4 --intermediate 1024 --untied --out "$W/model" 2>/dev/null
 
-echo "== 2. pack: the sample's conversations, rendered with the model's own chat template, world 4, 256-token blocks, balanced"
-"$PY" scripts/rehearsal_tools.py slice "$SAMPLE" "$W/chat.jsonl" 16
+echo "== 2. pack: the sample's first 4 short conversations, rendered with the model's own chat template, world 4, 128-token blocks, balanced"
+"$PY" scripts/rehearsal_tools.py slice "$SAMPLE" "$W/chat.jsonl" 4 --max-chars 650
 "$EK" template check --tokenizer-config "$W/model/tokenizer_config.json"
-"$EK" pack --tokenizer "$W/model/tokenizer.json" --world 4 --seq-len 256 --shard balanced --out "$W/pack" "$W/chat.jsonl"
+"$EK" pack --tokenizer "$W/model/tokenizer.json" --world 4 --seq-len 128 --shard balanced --out "$W/pack" "$W/chat.jsonl"
 "$EK" inspect "$W/pack" | tail -1
 
 cat > "$W/run.toml" <<'TOML'
@@ -45,17 +50,17 @@ gpus_per_node = 4
 [data]
 pack_dir = "pack"
 [model]
-name = "tiny Qwen3 (hidden 64, 2 layers, Qwen3 vocabulary)"
+name = "tiny Qwen3 (hidden 64, 4 layers, untied, Qwen3 vocabulary)"
 path = "model"
 [train]
-seq_len = 256
+seq_len = 128
 micro_batch = 1
-grad_accum = 2
-epochs = 5
-warmup_steps = 4
+grad_accum = 1
+epochs = 40
+warmup_steps = 2
 lr = 1e-2
-min_lr_ratio = 0.1
-save_every = 5
+min_lr_ratio = 1.0
+save_every = 0
 log_every = 1
 [checkpoint]
 dir = "ckpt"
@@ -82,12 +87,12 @@ echo "== 4. launch: gate, then 4 CPU ranks under torchrun (gloo, FSDP2, evenfix)
 "$EK" launch "$W/run.toml" | tee "$W/train.log"
 test "${PIPESTATUS[0]}" = 0
 
-echo "== 5. the result: the loss fell, the final checkpoint verifies and loads with transformers"
+echo "== 5. the result: the loss fell, the final checkpoint verifies, loads with transformers and has learned its data"
 "$PY" scripts/rehearsal_tools.py check-loss "$W/train.log" 0.65
 FINAL=$("$EK" ckpt list "$W/ckpt" --json | "$PY" -c 'import json,sys; print([c for c in json.load(sys.stdin) if c["ok"]][-1]["path"])')
 "$EK" ckpt verify "$FINAL"
 "$EK" ckpt list "$W/ckpt"
-"$PY" scripts/rehearsal_tools.py generate "$FINAL" $'<|im_start|>user\nwhat does `fgetc` do<|im_end|>\n<|im_start|>assistant\n' 2>/dev/null
+"$PY" scripts/rehearsal_tools.py generate "$FINAL" "$W/chat.jsonl" --record 0 --tokens 8 --pack "$W/pack"
 
 echo "== 6. report: the run as one HTML page (no GPUs here: no telemetry, the page says so)"
 "$EK" report "$W/run.toml" -o "$W/report.html"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a tiny Hugging Face model directory that stands in for a pretrained one:
 a real architecture (Qwen3 or Llama) and the real tokenizer, with a hidden size of
-64 and 2 layers, saved by transformers' save_pretrained (safetensors). No hub is
+64 and 2 layers (by default; --hidden, --layers, --intermediate, --untied), saved by transformers' save_pretrained (safetensors). No hub is
 reachable here, so tests and the rehearsal make their "pretrained" model this way.
 
     make_tiny_model.py --family qwen3 --tokenizer-dir DIR --out models/tiny-qwen3
@@ -43,7 +43,13 @@ def token_content(value) -> str | None:
     return value
 
 
-def make(family: str, tokenizer_dir: str, out: str, *, hidden: int = 64, layers: int = 2, seed: int = 0) -> str:
+def make(family: str, tokenizer_dir: str, out: str, *, hidden: int = 64, layers: int = 2, intermediate: int = 0,
+         seed: int = 0, untied: bool = False) -> str:
+    """intermediate: the MLP's width (0: 2 x hidden). Wider MLPs memorize faster at almost no
+    cost: with the real vocabulary, the output projection (vocab x hidden) is most of every
+    token's arithmetic. untied: a separate output projection (lm_head), as the larger real
+    Qwen3 models have, instead of the family's tying; at hidden 64 a tied model's logits
+    favour repeating the input token (its own embedding), and it memorizes far slower."""
     import torch
     from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3Config
 
@@ -58,9 +64,9 @@ def make(family: str, tokenizer_dir: str, out: str, *, hidden: int = 64, layers:
             tok_config = json.load(f)
     eos = special_id(tok, token_content(tok_config.get("eos_token")))
     bos = special_id(tok, token_content(tok_config.get("bos_token")))
-    common = dict(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+    common = dict(hidden_size=hidden, intermediate_size=intermediate or 2 * hidden, num_hidden_layers=layers,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-                  eos_token_id=eos, bos_token_id=bos, **FAMILIES[family])
+                  eos_token_id=eos, bos_token_id=bos, **{**FAMILIES[family], **({"tie_word_embeddings": False} if untied else {})})
     config = Qwen3Config(**common) if family == "qwen3" else LlamaConfig(**common)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
@@ -83,9 +89,12 @@ def main(argv=None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--intermediate", type=int, default=0, help="MLP width (default: 2 x hidden)")
+    p.add_argument("--untied", action="store_true", help="a separate lm_head (default: the family's tying)")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
-    make(a.family, a.tokenizer_dir, a.out, hidden=a.hidden, layers=a.layers, seed=a.seed)
+    make(a.family, a.tokenizer_dir, a.out, hidden=a.hidden, layers=a.layers, intermediate=a.intermediate, seed=a.seed,
+         untied=a.untied)
     print(a.out)
     return 0
 
