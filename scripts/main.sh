@@ -60,7 +60,7 @@ epochs = 40
 warmup_steps = 2
 lr = 1e-2
 min_lr_ratio = 1.0
-save_every = 0
+save_every = 1
 log_every = 1
 [checkpoint]
 dir = "ckpt"
