@@ -89,14 +89,6 @@ bool Schedule::IsSave(uint64_t step) const {
   return std::binary_search(save_steps.begin(), save_steps.end(), step);
 }
 
-std::pair<int, uint64_t> Schedule::EpochOf(uint64_t step) const {
-  if (steps_per_epoch == 0) return {0, 0};
-  uint64_t e = step / steps_per_epoch, in = step % steps_per_epoch;
-  // The end of an epoch is reported as that epoch, complete (epoch e, steps_per_epoch).
-  if (in == 0 && e > 0) return {static_cast<int>(e - 1), steps_per_epoch};
-  return {static_cast<int>(e), in};
-}
-
 namespace {
 
 // The schedule over these ranks' block counts, however many there are (the plan's

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -98,8 +97,6 @@ struct Schedule {
   std::vector<std::vector<uint64_t>> rank_save_steps;
 
   bool IsSave(uint64_t step) const;
-  // The (epoch, steps done in it) after global step `step`; the step must be <= total_steps.
-  std::pair<int, uint64_t> EpochOf(uint64_t step) const;
 };
 
 // The schedule of `run` over these block counts (one per rank of the run's world).

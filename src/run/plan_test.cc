@@ -364,17 +364,6 @@ TEST(ScheduleTest, PadRunsToTheLongestRankAndOffKeepsEachRanksOwnCount) {
   EXPECT_TRUE(pad->rank_save_steps.empty());
 }
 
-TEST(ScheduleTest, EpochOfNamesTheEpochAndItsProgress) {
-  RunFile run = SmallRun(1, 1, 1, 3, 0, 0);
-  auto s = MakeSchedule(run, std::vector<uint64_t>{4});
-  ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->EpochOf(0), (std::pair<int, uint64_t>{0, 0}));
-  EXPECT_EQ(s->EpochOf(3), (std::pair<int, uint64_t>{0, 3}));
-  EXPECT_EQ(s->EpochOf(4), (std::pair<int, uint64_t>{0, 4}));
-  EXPECT_EQ(s->EpochOf(5), (std::pair<int, uint64_t>{1, 1}));
-  EXPECT_EQ(s->EpochOf(12), (std::pair<int, uint64_t>{2, 4}));
-}
-
 TEST(ScheduleTest, ANodeLocalManifestNamesTheRanksItLacks) {
   RunFile run = SmallRun(4, 1, 1, 1, 0, 0);
   pack::Manifest m = TenBlocksEach(4, 2);  // a node-local manifest: ranks 0-1 of 4
