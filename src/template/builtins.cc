@@ -510,6 +510,7 @@ Result<Value> FTojson(const Value& v, CallArgs& a) {
         out += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + (c >> 10), 0xDC00 + (c & 0x3FF));
       }
       i += len;
+      if (out.size() > kMaxStringBytes) return TooLarge(out.size(), "string");
     }
     json = std::move(out);
   }

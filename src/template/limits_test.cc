@@ -51,7 +51,11 @@ TEST(TemplateLimits, HugeStringsAreErrors) {
                           "{{ ('a' * 1048576) * 1048576 }}",
                           "{{ ('a' * 1000) | replace('a', 'a' * 1000000) }}",
                           "{% set ns = namespace(s='x' * 1048576) %}{% for i in range(8) %}"
-                          "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}"}) {
+                          "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
+                          // fuzz_template found this: each tojson doubles the escapes
+                          "{% set ns = namespace(s='x') %}{% for i in range(60) %}"
+                          "{% set ns.s = ns.s|tojson %}{% endfor %}{{ ns.s|length }}",
+                          "{% set ns = namespace(s='\\u00e9' * 4194304) %}{{ ns.s|tojson(ensure_ascii=true)|length }}"}) {
     std::string r = Render(src);
     EXPECT_TRUE(r.starts_with("RENDER ERROR: t:1: ") && r.find("too large") != std::string::npos) << src << "\n" << r;
   }

@@ -253,9 +253,28 @@ std::string StrRepr(std::string_view s) { return PyStrRepr(s); }
 void AppendRepr(std::string* out, const Value& v);
 void AppendDictRepr(std::string* out, const Dict& d);
 
-void AppendJsonString(std::string* out, std::string_view s) {
-  out->push_back('"');
+// The length of `s` as a JSON string literal, quotes included.
+size_t JsonStringSize(std::string_view s) {
+  size_t n = s.size() + 2;
   for (unsigned char c : s) {
+    if (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f') {
+      n += 1;
+    } else if (c < 0x20) {
+      n += 5;
+    }
+  }
+  return n;
+}
+
+void AppendJsonString(std::string* out, std::string_view s) {
+  out->reserve(out->size() + JsonStringSize(s));
+  out->push_back('"');
+  size_t run = 0;  // start of the characters not yet copied, which need no escape
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out->append(s.data() + run, i - run);
+    run = i + 1;
     switch (c) {
       case '"': *out += "\\\""; break;
       case '\\': *out += "\\\\"; break;
@@ -264,14 +283,10 @@ void AppendJsonString(std::string* out, std::string_view s) {
       case '\t': *out += "\\t"; break;
       case '\b': *out += "\\b"; break;
       case '\f': *out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          *out += fmt::format("\\u{:04x}", c);
-        } else {
-          out->push_back(static_cast<char>(c));
-        }
+      default: *out += fmt::format("\\u{:04x}", c);
     }
   }
+  out->append(s.data() + run, s.size() - run);
   out->push_back('"');
 }
 
@@ -291,7 +306,14 @@ Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool 
       *out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d < 0 ? "-Infinity" : "Infinity") : FloatRepr(d);
       return Status::Ok();
     }
-    case Value::Kind::kString: AppendJsonString(out, v.str()); return Status::Ok();
+    case Value::Kind::kString: {
+      // Escaping can double a string; repeated tojson would grow it without
+      // bound, so the size is known before anything is written.
+      size_t n = out->size() + JsonStringSize(v.str());
+      if (n > kMaxStringBytes) return TooLarge(n, "string");
+      AppendJsonString(out, v.str());
+      return Status::Ok();
+    }
     case Value::Kind::kList: {
       if (v.seq() != Seq::kList && v.seq() != Seq::kTuple) {
         return InvalidArgumentError(fmt::format("Object of type {} is not JSON serializable", v.TypeName()));
@@ -432,6 +454,7 @@ Result<std::string> ToJson(const Value& v, int indent, bool sort_keys, std::stri
                            std::string_view key_sep) {
   std::string out;
   EK_RETURN_IF_ERROR(AppendJson(&out, v, indent, 0, sort_keys, item_sep, key_sep));
+  if (out.size() > kMaxStringBytes) return TooLarge(out.size(), "string");
   return out;
 }
 
