@@ -7,7 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+t0=$(date +%s)
 bash scripts/setup.sh
+t1=$(date +%s)
 cd build
 # Tokenizer parity against Hugging Face (tests/CMakeLists.txt) is part of every test run;
 # a build where those tests went missing must not pass.
@@ -17,6 +19,7 @@ if ! grep -q tokenize_parity_corpus_qwen3 <<<"$(ctest -N)"; then
 fi
 status=0
 ctest --output-on-failure -j"$(nproc)" || status=1
+t2=$(date +%s)
 cd "$ROOT"
 # (tests/watch runs under ctest as watch_e2e.) A suite folder that went missing fails the run.
 suites=(tests/cli tests/pack tests/tokenizer_variants tests/trainer tests/launch tests/slurm tests/hardening tests/template)
@@ -24,6 +27,7 @@ for d in "${suites[@]}"; do
   [ -d "$d" ] || { echo "test: error: test folder $d is missing" >&2; exit 1; }
 done
 EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider "${suites[@]}" || status=1
+t3=$(date +%s)
 # The sanitizer stage: ONE clang build (build-san: ASan + UBSan, libraries also built with
 # libFuzzer's coverage) for two jobs, the unit tests under the sanitizers and every fuzz/
 # harness for a few seconds over its committed corpus and regressions. Any report fails
@@ -44,4 +48,8 @@ echo "test: sanitizer stage: build $((san1 - san0)) s, unit tests $((san2 - san1
 # The run report's page in a real browser (Debian chromium, puppeteer-core): node's test runner.
 [ -d tests/report ] || { echo "test: error: test folder tests/report is missing" >&2; exit 1; }
 EVENKEEL=$ROOT/build/src/cli/evenkeel node --test --test-concurrency=1 tests/report/ || status=1
+t4=$(date +%s)
+# Where the time went (CI shows the end of the output).
+echo "test: times: setup and build $((t1 - t0)) s, ctest $((t2 - t1)) s, pytest $((t3 - t2)) s," \
+  "sanitizer stage $((san3 - san0)) s, browser $((t4 - san3)) s, total $((t4 - t0)) s; status $status" >&2
 exit $status
