@@ -26,7 +26,7 @@ suites=(tests/cli tests/pack tests/tokenizer_variants tests/trainer tests/launch
 for d in "${suites[@]}"; do
   [ -d "$d" ] || { echo "test: error: test folder $d is missing" >&2; exit 1; }
 done
-EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider "${suites[@]}" || status=1
+EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=25 "${suites[@]}" || status=1
 t3=$(date +%s)
 # The sanitizer stage: ONE clang build (build-san: ASan + UBSan, libraries also built with
 # libFuzzer's coverage) for two jobs, the unit tests under the sanitizers and every fuzz/
