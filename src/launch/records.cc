@@ -133,8 +133,9 @@ Result<ResumeChoice> ResumeChoiceFromJson(std::string_view json, const std::stri
     return f.Err("step", none ? fmt::format("{} with resume_from \"none\"", c.step)
                               : fmt::format("{} for the checkpoint {}", c.step, c.resume_from));
   }
-  if (none ? !c.manifest_xxh3.empty()
-           : c.manifest_xxh3.size() != 16 || c.manifest_xxh3.find_first_not_of("0123456789abcdef") != std::string::npos) {
+  const bool hex16 = c.manifest_xxh3.size() == 16 &&
+                     c.manifest_xxh3.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (none ? !c.manifest_xxh3.empty() : !hex16) {
     return f.Err("manifest_xxh3", none ? "set with resume_from \"none\""
                                        : fmt::format("{} is not 16 hex digits", JsonString(c.manifest_xxh3)));
   }

@@ -424,7 +424,8 @@ std::string AttemptRecord(int attempt, double start, double end, const std::stri
 class LaunchRecordsTest : public HostsTest {
  protected:
   Result<std::unique_ptr<Recorder>> Build(const std::string& records) {
-    Write("launch/summary.json", "{\"outcome\": \"completed\", \"attempts\": 2, \"attempt_records\": [" + records + "]}\n");
+    Write("launch/summary.json",
+          "{\"outcome\": \"completed\", \"attempts\": 2, \"attempt_records\": [" + records + "]}\n");
     ReportInputs in;
     in.run_file = Run(2, 2, "\"n1\", \"n2\"");
     in.launch_dir = dir_ + "/launch";
@@ -437,8 +438,9 @@ class LaunchRecordsTest : public HostsTest {
   }
 };
 
-const std::string kRestart = "{\"attempt\": 1, \"action\": \"restart\", \"exit_code\": 0, \"reason\": \"rank 2: OSError: "
-                             "[Errno 28] No space left on device; restarting from checkpoint step 6 after 0 s\", "
+const std::string kRestart = "{\"attempt\": 1, \"action\": \"restart\", \"exit_code\": 0, \"reason\": "
+                             "\"rank 2: OSError: [Errno 28] No space left on device; restarting from "
+                             "checkpoint step 6 after 0 s\", "
                              "\"next_attempt\": 2, \"backoff_s\": 0.0}";
 const std::string kDone = "{\"attempt\": 2, \"action\": \"done\", \"exit_code\": 0, \"reason\": \"final\", "
                           "\"next_attempt\": 0, \"backoff_s\": 0.0}";
@@ -502,7 +504,8 @@ TEST_F(LaunchRecordsTest, AnOlderRecordWithoutCausesIsReadableAndSaysSo) {
   ASSERT_EQ((*rec)->attempts.size(), 2u);
   EXPECT_FALSE((*rec)->attempts[0].causes_recorded);
   ASSERT_EQ((*rec)->incidents.size(), 1u);
-  EXPECT_NE((*rec)->incidents[0].evidence.find("no causes recorded"), std::string::npos) << (*rec)->incidents[0].evidence;
+  const std::string& evidence = (*rec)->incidents[0].evidence;
+  EXPECT_NE(evidence.find("no causes recorded"), std::string::npos) << evidence;
   std::string json = (*rec)->ToJson(ModelOptions{});
   EXPECT_EQ(json.find("\"causes\""), std::string::npos) << json;
 }
@@ -510,7 +513,8 @@ TEST_F(LaunchRecordsTest, AnOlderRecordWithoutCausesIsReadableAndSaysSo) {
 TEST_F(LaunchRecordsTest, AMissingOrMistypedFieldIsAnErrorNamingTheFileAndTheField) {
   const std::string causes = ", \"causes\": [{\"rank\": 2, \"cause\": \"x\"}]";
   for (auto [records, want] : std::vector<std::pair<std::string, std::string>>{
-           {AttemptRecord(1, 100, 160, "failed", "{\"attempt\": 1, \"action\": \"restart\", \"reason\": \"r\"}", causes),
+           {AttemptRecord(1, 100, 160, "failed",
+                          "{\"attempt\": 1, \"action\": \"restart\", \"reason\": \"r\"}", causes),
             "launch/summary.json: attempt_records[0].decision.exit_code: missing"},
            {AttemptRecord(1, 100, 160, "failed",
                           "{\"attempt\": 1, \"action\": \"restart\", \"exit_code\": \"0\", \"reason\": \"r\"}", causes),

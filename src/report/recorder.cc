@@ -368,7 +368,8 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
     if (a.causes_recorded) {
       j += ",\"causes\":[";
       for (size_t k = 0; k < a.causes.size(); ++k) {
-        j += fmt::format("{}{{\"rank\":{},\"cause\":{}}}", k ? "," : "", a.causes[k].rank, JsonString(a.causes[k].cause));
+        j += fmt::format("{}{{\"rank\":{},\"cause\":{}}}", k ? "," : "", a.causes[k].rank,
+                         JsonString(a.causes[k].cause));
       }
       j += "]";
     }
