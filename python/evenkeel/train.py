@@ -31,9 +31,11 @@ evenkeel-checkpoint.json, every save_every steps and at every epoch end, each
 behind the report's save barrier (evenkeel.checkpoint). A restart resumes the
 weights of the newest checkpoint that verifies (with checksums), at the exact
 block and learning-rate step where it was saved; under `evenkeel launch`, the
-checkpoint the launcher chose and names in EVENKEEL_RESUME_FROM (a path, or
-"none"), verified again here: one that does not verify is a refusal (exit 2),
-never a silent pick of another.
+checkpoint node 0's launcher chose, which every node's launcher names in
+EVENKEEL_RESUME_FROM (a path, or "none"), checked again here against the digest of
+the manifest the launcher verified (EVENKEEL_RESUME_MANIFEST_XXH3): one that does
+not verify is a refusal (exit 2), never a silent pick of another, and so is a rank
+whose view (what it was handed, the manifest its node sees) differs from rank 0's.
 
 Flags that are not in the run file control one attempt: --stop-after N ends it
 after step N as an interruption would (for tests of resume), --log-blocks DIR
@@ -55,6 +57,7 @@ import json
 import math
 import os
 import pickle
+import socket
 import sys
 import time
 import traceback
@@ -206,53 +209,121 @@ def dump_flight_recorder(run: Run, backend: str) -> str | None:
 
 
 # The launcher's resume decision (docs/launch.md "Resume"): a checkpoint directory it
-# verified with checksums, or "none". Unset when the trainer is run by hand.
+# verified with checksums, or "none", and the xxh3 of that checkpoint's manifest as it
+# verified it. Every node's launcher hands the same pair, node 0's choice. Unset when
+# the trainer is run by hand.
 RESUME_ENV = "EVENKEEL_RESUME_FROM"
+DIGEST_ENV = "EVENKEEL_RESUME_MANIFEST_XXH3"
+MANIFEST = "evenkeel-checkpoint.json"
 
 
-def handed_resume(handed: str) -> tuple[dict | None, str | None]:
-    """The checkpoint the launcher handed over, verified again with checksums here:
-    (its evenkeel-checkpoint.json with "path", None), (None, None) for "none", or
-    (None, the reason) when it does not verify: the trainer then refuses (exit 2)
-    rather than pick another one behind the launcher's back."""
-    if handed == "none":
-        return None, None
+def manifest_digest(ckpt: str) -> str:
+    """xxh3-64 of the checkpoint's manifest as this process sees it (16 hex digits), or
+    "unreadable (why)"."""
     try:
-        report = verify(handed, full=True)
+        return _core.xxh3_file(os.path.join(ckpt, MANIFEST))
     except _core.Error as e:
-        return None, f"{RESUME_ENV}={handed}: {e}"
+        return f"unreadable ({e})"
+
+
+def handed_resume(handed: str, digest: str = "") -> tuple[dict | None, str | None, str]:
+    """The checkpoint the launcher handed over, checked here: (its evenkeel-checkpoint.json
+    with "path" and "manifest_xxh3" added, None, how it was checked), (None, None, "") for
+    "none", or (None, the reason, how) when it does not verify: the trainer then refuses
+    (exit 2) rather than pick another one behind the launcher's back.
+
+    When `digest`, the launcher's, is the xxh3 of the manifest here, the manifest is the
+    one the launcher verified with checksums before this attempt; it lists every file's
+    size and hash, so the files' sizes and headers are checked against it (the structure
+    level) instead of rehashing every byte a second time. Without a digest, or with one
+    that does not match, every byte is rehashed."""
+    if handed == "none":
+        return None, None, ""
+    t0 = time.monotonic()
+    mine = manifest_digest(handed)
+    quick = bool(digest) and mine == digest
+    try:
+        report = verify(handed, full=not quick)
+    except _core.Error as e:
+        return None, f"{RESUME_ENV}={handed}: {e}", ""
+    if quick:
+        how = f"its manifest is the one the launcher verified with checksums (xxh3 {digest}): sizes and headers checked"
+    elif digest:
+        how = f"verified with checksums (its manifest's xxh3 {mine} is not the launcher's {digest})"
+    else:
+        how = "verified with checksums"
+    how += f" in {time.monotonic() - t0:.3f}s"
     if not report["ok"]:
         problems = report["problems"] or ["does not verify"]
-        return None, f"{RESUME_ENV}={handed}: the checkpoint the launcher chose does not verify: {problems[0]}"
-    with open(os.path.join(handed, "evenkeel-checkpoint.json"), encoding="utf-8") as f:
+        return None, f"{RESUME_ENV}={handed}: the checkpoint the launcher chose does not verify: {problems[0]}", how
+    with open(os.path.join(handed, MANIFEST), encoding="utf-8") as f:
         meta = json.load(f)
     meta["path"] = handed
-    return meta, None
+    meta["manifest_xxh3"] = mine
+    return meta, None, how
+
+
+def resume_disagreement(views: list[dict], chosen: dict | None) -> str | None:
+    """Every rank's view of the resume ({"host", "handed", "digest", "sees"}: what its
+    launcher handed over, and the chosen checkpoint's manifest xxh3 as its node sees it)
+    against rank 0's choice: the first disagreement, naming both sides, or None."""
+    def handed(r: int, v: dict) -> str:
+        got = f"{RESUME_ENV}={v['handed']}" if v["handed"] else f"no {RESUME_ENV}"
+        return f"rank {r} on {v['host']} was handed {got}" + (f" ({DIGEST_ENV}={v['digest']})" if v["digest"] else "")
+    first = views[0]
+    for r, v in enumerate(views):
+        if (v["handed"], v["digest"]) != (first["handed"], first["digest"]):
+            return (f"{handed(r, v)}, but {handed(0, first)}: the launchers disagree on the checkpoint to resume "
+                    "from (every node's launcher must hand node 0's choice)")
+    if chosen is None:
+        return None
+    for r, v in enumerate(views):
+        if v["sees"] != chosen["manifest_xxh3"]:
+            return (f"rank {r} on {v['host']} sees {chosen['path']}/{MANIFEST} with xxh3 {v['sees']}, but rank 0 on "
+                    f"{first['host']} chose it with xxh3 {chosen['manifest_xxh3']}: the nodes do not see the same "
+                    "checkpoint (checkpoint.dir must be storage every node shares)")
+    return None
 
 
 def find_resume(run: Run, ckpt_dir: str) -> dict | None:
     """Rank 0 decides, every rank gets the checkpoint's evenkeel-checkpoint.json (or
-    None). Under the launcher (EVENKEEL_RESUME_FROM set) exactly the checkpoint it
-    chose, verified again with checksums; by hand, the newest one that verifies."""
+    None). Under the launcher (EVENKEEL_RESUME_FROM set on every rank, by every node's
+    launcher) exactly the checkpoint node 0's launcher chose; by hand, the newest one
+    that verifies with checksums. Every rank then checks that its own view agrees with
+    rank 0's (resume_disagreement): a disagreement is a refusal naming both."""
+    handed = os.environ.get(RESUME_ENV, "")
+    digest = os.environ.get(DIGEST_ENV, "")
     found: list = [None, None]  # the checkpoint, the reason the handed one cannot be used
     if run.rank == 0:
-        handed = os.environ.get(RESUME_ENV, "")
         if handed:
-            found = list(handed_resume(handed))
-            if found[0] is not None:
-                run.log(f"resume: {found[0]['path']} (step {found[0]['step']}), as the launcher chose; "
-                        "verified with checksums")
-            elif found[1] is None:
+            meta, reason, how = handed_resume(handed, digest)
+            found = [meta, reason]
+            if meta is not None:
+                run.log(f"resume: {meta['path']} (step {meta['step']}), as the launcher chose; {how}")
+            elif reason is None:
                 run.log("resume: from the start, as the launcher chose (no checkpoint verifies)")
         elif os.path.isdir(ckpt_dir):
             meta, warnings = newest_verified(ckpt_dir, full=True)
             for w in warnings:
                 run.log(f"warning: {w}")
+            if meta is not None:
+                meta["manifest_xxh3"] = manifest_digest(meta["path"])
             found[0] = meta
     dist.broadcast_object_list(found, src=0)
+    chosen = found[0]
+    view = {"host": socket.gethostname(), "handed": handed, "digest": digest,
+            "sees": manifest_digest(chosen["path"]) if chosen is not None else ""}
+    views: list = [None] * dist.get_world_size()
+    dist.all_gather_object(views, view)
     if found[1] is not None:
         raise UsageError(found[1])
-    return found[0]
+    problem = resume_disagreement(views, chosen)
+    if problem is not None:
+        raise UsageError(problem)
+    if chosen is not None and handed and run.rank != 0 and int(os.environ.get("LOCAL_RANK", "0")) == 0:
+        run.log(f"resume: {chosen['path']} (step {chosen['step']}), rank 0's choice and the one this node's launcher "
+                f"handed over; its manifest here has the same xxh3 {view['sees']}")
+    return chosen
 
 
 # ---------------------------------------------------------------------------------------------

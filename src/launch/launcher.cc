@@ -24,6 +24,7 @@
 #include "core/file.h"
 #include "core/json_check.h"
 #include "core/json_out.h"
+#include "core/jsonl.h"
 #include "core/version.h"
 #include "flightrec/analyzer.h"
 #include "flightrec/loader.h"
@@ -186,6 +187,9 @@ struct Checkpoint {
   bool final = false;
   uint64_t tokens = 0;
   std::vector<std::string> skipped;  // newer ones that did not verify: "step-00000020: skipped: <headline>"
+  // xxh3-64 of its evenkeel-checkpoint.json when it was verified with checksums (ResumePoint):
+  // the trainer, handed it, checks that digest and the files' sizes instead of rehashing.
+  std::string manifest_xxh3;
 };
 
 Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level, std::vector<std::string>* warnings) {
@@ -220,6 +224,11 @@ Result<Checkpoint> ResumePoint(const std::string& ckpt_dir) {
   if (!m.ok()) return m.status().WithContext("launch: cannot choose the checkpoint to resume from");
   c.final = m->final;
   c.tokens = m->tokens_seen;
+  // The manifest lists every file's size and hash; its digest names what was verified.
+  uint64_t size = 0;
+  auto digest = HashFile(c.path + "/evenkeel-checkpoint.json", &size);
+  if (!digest.ok()) return digest.status().WithContext("launch: cannot choose the checkpoint to resume from");
+  c.manifest_xxh3 = fmt::format("{:016x}", *digest);
   return c;
 }
 
@@ -286,10 +295,17 @@ class Launcher {
   // Runs the gate; false (with the exit code set) when the launch must stop;
   // a Status when a gate record cannot be written.
   Result<bool> Gate(int* first_attempt, int* exit_code);
-  // One attempt on this node; a Status when its folder cannot be made.
-  // `resume_from` is EVENKEEL_RESUME_FROM for the ranks ("" on nodes other than 0:
-  // rank 0 decides and broadcasts).
-  Result<NodeRecord> RunAttempt(int attempt, const std::string& resume_from);
+  // One attempt on this node; a Status when its folder cannot be made. `resume` is
+  // node 0's choice, handed to every rank (EVENKEEL_RESUME_FROM and
+  // EVENKEEL_RESUME_MANIFEST_XXH3), the same on every node.
+  Result<NodeRecord> RunAttempt(int attempt, const ResumeChoice& resume);
+  // Node 0: chooses the checkpoint the attempt resumes from (`before`) and writes it
+  // to attempt-NNN/resume.json for the other nodes. A Status when no checkpoint can
+  // be chosen (the folder cannot be read) or the record cannot be written.
+  Result<ResumeChoice> ChooseResume(int attempt, Checkpoint* before);
+  // Other nodes: waits for node 0's attempt-NNN/resume.json. False (with the exit
+  // code set) when it never comes or cannot be read.
+  bool FollowResume(int attempt, ResumeChoice* choice, int* exit_code);
   // Node 0: gathers the facts of an attempt (records, checkpoints, the flight
   // recorder) and asks Judge (launch/judge.h).
   AttemptSummary JudgeAttempt(int attempt, const std::vector<NodeFacts>& nodes, const std::vector<NodeRecord>& records,
@@ -641,7 +657,64 @@ void Launcher::StartAgent() {
   agent_ = std::move(*c);
 }
 
-Result<NodeRecord> Launcher::RunAttempt(int attempt, const std::string& resume_from) {
+Result<ResumeChoice> Launcher::ChooseResume(int attempt, Checkpoint* before) {
+  if (!resume_) {
+    EK_ASSIGN_OR_RETURN(Checkpoint pick, ResumePoint(paths_.ckpt_dir));
+    resume_ = pick;
+  }
+  *before = *resume_;
+  resume_.reset();
+  ResumeChoice c;
+  if (std::find(o_.extra_args.begin(), o_.extra_args.end(), "--no-resume") != o_.extra_args.end()) {
+    c.where = "from the start, as --no-resume asks";
+  } else if (before->step >= 0) {
+    c = {before->path, before->step, before->manifest_xxh3, "resuming from " + DescribeResume(*before)};
+  } else {
+    c.where = "from " + DescribeResume(*before);
+  }
+  // Written before torchrun starts, so a node whose ranks join the rendezvous has read it.
+  const std::string dir = paths_.Attempt(attempt);
+  if (Status st = MakeDirs(dir, o_.files); !st.ok()) {
+    return Status(StatusCode::kIoError, st.WithContext("launch: cannot make " + dir).message());
+  }
+  if (Status st = WriteRecord(dir + "/resume.json", ResumeChoiceToJson(attempt, c)); !st.ok()) {
+    return Status(StatusCode::kIoError, st.message());
+  }
+  return c;
+}
+
+bool Launcher::FollowResume(int attempt, ResumeChoice* choice, int* exit_code) {
+  const std::string p = paths_.Attempt(attempt) + "/resume.json";
+  // Node 0 verifies the checkpoint with checksums before it writes this: minutes for a big one.
+  const double timeout = 600 + run_.stop_grace_s;
+  std::optional<Status> bad;
+  bool got = WaitFor(timeout, [&] {
+    auto text = ReadIfExists(p);
+    if (text.ok() && !*text) return false;  // not written yet
+    auto read = text.ok() ? ResumeChoiceFromJson(**text, p, attempt) : Result<ResumeChoice>(text.status());
+    if (read.ok()) {
+      *choice = *read;
+    } else {
+      bad = read.status();
+    }
+    return true;
+  });
+  if (bad) {
+    // Node 0's choice cannot be followed, and no other may be made here: stop, as for any bad input.
+    say_("launch: unreadable resume decision: " + bad->message());
+    *exit_code = kExitBadInput;
+    return false;
+  }
+  if (!got) {
+    say_(fmt::format("launch: node 0 handed no checkpoint for attempt {} within {:.0f} s ({}): nothing was started",
+                     attempt, timeout, p));
+    *exit_code = StopSignalReceived() ? kExitCancelled : kExitError;
+    return false;
+  }
+  return true;
+}
+
+Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume) {
   NodeRecord rec;
   rec.node = cluster_.node_rank;
   rec.host = Hostname();
@@ -665,7 +738,8 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const std::string& resume_f
   SpawnOptions so;
   so.argv = argv;
   so.env = RankEnv(attempt);
-  if (!resume_from.empty()) so.env.push_back({"EVENKEEL_RESUME_FROM", resume_from});
+  so.env.push_back({"EVENKEEL_RESUME_FROM", resume.resume_from});
+  if (!resume.manifest_xxh3.empty()) so.env.push_back({"EVENKEEL_RESUME_MANIFEST_XXH3", resume.manifest_xxh3});
   so.output_pipe = true;
   so.parent_death_signal = SIGKILL;
   const std::string log_path = fmt::format("{}/torchrun-node-{}.log", dir, cluster_.node_rank);
@@ -921,30 +995,25 @@ Result<LaunchResult> Launcher::Run() {
   StartAgent();
   int restarts = 0, no_progress = 0;
   while (true) {
-    // Node 0 chooses the checkpoint and hands it to the trainer; the other nodes' ranks get it from rank 0.
+    // Node 0 chooses the checkpoint; every node hands that one to its ranks (resume.json).
     Checkpoint before;
-    std::string resume_from, where = "the checkpoint is node 0's choice";
+    ResumeChoice resume;
+    std::string where;
     if (cluster_.node_rank == 0) {
-      if (!resume_) {
-        auto pick = ResumePoint(paths_.ckpt_dir);
-        if (!pick.ok()) {
-          if (agent_) agent_->Stop(5);
-          return pick.status();
-        }
-        resume_ = *pick;
+      auto chosen = ChooseResume(attempt, &before);
+      if (!chosen.ok()) {
+        if (agent_) agent_->Stop(5);
+        return chosen.status();  // 74 for resume.json that cannot be written
       }
-      before = *resume_;
-      resume_.reset();
-      resume_from = before.step >= 0 ? before.path : "none";
-      where = before.step >= 0 ? "resuming from " + DescribeResume(before) : "from " + DescribeResume(before);
-      if (std::find(o_.extra_args.begin(), o_.extra_args.end(), "--no-resume") != o_.extra_args.end()) {
-        resume_from = "none";
-        where = "from the start, as --no-resume asks";
-      }
+      resume = *chosen;
+      where = resume.where;
+    } else {
+      if (!FollowResume(attempt, &resume, &result.exit_code)) break;
+      where = resume.where + ", node 0's choice";
     }
     say_(fmt::format("launch: attempt {} ({}{})", attempt, where,
                      restarts ? fmt::format(", restart {} of {}", restarts, run_.max_restarts) : ""));
-    auto ran = RunAttempt(attempt, resume_from);
+    auto ran = RunAttempt(attempt, resume);
     if (!ran.ok()) return Fail(ran.status());
     const NodeRecord& mine = *ran;
     const std::string dir = paths_.Attempt(attempt);

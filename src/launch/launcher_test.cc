@@ -15,6 +15,7 @@
 
 #include "core/fault_env.h"
 #include "core/file.h"
+#include "launch/records.h"
 #include "launch/session_lock.h"
 
 namespace ek::launch {
@@ -82,6 +83,25 @@ TEST_F(LauncherTest, ABareTorchrunIsLookedUpOnPathAndThePythonBesideItRunsTheTra
   auto command = ReadFile(Session() + "/attempt-001/command-node-0.txt");
   ASSERT_TRUE(command.ok());
   EXPECT_EQ(command->rfind(dir_ + "/bin/torchrun ", 0), 0u) << *command;
+}
+
+// Node 0's resume choice is a record (the other nodes follow it) and what every rank is handed.
+TEST_F(LauncherTest, TheResumeChoiceIsRecordedAndHandedToTheRanks) {
+  Script(dir_ + "/bin/torchrun", "env > " + dir_ + "/torchrun-env\nexit 1\n");
+  auto r = Launch(o_, say_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto env = ReadFile(dir_ + "/torchrun-env");
+  ASSERT_TRUE(env.ok());
+  EXPECT_NE(env->find("EVENKEEL_RESUME_FROM=none\n"), std::string::npos) << *env;
+  EXPECT_EQ(env->find("EVENKEEL_RESUME_MANIFEST_XXH3="), std::string::npos) << "no checkpoint, no digest";
+  const std::string path = Session() + "/attempt-001/resume.json";
+  auto text = ReadFile(path);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  auto choice = ResumeChoiceFromJson(*text, path, 1);
+  ASSERT_TRUE(choice.ok()) << choice.status().message();
+  EXPECT_EQ(choice->resume_from, "none");
+  EXPECT_EQ(choice->step, -1);
+  EXPECT_EQ(choice->where, "from the start");
 }
 
 TEST_F(LauncherTest, ATorchrunNotOnPathIsNotFoundNamingIt) {
@@ -167,6 +187,7 @@ TEST_F(LauncherTest, ARecordThatCannotBeWrittenStopsTheLaunchNamingIt) {
       {"/heartbeat/node-0", FileOp::kCreateDirs, "/heartbeat/node-0"},
       {"/gate", FileOp::kCreateDirs, "/gate"},
       {"verdict.json", FileOp::kOpen, "/gate/verdict.json"},
+      {"resume.json", FileOp::kRename, "/attempt-001/resume.json"},
       {"/attempt-001/fr", FileOp::kCreateDirs, "/attempt-001/fr"},
       {"command-node-0.txt", FileOp::kOpen, "/attempt-001/command-node-0.txt"},
       {"node-0.json", FileOp::kRename, "/attempt-001/node-0.json"},

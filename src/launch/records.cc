@@ -111,6 +111,37 @@ Result<Decision> DecisionFromJson(std::string_view json, const std::string& name
   return d;
 }
 
+std::string ResumeChoiceToJson(int attempt, const ResumeChoice& c) {
+  return fmt::format("{{\"attempt\": {}, \"resume_from\": {}, \"step\": {}, \"manifest_xxh3\": {}, \"where\": {}}}\n",
+                     attempt, JsonString(c.resume_from), c.step, JsonString(c.manifest_xxh3), JsonString(c.where));
+}
+
+Result<ResumeChoice> ResumeChoiceFromJson(std::string_view json, const std::string& name, int attempt) {
+  JsonDocument doc;
+  EK_ASSIGN_OR_RETURN(JsonFields f, doc.Parse(json, name));
+  ResumeChoice c;
+  int64_t about = 0;
+  EK_RETURN_IF_ERROR(f.Int("attempt", 1, kIntMax, &about));
+  if (about != attempt) return f.Err("attempt", fmt::format("{}, but the file is attempt {}'s", about, attempt));
+  EK_RETURN_IF_ERROR(f.Str("resume_from", &c.resume_from));
+  EK_RETURN_IF_ERROR(f.Int("step", -1, kI64Max, &c.step));
+  EK_RETURN_IF_ERROR(f.Str("manifest_xxh3", &c.manifest_xxh3));
+  EK_RETURN_IF_ERROR(f.Str("where", &c.where));
+  const bool none = c.resume_from == "none";
+  if (c.resume_from.empty()) return f.Err("resume_from", "empty (a checkpoint directory or \"none\")");
+  if (none != (c.step < 0)) {
+    return f.Err("step", none ? fmt::format("{} with resume_from \"none\"", c.step)
+                              : fmt::format("{} for the checkpoint {}", c.step, c.resume_from));
+  }
+  const bool hex16 = c.manifest_xxh3.size() == 16 &&
+                     c.manifest_xxh3.find_first_not_of("0123456789abcdef") == std::string::npos;
+  if (none ? !c.manifest_xxh3.empty() : !hex16) {
+    return f.Err("manifest_xxh3", none ? "set with resume_from \"none\""
+                                       : fmt::format("{} is not 16 hex digits", JsonString(c.manifest_xxh3)));
+  }
+  return c;
+}
+
 std::string GateVerdictToJson(const GateVerdict& v) {
   std::string parts;
   for (const auto& [n, nonce] : v.parts) parts += fmt::format("{}\"{}\": {}", parts.empty() ? "" : ", ", n, JsonString(nonce));

@@ -3,6 +3,7 @@
 //   gate/verdict.json           node 0's gate verdict (GateVerdict)
 //   attempt-NNN/node-N.json     one node's account of an attempt (NodeRecord)
 //   attempt-NNN/decision.json   node 0's judgement of the attempt (Decision)
+//   attempt-NNN/resume.json     node 0's checkpoint for the attempt (ResumeChoice)
 //   summary.json                node 0's account of the launch (LaunchSummary,
 //                               the part `evenkeel launch` prints)
 // Every reader is strict (ek::JsonFields): a missing or mistyped field, or a
@@ -62,6 +63,21 @@ struct Decision {
 std::string DecisionToJson(int attempt, const Decision& d);
 // `attempt` is the attempt the file must be about (its "attempt" field).
 Result<Decision> DecisionFromJson(std::string_view json, const std::string& name, int attempt);
+
+// Node 0's resume decision for one attempt (attempt-NNN/resume.json), written
+// before its torchrun starts: every node's launcher hands its ranks the same
+// checkpoint (EVENKEEL_RESUME_FROM) and the digest of the manifest node 0
+// verified it by (EVENKEEL_RESUME_MANIFEST_XXH3), so that no node picks its own.
+struct ResumeChoice {
+  std::string resume_from = "none";  // a checkpoint directory, or "none": from the start
+  int64_t step = -1;                 // its step; -1 with "none"
+  std::string manifest_xxh3;         // 16 hex digits: xxh3-64 of its evenkeel-checkpoint.json; "" with "none"
+  std::string where;                 // node 0's words for it: "resuming from checkpoint step 10 (...)"
+};
+std::string ResumeChoiceToJson(int attempt, const ResumeChoice& c);
+// `attempt` is the attempt the file must be about. A path with a step of -1 (or
+// "none" with a step), or a digest that is not 16 hex digits, is an error naming it.
+Result<ResumeChoice> ResumeChoiceFromJson(std::string_view json, const std::string& name, int attempt);
 
 // Node 0's gate verdict (gate/verdict.json): every node starts or stops by it.
 struct GateVerdict {

@@ -199,6 +199,44 @@ TEST(DecisionTest, AMissingOrMistypedFieldIsAnErrorNamingItAndTheFile) {
             "attempt-002/decision.json: attempt: missing");
 }
 
+constexpr const char* kResumeFile = "attempt-002/resume.json";
+
+TEST(ResumeChoiceTest, RoundTrips) {
+  ResumeChoice c{"/nfs/ckpt/step-00000010", 10, "0123456789abcdef",
+                 "resuming from checkpoint step 10 (step-00000020: skipped: checksum mismatch)"};
+  auto back = ResumeChoiceFromJson(ResumeChoiceToJson(2, c), kResumeFile, 2);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->resume_from, c.resume_from);
+  EXPECT_EQ(back->step, 10);
+  EXPECT_EQ(back->manifest_xxh3, c.manifest_xxh3);
+  EXPECT_EQ(back->where, c.where);
+  auto none = ResumeChoiceFromJson(ResumeChoiceToJson(2, ResumeChoice{}), kResumeFile, 2);
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_EQ(none->resume_from, "none");
+  EXPECT_EQ(none->step, -1);
+  EXPECT_EQ(none->manifest_xxh3, "");
+}
+
+// The other nodes hand their ranks exactly this: nothing in it may be guessed.
+TEST(ResumeChoiceTest, AMissingMistypedOrInconsistentFieldIsAnErrorNamingItAndTheFile) {
+  const std::string good = ResumeChoiceToJson(2, {"/c/step-00000010", 10, "0123456789abcdef", "w"});
+  EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(With(good, "\"resume_from\": \"/c/step-00000010\", ", ""), kResumeFile, 2)),
+            "attempt-002/resume.json: resume_from: missing");
+  EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(With(good, "\"step\": 10", "\"step\": \"10\""), kResumeFile, 2)),
+            "attempt-002/resume.json: step: not an integer");
+  EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(With(good, "\"step\": 10", "\"step\": -1"), kResumeFile, 2)),
+            "attempt-002/resume.json: step: -1 for the checkpoint /c/step-00000010");
+  EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(With(good, "\"0123456789abcdef\"", "\"xyz\""), kResumeFile, 2)),
+            "attempt-002/resume.json: manifest_xxh3: \"xyz\" is not 16 hex digits");
+  EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(With(good, "\"/c/step-00000010\"", "\"\""), kResumeFile, 2)),
+            "attempt-002/resume.json: resume_from: empty (a checkpoint directory or \"none\")");
+  const std::string none = ResumeChoiceToJson(2, ResumeChoice{});
+  EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(With(none, "\"step\": -1", "\"step\": 4"), kResumeFile, 2)),
+            "attempt-002/resume.json: step: 4 with resume_from \"none\"");
+  EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(good, kResumeFile, 3)),
+            "attempt-002/resume.json: attempt: 2, but the file is attempt 3's");
+}
+
 constexpr const char* kVerdictFile = "gate/verdict.json";
 
 TEST(GateVerdictTest, RoundTrips) {

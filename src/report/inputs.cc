@@ -29,8 +29,6 @@ namespace ek::report {
 
 namespace {
 
-using simdjson::dom::element;
-
 bool IsDir(const std::string& p) {
   struct stat st;
   return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -96,6 +94,41 @@ std::string NewestSession(const std::string& root) {
   return best;
 }
 
+// Each attempt that did not complete is an incident of the launcher's, where the page
+// puts what went wrong first: the decision (action, exit code, reason) as its summary,
+// each failed rank's first error as its evidence, the ranks and their hosts, from the
+// attempt's end until the next attempt started. `lost[i]` is attempt i's GPU-hours
+// after its last new checkpoint.
+void AddAttemptIncidents(const std::vector<double>& lost, Recorder* rec) {
+  const auto& attempts = rec->attempts;
+  for (size_t i = 0; i < attempts.size(); ++i) {
+    const AttemptMark& a = attempts[i];
+    if (a.outcome == "completed") continue;
+    Incident inc;
+    inc.source = "launcher";
+    inc.kind = a.outcome == "cancelled" ? "cancelled" : "attempt failed";
+    inc.summary = fmt::format("attempt {} {}: {}", a.attempt, a.outcome, a.decision);
+    if (a.decision != "restart" && a.exit_code >= 0) inc.summary += fmt::format(", exit {}", a.exit_code);
+    if (!a.reason.empty()) inc.summary += ": " + a.reason;
+    std::vector<std::string> evidence;
+    for (const auto& c : a.causes) {
+      if (std::find(inc.ranks.begin(), inc.ranks.end(), c.rank) == inc.ranks.end()) inc.ranks.push_back(c.rank);
+      if (c.rank < static_cast<int>(rec->ranks().size())) {
+        const std::string& host = rec->ranks()[c.rank].host;
+        if (std::find(inc.hosts.begin(), inc.hosts.end(), host) == inc.hosts.end()) inc.hosts.push_back(host);
+      }
+      evidence.push_back(fmt::format("rank {}: {}", c.rank, c.cause));
+    }
+    if (!a.causes_recorded) evidence.push_back("no causes recorded (the launcher that wrote summary.json reads none)");
+    if (!a.flight_recorder.empty()) evidence.push_back("flight recorder: " + a.flight_recorder);
+    inc.evidence = Join(evidence, "\n");
+    inc.since = a.end;
+    inc.until = i + 1 < attempts.size() ? std::max(a.end, attempts[i + 1].start) : a.end;
+    inc.gpu_hours = lost[i];
+    rec->incidents.push_back(std::move(inc));
+  }
+}
+
 Status ReadLaunch(const std::string& dir, Recorder* rec) {
   const std::string path = dir + "/summary.json";
   EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
@@ -121,11 +154,8 @@ Status ReadLaunch(const std::string& dir, Recorder* rec) {
     EK_RETURN_IF_ERROR(set(out, key));
   }
   if (!s.Has("attempt_records")) return Status::Ok();
-  simdjson::dom::array arr;
-  EK_RETURN_IF_ERROR(s.Array("attempt_records", &arr));
-  size_t i = 0;
-  for (element e : arr) {
-    EK_ASSIGN_OR_RETURN(JsonFields a, s.Item(e, "attempt_records", i++));
+  std::vector<double> lost;  // each attempt's GPU-hours after its last new checkpoint
+  EK_RETURN_IF_ERROR(s.Objects("attempt_records", [&](const JsonFields& a) -> Status {
     AttemptMark mark;
     EK_RETURN_IF_ERROR(a.Int("attempt", &mark.attempt));
     EK_RETURN_IF_ERROR(a.Num("start", &mark.start));
@@ -134,11 +164,28 @@ Status ReadLaunch(const std::string& dir, Recorder* rec) {
     JsonFields d = a, fr = a;
     EK_RETURN_IF_ERROR(a.Object("decision", &d));
     EK_RETURN_IF_ERROR(d.Str("action", &mark.decision));
+    EK_RETURN_IF_ERROR(d.IntIn("exit_code", 0, 255, &mark.exit_code));
     EK_RETURN_IF_ERROR(d.Str("reason", &mark.reason));
     EK_RETURN_IF_ERROR(a.Object("flight_recorder", &fr));
     EK_RETURN_IF_ERROR(fr.Str("verdict", &mark.flight_recorder));
-    rec->attempts.push_back(mark);
-  }
+    double gpu_hours_lost = 0;
+    EK_RETURN_IF_ERROR(a.Num("gpu_hours_lost", &gpu_hours_lost));
+    // Launchers before "The cause, named" wrote no causes: absent, not an error (docs/report.md).
+    mark.causes_recorded = a.Has("causes");
+    if (mark.causes_recorded) {
+      EK_RETURN_IF_ERROR(a.Objects("causes", [&](const JsonFields& c) -> Status {
+        AttemptCause cause;
+        EK_RETURN_IF_ERROR(c.IntIn("rank", 0, std::numeric_limits<int>::max(), &cause.rank));
+        EK_RETURN_IF_ERROR(c.Str("cause", &cause.cause));
+        mark.causes.push_back(std::move(cause));
+        return Status::Ok();
+      }));
+    }
+    rec->attempts.push_back(std::move(mark));
+    lost.push_back(gpu_hours_lost);
+    return Status::Ok();
+  }));
+  AddAttemptIncidents(lost, rec);
   return Status::Ok();
 }
 

@@ -409,5 +409,132 @@ TEST(InputsTest, DcgmRecordingsAndWatcherLogs) {
   std::filesystem::remove_all(dir);
 }
 
+// summary.json's attempt records as the launcher writes them (launch/launcher.cc
+// AttemptToJson), with only the fields in question varied.
+std::string AttemptRecord(int attempt, double start, double end, const std::string& outcome,
+                          const std::string& decision, const std::string& causes) {
+  return fmt::format(
+      "{{\"attempt\": {0}, \"start\": {1:.3f}, \"end\": {2:.3f}, \"seconds\": {3:.1f}, \"outcome\": \"{4}\", "
+      "\"step_reached\": 7, \"checkpoint_before\": -1, \"checkpoint_after\": 6, \"flight_recorder\": {{\"verdict\": "
+      "\"no flight-recorder dumps\", \"conclusive\": false}}, \"gpu_hours\": 0.0400, \"gpu_hours_lost\": 0.0125, "
+      "\"decision\": {5}{6}, \"nodes\": []}}",
+      attempt, start, end, end - start, outcome, decision, causes);
+}
+
+class LaunchRecordsTest : public HostsTest {
+ protected:
+  Result<std::unique_ptr<Recorder>> Build(const std::string& records) {
+    Write("launch/summary.json",
+          "{\"outcome\": \"completed\", \"attempts\": 2, \"attempt_records\": [" + records + "]}\n");
+    ReportInputs in;
+    in.run_file = Run(2, 2, "\"n1\", \"n2\"");
+    in.launch_dir = dir_ + "/launch";
+    std::vector<std::string> problems;
+    return BuildRecorder(in, &problems);
+  }
+  void SetUp() override {
+    HostsTest::SetUp();
+    std::filesystem::create_directories(dir_ + "/launch");
+  }
+};
+
+const std::string kRestart = "{\"attempt\": 1, \"action\": \"restart\", \"exit_code\": 0, \"reason\": "
+                             "\"rank 2: OSError: [Errno 28] No space left on device; restarting from "
+                             "checkpoint step 6 after 0 s\", "
+                             "\"next_attempt\": 2, \"backoff_s\": 0.0}";
+const std::string kDone = "{\"attempt\": 2, \"action\": \"done\", \"exit_code\": 0, \"reason\": \"final\", "
+                          "\"next_attempt\": 0, \"backoff_s\": 0.0}";
+const std::string kCause = "OSError: [Errno 28] No space left on device: '/c/.step-00000008.tmp-7/model-00001-of-00001."
+                           "safetensors' (in save (step 8))";
+
+TEST_F(LaunchRecordsTest, EachAttemptsDecisionAndCausesAreReadAndAFailedOneIsALauncherIncident) {
+  auto rec = Build(AttemptRecord(1, 100, 160, "failed", kRestart,
+                                 ", \"causes\": [{\"rank\": 2, \"cause\": \"" + kCause + "\"}]") +
+                   ", " + AttemptRecord(2, 170, 300, "completed", kDone, ", \"causes\": []"));
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  const auto& attempts = (*rec)->attempts;
+  ASSERT_EQ(attempts.size(), 2u);
+  EXPECT_EQ(attempts[0].decision, "restart");
+  EXPECT_EQ(attempts[0].exit_code, 0);
+  ASSERT_TRUE(attempts[0].causes_recorded);
+  ASSERT_EQ(attempts[0].causes.size(), 1u);
+  EXPECT_EQ(attempts[0].causes[0].rank, 2);
+  EXPECT_EQ(attempts[0].causes[0].cause, kCause);
+  EXPECT_TRUE(attempts[1].causes_recorded);
+  EXPECT_TRUE(attempts[1].causes.empty());
+  // The failed attempt is the launcher's incident: decision, causes, ranks and their hosts.
+  ASSERT_EQ((*rec)->incidents.size(), 1u);
+  const Incident& inc = (*rec)->incidents[0];
+  EXPECT_EQ(inc.source, "launcher");
+  EXPECT_EQ(inc.kind, "attempt failed");
+  EXPECT_EQ(inc.summary, "attempt 1 failed: restart: " + attempts[0].reason);
+  EXPECT_EQ(inc.ranks, std::vector<int>{2});
+  EXPECT_EQ(inc.hosts, std::vector<std::string>{"n2"});
+  EXPECT_EQ(inc.evidence, "rank 2: " + kCause + "\nflight recorder: no flight-recorder dumps");
+  EXPECT_DOUBLE_EQ(inc.since, 160);
+  ASSERT_TRUE(inc.until.has_value());
+  EXPECT_DOUBLE_EQ(*inc.until, 170);
+  EXPECT_DOUBLE_EQ(inc.gpu_hours, 0.0125);
+  // The data model carries them for the page.
+  std::string json = (*rec)->ToJson(ModelOptions{});
+  EXPECT_NE(json.find("\"decision\":\"restart\",\"exit_code\":0,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"causes\":[{\"rank\":2,\"cause\":\"OSError: [Errno 28] No space left on device: "),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"decision\":\"done\",\"exit_code\":0,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"flight_recorder\":\"no flight-recorder dumps\",\"causes\":[]}"), std::string::npos) << json;
+}
+
+TEST_F(LaunchRecordsTest, AStopsExitCodeIsInTheIncidentsSummary) {
+  const std::string stop = "{\"attempt\": 1, \"action\": \"stop\", \"exit_code\": 93, \"reason\": \"desync\", "
+                           "\"next_attempt\": 0, \"backoff_s\": 0.0}";
+  auto rec = Build(AttemptRecord(1, 100, 160, "failed", stop, ", \"causes\": []"));
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  ASSERT_EQ((*rec)->incidents.size(), 1u);
+  EXPECT_EQ((*rec)->incidents[0].summary, "attempt 1 failed: stop, exit 93: desync");
+  EXPECT_TRUE((*rec)->incidents[0].ranks.empty());
+  EXPECT_DOUBLE_EQ(*(*rec)->incidents[0].until, 160);  // the last attempt: the launch ended there
+}
+
+// Records written before the launcher named causes have none: readable, and said so.
+TEST_F(LaunchRecordsTest, AnOlderRecordWithoutCausesIsReadableAndSaysSo) {
+  auto rec = Build(AttemptRecord(1, 100, 160, "failed", kRestart, "") + ", " +
+                   AttemptRecord(2, 170, 300, "completed", kDone, ""));
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  ASSERT_EQ((*rec)->attempts.size(), 2u);
+  EXPECT_FALSE((*rec)->attempts[0].causes_recorded);
+  ASSERT_EQ((*rec)->incidents.size(), 1u);
+  const std::string& evidence = (*rec)->incidents[0].evidence;
+  EXPECT_NE(evidence.find("no causes recorded"), std::string::npos) << evidence;
+  std::string json = (*rec)->ToJson(ModelOptions{});
+  EXPECT_EQ(json.find("\"causes\""), std::string::npos) << json;
+}
+
+TEST_F(LaunchRecordsTest, AMissingOrMistypedFieldIsAnErrorNamingTheFileAndTheField) {
+  const std::string causes = ", \"causes\": [{\"rank\": 2, \"cause\": \"x\"}]";
+  for (auto [records, want] : std::vector<std::pair<std::string, std::string>>{
+           {AttemptRecord(1, 100, 160, "failed",
+                          "{\"attempt\": 1, \"action\": \"restart\", \"reason\": \"r\"}", causes),
+            "launch/summary.json: attempt_records[0].decision.exit_code: missing"},
+           {AttemptRecord(1, 100, 160, "failed",
+                          "{\"attempt\": 1, \"action\": \"restart\", \"exit_code\": \"0\", \"reason\": \"r\"}", causes),
+            "launch/summary.json: attempt_records[0].decision.exit_code: not an integer"},
+           {AttemptRecord(1, 100, 160, "failed", kRestart, ", \"causes\": [{\"rank\": \"2\", \"cause\": \"x\"}]"),
+            "launch/summary.json: attempt_records[0].causes[0].rank: not an integer"},
+           {AttemptRecord(1, 100, 160, "failed", kRestart, ", \"causes\": [{\"rank\": 2}]"),
+            "launch/summary.json: attempt_records[0].causes[0].cause: missing"},
+           {AttemptRecord(1, 100, 160, "failed", kRestart, ", \"causes\": \"rank 2\""),
+            "launch/summary.json: attempt_records[0].causes: not an array"},
+           {std::string("{\"attempt\": 1, \"start\": 1, \"end\": 2, \"outcome\": \"failed\", \"flight_recorder\": "
+                        "{\"verdict\": \"\"}, \"decision\": ") +
+                kRestart + "}",
+            "launch/summary.json: attempt_records[0].gpu_hours_lost: missing"}}) {
+    auto rec = Build(records);
+    ASSERT_FALSE(rec.ok()) << records;
+    EXPECT_EQ(rec.status().code(), StatusCode::kCorrupt) << rec.status().message();
+    EXPECT_NE(rec.status().message().find(want), std::string::npos) << rec.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace ek::report

@@ -359,10 +359,21 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
   j += "],\"attempts\":[";
   for (size_t i = 0; i < attempts.size(); ++i) {
     const auto& a = attempts[i];
-    j += fmt::format("{}{{\"attempt\":{},\"start\":{},\"end\":{},\"outcome\":{},\"decision\":{},\"reason\":{},"
-                     "\"flight_recorder\":{}}}",
+    j += fmt::format("{}{{\"attempt\":{},\"start\":{},\"end\":{},\"outcome\":{},\"decision\":{},\"exit_code\":{},"
+                     "\"reason\":{},\"flight_recorder\":{}",
                      i ? "," : "", a.attempt, Time(a.start), Time(a.end), JsonString(a.outcome), JsonString(a.decision),
-                     JsonString(a.reason), JsonString(a.flight_recorder));
+                     a.exit_code >= 0 ? std::to_string(a.exit_code) : "null", JsonString(a.reason),
+                     JsonString(a.flight_recorder));
+    // Absent when the launcher recorded none (an older one); [] when no rank failed.
+    if (a.causes_recorded) {
+      j += ",\"causes\":[";
+      for (size_t k = 0; k < a.causes.size(); ++k) {
+        j += fmt::format("{}{{\"rank\":{},\"cause\":{}}}", k ? "," : "", a.causes[k].rank,
+                         JsonString(a.causes[k].cause));
+      }
+      j += "]";
+    }
+    j += "}";
   }
   j += "],\"incidents\":[";
   std::vector<Incident> all = incidents;

@@ -45,10 +45,22 @@ struct CheckpointMark {
   std::string verdict;
 };
 
+// One failed rank of an attempt and its first error, as the launcher read it from
+// the rank's log ("OSError: [Errno 28] No space left on device: ... (in save (step 30))")
+// or its exit status ("killed by SIGKILL").
+struct AttemptCause {
+  int rank = 0;
+  std::string cause;
+};
+
 struct AttemptMark {
   int attempt = 0;
   double start = 0, end = 0;
   std::string outcome, decision, reason, flight_recorder;
+  int exit_code = -1;  // the decision's: the launch's exit code when it ended there (done, stop); -1 not known
+  // false: the launcher that wrote the records read no causes (older than "The cause, named").
+  bool causes_recorded = false;
+  std::vector<AttemptCause> causes;  // in rank order
 };
 
 struct Incident {

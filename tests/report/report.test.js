@@ -120,6 +120,55 @@ async function incidentRows(page) {
   });
 }
 
+// What an operator reads first after a failed attempt: the launcher's decision and each
+// failed rank's first error (docs/report.md, "Attempts and their causes").
+test('a failed attempt names its decision and causes: first in the incidents, in the attempts table and ' +
+     'the attempts lane', {timeout: 60000}, async () => {
+  const {page} = await h.open(browser, h.pageUrl('sft16-3h'));
+  const data = JSON.parse(fs.readFileSync(path.join(h.FIXTURES, 'sft16-3h.json'), 'utf8'));
+  const failed = data.attempts[0];
+  assert.equal(failed.causes.length, 2);
+  const lines = failed.causes.map((c) => `rank ${c.rank}: ${c.cause}`);
+  // The incidents are the first table; the launcher's row carries the decision and every cause, visibly.
+  assert.equal(await page.evaluate(() => document.querySelector('#ek-tables section').id), 'ek-incidents');
+  const launcher = (await incidentRows(page)).find((r) => r.source === 'launcher');
+  assert.ok(launcher, JSON.stringify(await incidentRows(page)));
+  assert.ok(launcher.summary.startsWith('attempt 1 failed: restart: '), launcher.summary);
+  assert.equal(launcher.ranks, '8-9');
+  const shown = await page.evaluate(() => {
+    const t = document.getElementById('ek-incidents');
+    const col = [...t.querySelectorAll('thead th')].findIndex((th) => th.textContent === 'evidence');
+    const td = [...t.querySelectorAll('tbody tr')].find((tr) => tr.children[0].textContent === 'launcher').children[col];
+    const r = td.getBoundingClientRect();
+    return {text: td.innerText, w: r.width, h: r.height};
+  });
+  assert.ok(shown.w > 0 && shown.h > 0, JSON.stringify(shown));
+  for (const l of lines) assert.ok(shown.text.split('\n').includes(l), `${l} in ${shown.text}`);
+  // The attempts table: the decision with the exit code where it ended the launch, the causes a line each.
+  const attempts = await page.evaluate(() => {
+    const sec = [...document.querySelectorAll('#ek-tables section')]
+      .find((s) => s.querySelector('h2').textContent.startsWith('Attempts'));
+    const titles = [...sec.querySelectorAll('thead th')].map((th) => th.textContent);
+    return [...sec.querySelectorAll('tbody tr')].map((tr) =>
+      Object.fromEntries([...tr.children].map((td, i) => [titles[i], td.innerText])));
+  });
+  assert.equal(attempts.length, 2);
+  assert.equal(attempts[0].decision, 'restart');
+  assert.deepEqual(attempts[0].causes.split('\n'), lines);
+  assert.equal(attempts[1].decision, 'done · exit 0');
+  assert.equal(attempts[1].causes, '');
+  // Hovering attempt 1 in the attempts lane names its causes too.
+  const box = await (await page.$('#ek-attempts-canvas')).boundingBox();
+  const x = await page.evaluate((t) => (t - evenkeel.view.t0) / (evenkeel.view.t1 - evenkeel.view.t0), failed.start + 1000);
+  await page.mouse.move(box.x + x * box.width, box.y + box.height / 2);
+  const tip = await page.$eval('#ek-tip', (e) => (e.hidden ? '' : e.innerText));
+  assert.match(tip, /attempt 1 · failed/);
+  for (const l of lines) assert.ok(tip.includes(l), `${l} in ${tip}`);
+  assert.deepEqual(page.problems(), []);
+  await shot(page, 'sft16-3h-causes', {fullPage: true});
+  await page.close();
+});
+
 test('a run whose telemetry is not named after its hosts: HOST=FILE gives one row per rank, ' +
      'the deadlock and its evidence', {timeout: 60000}, async () => {
   const {execFileSync, spawnSync} = require('node:child_process');

@@ -123,19 +123,19 @@ class RankResult:
     output: str
 
 
-def launch(world: int, args: list[str], workdir: Path, *, timeout: float, env: dict[str, str] | None = None
-           ) -> tuple[list[RankResult], float]:
+def launch(world: int, args: list[str], workdir: Path, *, timeout: float, env: dict[str, str] | None = None,
+           rank_env: dict[int, dict[str, str]] | None = None) -> tuple[list[RankResult], float]:
     """Starts trainer/train.py as `world` processes with the environment torchrun gives
     (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), each
     rank's output in its own log so every rank's account survives the others' exit.
-    Returns the results and the wall time."""
+    `rank_env` adds variables to some ranks only. Returns the results and the wall time."""
     port = str(free_port())
     logs = [open(workdir / f"rank-{r}.log", "w+") for r in range(world)]
     procs = []
     t0 = time.monotonic()
     for r in range(world):
         e = child_env(RANK=str(r), WORLD_SIZE=str(world), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(world),
-                      MASTER_ADDR="127.0.0.1", MASTER_PORT=port, **(env or {}))
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=port, **{**(env or {}), **(rank_env or {}).get(r, {})})
         # A session of its own per rank, as torchrun does: with the kernel's autogroup
         # scheduling that is also a CPU share of its own, ~3x faster on a shared host.
         procs.append(subprocess.Popen([sys.executable, str(TRAIN), *args], env=e, stdout=logs[r],

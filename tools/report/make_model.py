@@ -251,17 +251,25 @@ def build_sft16():
          "verdict": "ok"} for s, t in c2] + [
         {"step": 1700, "time": t0 + end2, "path": "/nfs/ckpt/step-00001700", "ok": True,
          "verdict": "ok"}]
+    # Attempt 1 as the launcher records it: rank 9 killed (the host's OOM killer), rank 8,
+    # its neighbour in the collective, with the error it saw; the page shows both causes.
+    causes = [{"rank": 8, "cause": "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] "
+                                   "Connection closed by peer [10.0.0.2]:41771 (in forward (step 834))"},
+              {"rank": 9, "cause": "killed by SIGKILL"}]
+    reason = "; ".join(f"rank {c['rank']}: {c['cause']}" for c in causes)
     m["attempts"] = [
         {"attempt": 1, "start": t0, "end": t0 + 4200, "outcome": "failed", "decision": "restart",
-         "reason": "rank 9 killed by SIGKILL (host OOM killer); resume from step 500",
-         "flight_recorder": ""},
+         "exit_code": 0, "reason": f"{reason}; restarting from checkpoint step 500 after 180 s",
+         "flight_recorder": "no flight-recorder dumps", "causes": causes},
         {"attempt": 2, "start": t0 + 4380, "end": t0 + end2, "outcome": "completed",
-         "decision": "done", "reason": "all 1700 steps; final checkpoint verified",
-         "flight_recorder": ""}]
+         "decision": "done", "exit_code": 0, "reason": "all 1700 steps; final checkpoint verified",
+         "flight_recorder": "", "causes": []}]
     m["incidents"] = [
-        {"source": "launcher", "kind": "crash", "summary": "rank 9 killed by SIGKILL",
-         "ranks": [9], "hosts": ["node-001"], "since": t0 + 4200, "until": t0 + 4380,
-         "evidence": "dmesg on node-001: Out of memory: Killed process 48121 (python3)",
+        {"source": "launcher", "kind": "attempt failed",
+         "summary": "attempt 1 failed: restart: " + m["attempts"][0]["reason"],
+         "ranks": [8, 9], "hosts": ["node-001"], "since": t0 + 4200, "until": t0 + 4380,
+         "evidence": "\n".join([f"rank {c['rank']}: {c['cause']}" for c in causes]
+                               + ["flight recorder: no flight-recorder dumps"]),
          "gpu_hours": round(16 * (4200 - 2520 + 240) / 3600, 2)},
         {"source": "triage", "kind": "starvation",
          "summary": "STARVATION: utilization scatter at ~575 W", "ranks": [],

@@ -723,7 +723,7 @@
       if (!a) return null;
       return [`attempt ${a.attempt} · ${a.outcome || '?'}`,
         `${fmtTime(a.start, true)} – ${a.end != null ? fmtTime(a.end, false) : 'still running'} UTC`,
-        a.decision ? 'decision: ' + a.decision : '', a.reason || '',
+        a.decision ? 'decision: ' + fmtDecision(a) : '', a.reason || '', ...fmtCauses(a),
         a.flight_recorder ? 'flight recorder: ' + a.flight_recorder : ''].filter(Boolean);
     }
     if (p.kind === 'series') {
@@ -885,6 +885,18 @@
     if (m.checkpoints.length) chips('checkpoint', [['verified', '#56B4E9'], ['not ok', '#D55E00']]);
   }
 
+  // "stop · exit 93": the launch's exit code where the decision ended it (done, stop).
+  function fmtDecision(a) {
+    if (!a.decision) return '';
+    return a.decision !== 'restart' && Number.isInteger(a.exit_code) ? `${a.decision} · exit ${a.exit_code}` : a.decision;
+  }
+
+  // One line per failed rank: "rank 1: OSError: ..."; absent causes (an older launcher) say so.
+  function fmtCauses(a) {
+    if (!Array.isArray(a.causes)) return a.outcome && a.outcome !== 'completed' ? ['causes: not recorded'] : [];
+    return a.causes.map((c) => `rank ${c.rank}: ${c.cause}`);
+  }
+
   function table(title, cols, rows, onClick) {
     const sec = el('section', 'ek-table');
     sec.appendChild(el('h2', '', `${title} (${rows.length})`));
@@ -898,7 +910,9 @@
     const body = t.appendChild(el('tbody'));
     for (const r of rows) {
       const tr = el('tr');
-      for (const c of cols) tr.appendChild(el('td', c.num ? 'ek-num' : c.wide ? 'ek-wide' : '', String(c.get(r))));
+      for (const c of cols) {
+        tr.appendChild(el('td', c.num ? 'ek-num' : c.lines ? 'ek-wide ek-lines' : c.wide ? 'ek-wide' : '', String(c.get(r))));
+      }
       if (onClick) {
         tr.tabIndex = 0;
         tr.classList.add('ek-click');
@@ -927,7 +941,7 @@
       {wide: true, title: 'hosts', get: (r) => fmtList(r.hosts)},
       {title: 'since', get: (r) => fmtTime(r.since, true)},
       {title: 'until', get: (r) => (r.until == null ? 'ongoing' : fmtTime(r.until, false))},
-      {wide: true, title: 'evidence', get: (r) => r.evidence ?? ''},
+      {lines: true, title: 'evidence', get: (r) => r.evidence ?? ''},
       {title: 'GPU-hours at stake', num: true, get: (r) => (Number.isFinite(r.gpu_hours) ? r.gpu_hours.toLocaleString('en-US') : '—')},
     ], inc, (r) => focus(r.since, r.until ?? m.t1));
     t.id = 'ek-incidents';
@@ -938,7 +952,8 @@
         {title: 'start', get: (r) => fmtTime(r.start, true)},
         {title: 'end', get: (r) => (r.end == null ? 'running' : fmtTime(r.end, true))},
         {title: 'outcome', get: (r) => r.outcome ?? ''},
-        {title: 'decision', get: (r) => r.decision ?? ''},
+        {title: 'decision', get: (r) => fmtDecision(r)},
+        {lines: true, title: 'causes', get: (r) => fmtCauses(r).join('\n')},
         {wide: true, title: 'reason', get: (r) => r.reason ?? ''},
         {wide: true, title: 'flight recorder', get: (r) => r.flight_recorder ?? ''},
       ], m.attempts, (r) => focus(r.start, r.end ?? m.t1)));
