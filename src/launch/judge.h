@@ -55,7 +55,7 @@ struct RankFacts {
   int signal = 0;
   double end = 0;              // when the trainer ended (Unix seconds); 0: unknown
   int stop_signal = 0;         // the wrapper was stopped (torchrun's SIGTERM) before the trainer ended; 0: it ended first
-  std::string state_at_stop;   // the trainer's process state then ("T", "D", "S", ...; "": unknown)
+  std::string state_at_stop{};  // the trainer's process state then ("T", "D", "S", ...; "": unknown)
   bool inferred = false;       // its wrapper was killed: exit_code, signal and end are the launcher's inference
 };
 
