@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include <fmt/core.h>
@@ -40,8 +41,11 @@ NodeFacts FactsOf(const NodeRecord& n) {
   f.torchrun_code = n.torchrun_code;
   f.torchrun_signal = n.torchrun_signal;
   f.cancelled = n.cancelled;
-  for (const auto& r : n.ranks) f.ranks.push_back({r.rank, r.exit_code, r.signal});
+  for (const auto& r : n.ranks) {
+    f.ranks.push_back({r.rank, r.exit_code, r.signal, r.end, r.stop_signal, r.state_at_stop, r.inferred});
+  }
   f.causes = n.causes;
+  f.progress = n.progress;
   return f;
 }
 
@@ -102,6 +106,105 @@ bool ConfigurationRefused(const JudgeFacts& f) {
   return refused;
 }
 
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Failed on its own: not stopped by torchrun first, not an inference.
+bool FailedOnItsOwn(const RankFacts& r) {
+  return !ExitStatus{r.exit_code, r.signal}.ok() && r.stop_signal == 0 && !r.inferred;
+}
+
+}  // namespace
+
+Hang FindHang(const JudgeFacts& f) {
+  struct Seen {
+    const RankFacts* rank;
+    const NodeFacts* node;
+  };
+  std::vector<Seen> ranks;
+  for (const auto& n : f.nodes) {
+    if (!n.reported || !n.unreadable.empty()) continue;
+    for (const auto& r : n.ranks) ranks.push_back({&r, &n});
+  }
+  std::sort(ranks.begin(), ranks.end(), [](const Seen& a, const Seen& b) { return a.rank->rank < b.rank->rank; });
+  // When the others failed: the first rank to fail on its own, and whether it timed out.
+  double failed_at = 0;
+  int first_failed = -1;
+  bool timed_out = false, failed_dumped = false;
+  for (const auto& s : ranks) {
+    if (!FailedOnItsOwn(*s.rank)) continue;
+    if (s.rank->end > 0 && (failed_at == 0 || s.rank->end < failed_at)) {
+      failed_at = s.rank->end;
+      first_failed = s.rank->rank;
+    }
+    for (const auto& c : s.node->causes) {
+      std::string lc = Lower(c.cause);
+      if (c.rank == s.rank->rank && (lc.find("timed out") != std::string::npos || lc.find("timeout") != std::string::npos)) {
+        timed_out = true;
+      }
+    }
+    if (f.fr_dumps.count(s.rank->rank)) failed_dumped = true;
+  }
+  auto stuck = [](const RankFacts& r) {
+    return r.state_at_stop == "T" || r.state_at_stop == "t" || r.state_at_stop == "D";
+  };
+  std::vector<Seen> named;
+  for (const auto& s : ranks) {
+    if (!FailedOnItsOwn(*s.rank) && stuck(*s.rank)) named.push_back(s);
+  }
+  if (named.empty() && timed_out && failed_dumped) {
+    for (const auto& s : ranks) {
+      const RankFacts& r = *s.rank;
+      if (!FailedOnItsOwn(r) && !ExitStatus{r.exit_code, r.signal}.ok() && !f.fr_dumps.count(r.rank)) named.push_back(s);
+    }
+  }
+  Hang h;
+  bool have_step = false;
+  std::vector<std::string> clauses;
+  for (const auto& s : named) {
+    const RankFacts& r = *s.rank;
+    auto hb = std::find_if(s.node->progress.begin(), s.node->progress.end(),
+                           [&](const RankProgress& p) { return p.rank == r.rank; });
+    const bool beat = hb != s.node->progress.end();
+    std::vector<std::string> evidence;
+    std::string at = "at an unknown step";
+    if (beat) {
+      at = hb->step >= 0 ? fmt::format("at step {}", hb->step) : "before its first step";
+      if (!have_step || hb->step < h.step) h.step = hb->step;
+      have_step = true;
+      if (failed_at > 0) {
+        evidence.push_back(fmt::format("last heartbeat {:.0f} s before {}", std::max(0.0, failed_at - hb->time),
+                                       timed_out ? "the others' timeout" : fmt::format("rank {} failed", first_failed)));
+      }
+    } else {
+      evidence.push_back("no heartbeat in this attempt");
+    }
+    if (!r.state_at_stop.empty()) {
+      evidence.push_back(DescribeProcessState(r.state_at_stop));
+    } else if (r.inferred) {
+      evidence.push_back("its wrapper was killed before the trainer's end was seen");
+    } else if (r.stop_signal) {
+      evidence.push_back("alive when torchrun stopped it");
+    }
+    if (auto d = f.fr_dumps.find(r.rank); d != f.fr_dumps.end()) {
+      evidence.push_back(fmt::format("its dump ends at seq {}", d->second));
+    } else if (!f.fr_dumps.empty() || f.fr == FrVerdict::kNoDumps) {
+      evidence.push_back("no dump");
+    }
+    h.ranks.push_back(r.rank);
+    if (clauses.size() < 4) {
+      clauses.push_back(fmt::format("rank {} stopped progressing {} ({})", r.rank, at, fmt::join(evidence, "; ")));
+    }
+  }
+  if (h.ranks.size() > clauses.size()) clauses.push_back(fmt::format("{} more", h.ranks.size() - clauses.size()));
+  h.line = fmt::format("{}", fmt::join(clauses, "; "));
+  return h;
+}
+
+namespace {
+
 Judgement Stop(Judgement j, Branch branch, int exit_code, std::string reason) {
   j.branch = branch;
   j.decision = {Action::kStop, exit_code, std::move(reason), 0, 0};
@@ -154,6 +257,8 @@ Judgement Judge(const JudgeFacts& f) {
   } else {
     j.failure = Failure::kProcesses;
     why = ProcessFailures(f);
+    j.hang = FindHang(f);
+    if (!j.hang.ranks.empty()) why = j.hang.line + "; " + why;
   }
   j.outcome = Outcome::kFailed;
   const bool progress = f.after.step > f.before.step;

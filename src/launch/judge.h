@@ -15,6 +15,9 @@
 //      step (when the plan knows it)                    -> done 0
 //   otherwise the attempt failed (why: no checkpoint, not final, not at the
 //   planned step, or processes that failed / nodes that did not report), and
+//   (a failed attempt whose ranks stopped progressing (FindHang below) has
+//   them named first in the reason; a hang is not deterministic: it changes
+//   no decision)
 //   4. a configuration refusal: every node reported, some rank exited 2 (the
 //      trainer's usage, run-file, data or tokenizer refusal) and every other
 //      failed rank exited 2 too or was stopped with SIGTERM by torchrun after
@@ -27,6 +30,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,6 +53,10 @@ struct RankFacts {
   int rank = -1;
   int exit_code = -1;  // -1 when it was killed by a signal
   int signal = 0;
+  double end = 0;              // when the trainer ended (Unix seconds); 0: unknown
+  int stop_signal = 0;         // the wrapper was stopped (torchrun's SIGTERM) before the trainer ended; 0: it ended first
+  std::string state_at_stop{};  // the trainer's process state then ("T", "D", "S", ...; "": unknown)
+  bool inferred = false;       // its wrapper was killed: exit_code, signal and end are the launcher's inference
 };
 
 struct NodeFacts {
@@ -60,6 +68,7 @@ struct NodeFacts {
   bool cancelled = false;
   std::vector<RankFacts> ranks;  // the ranks that wrote a record
   std::vector<RankCause> causes;  // why its failed ranks failed (launch/cause.h), for the reason
+  std::vector<RankProgress> progress;  // its ranks' last heartbeats in the attempt
 };
 // The facts in a node record that was read.
 NodeFacts FactsOf(const NodeRecord& n);
@@ -75,6 +84,9 @@ struct JudgeFacts {
   std::vector<NodeFacts> nodes;  // one per node of the run (cluster.nodes), in node order
   FrVerdict fr = FrVerdict::kNotRead;
   std::string fr_line;            // the verdict line, for the reason
+  // The ranks whose dump was read, with their highest collective sequence id
+  // (any process group); empty when none was (fr is kNotRead, kNoDumps or kUnreadable).
+  std::map<int, int64_t> fr_dumps;
   int64_t planned_steps = 0;      // the plan's total optimizer steps; 0: unknown (no pack to plan from)
   CheckpointFacts before;         // newest structurally verified checkpoint when the attempt started
   CheckpointFacts after;          // the same when it ended
@@ -92,6 +104,24 @@ struct JudgeFacts {
   double backoff_s = 10;          // retry.backoff_s
   double backoff_max_s = 300;     // retry.backoff_max_s
 };
+
+// Ranks that stopped progressing in a failed attempt (the "hang" a collective
+// timeout ends): named from the facts alone, each with its evidence.
+//   - a rank whose trainer was stopped (state T) or in uninterruptible sleep
+//     (D) when torchrun stopped it: it could not have been progressing;
+//   - else, when some rank failed on its own with a timeout (its cause says
+//     "timed out" or "timeout"): each rank that did not fail on its own (torchrun
+//     stopped it, or its wrapper was killed) and left no flight-recorder dump
+//     while a failed rank left one; not when that is every other rank.
+// `line`: "rank 1 stopped progressing at step 7 (last heartbeat 62 s before
+// the others' timeout; process stopped (state T: ...); no dump)", one clause
+// per rank ("; "), at most four. Empty `ranks` when nothing points at a hang.
+struct Hang {
+  std::vector<int> ranks;
+  int64_t step = -1;  // the lowest last finished step among them (-1: before the first, or no heartbeat)
+  std::string line;
+};
+Hang FindHang(const JudgeFacts& facts);
 
 // True when every node reported and its torchrun and launcher succeeded
 // (none cancelled): the only case in which the attempt can be done, and the
@@ -115,6 +145,7 @@ struct Judgement {
   Branch branch = Branch::kRestart;
   Decision decision;
   int no_progress = 0;  // the count after this attempt (the next attempt's JudgeFacts::no_progress)
+  Hang hang;            // a failed attempt's ranks that stopped progressing (FindHang); named in the reason
 };
 
 Judgement Judge(const JudgeFacts& facts);

@@ -57,6 +57,29 @@ JudgeFacts RankKilled() {
   return f;
 }
 
+// The field report's hang: two ranks, rank 1 SIGSTOPped after step 7. Rank 0's
+// collective timed out 62 s after rank 1's last beat (it left a dump, then exited
+// 1); torchrun then stopped rank 1, whose wrapper found it in state T.
+JudgeFacts RankStopped() {
+  JudgeFacts f = Completed();
+  f.nodes = {Node(0, 0, 2)};
+  NodeFacts& n = f.nodes[0];
+  n.torchrun_code = 1;
+  n.ranks[0] = {0, 1, 0, 1000.0};
+  n.ranks[1] = {1, -1, SIGTERM, 1001.0, SIGTERM, "T"};
+  n.causes = {{0, "RuntimeError: [gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 60000ms for recv "
+                  "operation to complete (in forward (step 8))"},
+              {1, "killed by SIGTERM"}};
+  n.progress = {{0, 7, "forward", 8, 969.0, 100}, {1, 7, "backward", 8, 938.0, 101}};
+  f.fr = FrVerdict::kUndecided;
+  f.fr_line = "undecided at pg 0 seq 1: rank 1 left no dump";
+  f.fr_dumps = {{0, 12}};
+  f.before = {6, false, "ckpt/step-000006"};
+  f.after = f.before;
+  f.verified = {};
+  return f;
+}
+
 struct Row {
   const char* name;
   JudgeFacts facts;
@@ -203,6 +226,15 @@ std::vector<Row> Rows() {
                   }),
                   Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
                   {"node 1 did not report"}, 10, 2, 1});
+  rows.push_back({"a stopped rank is named first, and the attempt restarted (a hang is not deterministic)", RankStopped(),
+                  Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
+                  {"rank 1 stopped progressing at step 7 (last heartbeat 62 s before the others' timeout; process "
+                   "stopped (state T: a stop signal such as SIGSTOP); no dump); rank 0: RuntimeError:",
+                   "rank 1: killed by SIGTERM", "restarting from checkpoint step 6 after 10 s"},
+                  10, 2, 1});
+  rows.push_back({"a stopped rank with no progress in a row still stops 93 on no progress, named",
+                  With(RankStopped(), [](JudgeFacts& f) { f.no_progress = 1; }), Action::kStop, 93, Outcome::kFailed,
+                  Failure::kProcesses, Branch::kNoProgress, {"last: rank 1 stopped progressing at step 7"}, 0, 0, 2});
   rows.push_back({"no progress, once: restart", With(RankKilled(), [](JudgeFacts& f) { f.after = f.before; }),
                   Action::kRestart, 0, Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
                   {"restarting from checkpoint step 10"}, 10, 2, 1});
@@ -336,6 +368,81 @@ TEST(JudgeTest, VerifiedIsConsultedOnlyWhenEveryProcessSucceeded) {
   EXPECT_FALSE(EveryProcessSucceeded(With(Completed(), [](JudgeFacts& f) { f.nodes[0].torchrun_signal = SIGTERM; })));
 }
 
+TEST(FindHangTest, TheStoppedRankIsNamedWithItsStepHeartbeatStateAndDump) {
+  Hang h = FindHang(RankStopped());
+  EXPECT_EQ(h.ranks, std::vector<int>{1});
+  EXPECT_EQ(h.step, 7);
+  EXPECT_EQ(h.line,
+            "rank 1 stopped progressing at step 7 (last heartbeat 62 s before the others' timeout; process stopped "
+            "(state T: a stop signal such as SIGSTOP); no dump)");
+  EXPECT_EQ(Judge(RankStopped()).hang.ranks, std::vector<int>{1});
+}
+
+TEST(FindHangTest, UninterruptibleSleepIsAHangEvenWithoutATimeout) {
+  JudgeFacts f = RankStopped();
+  f.nodes[0].ranks[1].state_at_stop = "D";
+  f.nodes[0].causes[0].cause = "OSError: [Errno 5] Input/output error (in save (step 7))";
+  f.fr_dumps = {{0, 12}, {1, 11}};
+  Hang h = FindHang(f);
+  EXPECT_EQ(h.ranks, std::vector<int>{1});
+  EXPECT_EQ(h.line,
+            "rank 1 stopped progressing at step 7 (last heartbeat 62 s before rank 0 failed; process in "
+            "uninterruptible sleep (state D: blocked in the kernel, e.g. on a device or I/O); its dump ends at seq 11)");
+}
+
+TEST(FindHangTest, ARankAliveWithoutADumpWhileTheOthersTimedOutIsNamed) {
+  JudgeFacts f = RankStopped();
+  f.nodes[0].ranks[1].state_at_stop = "S";  // a Python-level hang: the process sleeps, never in the collective
+  Hang h = FindHang(f);
+  EXPECT_EQ(h.ranks, std::vector<int>{1});
+  EXPECT_NE(h.line.find("process alive, sleeping (state S); no dump)"), std::string::npos) << h.line;
+  // Its wrapper killed before it wrote the state: named from the inference.
+  f.nodes[0].ranks[1] = {1, -1, SIGKILL, 1030.0, 0, "", true};
+  h = FindHang(f);
+  EXPECT_EQ(h.ranks, std::vector<int>{1});
+  EXPECT_NE(h.line.find("its wrapper was killed before the trainer's end was seen; no dump)"), std::string::npos) << h.line;
+}
+
+TEST(FindHangTest, NothingIsNamedWithoutEvidenceOfAHang) {
+  // A rank killed on its own (SIGKILL): it failed, the others did not hang.
+  EXPECT_TRUE(FindHang(RankKilled()).ranks.empty());
+  EXPECT_EQ(Judge(RankKilled()).decision.reason.find("stopped progressing"), std::string::npos);
+  // The other rank failed with no timeout (a full disk): the one torchrun stopped merely waited.
+  JudgeFacts f = RankStopped();
+  f.nodes[0].ranks[1].state_at_stop = "S";
+  f.nodes[0].causes[0].cause = "OSError: [Errno 28] No space left on device: 'x' (in save (step 7))";
+  EXPECT_TRUE(FindHang(f).ranks.empty());
+  // A timeout, but the stopped rank left a dump too: it was in the collective, not stuck before it.
+  f = RankStopped();
+  f.nodes[0].ranks[1].state_at_stop = "S";
+  f.fr_dumps[1] = 12;
+  EXPECT_TRUE(FindHang(f).ranks.empty());
+  // A completed attempt.
+  EXPECT_TRUE(FindHang(Completed()).ranks.empty());
+}
+
+TEST(FindHangTest, ARankWithoutAHeartbeatAndManyStoppedRanks) {
+  JudgeFacts f = RankStopped();
+  f.nodes[0].progress.pop_back();
+  Hang h = FindHang(f);
+  EXPECT_EQ(h.line.rfind("rank 1 stopped progressing at an unknown step (no heartbeat in this attempt; process stopped", 0),
+            0u)
+      << h.line;
+  EXPECT_EQ(h.step, -1);
+  // Six stopped ranks: four clauses, then a count; the step is the lowest among them.
+  f = RankStopped();
+  for (int r = 2; r < 7; ++r) {
+    f.nodes[0].ranks.push_back({r, -1, SIGTERM, 1001.0, SIGTERM, "T"});
+    f.nodes[0].progress.push_back({r, r == 5 ? 3 : 7, "forward", 8, 938.0, 100 + r});
+  }
+  h = FindHang(f);
+  EXPECT_EQ(h.ranks, (std::vector<int>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(h.step, 3);
+  EXPECT_NE(h.line.find("; rank 4 stopped progressing at step 7 ("), std::string::npos) << h.line;
+  EXPECT_EQ(h.line.find("rank 5 stopped"), std::string::npos) << h.line;
+  EXPECT_NE(h.line.find("; 2 more"), std::string::npos) << h.line;
+}
+
 TEST(JudgeTest, FactsOfANodeRecord) {
   NodeRecord n;
   n.node = 1;
@@ -346,7 +453,12 @@ TEST(JudgeTest, FactsOfANodeRecord) {
   r.rank = 3;
   r.exit_code = -1;
   r.signal = SIGKILL;
+  r.end = 12.5;
+  r.stop_signal = SIGTERM;
+  r.state_at_stop = "T";
+  r.inferred = true;
   n.ranks = {r};
+  n.progress = {{3, 7, "forward", 8, 10.0, 42}};
   NodeFacts f = FactsOf(n);
   EXPECT_TRUE(f.reported);
   EXPECT_TRUE(f.unreadable.empty());
@@ -357,6 +469,12 @@ TEST(JudgeTest, FactsOfANodeRecord) {
   ASSERT_EQ(f.ranks.size(), 1u);
   EXPECT_EQ(f.ranks[0].rank, 3);
   EXPECT_EQ(f.ranks[0].signal, SIGKILL);
+  EXPECT_EQ(f.ranks[0].end, 12.5);
+  EXPECT_EQ(f.ranks[0].stop_signal, SIGTERM);
+  EXPECT_EQ(f.ranks[0].state_at_stop, "T");
+  EXPECT_TRUE(f.ranks[0].inferred);
+  ASSERT_EQ(f.progress.size(), 1u);
+  EXPECT_EQ(f.progress[0].step, 7);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <limits>
 #include <optional>
 #include <random>
 #include <thread>
@@ -25,6 +26,7 @@
 #include "core/json_check.h"
 #include "core/json_out.h"
 #include "core/jsonl.h"
+#include "core/parse.h"
 #include "core/version.h"
 #include "flightrec/analyzer.h"
 #include "flightrec/loader.h"
@@ -251,7 +253,25 @@ struct AttemptSummary {
   std::vector<NodeRecord> nodes;
   double gpu_hours = 0, gpu_hours_lost = 0;
   std::vector<RankCause> causes;  // every node's failed ranks, in rank order
+  Hang hang;                      // ranks that stopped progressing (judge.h FindHang); none: empty
 };
+
+// An attempt of an earlier launcher of this session (one that died, or one that
+// ended and whose summary.json this launch replaces): counted in the totals.
+struct EarlierAttempt {
+  int attempt = 0;
+  double start = 0, end = 0;
+  double gpu_hours = 0, gpu_hours_lost = 0;
+  bool inferred = false;  // no attempt.json: its times come from its last records
+  std::vector<RankCause> causes;
+  std::string json;  // its entry in attempt_records
+};
+
+std::string HangToJson(const Hang& h) {
+  if (h.ranks.empty()) return "null";
+  return fmt::format("{{\"ranks\": [{}], \"step\": {}, \"summary\": {}}}", fmt::join(h.ranks, ", "), h.step,
+                     JsonString(h.line));
+}
 
 std::string CausesToJson(const std::vector<RankCause>& causes) {
   std::string o = "[";
@@ -268,7 +288,7 @@ std::string AttemptToJson(const AttemptSummary& a) {
       a.checkpoint_after, JsonString(a.fr_verdict), a.fr_conclusive ? "true" : "false", a.gpu_hours, a.gpu_hours_lost);
   std::string d = DecisionToJson(a.attempt, a.decision);
   while (!d.empty() && d.back() == '\n') d.pop_back();
-  o += d + ", \"causes\": " + CausesToJson(a.causes) + ", \"nodes\": [";
+  o += d + ", \"causes\": " + CausesToJson(a.causes) + ", \"hang\": " + HangToJson(a.hang) + ", \"nodes\": [";
   for (size_t i = 0; i < a.nodes.size(); ++i) {
     std::string n = NodeRecordToJson(a.nodes[i]);
     while (!n.empty() && n.back() == '\n') n.pop_back();
@@ -276,6 +296,22 @@ std::string AttemptToJson(const AttemptSummary& a) {
   }
   o += "]}";
   return o;
+}
+
+// `json` (an object) with "earlier_launch" and "inferred" first: how summary.json lists an attempt.
+std::string Flagged(const std::string& json, bool earlier, bool inferred) {
+  std::string o = json;
+  if (!o.empty() && o.front() == '{') {
+    o.insert(1, fmt::format("\"earlier_launch\": {}, \"inferred\": {}, ", earlier ? "true" : "false",
+                            inferred ? "true" : "false"));
+  }
+  return o;
+}
+
+double ModifiedAt(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec / 1e9;
 }
 
 class Launcher {
@@ -311,6 +347,11 @@ class Launcher {
   AttemptSummary JudgeAttempt(int attempt, const std::vector<NodeFacts>& nodes, const std::vector<NodeRecord>& records,
                               const Checkpoint& before, int restarts, int* no_progress);
   std::string Summary(int exit_code, const std::string& outcome) const;
+  // Node 0: the session's attempts before `first_attempt` (earlier launchers', one
+  // that died among them), for the summary's totals and list.
+  void ReadEarlierAttempts(int first_attempt);
+  // An earlier attempt without attempt.json (its launcher died): its times from its last records.
+  EarlierAttempt ReconstructAttempt(int attempt, const std::vector<ckpt::CheckpointEntry>& checkpoints);
   void StartAgent();
   // A coordination record, written whole through o_.files; an error names it.
   Status WriteRecord(const std::string& path, std::string_view data) const;
@@ -331,6 +372,7 @@ class Launcher {
   std::string nonce_ = Nonce();
   double started_ = Now();
   std::vector<AttemptSummary> attempts_;
+  std::vector<EarlierAttempt> earlier_;
   std::optional<Child> agent_;
   std::optional<SessionLock> lock_;
   // Node 0: the checkpoint the next attempt resumes from, chosen when the last one
@@ -816,31 +858,82 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
   rec.end = Now();
   rec.torchrun_code = st->code;
   rec.torchrun_signal = st->signal;
-  for (int r = cluster_.node_rank * run_.gpus_per_node; r < (cluster_.node_rank + 1) * run_.gpus_per_node; ++r) {
-    std::string p = fmt::format("{}/rank-{}.json", dir, r);
-    auto text = ReadIfExists(p);
-    if (text.ok() && !*text) continue;  // the rank never started (or its wrapper was killed first)
-    auto rr = text.ok() ? RankRecordFromJson(**text, p) : Result<RankRecord>(text.status());
-    if (rr.ok()) {
-      rec.ranks.push_back(*rr);
-    } else {
-      say_("launch: warning: rank record left out: " + rr.status().message());
+  const int first_rank = cluster_.node_rank * run_.gpus_per_node, end_rank = first_rank + run_.gpus_per_node;
+  // A wrapper torchrun left behind (torchrun killed, or gone first) stops its trainer within
+  // kStopGraceS and then writes its end: wait for it (even after a stop signal) before inferring one.
+  const double wait_until = Now() + kStopGraceS + 5;
+  while (Now() < wait_until) {
+    bool pending = false;
+    for (int r = first_rank; r < end_rank && !pending; ++r) {
+      std::string p = fmt::format("{}/rank-{}.json", dir, r);
+      auto text = ReadIfExists(p);
+      if (!text.ok() || !*text) continue;
+      auto rr = RankRecordFromJson(**text, p);
+      pending = rr.ok() && rr->status != "exited" && watch::ProcessAlive(rr->pid);
     }
+    if (!pending) break;
+    ::usleep(200000);
   }
-  // Why each failed rank failed: its log's first error, else its exit status or signal.
-  // A rank without a record (its wrapper was killed) still has its log.
-  for (int r = cluster_.node_rank * run_.gpus_per_node; r < (cluster_.node_rank + 1) * run_.gpus_per_node; ++r) {
-    auto rr = std::find_if(rec.ranks.begin(), rec.ranks.end(), [&](const RankRecord& x) { return x.rank == r; });
-    ExitStatus es = rr != rec.ranks.end() ? ExitStatus{rr->exit_code, rr->signal} : ExitStatus{0, 0};
-    if (rr != rec.ranks.end() && es.ok()) continue;
-    std::string cause;
-    if (auto log = ReadIfExists(fmt::format("{}/rank-{}.log", dir, r)); log.ok() && *log) cause = FirstError(**log, r);
-    if (cause.empty() && rr != rec.ranks.end()) cause = es.ToString();
-    if (!cause.empty()) rec.causes.push_back({r, cause});
-  }
+  // This attempt's heartbeats (an older beat is an earlier attempt's): how far each rank got, and when.
   std::vector<std::string> problems;
+  std::map<int, watch::Heartbeat> beats;
   for (const auto& hb : watch::ReadHeartbeatDir(paths_.heartbeat, &problems)) {
     rec.step_reached = std::max<int64_t>(rec.step_reached, hb.step);
+    if (hb.rank >= first_rank && hb.rank < end_rank && hb.time >= rec.start - 1) beats[hb.rank] = hb;
+  }
+  for (const auto& [r, hb] : beats) rec.progress.push_back({r, hb.step, hb.phase, hb.phase_step, hb.time, hb.pid});
+  for (int r = first_rank; r < end_rank; ++r) {
+    std::string p = fmt::format("{}/rank-{}.json", dir, r);
+    auto text = ReadIfExists(p);
+    const std::string log = fmt::format("{}/rank-{}.log", dir, r);
+    if (text.ok() && !*text) {
+      // No record at all: the rank never started, unless it left a log or a beat.
+      if (!beats.count(r) && !FileExists(log)) continue;
+      RankRecord x;
+      x.rank = r;
+      x.local_rank = r - first_rank;
+      x.node_rank = cluster_.node_rank;
+      x.host = rec.host;
+      x.pid = beats.count(r) ? beats[r].pid : 0;
+      x.start = rec.start;
+      x.log = log;
+      x.status = "missing";
+      x.note = "its wrapper left no record; start and end are torchrun's, the trainer is taken as killed with its wrapper";
+      text = std::optional<std::string>(RankRecordToJson(x));
+    }
+    auto rr = text.ok() ? RankRecordFromJson(**text, p) : Result<RankRecord>(text.status());
+    if (!rr.ok()) {
+      say_("launch: warning: rank record left out: " + rr.status().message());
+      continue;
+    }
+    if (rr->status != "exited") {
+      // The wrapper was killed before its trainer ended: torchrun SIGKILLs the wrapper's
+      // process group (the trainer is in it) 30 s after its SIGTERM, and a trainer outlives
+      // a killed wrapper by no more than its parent-death signal, SIGKILL.
+      if (rr->status != "missing") {
+        rr->note = fmt::format("its wrapper was killed while its record said \"{}\"{}: the trainer died with it "
+                               "(SIGKILL); the end is torchrun's",
+                               rr->status, rr->stop_signal ? fmt::format(" (stop signal {} at {:.3f})", rr->stop_signal,
+                                                                         rr->stop_time)
+                                                           : "");
+      }
+      rr->inferred = true;
+      rr->exit_code = -1;
+      rr->signal = SIGKILL;
+      rr->end = rec.end;
+      // The rank's own record says so too, marked as the launcher's inference.
+      EK_RETURN_IF_ERROR(WriteRecord(p, RankRecordToJson(*rr)));
+    }
+    rec.ranks.push_back(*rr);
+  }
+  // Why each failed rank failed: its log's first error, else its exit status or signal.
+  for (const auto& rr : rec.ranks) {
+    ExitStatus es{rr.exit_code, rr.signal};
+    if (es.ok()) continue;
+    std::string cause;
+    if (auto log = ReadIfExists(rr.log); log.ok() && *log) cause = FirstError(**log, rr.rank);
+    if (cause.empty()) cause = es.ToString() + (rr.inferred ? " (inferred: its wrapper was killed first)" : "");
+    rec.causes.push_back({rr.rank, cause});
   }
   return rec;
 }
@@ -893,6 +986,11 @@ AttemptSummary Launcher::JudgeAttempt(int attempt, const std::vector<NodeFacts>&
       flightrec::Analysis analysis = flightrec::Analyze(load->dumps);
       f.fr = flightrec::Conclusive(analysis) ? FrVerdict::kConclusive : FrVerdict::kUndecided;
       f.fr_line = flightrec::VerdictLine(*load, analysis);
+      for (const auto& d : load->dumps) {
+        int64_t last = -1;
+        for (const auto& e : d.entries) last = std::max(last, e.collective_seq_id);
+        if (d.rank >= 0 && d.rank <= std::numeric_limits<int>::max()) f.fr_dumps[static_cast<int>(d.rank)] = last;
+      }
     } else {
       f.fr = FrVerdict::kUnreadable;
       f.fr_line = load.ok() ? "no readable flight-recorder dump" : load.status().message();
@@ -902,6 +1000,7 @@ AttemptSummary Launcher::JudgeAttempt(int attempt, const std::vector<NodeFacts>&
   *no_progress = j.no_progress;
   a.outcome = j.outcome;
   a.decision = j.decision;
+  a.hang = j.hang;
   a.checkpoint_before = before.step;
   a.checkpoint_after = after.step;
   const int world = run_.world();
@@ -915,10 +1014,127 @@ AttemptSummary Launcher::JudgeAttempt(int attempt, const std::vector<NodeFacts>&
   return a;
 }
 
+void Launcher::ReadEarlierAttempts(int first_attempt) {
+  std::vector<ckpt::CheckpointEntry> checkpoints;
+  if (auto list = ckpt::ListCheckpoints(paths_.ckpt_dir, ckpt::VerifyLevel::kStructure); list.ok()) checkpoints = *list;
+  for (const auto& name : ListNames(paths_.session)) {
+    if (!name.starts_with("attempt-")) continue;
+    auto n = ParseIntIn(std::string_view(name).substr(8), 1, std::numeric_limits<int>::max());
+    if (!n || *n >= first_attempt) continue;
+    const std::string path = fmt::format("{}/{}/attempt.json", paths_.session, name);
+    auto text = ReadIfExists(path);
+    if (text.ok() && *text) {
+      auto account = AttemptAccountFromJson(**text, path);
+      if (account.ok()) {
+        EarlierAttempt e{account->attempt, account->start, account->end, account->gpu_hours, account->gpu_hours_lost,
+                         false, account->causes, Flagged(account->json, true, false)};
+        earlier_.push_back(std::move(e));
+        continue;
+      }
+      // A record that cannot be read is not counted twice: its attempt is reconstructed instead, and said.
+      say_("launch: warning: " + account.status().message() + "; counting the attempt from its other records");
+    }
+    earlier_.push_back(ReconstructAttempt(static_cast<int>(*n), checkpoints));
+  }
+  std::sort(earlier_.begin(), earlier_.end(), [](const EarlierAttempt& a, const EarlierAttempt& b) { return a.attempt < b.attempt; });
+  for (const auto& e : earlier_) {
+    if (e.inferred) {
+      say_(fmt::format("launch: attempt {} of an earlier launch has no attempt.json (its launcher died): counted as "
+                       "{:.0f} s from its last records ({:.4f} GPU-hours, inferred)", e.attempt, e.end - e.start,
+                       e.gpu_hours));
+    }
+  }
+}
+
+EarlierAttempt Launcher::ReconstructAttempt(int attempt, const std::vector<ckpt::CheckpointEntry>& checkpoints) {
+  const std::string dir = paths_.Attempt(attempt);
+  EarlierAttempt e;
+  e.attempt = attempt;
+  e.inferred = true;
+  std::string first_from, last_from;
+  auto widen = [&](double t, const std::string& from) {
+    if (t <= 0) return;
+    if (e.start == 0 || t < e.start) {
+      e.start = t;
+      first_from = from;
+    }
+    if (t > e.end) {
+      e.end = t;
+      last_from = from;
+    }
+  };
+  std::vector<std::string> ranks;
+  std::map<int, bool> have_cause;
+  for (const auto& name : ListNames(dir)) {
+    const std::string p = dir + "/" + name;
+    if (name.starts_with("node-") && name.ends_with(".json")) {
+      auto text = ReadIfExists(p);
+      auto rec = text.ok() && *text ? NodeRecordFromJson(**text, p) : Result<NodeRecord>(CorruptError(p + ": unreadable"));
+      if (!rec.ok()) {
+        say_("launch: warning: " + rec.status().message());
+        continue;
+      }
+      widen(rec->start, name + " start");
+      widen(rec->end, name + " end");
+      for (const auto& c : rec->causes) {
+        e.causes.push_back(c);
+        have_cause[c.rank] = true;
+      }
+    } else if (name.starts_with("rank-") && name.ends_with(".json")) {
+      auto text = ReadIfExists(p);
+      auto rr = text.ok() && *text ? RankRecordFromJson(**text, p) : Result<RankRecord>(CorruptError(p + ": unreadable"));
+      if (!rr.ok()) {
+        say_("launch: warning: " + rr.status().message());
+        continue;
+      }
+      widen(rr->start, name + " start");
+      widen(rr->end, name + " end");
+      widen(rr->stop_time, name + " stop_time");
+      std::string r = RankRecordToJson(*rr);
+      while (!r.empty() && r.back() == '\n') r.pop_back();
+      ranks.push_back(r);
+      ExitStatus es{rr->exit_code, rr->signal};
+      if (rr->status == "exited" && !es.ok() && !have_cause[rr->rank]) e.causes.push_back({rr->rank, es.ToString()});
+    } else if (name.ends_with(".log") || name.starts_with("command-node-")) {
+      // Logs are appended while the attempt runs: the newest write is about when it ended.
+      widen(ModifiedAt(p), name + " modified");
+    } else if (name == "fr") {
+      for (const auto& dump : ListNames(p)) widen(ModifiedAt(p + "/" + dump), "fr/" + dump + " modified");
+    }
+  }
+  std::sort(e.causes.begin(), e.causes.end(), [](const RankCause& a, const RankCause& b) { return a.rank < b.rank; });
+  const int world = run_.world();
+  e.gpu_hours = world * std::max(0.0, e.end - e.start) / 3600;
+  // Lost: what ran after the newest checkpoint saved during it (all of it when none was).
+  double saved_at = e.start;
+  for (const auto& c : checkpoints) {
+    if (c.ok && !c.temp && c.mtime > e.start && c.mtime <= e.end) saved_at = std::max(saved_at, c.mtime);
+  }
+  e.gpu_hours_lost = world * std::max(0.0, e.end - saved_at) / 3600;
+  std::string o = fmt::format(
+      "{{\"attempt\": {}, \"start\": {:.3f}, \"end\": {:.3f}, \"seconds\": {:.1f}, \"outcome\": \"interrupted\", "
+      "\"gpu_hours\": {:.4f}, \"gpu_hours_lost\": {:.4f}, \"flight_recorder\": {{\"verdict\": \"\", \"conclusive\": false}}, "
+      "\"decision\": {{\"attempt\": {}, \"action\": \"none\", \"reason\": \"its launcher died before judging it\"}}, "
+      "\"note\": {}, \"causes\": {}, \"ranks\": [{}]}}",
+      attempt, e.start, e.end, e.end - e.start, e.gpu_hours, e.gpu_hours_lost, attempt,
+      JsonString(e.end > 0 ? fmt::format("no attempt.json: the launcher running it died; start from {}, end from {} "
+                                         "(the newest of its records)", first_from, last_from)
+                           : std::string("no attempt.json and no record with a time: counted as 0 s")),
+      CausesToJson(e.causes), fmt::join(ranks, ", "));
+  e.json = Flagged(o, true, true);
+  return e;
+}
+
 std::string Launcher::Summary(int exit_code, const std::string& outcome) const {
   std::vector<std::string> warnings;
   Checkpoint final = NewestCheckpoint(paths_.ckpt_dir, ckpt::VerifyLevel::kStructure, &warnings);
   double used = 0, lost = 0, train_s = 0;
+  size_t inferred = 0;
+  for (const auto& e : earlier_) {  // earlier launchers' attempts count in the totals, not in tokens/s
+    used += e.gpu_hours;
+    lost += e.gpu_hours_lost;
+    inferred += e.inferred;
+  }
   for (const auto& a : attempts_) {
     used += a.gpu_hours;
     lost += a.gpu_hours_lost;
@@ -930,22 +1146,48 @@ std::string Launcher::Summary(int exit_code, const std::string& outcome) const {
   std::string o = fmt::format(
       "{{\"run\": {}, \"run_file\": {{\"path\": {}, \"xxh3\": \"{:016x}\"}}, \"run_id\": {}, \"nodes\": {}, \"world\": {}, "
       "\"outcome\": {}, \"exit_code\": {}, \"steps\": {}, \"planned_steps\": {}, \"tokens\": {}, \"tokens_per_s\": {:.1f}, "
-      "\"final_checkpoint\": {}, \"attempts\": {}, \"gpu_hours_used\": {:.4f}, \"gpu_hours_lost\": {:.4f}, "
+      "\"final_checkpoint\": {}, \"attempts\": {}, \"attempts_this_launch\": {}, \"attempts_inferred\": {}, "
+      "\"gpu_hours_used\": {:.4f}, \"gpu_hours_lost\": {:.4f}, "
       "\"evenfix_dropped_blocks\": {}, \"launch_dir\": {}, \"evenkeel_version\": {}, \"attempt_records\": [",
       JsonString(run_.name), JsonString(run_.path), run_.xxh3, JsonString(cluster_.run_id), run_.nodes, run_.world(),
       JsonString(outcome), exit_code, final.step, has_plan_ ? static_cast<int64_t>(plan_.total_steps) : -1, final.tokens,
-      train_s > 0 ? trained_tokens / train_s : 0.0, JsonString(final.final ? final.path : ""), attempts_.size(), used, lost,
+      train_s > 0 ? trained_tokens / train_s : 0.0, JsonString(final.final ? final.path : ""),
+      earlier_.size() + attempts_.size(), attempts_.size(), inferred, used, lost,
       has_plan_ ? static_cast<int64_t>(plan_.dropped_blocks) : -1, JsonString(paths_.session), JsonString(kVersion));
-  for (size_t i = 0; i < attempts_.size(); ++i) o += (i ? ", " : "") + AttemptToJson(attempts_[i]);
+  bool listed = false;
+  for (const auto& e : earlier_) {
+    o += (listed ? ", " : "") + e.json;
+    listed = true;
+  }
+  for (const auto& a : attempts_) {
+    o += (listed ? ", " : "") + Flagged(AttemptToJson(a), false, false);
+    listed = true;
+  }
   // Every failed rank of every attempt, for the 3 a.m. reader: what broke, where.
   o += "], \"causes\": [";
   bool first = true;
+  for (const auto& e : earlier_) {
+    for (const auto& c : e.causes) {
+      o += fmt::format("{}{{\"attempt\": {}, \"rank\": {}, \"cause\": {}}}", first ? "" : ", ", e.attempt, c.rank,
+                       JsonString(c.cause));
+      first = false;
+    }
+  }
   for (const auto& a : attempts_) {
     for (const auto& c : a.causes) {
       o += fmt::format("{}{{\"attempt\": {}, \"rank\": {}, \"cause\": {}}}", first ? "" : ", ", a.attempt, c.rank,
                        JsonString(c.cause));
       first = false;
     }
+  }
+  // The ranks that stopped progressing, attempt by attempt (judge.h FindHang).
+  o += "], \"hangs\": [";
+  first = true;
+  for (const auto& a : attempts_) {
+    if (a.hang.ranks.empty()) continue;
+    o += fmt::format("{}{{\"attempt\": {}, \"ranks\": [{}], \"step\": {}, \"summary\": {}}}", first ? "" : ", ",
+                     a.attempt, fmt::join(a.hang.ranks, ", "), a.hang.step, JsonString(a.hang.line));
+    first = false;
   }
   o += "]}\n";
   return o;
@@ -988,10 +1230,12 @@ Result<LaunchResult> Launcher::Run() {
   int attempt = 1;
   EK_ASSIGN_OR_RETURN(bool go, Gate(&attempt, &result.exit_code));
   if (!go) {
+    if (cluster_.node_rank == 0) ReadEarlierAttempts(std::numeric_limits<int>::max());  // the summary still counts them
     result.summary_json = Summary(result.exit_code, "gate refused");
     if (cluster_.node_rank == 0) EK_RETURN_IF_ERROR(WriteRecord(paths_.session + "/summary.json", result.summary_json));
     return result;
   }
+  if (cluster_.node_rank == 0) ReadEarlierAttempts(attempt);
   StartAgent();
   int restarts = 0, no_progress = 0;
   while (true) {
@@ -1055,6 +1299,7 @@ Result<LaunchResult> Launcher::Run() {
       if (Status st = WriteRecord(dir + "/attempt.json", AttemptToJson(a) + "\n"); !st.ok()) return Fail(st);
       if (Status st = WriteRecord(dir + "/decision.json", DecisionToJson(attempt, decision)); !st.ok()) return Fail(st);
       if (!a.fr_verdict.empty()) say_("launch: flight recorder: " + a.fr_verdict);
+      if (!a.hang.ranks.empty()) say_(fmt::format("launch: attempt {}: hang: {}", attempt, a.hang.line));
     } else {
       const std::string p = dir + "/decision.json";
       bool got = WaitFor(run_.stop_grace_s + 300, [&] {

@@ -4,8 +4,10 @@
 // kIoError (exit 74) naming the file, through an injected Env.
 #include "launch/launcher.h"
 
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <string>
@@ -277,6 +279,111 @@ TEST_F(LauncherTest, ALockThatCannotBeRecordedIsAnIoError) {
   EXPECT_EQ(r.status().code(), StatusCode::kIoError);
   EXPECT_NE(r.status().message().find(Session() + "/launch.lock"), std::string::npos) << r.status().message();
   EXPECT_EQ(TorchrunArgs(), "");
+}
+
+// A wrapper killed before its trainer ended (torchrun SIGKILLs the wrapper's group 30 s
+// after its SIGTERM) leaves the record it keeps from the start, saying "running". The
+// launcher completes it, marked as inferred, in the file and in its node record; a
+// completion it cannot write is an I/O error naming the file.
+TEST_F(LauncherTest, ARankRecordItsWrapperLeftRunningIsCompletedAsInferred) {
+  // torchrun: plays a wrapper killed mid-run, then fails as torchrun does.
+  Script(dir_ + "/bin/torchrun",
+         "while [ $# -gt 0 ]; do [ \"$1\" = --attempt-dir ] && d=\"$2\"; shift; done\n"
+         "printf '{\"rank\": 0, \"local_rank\": 0, \"node_rank\": 0, \"host\": \"h\", \"pid\": 2147483646, "
+         "\"start\": 1700000000.0, \"end\": 0, \"exit_code\": -1, \"signal\": 0, \"log\": \"%s/rank-0.log\", "
+         "\"status\": \"running\", \"stop_signal\": 0, \"stop_time\": 0, \"state_at_stop\": \"\", \"inferred\": false, "
+         "\"note\": \"\"}' \"$d\" > \"$d/rank-0.json\"\n"
+         "echo 'step 3' > \"$d/rank-0.log\"\nexit 1\n");
+  auto r = Launch(o_, say_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, kExitBudgetSpent);
+  const std::string path = Session() + "/attempt-001/rank-0.json";
+  auto text = ReadFile(path);
+  ASSERT_TRUE(text.ok());
+  auto rec = RankRecordFromJson(*text, path);
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  EXPECT_TRUE(rec->inferred);
+  EXPECT_EQ(rec->status, "running");
+  EXPECT_EQ(rec->signal, SIGKILL);
+  EXPECT_GT(rec->end, rec->start);
+  EXPECT_NE(rec->note.find("its wrapper was killed while its record said \"running\""), std::string::npos) << rec->note;
+  EXPECT_NE(r->summary_json.find("\"cause\": \"killed by SIGKILL (inferred: its wrapper was killed first)\""),
+            std::string::npos)
+      << r->summary_json;
+  auto node = ReadFile(Session() + "/attempt-001/node-0.json");
+  ASSERT_TRUE(node.ok());
+  auto n = NodeRecordFromJson(*node, "node-0.json");
+  ASSERT_TRUE(n.ok()) << n.status().message();
+  ASSERT_EQ(n->ranks.size(), 1u);
+  EXPECT_TRUE(n->ranks[0].inferred);
+
+  std::string rm = "rm -rf " + dir_ + "/ckpt";
+  ASSERT_EQ(std::system(rm.c_str()), 0);
+  FaultInjectionEnv files(Env::Default());
+  files.Add(FaultRule::Fail(FileOp::kRename, "rank-0.json", ENOSPC));
+  o_.files = &files;
+  auto failed = Launch(o_, say_);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kIoError);
+  EXPECT_NE(failed.status().message().find(path), std::string::npos) << failed.status().message();
+}
+
+// A launcher started again after its predecessor died counts the session's earlier
+// attempts in its summary: one with attempt.json as written, one without (its
+// launcher died during it) from its last records, marked inferred; an attempt.json
+// that cannot be read is said and the attempt counted from its other records.
+TEST_F(LauncherTest, EarlierAttemptsOfTheSessionAreCountedInTheSummary) {
+  const double now = static_cast<double>(::time(nullptr));
+  ASSERT_TRUE(MakeDirs(Session() + "/attempt-001").ok());
+  ASSERT_TRUE(MakeDirs(Session() + "/attempt-002").ok());
+  ASSERT_TRUE(MakeDirs(Session() + "/attempt-003").ok());
+  ASSERT_TRUE(WriteFileAtomic(Session() + "/attempt-001/attempt.json",
+                              R"({"attempt": 1, "start": 10, "end": 1810, "seconds": 1800.0, "outcome": "failed", )"
+                              R"("gpu_hours": 0.5, "gpu_hours_lost": 0.25, "flight_recorder": {"verdict": "", )"
+                              R"("conclusive": false}, "decision": {"attempt": 1, "action": "restart", "reason": "r"}, )"
+                              R"("causes": [{"rank": 0, "cause": "killed by SIGKILL"}], "nodes": []})"
+                              "\n")
+                  .ok());
+  RankRecord killed;
+  killed.rank = 0;
+  killed.local_rank = 0;
+  killed.node_rank = 0;
+  killed.pid = 2147483646;
+  killed.start = now - 7200;
+  killed.end = now - 3600;  // an hour, one rank: 1 GPU-hour
+  killed.signal = SIGTERM;
+  killed.stop_signal = SIGTERM;
+  killed.stop_time = now - 3601;
+  killed.status = "exited";
+  ASSERT_TRUE(WriteFileAtomic(Session() + "/attempt-002/rank-0.json", RankRecordToJson(killed)).ok());
+  ASSERT_TRUE(WriteFileAtomic(Session() + "/attempt-003/attempt.json", R"({"attempt": 3})").ok());
+  std::vector<std::string> said;
+  auto r = Launch(o_, [&](const std::string& line) { said.push_back(line); });
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto s = LaunchSummaryFromJson(r->summary_json, "summary");
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->attempts, 4);
+  EXPECT_GE(s->gpu_hours_used, 1.5);
+  EXPECT_LT(s->gpu_hours_used, 1.51);
+  EXPECT_GE(s->gpu_hours_lost, 1.25);  // attempt 2 saved nothing: all of its hour is lost
+  const std::string& j = r->summary_json;
+  EXPECT_NE(j.find("{\"earlier_launch\": true, \"inferred\": false, \"attempt\": 1, "), std::string::npos) << j;
+  EXPECT_NE(j.find("{\"earlier_launch\": true, \"inferred\": true, \"attempt\": 2, "), std::string::npos) << j;
+  EXPECT_NE(j.find("\"seconds\": 3600.0, \"outcome\": \"interrupted\", \"gpu_hours\": 1.0000"), std::string::npos) << j;
+  EXPECT_NE(j.find("start from rank-0.json start, end from rank-0.json end"), std::string::npos) << j;
+  EXPECT_NE(j.find("{\"earlier_launch\": false, \"inferred\": false, \"attempt\": 4, "), std::string::npos) << j;
+  EXPECT_NE(j.find("\"attempts_this_launch\": 1, \"attempts_inferred\": 2"), std::string::npos) << j;
+  EXPECT_NE(j.find("{\"attempt\": 1, \"rank\": 0, \"cause\": \"killed by SIGKILL\"}"), std::string::npos) << j;
+  EXPECT_NE(j.find("{\"attempt\": 2, \"rank\": 0, \"cause\": \"killed by SIGTERM\"}"), std::string::npos) << j;
+  bool warned = false, counted = false;
+  for (const auto& line : said) {
+    warned |= line.find("attempt-003/attempt.json: start: missing; counting the attempt from its other records") !=
+              std::string::npos;
+    counted |= line.find("launch: attempt 2 of an earlier launch has no attempt.json (its launcher died): counted as "
+                         "3600 s from its last records (1.0000 GPU-hours, inferred)") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+  EXPECT_TRUE(counted);
 }
 
 }  // namespace

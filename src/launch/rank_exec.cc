@@ -57,6 +57,12 @@ std::string RankRecordToJson(const RankRecord& r) {
   o += fmt::format(", \"pid\": {}, \"start\": {:.3f}, \"end\": {:.3f}, \"exit_code\": {}, \"signal\": {}, \"log\": ", r.pid,
                    r.start, r.end, r.exit_code, r.signal);
   AppendJsonString(&o, r.log);
+  o += ", \"status\": ";
+  AppendJsonString(&o, r.status);
+  o += fmt::format(", \"stop_signal\": {}, \"stop_time\": {:.3f}, \"state_at_stop\": ", r.stop_signal, r.stop_time);
+  AppendJsonString(&o, r.state_at_stop);
+  o += fmt::format(", \"inferred\": {}, \"note\": ", r.inferred ? "true" : "false");
+  AppendJsonString(&o, r.note);
   o += "}\n";
   return o;
 }
@@ -73,7 +79,38 @@ Result<RankRecord> RankRecordFromFields(const JsonFields& f) {
   EK_RETURN_IF_ERROR(f.Int("exit_code", &r.exit_code));
   EK_RETURN_IF_ERROR(f.Int("signal", &r.signal));
   EK_RETURN_IF_ERROR(f.Str("log", &r.log));
+  // Written since the record is kept from the start; absent in older records (docs/launch.md "Records").
+  EK_RETURN_IF_ERROR(f.OptStr("status", &r.status));
+  if (r.status != "running" && r.status != "stopping" && r.status != "exited" && r.status != "missing") {
+    return f.Err("status", fmt::format("{} is not running, stopping, exited or missing", JsonString(r.status)));
+  }
+  EK_RETURN_IF_ERROR(f.OptInt("stop_signal", &r.stop_signal));
+  EK_RETURN_IF_ERROR(f.OptNum("stop_time", &r.stop_time));
+  EK_RETURN_IF_ERROR(f.OptStr("state_at_stop", &r.state_at_stop));
+  EK_RETURN_IF_ERROR(f.OptBool("inferred", &r.inferred));
+  EK_RETURN_IF_ERROR(f.OptStr("note", &r.note));
   return r;
+}
+
+std::string ProcessState(long long pid) {
+  if (pid <= 0) return "";
+  auto text = ReadFile(fmt::format("/proc/{}/stat", pid));
+  if (!text.ok()) return "";
+  // "PID (COMM) S ...": COMM may hold spaces and parentheses; the state follows the last ')'.
+  size_t close = text->rfind(')');
+  if (close == std::string::npos || close + 2 >= text->size()) return "";
+  return text->substr(close + 2, 1);
+}
+
+std::string DescribeProcessState(const std::string& state) {
+  if (state == "T") return "process stopped (state T: a stop signal such as SIGSTOP)";
+  if (state == "t") return "process stopped by a tracer (state t)";
+  if (state == "D") return "process in uninterruptible sleep (state D: blocked in the kernel, e.g. on a device or I/O)";
+  if (state == "Z") return "process already exited";
+  if (state == "R") return "process running (state R)";
+  if (state == "S") return "process alive, sleeping (state S)";
+  if (state.empty()) return "process state unknown";
+  return fmt::format("process in state {}", state);
 }
 
 Result<RankRecord> RankRecordFromJson(std::string_view json, const std::string& name) {
@@ -113,20 +150,50 @@ Result<int> RunRankExec(const RankExecOptions& o) {
   auto child = Child::Spawn(so);
   if (!child.ok()) return child.status().WithContext("launch-rank");
   rec.pid = child->pid();
+  const std::string path = fmt::format("{}/rank-{}.json", o.attempt_dir, rec.rank);
+  // The record exists from the start and is rewritten whole as facts arrive, so that a
+  // wrapper killed before its trainer ends still leaves what it knew. A failed early
+  // write is said in the rank's log; only the last one fails the wrapper.
+  auto keep = [&](std::string_view status) {
+    rec.status = std::string(status);
+    if (Status st = WriteFileAtomic(path, RankRecordToJson(rec), o.env); !st.ok()) {
+      std::string line = "evenkeel: warning: launch-rank: " + st.message() + "\n";
+      (void)log->Append(line);
+      (void)WriteAll(o.tee_fd, line, "stdout");
+    }
+  };
+  keep("running");
   int forwarded = 0;
   char buf[65536];
   bool pipe_open = true;
-  double orphaned_at = 0;
+  double kill_at = 0;  // when the trainer gets SIGKILL after a stop signal; 0: no stop yet
+  // A stop signal (torchrun's SIGTERM, or this wrapper orphaned): note the trainer's
+  // state first (a SIGSTOPped trainer shows "T": the hang's evidence), record it,
+  // then pass the signal on; a stopped trainer is continued so that it acts on it.
+  auto stop = [&](int sig) {
+    if (rec.stop_signal == 0) {
+      rec.stop_signal = sig;
+      rec.stop_time = Now();
+      rec.state_at_stop = ProcessState(rec.pid);
+      keep("stopping");
+      kill_at = rec.stop_time + kStopGraceS;
+    }
+    child->Signal(sig, /*group=*/false);
+    if (rec.state_at_stop == "T" || rec.state_at_stop == "t") child->Signal(SIGCONT, false);
+  };
   while (true) {
     if (int sig = StopSignalReceived(); sig && sig != forwarded) {
-      child->Signal(sig, /*group=*/false);
+      stop(sig);
       forwarded = sig;
     }
-    if (::getppid() != parent && orphaned_at == 0) {  // torchrun is gone: stop the trainer
-      orphaned_at = Now();
-      child->Signal(SIGTERM, false);
+    if (::getppid() != parent && forwarded == 0) {  // torchrun is gone: stop the trainer
+      stop(SIGTERM);
+      forwarded = SIGTERM;
     }
-    if (orphaned_at > 0 && Now() - orphaned_at > 10) child->Signal(SIGKILL, false);
+    if (kill_at > 0 && Now() > kill_at) {
+      child->Signal(SIGKILL, false);
+      kill_at = Now() + 1;  // again each second until it is reaped
+    }
     if (pipe_open) {
       struct pollfd p = {child->output_fd(), POLLIN, 0};
       int n = ::poll(&p, 1, 200);
@@ -153,9 +220,9 @@ Result<int> RunRankExec(const RankExecOptions& o) {
       rec.end = Now();
       rec.exit_code = st->code;
       rec.signal = st->signal;
+      rec.status = "exited";
       (void)log->Sync();
       (void)log->Close();
-      std::string path = fmt::format("{}/rank-{}.json", o.attempt_dir, rec.rank);
       EK_RETURN_IF_ERROR(WriteFileAtomic(path, RankRecordToJson(rec), o.env));
       return st->ShellCode();
     }

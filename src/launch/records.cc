@@ -32,6 +32,11 @@ std::string RankCauseToJson(const RankCause& c) {
   return fmt::format("{{\"rank\": {}, \"cause\": {}}}", c.rank, JsonString(c.cause));
 }
 
+std::string RankProgressToJson(const RankProgress& p) {
+  return fmt::format("{{\"rank\": {}, \"step\": {}, \"phase\": {}, \"phase_step\": {}, \"time\": {:.3f}, \"pid\": {}}}",
+                     p.rank, p.step, JsonString(p.phase), p.phase_step, p.time, p.pid);
+}
+
 std::string NodeRecordToJson(const NodeRecord& n) {
   std::string o = fmt::format("{{\"node\": {}, \"host\": {}, \"start\": {:.3f}, \"end\": {:.3f}, \"torchrun\": "
                               "{{\"exit_code\": {}, \"signal\": {}}}, \"cancelled\": {}, \"step_reached\": {}, \"error\": {}, "
@@ -45,6 +50,8 @@ std::string NodeRecordToJson(const NodeRecord& n) {
   }
   o += "], \"causes\": [";
   for (size_t i = 0; i < n.causes.size(); ++i) o += (i ? ", " : "") + RankCauseToJson(n.causes[i]);
+  o += "], \"progress\": [";
+  for (size_t i = 0; i < n.progress.size(); ++i) o += (i ? ", " : "") + RankProgressToJson(n.progress[i]);
   o += "]}\n";
   return o;
 }
@@ -76,7 +83,44 @@ Result<NodeRecord> NodeRecordFromJson(std::string_view json, const std::string& 
     n.causes.push_back(std::move(rc));
     return Status::Ok();
   }));
+  // Written since hangs are named (docs/launch.md "Records"); absent in older records.
+  if (f.Has("progress")) {
+    EK_RETURN_IF_ERROR(f.Objects("progress", [&](const JsonFields& p) -> Status {
+      RankProgress rp;
+      EK_RETURN_IF_ERROR(p.IntIn("rank", 0, kIntMax, &rp.rank));
+      EK_RETURN_IF_ERROR(p.Int("step", -1, kI64Max, &rp.step));
+      EK_RETURN_IF_ERROR(p.Str("phase", &rp.phase));
+      EK_RETURN_IF_ERROR(p.Int("phase_step", -1, kI64Max, &rp.phase_step));
+      EK_RETURN_IF_ERROR(p.Num("time", &rp.time));
+      EK_RETURN_IF_ERROR(p.Int("pid", 0, kI64Max, &rp.pid));
+      n.progress.push_back(std::move(rp));
+      return Status::Ok();
+    }));
+  }
   return n;
+}
+
+Result<AttemptAccount> AttemptAccountFromJson(std::string_view json, const std::string& name) {
+  JsonDocument doc;
+  EK_ASSIGN_OR_RETURN(JsonFields f, doc.Parse(json, name));
+  AttemptAccount a;
+  EK_RETURN_IF_ERROR(f.IntIn("attempt", 1, kIntMax, &a.attempt));
+  EK_RETURN_IF_ERROR(f.Num("start", &a.start));
+  EK_RETURN_IF_ERROR(f.Num("end", &a.end));
+  EK_RETURN_IF_ERROR(f.Str("outcome", &a.outcome));
+  EK_RETURN_IF_ERROR(f.Num("gpu_hours", &a.gpu_hours));
+  EK_RETURN_IF_ERROR(f.Num("gpu_hours_lost", &a.gpu_hours_lost));
+  if (a.gpu_hours < 0 || a.gpu_hours_lost < 0) return f.Err("gpu_hours", "negative");
+  EK_RETURN_IF_ERROR(f.Objects("causes", [&](const JsonFields& c) -> Status {
+    RankCause rc;
+    EK_RETURN_IF_ERROR(c.IntIn("rank", 0, kIntMax, &rc.rank));
+    EK_RETURN_IF_ERROR(c.Str("cause", &rc.cause));
+    a.causes.push_back(std::move(rc));
+    return Status::Ok();
+  }));
+  a.json = std::string(json);
+  while (!a.json.empty() && (a.json.back() == '\n' || a.json.back() == ' ')) a.json.pop_back();
+  return a;
 }
 
 std::string DecisionToJson(int attempt, const Decision& d) {

@@ -32,6 +32,17 @@ struct RankCause {
   std::string cause;
 };
 
+// A rank's last heartbeat in an attempt (watch/heartbeat.h), as its node's
+// launcher read it after the attempt: what the judge names a hung rank by.
+struct RankProgress {
+  int rank = -1;
+  int64_t step = -1;         // last finished step; -1 before the first
+  std::string phase;         // the trainer's phase then (forward, save_barrier, ...)
+  int64_t phase_step = -1;
+  double time = 0;           // the newest beat (Unix seconds, the trainer's clock)
+  int64_t pid = 0;
+};
+
 // One node's account of one attempt (attempt-NNN/node-N.json).
 struct NodeRecord {
   int node = 0;
@@ -43,7 +54,9 @@ struct NodeRecord {
   std::vector<RankRecord> ranks;
   std::string error;  // the launcher could not start torchrun
   std::vector<RankCause> causes;  // this node's ranks that failed, in rank order
+  std::vector<RankProgress> progress;  // this node's ranks' last heartbeats of this attempt, in rank order
 };
+std::string RankProgressToJson(const RankProgress& p);
 std::string RankCauseToJson(const RankCause& c);
 std::string NodeRecordToJson(const NodeRecord& n);
 Result<NodeRecord> NodeRecordFromJson(std::string_view json, const std::string& name);
@@ -78,6 +91,18 @@ std::string ResumeChoiceToJson(int attempt, const ResumeChoice& c);
 // `attempt` is the attempt the file must be about. A path with a step of -1 (or
 // "none" with a step), or a digest that is not 16 hex digits, is an error naming it.
 Result<ResumeChoice> ResumeChoiceFromJson(std::string_view json, const std::string& name, int attempt);
+// What summary.json counts of an attempt an earlier launcher of the session
+// judged (its attempt-NNN/attempt.json, read strictly): the fields the totals
+// need. The record itself is kept as written (`json`).
+struct AttemptAccount {
+  int attempt = 0;
+  double start = 0, end = 0;
+  std::string outcome;
+  double gpu_hours = 0, gpu_hours_lost = 0;
+  std::vector<RankCause> causes;
+  std::string json;  // the object as written, without its trailing newline
+};
+Result<AttemptAccount> AttemptAccountFromJson(std::string_view json, const std::string& name);
 
 // Node 0's gate verdict (gate/verdict.json): every node starts or stops by it.
 struct GateVerdict {

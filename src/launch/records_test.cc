@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <limits>
 #include <string>
 
 #include "core/status.h"
@@ -152,6 +155,108 @@ TEST(NodeRecordTest, MalformedJsonOrNotAnObjectNamesTheFile) {
   std::string bad = ErrorOf(NodeRecordFromJson("{\"node\": 1,", kNodeFile));
   EXPECT_EQ(bad.rfind("attempt-001/node-1.json: malformed JSON: ", 0), 0u) << bad;
   EXPECT_EQ(ErrorOf(NodeRecordFromJson("[1]", kNodeFile)), "attempt-001/node-1.json: not a JSON object");
+}
+
+TEST(NodeRecordTest, TheRanksLastHeartbeatsRoundTripAndAreReadStrictly) {
+  NodeRecord n = Node1();
+  n.progress = {{2, 7, "forward", 8, 1700000050.25, 4244}, {3, -1, "load", -1, 1700000001.5, 4245}};
+  const std::string good = NodeRecordToJson(n);
+  auto back = NodeRecordFromJson(good, kNodeFile);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->progress.size(), 2u);
+  EXPECT_EQ(back->progress[0].rank, 2);
+  EXPECT_EQ(back->progress[0].step, 7);
+  EXPECT_EQ(back->progress[0].phase, "forward");
+  EXPECT_EQ(back->progress[0].phase_step, 8);
+  EXPECT_DOUBLE_EQ(back->progress[0].time, 1700000050.25);
+  EXPECT_EQ(back->progress[0].pid, 4244);
+  EXPECT_EQ(back->progress[1].step, -1);
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"step\": 7, ", ""), kNodeFile)),
+            "attempt-001/node-1.json: progress[0].step: missing");
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"phase\": \"forward\"", "\"phase\": 3"), kNodeFile)),
+            "attempt-001/node-1.json: progress[0].phase: not a string");
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, "\"progress\": [{", "\"progress\": [7, {"), kNodeFile)),
+            "attempt-001/node-1.json: progress[0]: not an object");
+  // A node record written before heartbeats were kept has no progress: none, not an error.
+  auto old = NodeRecordFromJson(With(good, good.substr(good.find(", \"progress\"")), "}"), kNodeFile);
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_TRUE(old->progress.empty());
+  // null is not an empty list.
+  EXPECT_EQ(ErrorOf(NodeRecordFromJson(With(good, good.substr(good.find(", \"progress\"")), ", \"progress\": null}"),
+                                       kNodeFile)),
+            "attempt-001/node-1.json: progress: not an array");
+}
+
+TEST(RankRecordTest, TheKeptRecordsStatusStopAndInferenceRoundTrip) {
+  RankRecord r = Rank(1);
+  r.status = "stopping";
+  r.stop_signal = 15;
+  r.stop_time = 1700000090.5;
+  r.state_at_stop = "T";
+  r.inferred = true;
+  r.note = "its wrapper was killed";
+  const std::string good = RankRecordToJson(r);
+  auto back = RankRecordFromJson(good, "attempt-001/rank-1.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->status, "stopping");
+  EXPECT_EQ(back->stop_signal, 15);
+  EXPECT_DOUBLE_EQ(back->stop_time, 1700000090.5);
+  EXPECT_EQ(back->state_at_stop, "T");
+  EXPECT_TRUE(back->inferred);
+  EXPECT_EQ(back->note, "its wrapper was killed");
+  EXPECT_EQ(ErrorOf(RankRecordFromJson(With(good, "\"stopping\"", "\"gone\""), "attempt-001/rank-1.json")),
+            "attempt-001/rank-1.json: status: \"gone\" is not running, stopping, exited or missing");
+  EXPECT_EQ(ErrorOf(RankRecordFromJson(With(good, "\"stop_signal\": 15", "\"stop_signal\": \"TERM\""),
+                                       "attempt-001/rank-1.json")),
+            "attempt-001/rank-1.json: stop_signal: not an integer");
+  EXPECT_EQ(ErrorOf(RankRecordFromJson(With(good, "\"inferred\": true", "\"inferred\": 1"), "attempt-001/rank-1.json")),
+            "attempt-001/rank-1.json: inferred: not true or false");
+  // A record as the wrapper wrote it before it kept one from the start: exited, nothing inferred.
+  std::string old = RankRecordToJson(Rank(1));
+  old = old.substr(0, old.find(", \"status\"")) + "}";
+  auto was = RankRecordFromJson(old, "attempt-001/rank-1.json");
+  ASSERT_TRUE(was.ok()) << was.status().message();
+  EXPECT_EQ(was->status, "exited");
+  EXPECT_FALSE(was->inferred);
+  EXPECT_TRUE(was->state_at_stop.empty());
+}
+
+TEST(RankRecordTest, ProcessStateReadsThisProcessAndNothingForAGoneOne) {
+  EXPECT_EQ(ProcessState(::getpid()), "R");  // it is running: it reads its own stat
+  EXPECT_EQ(ProcessState(0), "");
+  EXPECT_EQ(ProcessState(std::numeric_limits<int>::max()), "");
+  EXPECT_EQ(DescribeProcessState("T"), "process stopped (state T: a stop signal such as SIGSTOP)");
+  EXPECT_EQ(DescribeProcessState(""), "process state unknown");
+}
+
+constexpr const char* kAttemptFile = "attempt-001/attempt.json";
+
+TEST(AttemptAccountTest, ReadsTheTotalsOfAnEarlierAttemptStrictly) {
+  const std::string good =
+      R"({"attempt": 1, "start": 100.5, "end": 160.5, "seconds": 60.0, "outcome": "failed", "gpu_hours": 0.0333,)"
+      R"( "gpu_hours_lost": 0.01, "decision": {}, "causes": [{"rank": 1, "cause": "killed by SIGKILL"}], "nodes": []})"
+      "\n";
+  auto a = AttemptAccountFromJson(good, kAttemptFile);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->attempt, 1);
+  EXPECT_DOUBLE_EQ(a->start, 100.5);
+  EXPECT_DOUBLE_EQ(a->end, 160.5);
+  EXPECT_EQ(a->outcome, "failed");
+  EXPECT_DOUBLE_EQ(a->gpu_hours, 0.0333);
+  EXPECT_DOUBLE_EQ(a->gpu_hours_lost, 0.01);
+  ASSERT_EQ(a->causes.size(), 1u);
+  EXPECT_EQ(a->causes[0].cause, "killed by SIGKILL");
+  EXPECT_EQ(a->json, good.substr(0, good.size() - 1));
+  EXPECT_EQ(ErrorOf(AttemptAccountFromJson(With(good, "\"gpu_hours\": 0.0333,", ""), kAttemptFile)),
+            "attempt-001/attempt.json: gpu_hours: missing");
+  EXPECT_EQ(ErrorOf(AttemptAccountFromJson(With(good, "\"end\": 160.5", "\"end\": \"160\""), kAttemptFile)),
+            "attempt-001/attempt.json: end: not a number");
+  EXPECT_EQ(ErrorOf(AttemptAccountFromJson(With(good, "\"rank\": 1", "\"rank\": -1"), kAttemptFile)).rfind(
+                "attempt-001/attempt.json: causes[0].rank: ", 0),
+            0u);
+  EXPECT_EQ(ErrorOf(AttemptAccountFromJson(With(good, "\"gpu_hours_lost\": 0.01", "\"gpu_hours_lost\": -1"),
+                                           kAttemptFile)),
+            "attempt-001/attempt.json: gpu_hours: negative");
 }
 
 constexpr const char* kDecisionFile = "attempt-002/decision.json";

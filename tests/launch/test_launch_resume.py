@@ -87,7 +87,8 @@ def test_a_corrupt_newest_checkpoint_is_skipped_by_the_launcher_and_the_trainer_
     assert f"resumed weights from {ckpt}/step-00000002" in log, log
     assert "skipped" not in log, "the trainer must not pick a checkpoint of its own"
     s = summary_of(p.stdout)
-    (a,) = s["attempt_records"]
+    earlier, a = s["attempt_records"]  # the first launch's attempt counts in this summary too
+    assert earlier["attempt"] == 1 and earlier["earlier_launch"] and not earlier["inferred"], earlier
     assert a["attempt"] == 2 and a["checkpoint_before"] == 2 and a["outcome"] == "completed", a
     assert s["steps"] == s["planned_steps"] == 6, s
 
