@@ -66,11 +66,6 @@ std::string DirName(const std::string& p) {
   return slash == std::string::npos ? "." : slash == 0 ? "/" : p.substr(0, slash);
 }
 
-bool IsDir(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 std::vector<std::string> ListNames(const std::string& dir) {
   std::vector<std::string> out;
   if (DIR* d = ::opendir(dir.c_str())) {
