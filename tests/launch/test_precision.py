@@ -97,9 +97,11 @@ EXCEPTIONS = [
     raise_case("E13", 0, "barrier", 2, "exception entering the save barrier, rank 0", "save_barrier (after step 8)"),
     raise_case("E14", 0, "save_write", 10, "exception in the final save's writes, rank 0", "save (step 10)",
                absolute=True),
-    raise_case("E15", 1, "barrier", 10, "exception entering the final save's barrier, rank 1",
-               "save_barrier (after step 10)", absolute=True),
 ]
+# The chain's last case, with the restart budget spent: stop 75 (an attempt fewer than a run to the end).
+EXCEPTIONS_LAST = raise_case("E15", 1, "barrier", 10, "exception entering the final save's barrier, rank 1 "
+                             "(the restart budget spent)", "save_barrier (after step 10)", absolute=True,
+                             action="stop", exit_code=75, decision="stop: budget spent")
 EXCEPTION_BLOCKS = 20  # 10 steps: E04, E06, E08 each move the chain on by one checkpoint (2 steps), E09-E13 run at 8
 
 SIGNALS = [
@@ -118,8 +120,10 @@ SIGNAL_BLOCKS = 16  # 8 steps: S03, S06, S09 move on by one checkpoint each
 STOPS = [
     signal_case("T01", 1, "SIGSTOP", "before_save", 1, "SIGSTOP to rank 1 before the first save", ""),
     signal_case("T02", 0, "SIGSTOP", "during_save", 2, "SIGSTOP to rank 0 during a save (writing)", ""),
-    signal_case("T03", 1, "SIGSTOP", "after_save", 2, "SIGSTOP to rank 1 after a save", ""),
 ]
+STOPS_LAST = Case("T03", "SIGSTOP to rank 1 after a save (the restart budget spent)",
+                  {"kind": "signal", "rank": 1, "signal": "SIGSTOP", "point": "after_save", "step": 2},
+                  action="stop", exit_code=75, decision="stop: budget spent")
 STOP_BLOCKS = 12
 
 # Storage and directories (chain in a folder where chattr +i works). Paths are filled in by
@@ -416,7 +420,8 @@ def chain(tmp: Path, model: Path, cases: list[Case], blocks: int, rows_file: Pat
     fault, which completes the run). Restarts are allowed for every case; no-progress
     counting is out of the way, so each decision is about its own attempt."""
     pack = pack_for(tmp, [blocks, blocks])
-    rf = run_file(tmp, model, pack, retry__max_restarts=len(cases), retry__max_no_progress=len(cases) + 1, **over)
+    budget = len(cases)  # the last attempt's own restart, if it asks for one, is past the budget
+    rf = run_file(tmp, model, pack, retry__max_restarts=budget, retry__max_no_progress=len(cases) + 1, **over)
     done = last or Case("-", "no fault", {"kind": "none"}, action="done", exit_code=0, decision="done")
     paths = {"CKPT": tmp / "ckpt", "MODEL": model, "PACK": pack, "HB": session_of(rf) / "heartbeat" / "node-0"}
     plan = {str(i + 1): fill(c.spec, paths) for i, c in enumerate(cases + [done])}
@@ -427,7 +432,8 @@ def chain(tmp: Path, model: Path, cases: list[Case], blocks: int, rows_file: Pat
         check_attempt(result, i, c, rows_file, final=False)
     check_attempt(result, len(cases), done, rows_file if last else Path(os.devnull), final=True)
     assert len(result.summary["attempt_records"]) == len(cases) + 1, result.out
-    assert result.summary["steps"] == result.summary["planned_steps"] == blocks // 2, result.summary
+    if done.action == "done":
+        assert result.summary["steps"] == result.summary["planned_steps"] == blocks // 2, result.summary
     return result
 
 
@@ -552,7 +558,8 @@ def background(request, small_model, tmp_path_factory, rows_file):
     bg = Background()
     if "test_sigstop_to_one_rank" in selected:
         bg.submit("stops", lambda: chain(tmp_path_factory.mktemp("stops"), small_model, STOPS, STOP_BLOCKS, rows_file,
-                                         signals=True, distributed__watchdog_timeout_min=WAIT_TIMEOUT_MIN))
+                                         last=STOPS_LAST, signals=True,
+                                         distributed__watchdog_timeout_min=WAIT_TIMEOUT_MIN))
     for case, blocks, test in zip(DEADLOCKS, ([12, 8], [8, 12]), ("test_the_report_deadlock_stops_with_93",
                                                                   "test_the_report_deadlock_with_rank_0_short_stops_with_93")):
         if test in selected:
@@ -568,7 +575,7 @@ def background(request, small_model, tmp_path_factory, rows_file):
 
 
 def test_python_exceptions_in_every_phase(small_model, tmp_path, rows_file, background):
-    r = chain(tmp_path, small_model, EXCEPTIONS, EXCEPTION_BLOCKS, rows_file)
+    r = chain(tmp_path, small_model, EXCEPTIONS, EXCEPTION_BLOCKS, rows_file, last=EXCEPTIONS_LAST)
     no_ranks_left(r.rf)
 
 
@@ -680,7 +687,8 @@ def test_the_report_deadlock_with_rank_0_short_stops_with_93(background):
 
 def test_sigstop_to_one_rank(background):
     r = background.result("stops")
-    assert [(rank, sig) for rank, sig, _ in r.signaller.sent] == [(c.spec["rank"], c.spec["signal"]) for c in STOPS]
+    assert [(rank, sig) for rank, sig, _ in r.signaller.sent] == [(c.spec["rank"], c.spec["signal"])
+                                                                   for c in STOPS + [STOPS_LAST]]
     no_ranks_left(r.rf)
 
 
@@ -739,7 +747,7 @@ def _row_line(r: dict) -> str:
     return f"| {r['id']} | {r['what']} | {cause} | {r['fr']} | {r['decision']} | {r['exit']} |"
 
 
-CASES = (EXCEPTIONS + SIGNALS + [SIGNALS_LAST] + STOPS + STORAGE + [STORAGE_LAST] + GONE_AT_START + FULL + DEADLOCKS
+CASES = (EXCEPTIONS + [EXCEPTIONS_LAST] + SIGNALS + [SIGNALS_LAST] + STOPS + [STOPS_LAST] + STORAGE + [STORAGE_LAST] + GONE_AT_START + FULL + DEADLOCKS
          + RECORDS)
 ALL_IDS = [c.id for c in CASES]
 
