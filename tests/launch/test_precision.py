@@ -117,12 +117,17 @@ SIGNALS = [
 ]
 SIGNAL_BLOCKS = 16  # 8 steps: S03, S06, S09 move on by one checkpoint each
 
+# A stopped rank is named by the other's collective timing out (the stopped one leaves no
+# record: torchrun kills its wrapper).
+TIMED_OUT = "Timed out waiting 18000ms for "  # a send or a recv, whichever gloo waited on
 STOPS = [
-    signal_case("T01", 1, "SIGSTOP", "before_save", 1, "SIGSTOP to rank 1 before the first save", ""),
-    signal_case("T02", 0, "SIGSTOP", "during_save", 2, "SIGSTOP to rank 0 during a save (writing)", ""),
+    Case("T01", "SIGSTOP to rank 1 before the first save",
+         {"kind": "signal", "rank": 1, "signal": "SIGSTOP", "point": "before_save", "step": 1}, 0, TIMED_OUT),
+    Case("T02", "SIGSTOP to rank 0 during a save (writing)",
+         {"kind": "signal", "rank": 0, "signal": "SIGSTOP", "point": "during_save", "step": 2}, 1, TIMED_OUT),
 ]
 STOPS_LAST = Case("T03", "SIGSTOP to rank 1 after a save (the restart budget spent)",
-                  {"kind": "signal", "rank": 1, "signal": "SIGSTOP", "point": "after_save", "step": 2},
+                  {"kind": "signal", "rank": 1, "signal": "SIGSTOP", "point": "after_save", "step": 2}, 0, TIMED_OUT,
                   action="stop", exit_code=75, decision="stop: budget spent")
 STOP_BLOCKS = 12
 
