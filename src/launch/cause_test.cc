@@ -35,7 +35,10 @@ TEST(FirstErrorTest, ATracebackPrefixedByTorchDistributedGivesItsLastLine) {
       "[rank0]: KeyboardInterrupt\n";
   EXPECT_EQ(FirstError(log, 0), "KeyboardInterrupt");
   // Another rank's prefix is not this rank's traceback.
-  EXPECT_EQ(FirstError("[rank1]: Traceback (most recent call last):\n[rank1]:   File \"t.py\"\n[rank1]: KeyboardInterrupt\n", 0),
+  EXPECT_EQ(FirstError("[rank1]: Traceback (most recent call last):\n"
+                       "[rank1]:   File \"t.py\"\n"
+                       "[rank1]: KeyboardInterrupt\n",
+                       0),
             "");
 }
 
