@@ -370,6 +370,8 @@ def train(args: argparse.Namespace, cfg: RunFile, run: Run, device: torch.device
                          f"{cfg.world}, but {world} ranks were started")
     if not os.path.isdir(pack_dir):
         raise UsageError(f"{cfg.path}: data.pack_dir {pack_dir}: no such directory")
+    if not os.path.isdir(model_dir):  # else the tokenizer match below would call it a tokenizer mismatch
+        raise UsageError(f"{cfg.path}: model.path {model_dir}: no such directory")
     # The pack's ids must mean the model's tokens: refuse before any weight is read.
     try:
         _core.check_model_tokenizer(pack_dir, model_dir)

@@ -46,11 +46,17 @@ std::string_view TracebackEnd(const std::vector<std::string_view>& lines, size_t
 }  // namespace
 
 std::string FirstError(std::string_view log, int rank) {
+  // torch.distributed's excepthook prefixes each line of an uncaught exception's
+  // traceback with "[rankR]: " once a process group exists (a KeyboardInterrupt, any
+  // trainer that does not catch its errors): the traceback is read without it.
+  const std::string torch_tag = fmt::format("[rank{}]: ", rank);
   std::vector<std::string_view> lines;
   for (size_t pos = 0; pos < log.size();) {
     size_t nl = log.find('\n', pos);
     if (nl == std::string_view::npos) nl = log.size();
-    lines.push_back(log.substr(pos, nl - pos));
+    std::string_view line = log.substr(pos, nl - pos);
+    if (line.starts_with(torch_tag)) line.remove_prefix(torch_tag.size());
+    lines.push_back(line);
     pos = nl + 1;
   }
   const std::string tag = fmt::format("[rank {}] ", rank);

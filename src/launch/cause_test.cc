@@ -24,6 +24,24 @@ TEST(FirstErrorTest, TheTrainersErrorLineGivesTheExceptionAndThePhase) {
             "'/ckpt/.step-00000030.tmp-77/model-00001-of-00001.safetensors' (in save (step 30))");
 }
 
+// A SIGINT to a rank of a torch.distributed trainer: KeyboardInterrupt, uncaught, in a
+// traceback torch's excepthook prefixes with "[rank0]: " (the precision table's S04).
+TEST(FirstErrorTest, ATracebackPrefixedByTorchDistributedGivesItsLastLine) {
+  std::string log =
+      "[rank 0] step 2 epoch 0 loss 6.2 lr 0.003 tok/s 900\n"
+      "[rank0]: Traceback (most recent call last):\n"
+      "[rank0]:   File \"/t/precision_trainer.py\", line 82, in _ask_for_signal\n"
+      "[rank0]:     time.sleep(0.05)\n"
+      "[rank0]: KeyboardInterrupt\n";
+  EXPECT_EQ(FirstError(log, 0), "KeyboardInterrupt");
+  // Another rank's prefix is not this rank's traceback.
+  EXPECT_EQ(FirstError("[rank1]: Traceback (most recent call last):\n"
+                       "[rank1]:   File \"t.py\"\n"
+                       "[rank1]: KeyboardInterrupt\n",
+                       0),
+            "");
+}
+
 TEST(FirstErrorTest, ARefusalLineIsItsMessage) {
   EXPECT_EQ(FirstError("[rank 0] run file r.toml\n[rank 0] error: /r/run.toml: data.pack_dir /p: no such directory\n", 0),
             "/r/run.toml: data.pack_dir /p: no such directory");

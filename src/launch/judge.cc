@@ -205,6 +205,24 @@ Hang FindHang(const JudgeFacts& f) {
 
 namespace {
 
+// The first failed rank's cause that names a storage error, "" when none does. Matched
+// on the C library's message (strerror), which Python's OSError ("[Errno 28] No space
+// left on device: ..."), our C++ core and Rust's std::io (safetensors: "Os { code: 28,
+// kind: StorageFull, message: \"No space left on device\" }") all carry.
+std::string StorageCause(const JudgeFacts& f) {
+  static constexpr std::string_view kStorage[] = {"No space left on device", "Disk quota exceeded",
+                                                  "Read-only file system", "Input/output error",
+                                                  "Operation not permitted", "Permission denied"};
+  for (const auto& n : f.nodes) {
+    for (const auto& c : n.causes) {
+      for (std::string_view what : kStorage) {
+        if (c.cause.find(what) != std::string::npos) return fmt::format("rank {}: {}", c.rank, what);
+      }
+    }
+  }
+  return "";
+}
+
 Judgement Stop(Judgement j, Branch branch, int exit_code, std::string reason) {
   j.branch = branch;
   j.decision = {Action::kStop, exit_code, std::move(reason), 0, 0};
@@ -272,6 +290,15 @@ Judgement Judge(const JudgeFacts& f) {
                 "deterministic collective desync (a restart would deadlock again): " + f.fr_line);
   }
   if (j.no_progress >= f.max_no_progress) {
+    // Storage that refuses the trainer's writes (full, read-only, not permitted) fails every
+    // attempt the same way until someone fixes it, and then a requeue works: an I/O error
+    // (74, "after a fix"), not a do-not-requeue.
+    if (std::string storage = StorageCause(f); !storage.empty()) {
+      return Stop(j, Branch::kNoProgress, kExitIoError,
+                  fmt::format("{} attempt(s) in a row without a new verified checkpoint (retry.max_no_progress = {}), "
+                              "failing on storage ({}): fix the storage, then requeue; last: {}",
+                              j.no_progress, f.max_no_progress, storage, why));
+    }
     return Stop(j, Branch::kNoProgress, kExitDoNotRequeue,
                 fmt::format("{} attempt(s) in a row without a new verified checkpoint (retry.max_no_progress = {}); last: {}",
                             j.no_progress, f.max_no_progress, why));

@@ -24,7 +24,9 @@
 //      it: a restart would refuse again           -> stop 65
 //   5. the flight recorder's verdict is a conclusive desync -> stop 93
 //   6. retry.max_no_progress attempts in a row without a new verified
-//      checkpoint (this one included)                   -> stop 93
+//      checkpoint (this one included)                   -> stop 93, or stop 74
+//      when a failed rank's cause is a storage error (no space, quota,
+//      read-only, EIO, not permitted): fix the storage, then requeue
 //   7. retry.max_restarts restarts already made          -> stop 75
 //   8. else restart after backoff_s x 2^restarts, capped at backoff_max_s.
 #pragma once

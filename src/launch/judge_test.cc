@@ -247,6 +247,61 @@ std::vector<Row> Rows() {
                   {"2 attempt(s) in a row without a new verified checkpoint (retry.max_no_progress = 2); last: rank 2 "
                    "killed by SIGKILL"},
                   0, 0, 2});
+  // A full disk (the precision table's N01/N02): a restart while it made progress; when it
+  // persists, the no-progress stop is an I/O error to fix (74), never a do-not-requeue.
+  auto disk_full = [](JudgeFacts f) {
+    f.nodes[0].ranks[0] = {0, 1, 0};
+    f.nodes[0].ranks[1] = {1, 1, 0};
+    f.nodes[0].ranks[2] = {2, 0, 0};
+    f.nodes[0].causes = {
+        {0, "OSError: [Errno 28] No space left on device: '/ckpt/.step-00000004.tmp-77/model.safetensors' (in save "
+            "(step 4))"},
+        {1, "RuntimeError: [../third_party/gloo/gloo/transport/tcp/pair.cc:534] Connection closed by peer"}};
+    return f;
+  };
+  rows.push_back({"a full disk at a save after progress: restart", disk_full(RankKilled()), Action::kRestart, 0,
+                  Outcome::kFailed, Failure::kProcesses, Branch::kRestart,
+                  {"rank 0: OSError: [Errno 28] No space left on device", "restarting from checkpoint step 20"}, 10, 2,
+                  0});
+  rows.push_back({"a full disk, max_no_progress in a row: stop 74, not 93", With(disk_full(RankKilled()), [](JudgeFacts& f) {
+                    f.after = f.before;
+                    f.no_progress = 1;
+                  }),
+                  Action::kStop, 74, Outcome::kFailed, Failure::kProcesses, Branch::kNoProgress,
+                  {"2 attempt(s) in a row without a new verified checkpoint (retry.max_no_progress = 2), failing on "
+                   "storage (rank 0: No space left on device): fix the storage, then requeue; last: rank 0: OSError"},
+                  0, 0, 2});
+  for (const char* what : {"OSError: [Errno 30] Read-only file system: '/ckpt/train-metrics.jsonl' (in load)",
+                           "PermissionError: [Errno 1] Operation not permitted: '/ckpt/.step-00000002.tmp-9'",
+                           "PermissionError: [Errno 13] Permission denied: '/ckpt/train-metrics.jsonl'",
+                           "OSError: [Errno 122] Disk quota exceeded", "OSError: [Errno 5] Input/output error",
+                           "SafetensorError: Error while serializing: IoError(Os { code: 28, kind: StorageFull, "
+                           "message: \"No space left on device\" })"}) {
+    rows.push_back({what, With(disk_full(RankKilled()), [what](JudgeFacts& f) {
+                      f.after = f.before;
+                      f.no_progress = 1;
+                      f.nodes[0].causes[0].cause = what;
+                    }),
+                    Action::kStop, 74, Outcome::kFailed, Failure::kProcesses, Branch::kNoProgress,
+                    {"failing on storage (rank 0: "}, 0, 0, 2});
+  }
+  rows.push_back({"a missing file is no storage error: stop 93", With(disk_full(RankKilled()), [](JudgeFacts& f) {
+                    f.after = f.before;
+                    f.no_progress = 1;
+                    f.nodes[0].causes[0].cause = "FileNotFoundError: [Errno 2] No such file or directory: '/m/config.json'";
+                  }),
+                  Action::kStop, 93, Outcome::kFailed, Failure::kProcesses, Branch::kNoProgress,
+                  {"2 attempt(s) in a row without a new verified checkpoint (retry.max_no_progress = 2); last: rank 0: "
+                   "FileNotFoundError"},
+                  0, 0, 2});
+  rows.push_back({"a full disk beside a conclusive desync: the desync decides",
+                  With(disk_full(RankKilled()), [](JudgeFacts& f) {
+                    f.after = f.before;
+                    f.no_progress = 1;
+                    f.fr = FrVerdict::kConclusive;
+                    f.fr_line = "desync at pg 0 seq 9: ... - conclusive";
+                  }),
+                  Action::kStop, 93, Outcome::kFailed, Failure::kProcesses, Branch::kDesync, {"desync"}, 0, 0, 2});
   rows.push_back({"no progress outranks a spent budget", With(RankKilled(), [](JudgeFacts& f) {
                     f.after = f.before;
                     f.no_progress = 1;
