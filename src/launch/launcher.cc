@@ -531,8 +531,12 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
   const std::string my_part = fmt::format("{}/node-{}.json", gate_dir, cluster_.node_rank);
   if (cluster_.node_rank == 0) {
     // A new session: no verdict, no part from before this launch.
-    // A stale part left behind would be merged as this launch's.
+    // A stale part left behind would be merged as this launch's. Only the records
+    // themselves go: another node may be writing its part right now, and removing
+    // its temp file would fail that node's rename (it rewrites a part removed here).
     for (const auto& name : ListNames(gate_dir)) {
+      const bool record = name == "verdict.json" || (name.starts_with("node-") && name.ends_with(".json"));
+      if (!record) continue;
       if (Status st = o_.files->RemoveFile(gate_dir + "/" + name); !st.ok()) {
         return st.WithContext("launch: cannot clear the previous launch's gate record");
       }

@@ -386,5 +386,33 @@ TEST_F(LauncherTest, EarlierAttemptsOfTheSessionAreCountedInTheSummary) {
   EXPECT_TRUE(counted);
 }
 
+// Node 0 clears the previous launch's gate records (the parts and the verdict) but
+// not a temp file another node is writing its part through: removing that would
+// fail the other node's rename (seen: node 1 exited 74 with "rename ... No such file").
+TEST_F(LauncherTest, NodeZeroClearsStaleGateRecordsButNotAPartBeingWritten) {
+  std::string toml = "[run]\nname = \"t\"\n[cluster]\nnodes = 2\ngpus_per_node = 1\n"
+                     "[checkpoint]\ndir = \"" + dir_ + "/ckpt\"\n"
+                     "[launch]\ngate_timeout_s = 1\nstop_grace_s = 1\n"
+                     "[retry]\nmax_restarts = 0\nbackoff_s = 0\n";
+  ASSERT_TRUE(WriteFileAtomic(o_.run_path, toml).ok());
+  o_.node_rank = 0;
+  o_.accept_gate_fail = false;
+  o_.env.getenv = [](const std::string& k) -> std::optional<std::string> {
+    if (k == "EVENKEEL_RDZV_ENDPOINT") return std::string("127.0.0.1:29999");
+    return std::nullopt;
+  };
+  const std::string gate = Session() + "/gate";
+  ASSERT_TRUE(MakeDirs(gate).ok());
+  for (const char* name : {"node-1.json", "verdict.json", ".node-1.json.tmp.99.1"}) {
+    ASSERT_TRUE(WriteFileAtomic(gate + "/" + name, "{}").ok());
+  }
+  auto r = Launch(o_, say_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, kExitGateRefused);  // node 1 never reports within 1 s
+  EXPECT_FALSE(FileExists(gate + "/node-1.json")) << "the stale part is removed";
+  EXPECT_TRUE(FileExists(gate + "/.node-1.json.tmp.99.1")) << "a part being written is left alone";
+  EXPECT_EQ(TorchrunArgs(), "") << "nothing may start";
+}
+
 }  // namespace
 }  // namespace ek::launch
