@@ -1,362 +1,23 @@
-// Attribute access, methods, filters, tests and globals, each as jinja2 3.1
-// (and transformers' overrides of tojson, dict, namespace, raise_exception and
-// strftime_now) define them. Anything a chat template could name that is not
-// here is refused at parse time (filters, tests) or when called (methods,
-// globals), never rendered differently.
+// The filters, as jinja2 3.1 defines them (and transformers' tojson). The table that
+// binds their names is in builtins.cc.
 #include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <limits>
-#include <sys/time.h>
-#include <unordered_map>
-
-#include <utf8proc.h>
 
 #include "core/parse.h"
+#include "template/builtins_internal.h"
 #include "template/internal.h"
 #include "template/pystr.h"
 
-namespace ek::tmpl {
-
-namespace {
-
-Status Undef(const Value& v) {
-  return InvalidArgumentError(fmt::format("'{}' is undefined", v.name().empty() ? "value" : v.name()));
-}
-
-bool IsInt(const Value& v) { return v.kind() == Value::Kind::kInt || v.kind() == Value::Kind::kBool; }
-
-Result<std::string_view> StrArg(const CallArgs& a, size_t i, std::string_view name, std::string_view fn) {
-  const Value* v = a.Get(i, name);
-  if (!v || !v->is_string()) {
-    return InvalidArgumentError(fmt::format("{}: argument '{}' must be a string", fn, name));
-  }
-  return std::string_view(v->str());
-}
-
-// An optional str argument that may be None.
-Result<std::optional<std::string_view>> OptStr(const CallArgs& a, size_t i, std::string_view name,
-                                               std::string_view fn) {
-  const Value* v = a.Get(i, name);
-  if (!v || v->is_none() || v->is_undefined()) return std::optional<std::string_view>();
-  if (!v->is_string()) return InvalidArgumentError(fmt::format("{}: argument '{}' must be str or None", fn, name));
-  return std::optional<std::string_view>(v->str());
-}
-
-Result<int64_t> IntArg(const CallArgs& a, size_t i, std::string_view name, int64_t dflt, std::string_view fn) {
-  const Value* v = a.Get(i, name);
-  if (!v || v->is_none()) return dflt;
-  if (!IsInt(*v)) return InvalidArgumentError(fmt::format("{}: argument '{}' must be an integer", fn, name));
-  return v->integer();
-}
-
-bool BoolArg(const CallArgs& a, size_t i, std::string_view name, bool dflt) {
-  const Value* v = a.Get(i, name);
-  return v ? v->Truthy() : dflt;
-}
-
-Value Str(std::string s) { return Value::String(std::move(s)); }
-
-// Whether replacing every `old_s` in `s` by `new_s` stays under kMaxStringBytes.
-Status CheckReplace(std::string_view s, std::string_view old_s, std::string_view new_s) {
-  if (new_s.size() <= old_s.size()) return Status::Ok();
-  size_t hits = old_s.empty() ? CodePoints(s) + 1 : static_cast<size_t>(PyCount(s, old_s));
-  size_t grow = new_s.size() - old_s.size();
-  if (hits > (kMaxStringBytes - std::min(s.size(), kMaxStringBytes)) / grow) {
-    return TooLarge(s.size() + hits * std::min(grow, kMaxStringBytes), "string");
-  }
-  return Status::Ok();
-}
-
-Value StrList(std::vector<std::string> parts) {
-  List l;
-  l.reserve(parts.size());
-  for (auto& p : parts) l.push_back(Value::String(std::move(p)));
-  return Value::MakeList(std::move(l));
-}
-
-Value StrTuple(std::vector<std::string> parts) {
-  List l;
-  for (auto& p : parts) l.push_back(Value::String(std::move(p)));
-  return Value::MakeTuple(std::move(l));
-}
-
-std::vector<std::string> Chars(std::string_view s) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < s.size();) {
-    size_t len;
-    DecodeAt(s, i, &len);
-    out.emplace_back(s.substr(i, len));
-    i += len;
-  }
-  return out;
-}
-
-// ------------------------------------------------------------------------------------------
-// Methods.
-
-bool IsStrMethod(std::string_view n) {
-  static const char* const kNames[] = {
-      "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith", "replace", "upper",
-      "lower", "title", "capitalize", "swapcase", "find", "rfind", "index", "rindex", "count", "join", "isdigit",
-      "isdecimal", "isnumeric", "isalpha", "isalnum", "isspace", "isupper", "islower", "partition", "rpartition",
-      "removeprefix", "removesuffix", "ljust", "rjust", "center", "zfill", "format", "encode", "casefold",
-      "expandtabs", "format_map", "isidentifier", "isprintable", "istitle", "isascii", "maketrans", "translate"};
-  for (const char* k : kNames) {
-    if (n == k) return true;
-  }
-  return false;
-}
-bool IsDictMethod(std::string_view n) {
-  return n == "items" || n == "keys" || n == "values" || n == "get" || n == "copy" || n == "pop" ||
-         n == "popitem" || n == "setdefault" || n == "update" || n == "clear" || n == "fromkeys";
-}
-bool IsListMethod(std::string_view n) {
-  return n == "index" || n == "count" || n == "copy" || n == "append" || n == "extend" || n == "insert" ||
-         n == "pop" || n == "remove" || n == "sort" || n == "reverse" || n == "clear";
-}
-
-// The (key, value) tuples of a dict, as dict.items() yields them.
-List Pairs(const Dict& d) {
-  List l;
-  l.reserve(d.items.size());
-  for (const auto& [k, v] : d.items) l.push_back(Value::MakeTuple({Value::String(k), v}));
-  return l;
-}
-
-Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
-  if (n == "strip" || n == "lstrip" || n == "rstrip") {
-    EK_ASSIGN_OR_RETURN(auto chars, OptStr(a, 0, "chars", n));
-    return Str(std::string(PyStrip(s, chars, n != "rstrip", n != "lstrip")));
-  }
-  if (n == "split" || n == "rsplit") {
-    EK_ASSIGN_OR_RETURN(auto sep, OptStr(a, 0, "sep", n));
-    EK_ASSIGN_OR_RETURN(int64_t maxsplit, IntArg(a, 1, "maxsplit", -1, n));
-    EK_ASSIGN_OR_RETURN(auto parts, PySplit(s, sep, maxsplit, n == "rsplit"));
-    return StrList(std::move(parts));
-  }
-  if (n == "splitlines") return StrList(PySplitLines(s, BoolArg(a, 0, "keepends", false)));
-  if (n == "startswith" || n == "endswith") {
-    if (a.positional.size() > 1 || a.Get(1, "start") || a.Get(2, "end")) {
-      return UnsupportedError(fmt::format("unsupported: {}() with start/end", n));
-    }
-    const Value* p = a.Get(0, "prefix");
-    if (!p) return InvalidArgumentError(fmt::format("{}() takes a prefix", n));
-    auto test = [&](const Value& x) -> Result<bool> {
-      if (!x.is_string()) return InvalidArgumentError(fmt::format("{}: the prefix must be str", n));
-      std::string_view v = x.str();
-      if (v.size() > s.size()) return false;
-      return n == "startswith" ? s.compare(0, v.size(), v) == 0 : s.compare(s.size() - v.size(), v.size(), v) == 0;
-    };
-    if (p->is_list()) {
-      for (const Value& x : p->list()) {
-        EK_ASSIGN_OR_RETURN(bool hit, test(x));
-        if (hit) return Value::Bool(true);
-      }
-      return Value::Bool(false);
-    }
-    EK_ASSIGN_OR_RETURN(bool hit, test(*p));
-    return Value::Bool(hit);
-  }
-  if (n == "replace") {
-    EK_ASSIGN_OR_RETURN(std::string_view old_s, StrArg(a, 0, "old", n));
-    EK_ASSIGN_OR_RETURN(std::string_view new_s, StrArg(a, 1, "new", n));
-    EK_ASSIGN_OR_RETURN(int64_t count, IntArg(a, 2, "count", -1, n));
-    EK_RETURN_IF_ERROR(CheckReplace(s, old_s, new_s));
-    return Str(PyReplace(s, old_s, new_s, count));
-  }
-  if (n == "upper" || n == "lower" || n == "title" || n == "capitalize" || n == "swapcase") {
-    CaseOp op = n == "upper"   ? CaseOp::kUpper
-                : n == "lower" ? CaseOp::kLower
-                : n == "title" ? CaseOp::kTitle
-                : n == "capitalize" ? CaseOp::kCapitalize
-                                    : CaseOp::kSwapcase;
-    EK_ASSIGN_OR_RETURN(std::string r, PyCase(s, op));
-    return Str(std::move(r));
-  }
-  if (n == "find" || n == "rfind" || n == "index" || n == "rindex") {
-    if (a.positional.size() > 1) return UnsupportedError(fmt::format("unsupported: {}() with start/end", n));
-    EK_ASSIGN_OR_RETURN(std::string_view sub, StrArg(a, 0, "sub", n));
-    int64_t i = PyFind(s, sub, n[0] == 'r');
-    if (i < 0 && (n == "index" || n == "rindex")) return InvalidArgumentError("substring not found");
-    return Value::Int(i);
-  }
-  if (n == "count") {
-    if (a.positional.size() > 1) return UnsupportedError("unsupported: count() with start/end");
-    EK_ASSIGN_OR_RETURN(std::string_view sub, StrArg(a, 0, "sub", n));
-    return Value::Int(PyCount(s, sub));
-  }
-  if (n == "join") {
-    const Value* it = a.Get(0, "iterable");
-    if (!it) return InvalidArgumentError("join() takes an iterable");
-    EK_ASSIGN_OR_RETURN(auto items, Iterate(*it));
-    std::string out;
-    for (size_t i = 0; i < items->size(); ++i) {
-      const Value& x = (*items)[i];
-      if (!x.is_string()) {
-        return InvalidArgumentError(fmt::format("sequence item {}: expected str instance, {} found", i, x.TypeName()));
-      }
-      if (i) out += s;
-      if (out.size() + x.str().size() > kMaxStringBytes) return TooLarge(out.size() + x.str().size(), "string");
-      out += x.str();
-    }
-    return Str(std::move(out));
-  }
-  if (n.substr(0, 2) == "is" && n != "isidentifier" && n != "isprintable" && n != "istitle" && n != "isascii") {
-    return Value::Bool(PyIsClass(s, n));
-  }
-  if (n == "istitle") {  // Python: upper/titlecase only after uncased, lowercase only after cased
-    bool cased = false, prev_cased = false;
-    for (size_t i = 0; i < s.size();) {
-      size_t len;
-      uint32_t cp = DecodeAt(s, i, &len);
-      i += len;
-      std::string one = s.substr(i - len, len);
-      bool upper = PyIsClass(one, "isupper") || utf8proc_category(static_cast<utf8proc_int32_t>(cp)) ==
-                                                     UTF8PROC_CATEGORY_LT;
-      bool lower = PyIsClass(one, "islower");
-      if (upper) {
-        if (prev_cased) return Value::Bool(false);
-        prev_cased = cased = true;
-      } else if (lower) {
-        if (!prev_cased) return Value::Bool(false);
-        prev_cased = cased = true;
-      } else {
-        prev_cased = false;
-      }
-    }
-    return Value::Bool(cased);
-  }
-  if (n == "isascii") {
-    for (unsigned char c : s) {
-      if (c >= 0x80) return Value::Bool(false);
-    }
-    return Value::Bool(true);
-  }
-  if (n == "partition" || n == "rpartition") {
-    EK_ASSIGN_OR_RETURN(std::string_view sep, StrArg(a, 0, "sep", n));
-    if (sep.empty()) return InvalidArgumentError("empty separator");
-    size_t hit = n == "partition" ? s.find(sep) : s.rfind(sep);
-    if (hit == std::string::npos) {
-      return n == "partition" ? StrTuple({s, "", ""}) : StrTuple({"", "", s});
-    }
-    return StrTuple({s.substr(0, hit), std::string(sep), s.substr(hit + sep.size())});
-  }
-  if (n == "removeprefix" || n == "removesuffix") {
-    EK_ASSIGN_OR_RETURN(std::string_view x, StrArg(a, 0, n == "removeprefix" ? "prefix" : "suffix", n));
-    std::string_view v = s;
-    if (n == "removeprefix" && v.substr(0, x.size()) == x) v.remove_prefix(x.size());
-    if (n == "removesuffix" && !x.empty() && v.size() >= x.size() && v.substr(v.size() - x.size()) == x) {
-      v.remove_suffix(x.size());
-    }
-    return Str(std::string(v));
-  }
-  if (n == "ljust" || n == "rjust" || n == "center" || n == "zfill") {
-    EK_ASSIGN_OR_RETURN(int64_t width, IntArg(a, 0, "width", 0, n));
-    std::string fill = " ";
-    if (n == "zfill") {
-      fill = "0";
-    } else if (const Value* f = a.Get(1, "fillchar")) {
-      if (!f->is_string() || CodePoints(f->str()) != 1) {
-        return InvalidArgumentError("The fill character must be exactly one character long");
-      }
-      fill = f->str();
-    }
-    int64_t len = static_cast<int64_t>(CodePoints(s));
-    if (width <= len) return Str(s);
-    if (static_cast<uint64_t>(width) > kMaxStringBytes) return TooLarge(static_cast<size_t>(width), "string");
-    int64_t pad = width - len;
-    auto rep = [&](int64_t k) {
-      std::string r;
-      for (int64_t i = 0; i < k; ++i) r += fill;
-      return r;
-    };
-    if (n == "ljust") return Str(s + rep(pad));
-    if (n == "rjust") return Str(rep(pad) + s);
-    if (n == "zfill") {
-      if (!s.empty() && (s[0] == '+' || s[0] == '-')) return Str(s.substr(0, 1) + rep(pad) + s.substr(1));
-      return Str(rep(pad) + s);
-    }
-    // Python's center puts the extra space on the left when the string length is odd.
-    int64_t left = pad / 2 + (pad & width & 1);
-    return Str(rep(left) + s + rep(pad - left));
-  }
-  return UnsupportedError(fmt::format("unsupported: the str method {}()", n));
-}
-
-Result<Value> DictMethod(const Dict& d, std::string_view n, CallArgs& a) {
-  if (n == "items") return Value::MakeList(Pairs(d), Seq::kDictItems);
-  if (n == "keys" || n == "values") {
-    List l;
-    for (const auto& [k, v] : d.items) l.push_back(n == "keys" ? Value::String(k) : v);
-    return Value::MakeList(std::move(l), n == "keys" ? Seq::kDictKeys : Seq::kDictValues);
-  }
-  if (n == "get") {
-    const Value* k = a.Get(0, "key");
-    if (!k) return InvalidArgumentError("get expected at least 1 argument");
-    if (k->is_string()) {
-      if (const Value* v = d.Find(k->str())) return *v;
-    }
-    const Value* dflt = a.Get(1, "default");
-    return dflt ? *dflt : Value::None();
-  }
-  if (n == "copy") return Value::MakeDict(d);
-  return InvalidArgumentError(
-      fmt::format("dict.{}() modifies a dict, which transformers' sandbox (ImmutableSandboxedEnvironment) refuses",
-                  n));
-}
-
-Result<Value> ListMethod(const List& l, std::string_view n, CallArgs& a) {
-  if (n == "index" || n == "count") {
-    const Value* x = a.Get(0, "value");
-    if (!x) return InvalidArgumentError(fmt::format("{}() takes exactly one argument", n));
-    int64_t count = 0;
-    for (size_t i = 0; i < l.size(); ++i) {
-      if (Equal(l[i], *x)) {
-        if (n == "index") return Value::Int(static_cast<int64_t>(i));
-        ++count;
-      }
-    }
-    if (n == "index") return InvalidArgumentError(fmt::format("{} is not in list", Repr(*x)));
-    return Value::Int(count);
-  }
-  if (n == "copy") return Value::MakeList(l);
-  return InvalidArgumentError(
-      fmt::format("list.{}() modifies a list, which transformers' sandbox (ImmutableSandboxedEnvironment) refuses",
-                  n));
-}
-
-Result<Value> LoopAttr(const LoopState& s, std::string_view n) {
-  int64_t i = static_cast<int64_t>(s.index0), len = static_cast<int64_t>(s.items->size());
-  if (n == "index") return Value::Int(i + 1);
-  if (n == "index0") return Value::Int(i);
-  if (n == "revindex") return Value::Int(len - i);
-  if (n == "revindex0") return Value::Int(len - i - 1);
-  if (n == "first") return Value::Bool(i == 0);
-  if (n == "last") return Value::Bool(i == len - 1);
-  if (n == "length") return Value::Int(len);
-  if (n == "depth") return Value::Int(1);
-  if (n == "depth0") return Value::Int(0);
-  if (n == "previtem") return i > 0 ? (*s.items)[static_cast<size_t>(i - 1)] : Value::Undefined("previtem");
-  if (n == "nextitem") return i + 1 < len ? (*s.items)[static_cast<size_t>(i + 1)] : Value::Undefined("nextitem");
-  if (n == "cycle" || n == "changed") return Value::Undefined();  // methods; called through CallMethod
-  return Value::Undefined(std::string(n));
-}
-
-Value BoundMethod(const Value& obj, std::string_view name) {
-  std::string n(name);
-  return Value::Callable(n, [obj, n](CallArgs& args) -> Result<Value> {
-    bool found = false;
-    return CallMethod(obj, n, args, &found);
-  });
-}
+namespace ek::tmpl::builtin {
 
 // ------------------------------------------------------------------------------------------
 // Filters.
 
+namespace {
 
 Value IgnoreCase(const Value& v) {
   if (!v.is_string()) return v;
@@ -378,6 +39,8 @@ Result<Value> KeyOf(const Value& item, const Value* attribute, bool case_sensiti
   }
   return case_sensitive ? v : IgnoreCase(v);
 }
+
+}  // namespace
 
 Result<Value> FLength(const Value& v, CallArgs&) {
   EK_ASSIGN_OR_RETURN(int64_t n, Length(v));
@@ -463,10 +126,14 @@ Result<Value> FReplace(const Value& v, CallArgs& a) {
   return Str(PyReplace(s, old_s, new_s, count));
 }
 
+namespace {
+
 Result<Value> CaseFilter(const Value& v, CaseOp op) {
   EK_ASSIGN_OR_RETURN(std::string r, PyCase(ToStr(v), op));
   return Str(std::move(r));
 }
+
+}  // namespace
 Result<Value> FUpper(const Value& v, CallArgs&) { return CaseFilter(v, CaseOp::kUpper); }
 Result<Value> FLower(const Value& v, CallArgs&) { return CaseFilter(v, CaseOp::kLower); }
 Result<Value> FCapitalize(const Value& v, CallArgs&) { return CaseFilter(v, CaseOp::kCapitalize); }
@@ -667,6 +334,8 @@ Result<Value> FAttr(const Value& v, CallArgs& a) {
   return GetAttr(v, name);
 }
 
+namespace {
+
 // Sorting with jinja2's key rules; errors from mixed types surface.
 Status SortValues(std::vector<std::pair<Value, Value>>* keyed, bool reverse) {
   Status err;
@@ -681,6 +350,8 @@ Status SortValues(std::vector<std::pair<Value, Value>>* keyed, bool reverse) {
   });
   return err;
 }
+
+}  // namespace
 
 Result<Value> FSort(const Value& v, CallArgs& a) {
   bool reverse = BoolArg(a, 0, "reverse", false);
@@ -733,6 +404,8 @@ Result<Value> FUnique(const Value& v, CallArgs& a) {
   return Value::Generator(std::move(out));
 }
 
+namespace {
+
 Result<Value> MinMax(const Value& v, CallArgs& a, bool max) {
   bool cs = BoolArg(a, 0, "case_sensitive", false);
   const Value* attribute = a.Get(1, "attribute");
@@ -750,6 +423,8 @@ Result<Value> MinMax(const Value& v, CallArgs& a, bool max) {
   }
   return (*items)[best];
 }
+
+}  // namespace
 Result<Value> FMin(const Value& v, CallArgs& a) { return MinMax(v, a, false); }
 Result<Value> FMax(const Value& v, CallArgs& a) { return MinMax(v, a, true); }
 
@@ -806,6 +481,8 @@ Result<Value> FMap(const Value& v, CallArgs& a) {
   return Value::Generator(std::move(out));
 }
 
+namespace {
+
 Result<Value> SelectImpl(const Value& v, CallArgs& a, bool by_attr, bool keep) {
   EK_ASSIGN_OR_RETURN(auto items, Iterate(v));
   size_t next = 0;
@@ -844,6 +521,8 @@ Result<Value> SelectImpl(const Value& v, CallArgs& a, bool by_attr, bool keep) {
   }
   return Value::Generator(std::move(out));
 }
+
+}  // namespace
 Result<Value> FSelect(const Value& v, CallArgs& a) { return SelectImpl(v, a, false, true); }
 Result<Value> FReject(const Value& v, CallArgs& a) { return SelectImpl(v, a, false, false); }
 Result<Value> FSelectattr(const Value& v, CallArgs& a) { return SelectImpl(v, a, true, true); }
@@ -871,440 +550,4 @@ Result<Value> FWordcount(const Value& v, CallArgs&) {
   return Value::Int(n);
 }
 
-const std::unordered_map<std::string_view, FilterFn>& Filters() {
-  static const auto* m = new std::unordered_map<std::string_view, FilterFn>{
-      {"abs", FAbs},           {"attr", FAttr},         {"capitalize", FCapitalize}, {"center", FCenter},
-      {"count", FLength},      {"d", FDefault},         {"default", FDefault},       {"dictsort", FDictsort},
-      {"e", FEscape},          {"escape", FEscape},     {"first", FFirst},           {"float", FFloat},
-      {"forceescape", FEscape}, {"indent", FIndent},    {"int", FInt},               {"items", FItems},
-      {"join", FJoin},         {"last", FLast},         {"length", FLength},         {"list", FList},
-      {"lower", FLower},       {"map", FMap},           {"max", FMax},               {"min", FMin},
-      {"reject", FReject},     {"rejectattr", FRejectattr}, {"replace", FReplace},   {"reverse", FReverse},
-      {"round", FRound},       {"safe", FSafe},         {"select", FSelect},         {"selectattr", FSelectattr},
-      {"sort", FSort},         {"string", FString},     {"sum", FSum},               {"title", FTitle},
-      {"tojson", FTojson},     {"trim", FTrim},         {"unique", FUnique},         {"upper", FUpper},
-      {"wordcount", FWordcount},
-  };
-  return *m;
-}
-
-// ------------------------------------------------------------------------------------------
-// Tests.
-
-Result<bool> Test(std::string_view n, const Value& v, CallArgs& a) {
-  auto arg = [&]() -> Result<const Value*> {
-    const Value* x = a.Get(0, "other");
-    if (!x) x = a.Get(0, "value");
-    if (!x) return InvalidArgumentError(fmt::format("the test '{}' takes an argument", n));
-    return x;
-  };
-  using K = Value::Kind;
-  if (n == "defined") return !v.is_undefined();
-  if (n == "undefined") return v.is_undefined();
-  if (n == "none") return v.is_none();
-  if (n == "boolean") return v.kind() == K::kBool;
-  if (n == "true") return v.kind() == K::kBool && v.boolean();
-  if (n == "false") return v.kind() == K::kBool && !v.boolean();
-  if (n == "integer") return v.kind() == K::kInt;
-  if (n == "float") return v.kind() == K::kFloat;
-  if (n == "number") return v.is_number();
-  if (n == "string") return v.is_string();
-  if (n == "mapping") return v.is_dict();
-  if (n == "iterable") {
-    return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined() || v.kind() == K::kGenerator;
-  }
-  if (n == "sequence") {  // len() and __getitem__: not generators or dict views
-    return v.is_string() || v.is_dict() || v.is_undefined() ||
-           (v.is_list() && (v.seq() == Seq::kList || v.seq() == Seq::kTuple || v.seq() == Seq::kRange));
-  }
-  if (n == "callable") return v.kind() == K::kCallable;
-  if (n == "escaped") return false;
-  if (n == "odd" || n == "even" || n == "divisibleby") {
-    if (v.is_undefined()) return Undef(v);
-    if (!IsInt(v)) return UnsupportedError(fmt::format("unsupported: the test '{}' on a {}", n, v.TypeName()));
-    int64_t d = 2;
-    if (n == "divisibleby") {
-      EK_ASSIGN_OR_RETURN(const Value* x, arg());
-      if (!IsInt(*x) || x->integer() == 0) return InvalidArgumentError("divisibleby: a non-zero integer is needed");
-      d = x->integer();
-    }
-    int64_t m = v.integer() % d;
-    if (n == "odd") return m != 0;
-    return m == 0;
-  }
-  if (n == "eq" || n == "equalto" || n == "ne") {
-    EK_ASSIGN_OR_RETURN(const Value* x, arg());
-    return Equal(v, *x) == (n != "ne");
-  }
-  if (n == "lt" || n == "lessthan" || n == "gt" || n == "greaterthan" || n == "le" || n == "ge") {
-    EK_ASSIGN_OR_RETURN(const Value* x, arg());
-    if (v.is_undefined()) return Undef(v);
-    if (x->is_undefined()) return Undef(*x);
-    if (n == "lt" || n == "lessthan") return Less(v, *x);
-    if (n == "gt" || n == "greaterthan") return Less(*x, v);
-    if (n == "le") {
-      EK_ASSIGN_OR_RETURN(bool gt, Less(*x, v));
-      return !gt;
-    }
-    EK_ASSIGN_OR_RETURN(bool lt, Less(v, *x));
-    return !lt;
-  }
-  if (n == "in") {
-    const Value* seq = a.Get(0, "seq");
-    if (!seq) return InvalidArgumentError("the test 'in' takes a sequence");
-    if (seq->is_string()) return v.is_string() && seq->str().find(v.str()) != std::string::npos;
-    if (seq->is_dict()) return v.is_string() && seq->dict().Find(v.str()) != nullptr;
-    if (seq->is_list()) {
-      for (const Value& x : seq->list()) {
-        if (Equal(v, x)) return true;
-      }
-      return false;
-    }
-    return InvalidArgumentError(fmt::format("argument of type '{}' is not iterable", seq->TypeName()));
-  }
-  if (n == "lower" || n == "upper") return PyIsClass(ToStr(v), n == "lower" ? "islower" : "isupper");
-  if (n == "sameas") {
-    EK_ASSIGN_OR_RETURN(const Value* x, arg());
-    if (v.kind() != x->kind()) return false;
-    if (v.is_none() || v.is_undefined()) return v.is_none();
-    if (v.kind() == K::kBool) return v.boolean() == x->boolean();
-    // CPython caches the ints -5..256: equal ones are the same object. Other
-    // numbers' identity depends on how they were made; refuse to guess.
-    if (v.kind() == K::kInt) {
-      if (v.integer() >= -5 && v.integer() <= 256) return v.integer() == x->integer();
-      return UnsupportedError("unsupported: 'sameas' on an int outside -5..256 (its identity is a CPython detail)");
-    }
-    if (v.kind() == K::kFloat) return UnsupportedError("unsupported: 'sameas' on a float");
-    return v.identity() == x->identity();
-  }
-  if (n == "filter") return v.is_string() && KnownFilter(v.str());
-  if (n == "test") return v.is_string() && KnownTest(v.str());
-  return UnsupportedError(fmt::format("unsupported: the test '{}'", n));
-}
-
-// ------------------------------------------------------------------------------------------
-// Globals.
-
-Result<Value> GRange(CallArgs& a) {
-  if (!a.keyword.empty() || a.positional.empty() || a.positional.size() > 3) {
-    return InvalidArgumentError("range() takes 1 to 3 integer arguments");
-  }
-  for (const Value& x : a.positional) {
-    if (!IsInt(x)) return InvalidArgumentError(fmt::format("'{}' object cannot be interpreted as an integer", x.TypeName()));
-  }
-  int64_t start = 0, stop, step = 1;
-  if (a.positional.size() == 1) {
-    stop = a.positional[0].integer();
-  } else {
-    start = a.positional[0].integer();
-    stop = a.positional[1].integer();
-    if (a.positional.size() == 3) step = a.positional[2].integer();
-  }
-  if (step == 0) return InvalidArgumentError("range() arg 3 must not be zero");
-  List out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
-    if (out.size() >= 100000) {
-      return InvalidArgumentError("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
-    }
-    out.push_back(Value::Int(i));
-    if (__builtin_add_overflow(i, step, &i)) break;  // past INT64_MAX/MIN: past stop too
-  }
-  return Value::MakeList(std::move(out), Seq::kRange);
-}
-
-Status CheckNamespaceName(std::string_view name) {
-  if (!name.empty() && name[0] == '_') {
-    return InvalidArgumentError(fmt::format(
-        "Chat templates cannot store underscore-prefixed attributes on a namespace, but got '{}'", name));
-  }
-  return Status::Ok();
-}
-
-Result<Dict> DictFromArgs(CallArgs& a, std::string_view fn) {
-  Dict d;
-  if (a.positional.size() > 1) return InvalidArgumentError(fmt::format("{}() takes at most 1 positional argument", fn));
-  if (!a.positional.empty()) {
-    const Value& p = a.positional[0];
-    if (p.is_dict() || p.kind() == Value::Kind::kNamespace) {
-      d = p.dict();
-    } else if (p.is_list()) {
-      for (const Value& kv : p.list()) {
-        if (!kv.is_list() || kv.list().size() != 2 || !kv.list()[0].is_string()) {
-          return UnsupportedError(fmt::format("unsupported: {}() from a sequence that is not (str, value) pairs", fn));
-        }
-        d.Set(kv.list()[0].str(), kv.list()[1]);
-      }
-    } else {
-      return InvalidArgumentError(fmt::format("{}(): cannot convert a {} to a dict", fn, p.TypeName()));
-    }
-  }
-  for (auto& [k, v] : a.keyword) d.Set(k, v);
-  return d;
-}
-
-Result<Value> GDict(CallArgs& a) {
-  EK_ASSIGN_OR_RETURN(Dict d, DictFromArgs(a, "dict"));
-  return Value::MakeDict(std::move(d));
-}
-
-Result<Value> GNamespace(CallArgs& a) {
-  EK_ASSIGN_OR_RETURN(Dict d, DictFromArgs(a, "namespace"));
-  for (const auto& [k, v] : d.items) EK_RETURN_IF_ERROR(CheckNamespaceName(k));
-  return Value::Namespace(std::move(d));
-}
-
-Result<Value> GRaise(CallArgs& a) {
-  const Value* m = a.Get(0, "message");
-  return FailedPreconditionError(fmt::format("the template raised an exception: {}", m ? ToStr(*m) : ""));
-}
-
-Result<Value> GStrftimeNow(CallArgs& a) {
-  const Value* f = a.Get(0, "format");
-  if (!f || !f->is_string()) return InvalidArgumentError("strftime_now() takes a format string");
-  struct timeval tv;
-  gettimeofday(&tv, nullptr);
-  struct tm tm;
-  time_t secs = tv.tv_sec;
-  localtime_r(&secs, &tm);
-  // datetime.strftime handles %f itself; the rest goes to the C library as in Python.
-  std::string fmt_s = PyReplace(f->str(), "%f", fmt::format("{:06d}", static_cast<int>(tv.tv_usec)), -1);
-  if (fmt_s.empty()) return Value::String("");
-  std::string buf(256 + fmt_s.size() * 8, '\0');
-  size_t n = std::strftime(buf.data(), buf.size(), fmt_s.c_str(), &tm);
-  buf.resize(n);
-  return Value::String(std::move(buf));
-}
-
-Result<Value> GUnsupported(std::string_view name) {
-  return UnsupportedError(fmt::format("unsupported: the global {}()", name));
-}
-
-}  // namespace
-
-// ------------------------------------------------------------------------------------------
-
-Status CheckPrintable(const Value& v) {
-  if (v.kind() == Value::Kind::kGenerator) {
-    return UnsupportedError(
-        "unsupported: printing a generator (what map, select, reject, selectattr, rejectattr, unique, items and "
-        "reverse return; Python prints its address): add |list");
-  }
-  if (v.is_list() && v.seq() == Seq::kRange) return UnsupportedError("unsupported: printing a range(): add |list");
-  if (v.kind() == Value::Kind::kCallable || v.kind() == Value::Kind::kLoop) {
-    return UnsupportedError(fmt::format("unsupported: printing a {}", v.TypeName()));
-  }
-  return Status::Ok();
-}
-
-Result<int64_t> Length(const Value& v) {
-  switch (v.kind()) {
-    case Value::Kind::kUndefined: return 0;
-    case Value::Kind::kString: return static_cast<int64_t>(CodePoints(v.str()));
-    case Value::Kind::kList: return static_cast<int64_t>(v.list().size());
-    case Value::Kind::kDict: return static_cast<int64_t>(v.dict().items.size());
-    default: return InvalidArgumentError(fmt::format("object of type '{}' has no len()", v.TypeName()));
-  }
-}
-
-Result<std::shared_ptr<const List>> Iterate(const Value& v) {
-  switch (v.kind()) {
-    case Value::Kind::kList: return v.list_ref();
-    case Value::Kind::kUndefined: return std::make_shared<const List>();
-    case Value::Kind::kDict: {
-      auto l = std::make_shared<List>();
-      for (const auto& [k, x] : v.dict().items) l->push_back(Value::String(k));
-      return std::shared_ptr<const List>(std::move(l));
-    }
-    case Value::Kind::kString: {
-      auto l = std::make_shared<List>();
-      for (auto& c : Chars(v.str())) l->push_back(Value::String(std::move(c)));
-      return std::shared_ptr<const List>(std::move(l));
-    }
-    case Value::Kind::kGenerator: return v.Consume();
-    default: return InvalidArgumentError(fmt::format("'{}' object is not iterable", v.TypeName()));
-  }
-}
-
-namespace {
-
-// An item of `container`: borrowed when the container is (it lives as long).
-Value Item(const Value& container, const Value& item) {
-  return container.borrowed() ? Value::Borrow(item) : item;
-}
-
-// Methods that modify their object: the sandbox hides them (unsafe_undefined).
-bool Mutates(std::string_view n) {
-  return n == "append" || n == "extend" || n == "insert" || n == "pop" || n == "remove" || n == "sort" ||
-         n == "reverse" || n == "clear" || n == "popitem" || n == "setdefault" || n == "update";
-}
-
-bool HasListMethod(const Value& l, std::string_view name) {
-  if (l.seq() == Seq::kList) return IsListMethod(name);
-  if (l.seq() == Seq::kTuple || l.seq() == Seq::kRange) return name == "index" || name == "count";
-  return false;
-}
-
-}  // namespace
-
-Result<Value> GetAttr(const Value& obj, std::string_view name) {
-  switch (obj.kind()) {
-    case Value::Kind::kUndefined:
-      return InvalidArgumentError(fmt::format("'{}' is undefined (reading its attribute '{}')",
-                                              obj.name().empty() ? "value" : obj.name(), name));
-    case Value::Kind::kDict: {
-      if (IsDictMethod(name)) return Mutates(name) ? Value::Undefined(std::string(name)) : BoundMethod(obj, name);
-      if (const Value* v = obj.dict().Find(name)) return Item(obj, *v);
-      return Value::Undefined(std::string(name));
-    }
-    case Value::Kind::kNamespace: {
-      if (const Value* v = obj.dict().Find(name)) return *v;
-      return Value::Undefined(std::string(name));
-    }
-    case Value::Kind::kLoop:
-      if (name == "cycle" || name == "changed") return BoundMethod(obj, name);
-      return LoopAttr(obj.loop(), name);
-    case Value::Kind::kString:
-      if (IsStrMethod(name)) return BoundMethod(obj, name);
-      return Value::Undefined(std::string(name));
-    case Value::Kind::kList:
-      if (HasListMethod(obj, name) && !Mutates(name)) return BoundMethod(obj, name);
-      return Value::Undefined(std::string(name));
-    default: return Value::Undefined(std::string(name));
-  }
-}
-
-Result<Value> GetItem(const Value& obj, const Value& key) {
-  switch (obj.kind()) {
-    case Value::Kind::kUndefined:
-      return InvalidArgumentError(fmt::format("'{}' is undefined (reading an item)",
-                                              obj.name().empty() ? "value" : obj.name()));
-    case Value::Kind::kList:
-    case Value::Kind::kString: {
-      if (IsInt(key)) {
-        int64_t i = key.integer();
-        if (obj.is_list()) {
-          if (obj.seq() != Seq::kList && obj.seq() != Seq::kTuple && obj.seq() != Seq::kRange) {
-            return Value::Undefined();  // dict views are not subscriptable
-          }
-          int64_t n = static_cast<int64_t>(obj.list().size());
-          if (i < 0) i += n;
-          if (i < 0 || i >= n) return Value::Undefined();
-          return Item(obj, obj.list()[static_cast<size_t>(i)]);
-        }
-        int64_t n = static_cast<int64_t>(CodePoints(obj.str()));
-        if (i < 0) i += n;
-        if (i < 0 || i >= n) return Value::Undefined();
-        size_t b = ByteOffsetOfCodePoint(obj.str(), static_cast<size_t>(i));
-        size_t len;
-        DecodeAt(obj.str(), b, &len);
-        return Value::String(obj.str().substr(b, len));
-      }
-      if (key.is_string()) return GetAttr(obj, key.str());
-      return Value::Undefined();
-    }
-    case Value::Kind::kDict:
-      if (key.is_string()) {
-        if (const Value* v = obj.dict().Find(key.str())) return Item(obj, *v);
-        return GetAttr(obj, key.str());
-      }
-      return Value::Undefined();
-    case Value::Kind::kNamespace:
-    case Value::Kind::kLoop:
-      if (key.is_string()) return GetAttr(obj, key.str());
-      return Value::Undefined();
-    default: return Value::Undefined();
-  }
-}
-
-Result<Value> GetAttrPath(const Value& obj, std::string_view path) {
-  Value v = obj;
-  size_t pos = 0;
-  while (true) {
-    size_t dot = path.find('.', pos);
-    std::string_view part = path.substr(pos, dot == std::string_view::npos ? std::string_view::npos : dot - pos);
-    auto idx = ParseUint64(part, 10);
-    if (idx && *idx <= static_cast<uint64_t>(INT64_MAX)) {
-      EK_ASSIGN_OR_RETURN(v, GetItem(v, Value::Int(static_cast<int64_t>(*idx))));
-    } else {
-      EK_ASSIGN_OR_RETURN(v, GetItem(v, Value::String(std::string(part))));
-    }
-    if (dot == std::string_view::npos) return v;
-    pos = dot + 1;
-  }
-}
-
-Result<Value> CallMethod(const Value& obj, std::string_view name, CallArgs& args, bool* found) {
-  *found = false;
-  switch (obj.kind()) {
-    case Value::Kind::kString:
-      if (!IsStrMethod(name)) return Value::Undefined();
-      *found = true;
-      return StrMethod(obj.str(), name, args);
-    case Value::Kind::kDict:
-      if (!IsDictMethod(name)) return Value::Undefined();
-      *found = true;
-      if (name == "fromkeys") return UnsupportedError("unsupported: dict.fromkeys()");
-      return DictMethod(obj.dict(), name, args);
-    case Value::Kind::kList:
-      if (!HasListMethod(obj, name)) return Value::Undefined();
-      *found = true;
-      return ListMethod(obj.list(), name, args);
-    case Value::Kind::kLoop:
-      if (name == "cycle") {
-        *found = true;
-        if (args.positional.empty()) return InvalidArgumentError("no items for cycling given");
-        return args.positional[obj.loop().index0 % args.positional.size()];
-      }
-      if (name == "changed") {
-        *found = true;
-        return UnsupportedError("unsupported: loop.changed()");
-      }
-      return Value::Undefined();
-    default: return Value::Undefined();
-  }
-}
-
-bool KnownFilter(std::string_view name) { return Filters().count(name) != 0; }
-
-FilterFn FindFilter(std::string_view name) {
-  auto it = Filters().find(name);
-  return it == Filters().end() ? nullptr : it->second;
-}
-
-bool KnownTest(std::string_view n) {
-  static const char* const kTests[] = {
-      "defined", "undefined", "none", "boolean", "true", "false", "integer", "float", "number", "string", "mapping",
-      "iterable", "sequence", "callable", "escaped", "odd", "even", "divisibleby", "eq", "equalto", "ne", "lt",
-      "lessthan", "gt", "greaterthan", "le", "ge", "in", "lower", "upper", "sameas", "filter", "test"};
-  for (const char* t : kTests) {
-    if (n == t) return true;
-  }
-  return false;
-}
-
-Result<Value> CallFilter(std::string_view name, const Value& operand, CallArgs& args) {
-  auto it = Filters().find(name);
-  if (it == Filters().end()) return UnsupportedError(fmt::format("unsupported: the filter '{}'", name));
-  return it->second(operand, args);
-}
-
-Result<bool> CallTest(std::string_view name, const Value& v, CallArgs& args) { return Test(name, v, args); }
-
-const Value* FindGlobal(std::string_view name) {
-  static const auto* globals = [] {
-    auto* g = new Dict;
-    g->Set("range", Value::Callable("range", GRange));
-    g->Set("dict", Value::Callable("dict", GDict));
-    g->Set("namespace", Value::Callable("namespace", GNamespace));
-    g->Set("raise_exception", Value::Callable("raise_exception", GRaise));
-    g->Set("strftime_now", Value::Callable("strftime_now", GStrftimeNow));
-    for (const char* n : {"lipsum", "cycler", "joiner"}) {
-      std::string name(n);
-      g->Set(name, Value::Callable(name, [name](CallArgs&) { return GUnsupported(name); }));
-    }
-    return g;
-  }();
-  return globals->Find(name);
-}
-
-}  // namespace ek::tmpl
+}  // namespace ek::tmpl::builtin
