@@ -1,0 +1,378 @@
+// Encoding and decoding with a loaded Tokenizer; the tokenizer.json loader is
+// tokenizer_json.cc.
+#include "tokenize/tokenizer.h"
+
+#include <simdjson.h>
+#include <xxhash.h>
+
+#include <atomic>
+#include <cstring>
+#include <deque>
+#include <thread>
+#include <unordered_map>
+
+#include <fmt/core.h>
+
+#include "tokenize/tokenizer_internal.h"
+#include "tokenize/unicode.h"
+
+namespace ek::tokenize {
+
+// ---------------------------------------------------------------------------
+// Per-thread state: a cache from piece bytes to ids, and reusable buffers.
+
+namespace {
+
+// Open-addressing cache of pre-tokenized pieces. Most pieces repeat (words,
+// spaces, punctuation), so most skip BPE. Cleared wholesale when full.
+class PieceCache {
+ public:
+  static constexpr size_t kCapacity = 1 << 17;
+  static constexpr size_t kMaxKey = 96;
+
+  PieceCache() : table_(kCapacity) {}
+
+  const int32_t* Find(std::string_view key, uint64_t h, uint32_t* n) const {
+    size_t pos = h & (kCapacity - 1);
+    while (true) {
+      const Entry& e = table_[pos];
+      if (e.key_len == 0) return nullptr;
+      if (e.hash == h && e.key_len == key.size() &&
+          std::memcmp(keys_.data() + e.key_off, key.data(), key.size()) == 0) {
+        *n = e.ids_len;
+        return ids_.data() + e.ids_off;
+      }
+      pos = (pos + 1) & (kCapacity - 1);
+    }
+  }
+
+  void Insert(std::string_view key, uint64_t h, const int32_t* ids, uint32_t n) {
+    if (used_ * 2 >= kCapacity || keys_.size() > (8u << 20)) Clear();
+    size_t pos = h & (kCapacity - 1);
+    while (table_[pos].key_len != 0) pos = (pos + 1) & (kCapacity - 1);
+    table_[pos] = Entry{h, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(key.size()),
+                        static_cast<uint32_t>(ids_.size()), n};
+    keys_.append(key);
+    ids_.insert(ids_.end(), ids, ids + n);
+    ++used_;
+  }
+
+ private:
+  struct Entry {
+    uint64_t hash = 0;
+    uint32_t key_off = 0;
+    uint32_t key_len = 0;  // 0: empty slot (pieces are never empty)
+    uint32_t ids_off = 0;
+    uint32_t ids_len = 0;
+  };
+  void Clear() {
+    std::fill(table_.begin(), table_.end(), Entry{});
+    keys_.clear();
+    ids_.clear();
+    used_ = 0;
+  }
+  std::vector<Entry> table_;
+  std::string keys_;
+  std::vector<int32_t> ids_;
+  size_t used_ = 0;
+};
+
+std::atomic<uint64_t> g_generation{1};
+
+}  // namespace
+
+struct EncodeScratch {
+  uint64_t generation = 0;
+  PieceCache cache;
+  BpeScratch bpe;
+  std::string norm;
+  std::vector<AddedSplit> raw_splits, norm_splits;
+  std::vector<Span> spans;
+  std::vector<std::string_view> pieces, next_pieces;
+  std::deque<std::string> arena;
+  std::vector<int32_t> word_ids;
+};
+
+namespace {
+
+struct Marked {
+  Span span;
+  bool is_match;
+};
+
+// HF pattern.rs find_matches + SplitDelimiterBehavior, over one piece.
+void ApplySplit(std::string_view piece, const Pattern& pattern, SplitBehavior behavior,
+                bool invert, std::vector<Span>* spans, std::vector<std::string_view>* out) {
+  spans->clear();
+  pattern.FindMatches(piece, spans);
+  if (behavior == SplitBehavior::kIsolated) {  // the hot path: no need to mark
+    uint32_t prev = 0;
+    for (const Span& m : *spans) {
+      if (m.begin > prev) out->push_back(piece.substr(prev, m.begin - prev));
+      if (m.end > m.begin) out->push_back(piece.substr(m.begin, m.end - m.begin));
+      prev = m.end;
+    }
+    if (prev < piece.size()) out->push_back(piece.substr(prev));
+    return;
+  }
+  std::vector<Marked> marked;
+  uint32_t prev = 0;
+  for (const Span& m : *spans) {
+    if (m.begin != prev) marked.push_back({{prev, m.begin}, invert});
+    marked.push_back({m, !invert});
+    prev = m.end;
+  }
+  if (prev != piece.size()) marked.push_back({{prev, static_cast<uint32_t>(piece.size())}, invert});
+  std::vector<Span> result;
+  bool previous_match = false;
+  switch (behavior) {
+    case SplitBehavior::kIsolated: break;
+    case SplitBehavior::kRemoved:
+      for (auto& m : marked)
+        if (!m.is_match) result.push_back(m.span);
+      break;
+    case SplitBehavior::kMergedWithPrevious:
+      for (auto& m : marked) {
+        if (m.is_match && !previous_match && !result.empty()) {
+          result.back().end = m.span.end;
+        } else {
+          result.push_back(m.span);
+        }
+        previous_match = m.is_match;
+      }
+      break;
+    case SplitBehavior::kMergedWithNext:
+      for (auto it = marked.rbegin(); it != marked.rend(); ++it) {
+        if (it->is_match && !previous_match && !result.empty()) {
+          result.back().begin = it->span.begin;
+        } else {
+          result.push_back(it->span);
+        }
+        previous_match = it->is_match;
+      }
+      std::reverse(result.begin(), result.end());
+      break;
+    case SplitBehavior::kContiguous:
+      for (auto& m : marked) {
+        if (m.is_match == previous_match && !result.empty()) {
+          result.back().end = m.span.end;
+        } else {
+          result.push_back(m.span);
+        }
+        previous_match = m.is_match;
+      }
+      break;
+  }
+  for (const Span& s : result) {
+    if (s.end > s.begin) out->push_back(piece.substr(s.begin, s.end - s.begin));
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Encoding.
+
+Tokenizer::Tokenizer() : generation_(g_generation.fetch_add(1)) {}
+Tokenizer::~Tokenizer() = default;
+
+EncodeScratch& Tokenizer::Scratch() const {
+  thread_local std::unique_ptr<EncodeScratch> tls;
+  if (!tls || tls->generation != generation_) {
+    tls = std::make_unique<EncodeScratch>();
+    tls->generation = generation_;
+  }
+  return *tls;
+}
+
+Result<std::vector<int32_t>> Tokenizer::Encode(std::string_view text) const {
+  std::vector<int32_t> ids;
+  EK_RETURN_IF_ERROR(Encode(text, &ids));
+  return ids;
+}
+
+Status Tokenizer::Encode(std::string_view text, std::vector<int32_t>* ids) const {
+  return EncodeImpl(text, ids, nullptr);
+}
+
+size_t Tokenizer::TokenLength(int32_t id) const {
+  if (id < 0 || id >= vocab_size_ || join_with_space_) return 0;
+  if (auto it = decode_override_.find(id); it != decode_override_.end()) return it->second.size();
+  return static_cast<size_t>(id) < bpe_.id_limit() ? bpe_.TokenBytes(id).size() : 0;
+}
+
+Status Tokenizer::EncodeWithOffsets(std::string_view text, std::vector<int32_t>* ids,
+                                    std::vector<uint32_t>* ends) const {
+  if (text.size() > UINT32_MAX) return InvalidArgumentError("text over 4 GiB");
+  return EncodeImpl(text, ids, ends);
+}
+
+Status Tokenizer::EncodeImpl(std::string_view text, std::vector<int32_t>* ids, std::vector<uint32_t>* ends) const {
+  if (!simdjson::validate_utf8(text.data(), text.size())) {
+    size_t at = FirstInvalidUtf8(text);
+    return InvalidArgumentError(fmt::format("invalid UTF-8 at byte {}", at));
+  }
+  if (text.empty()) return Status::Ok();
+  EncodeScratch& s = Scratch();
+  // The model tokens of the piece [b, e) of text, appended from index `from`:
+  // with offsets wanted, each advances by its byte length, clamped to the
+  // piece, whose last token ends at the piece's end.
+  auto piece = [&](size_t b, size_t e) {
+    size_t from = ids->size();
+    EncodeNormalizable(text.substr(b, e - b), ids, s);
+    if (!ends) return;
+    size_t pos = b;
+    for (size_t k = from; k < ids->size(); ++k) {
+      int32_t id = (*ids)[k];
+      pos = std::min(e, pos + (static_cast<uint32_t>(id) < token_len_.size() ? token_len_[static_cast<size_t>(id)] : 0));
+      ends->push_back(static_cast<uint32_t>(pos));
+    }
+    if (ids->size() > from) ends->back() = static_cast<uint32_t>(e);
+  };
+  if (raw_matcher_.empty()) {
+    piece(0, text.size());
+    return Status::Ok();
+  }
+  s.raw_splits.clear();
+  raw_matcher_.Split(text, &s.raw_splits);
+  for (const AddedSplit& sp : s.raw_splits) {
+    if (sp.token_id >= 0) {
+      ids->push_back(sp.token_id);
+      if (ends) ends->push_back(static_cast<uint32_t>(sp.end));
+    } else {
+      piece(sp.begin, sp.end);
+    }
+  }
+  return Status::Ok();
+}
+
+void Tokenizer::EncodeNormalizable(std::string_view text, std::vector<int32_t>* ids,
+                                   EncodeScratch& s) const {
+  if (nfc_ && !IsNfcQuick(text)) {
+    s.norm.clear();
+    AppendNfc(text, &s.norm);
+    text = s.norm;
+  }
+  if (normalized_matcher_.empty()) {
+    EncodePlain(text, ids, s);
+    return;
+  }
+  s.norm_splits.clear();
+  normalized_matcher_.Split(text, &s.norm_splits);
+  for (const AddedSplit& sp : s.norm_splits) {
+    if (sp.token_id >= 0) {
+      ids->push_back(sp.token_id);
+    } else {
+      EncodePlain(text.substr(sp.begin, sp.end - sp.begin), ids, s);
+    }
+  }
+}
+
+void Tokenizer::EncodePlain(std::string_view text, std::vector<int32_t>* ids,
+                            EncodeScratch& s) const {
+  s.pieces.clear();
+  s.pieces.push_back(text);
+  s.arena.clear();
+  for (const auto& step : steps_) {
+    s.next_pieces.clear();
+    for (std::string_view piece : s.pieces) {
+      if (step->kind == PreStep::kByteLevel && step->add_prefix_space && piece[0] != ' ') {
+        s.arena.push_back(" ");
+        s.arena.back().append(piece);
+        piece = s.arena.back();
+      }
+      if (step->pattern) {
+        ApplySplit(piece, *step->pattern, step->behavior, step->invert, &s.spans, &s.next_pieces);
+      } else {
+        s.next_pieces.push_back(piece);
+      }
+    }
+    s.pieces.swap(s.next_pieces);
+  }
+  for (std::string_view piece : s.pieces) EncodePiece(piece, ids, s);
+}
+
+void Tokenizer::EncodePiece(std::string_view piece, std::vector<int32_t>* ids,
+                            EncodeScratch& s) const {
+  if (piece.size() == 1 || piece.size() > PieceCache::kMaxKey) {
+    bpe_.EncodeWord(piece, ids, &s.bpe);
+    return;
+  }
+  uint64_t h = XXH3_64bits(piece.data(), piece.size());
+  uint32_t n;
+  if (const int32_t* hit = s.cache.Find(piece, h, &n)) {
+    ids->insert(ids->end(), hit, hit + n);
+    return;
+  }
+  size_t before = ids->size();
+  bpe_.EncodeWord(piece, ids, &s.bpe);
+  s.cache.Insert(piece, h, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
+}
+
+uint64_t Tokenizer::VocabFingerprint() const {
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  std::string bytes;
+  for (int32_t id = 0; id < vocab_size_; ++id) {
+    if (!has_id_[static_cast<size_t>(id)]) continue;
+    bytes.clear();
+    const int32_t one[1] = {id};
+    if (!Decode(one, &bytes).ok()) continue;
+    const uint32_t head[2] = {static_cast<uint32_t>(id), static_cast<uint32_t>(bytes.size())};
+    XXH3_64bits_update(state, head, sizeof head);
+    XXH3_64bits_update(state, bytes.data(), bytes.size());
+  }
+  uint64_t h = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  return h;
+}
+
+Status Tokenizer::Decode(std::span<const int32_t> ids, std::string* out) const {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int32_t id = ids[i];
+    if (id < 0 || id >= vocab_size_ || !has_id_[static_cast<size_t>(id)]) {
+      return InvalidArgumentError(fmt::format("id {} at position {} is not in the vocabulary", id, i));
+    }
+    if (join_with_space_) {
+      if (i) out->push_back(' ');
+      auto it = raw_token_text_.find(id);
+      if (it == raw_token_text_.end()) {
+        return InternalError(fmt::format("id {} has no token text", id));  // has_id_ said it exists
+      }
+      out->append(it->second);
+    } else if (auto it = decode_override_.find(id); it != decode_override_.end()) {
+      out->append(it->second);
+    } else {
+      out->append(bpe_.TokenBytes(id));
+    }
+  }
+  return Status::Ok();
+}
+
+std::optional<int32_t> Tokenizer::TokenToId(std::string_view token) const {
+  for (const AddedToken& t : added_) {
+    if (t.content == token) return t.id;
+  }
+  int32_t id = bpe_.Find(token);
+  if (id >= 0) return id;
+  return std::nullopt;
+}
+
+std::string Tokenizer::Describe() const {
+  std::string pre;
+  for (const auto& step : steps_) {
+    if (!pre.empty()) pre += "+";
+    if (step->kind == PreStep::kByteLevel) {
+      pre += step->pattern ? "bytelevel(gpt2)" : "bytelevel";
+    } else {
+      pre += "split(" + std::string(step->pattern->kind()) + ")";
+    }
+  }
+  if (pre.empty()) pre = "bytelevel";
+  return fmt::format("byte-level BPE: {} vocab, {} merges, {} added tokens, normalizer {}, "
+                     "pre-tokenizer {}",
+                     bpe_.vocab_count(), bpe_.merge_count(), added_.size(), nfc_ ? "NFC" : "none",
+                     pre);
+}
+
+}  // namespace ek::tokenize
