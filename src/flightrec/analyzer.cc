@@ -1,3 +1,4 @@
+// One file over 600 lines: one cross-rank matcher whose passes share its per-rank state.
 #include "flightrec/analyzer.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// One file over 600 lines: the gate's tests share one fixture (a pack, model and run on disk).
 #include "gate/gate.h"
 
 #include <dirent.h>

@@ -1,3 +1,4 @@
+// One file over 600 lines: the readers of a run's inputs fill one shared model (Input, HostData).
 #include "report/inputs.h"
 
 #include <dirent.h>

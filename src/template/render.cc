@@ -1,3 +1,4 @@
+// One file over 600 lines: one interpreter class whose statements and expressions recurse.
 // The interpreter: walks the parsed template with jinja2's scoping rules.
 //  - `for` bodies, macro bodies, set/filter blocks and {% generation %} bodies
 //    get their own scope; a `set` inside one is not seen outside it (and a

@@ -1,3 +1,4 @@
+// One file over 600 lines: one HTTP/1.1 server; its head parser and poll loop share one state.
 #include "watch/http_server.h"
 
 #include "net/http_client.h"

@@ -1,0 +1,193 @@
+// Internal to the launcher (launcher*.cc): the Launcher class, which runs one node's
+// side of a launch, the records it keeps and the helpers its files share. Each
+// file holds one part of it: launcher.cc (preparing, the lock, the agent, the
+// attempt loop), launcher_gate.cc (the gate exchange), launcher_attempt.cc
+// (resume points and running an attempt), launcher_judge.cc (an attempt's facts
+// for the judge), launcher_earlier.cc (earlier launchers' attempts) and
+// launcher_summary.cc (summary.json).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "ckpt/checkpoint.h"
+#include "core/status.h"
+#include "launch/cluster.h"
+#include "launch/judge.h"
+#include "launch/launcher.h"
+#include "launch/process.h"
+#include "launch/records.h"
+#include "launch/session_lock.h"
+#include "run/plan.h"
+#include "run/run_file.h"
+
+namespace ek::launch::detail {
+
+// launcher.cc
+double Now();
+std::string Nonce();
+std::string Hostname();
+std::string DirName(const std::string& p);
+std::vector<std::string> ListNames(const std::string& dir);
+// A small record's text; nullopt when it does not exist yet (a record is
+// always written whole, by rename: a file that exists is complete).
+Result<std::optional<std::string>> ReadIfExists(const std::string& path);
+// Waits until `ready` returns true, polling every 0.2 s; false on timeout or a stop signal.
+bool WaitFor(double timeout_s, const std::function<bool()>& ready);
+// A launch key naming a program (launch.torchrun, launch.python): a value with
+// a '/' is a path, relative to the run file; a bare name is looked up on PATH,
+// as a shell would. "" when that finds no executable.
+std::string FindProgram(const run::RunFile& run, const std::string& value);
+// Where FindProgram looked, for the error: "not found on PATH", or the path.
+std::string WhereLooked(const run::RunFile& run, const std::string& value);
+
+// The reference trainer is the Python module evenkeel.train, shipped in
+// evenkeel's Python package: run as PYTHON -m evenkeel.train RUN.toml, found by
+// the run's Python wherever this binary lives.
+inline constexpr const char* kTrainerModule = "evenkeel.train";
+
+// Asks `python` whether it can import the trainer module (find_spec imports
+// the evenkeel package, not the trainer: no torch start-up). NotFound naming
+// the python, why and what to install when it cannot.
+Status CheckTrainerModule(const std::string& python, const std::string& python_from, const std::string& run_path);
+
+struct Paths {
+  std::string ckpt_dir;
+  std::string session;    // LAUNCH_DIR/RUN_ID
+  std::string heartbeat;  // this node's heartbeat directory
+  std::string Attempt(int a) const { return fmt::format("{}/attempt-{:03d}", session, a); }
+};
+
+struct Checkpoint {
+  int64_t step = -1;
+  std::string path;
+  double mtime = 0;
+  bool final = false;
+  uint64_t tokens = 0;
+  std::vector<std::string> skipped;  // newer ones that did not verify: "step-00000020: skipped: <headline>"
+  // xxh3-64 of its evenkeel-checkpoint.json when it was verified with checksums (ResumePoint):
+  // the trainer, handed it, checks that digest and the files' sizes instead of rehashing.
+  std::string manifest_xxh3;
+};
+
+// launcher_attempt.cc
+Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level, std::vector<std::string>* warnings);
+// The checkpoint an attempt resumes from: the newest that verifies with checksums,
+// by ckpt::NewestVerified at kFull, which is what the trainer's
+// newest_verified(full=True) runs. The launcher hands it to the trainer
+// (EVENKEEL_RESUME_FROM), which resumes from exactly it, so what the launcher
+// prints is what happens. An error (the checkpoint folder cannot be read) is
+// returned: guessing "the start" would throw the run's progress away.
+Result<Checkpoint> ResumePoint(const std::string& ckpt_dir);
+// "checkpoint step 10 (step-00000020: skipped: checksum mismatch ...)", "the start".
+std::string DescribeResume(const Checkpoint& c);
+
+struct AttemptSummary {
+  int attempt = 0;
+  double start = 0, end = 0;
+  Outcome outcome = Outcome::kFailed;
+  std::string fr_verdict;  // the flight recorder's line; "" when the attempt did not fail
+  bool fr_conclusive = false;
+  int64_t checkpoint_before = -1, checkpoint_after = -1;
+  int64_t step_reached = -1;
+  Decision decision;
+  std::vector<NodeRecord> nodes;
+  double gpu_hours = 0, gpu_hours_lost = 0;
+  std::vector<RankCause> causes;  // every node's failed ranks, in rank order
+  Hang hang;                      // ranks that stopped progressing (judge.h FindHang); none: empty
+};
+
+// An attempt of an earlier launcher of this session (one that died, or one that
+// ended and whose summary.json this launch replaces): counted in the totals.
+struct EarlierAttempt {
+  int attempt = 0;
+  double start = 0, end = 0;
+  double gpu_hours = 0, gpu_hours_lost = 0;
+  bool inferred = false;  // no attempt.json: its times come from its last records
+  std::vector<RankCause> causes;
+  std::string json;  // its entry in attempt_records
+};
+
+// launcher_summary.cc
+std::string HangToJson(const Hang& h);
+std::string CausesToJson(const std::vector<RankCause>& causes);
+std::string AttemptToJson(const AttemptSummary& a);
+// `json` (an object) with "earlier_launch" and "inferred" first: how summary.json lists an attempt.
+std::string Flagged(const std::string& json, bool earlier, bool inferred);
+
+// launcher_earlier.cc
+double ModifiedAt(const std::string& path);
+
+class Launcher {
+ public:
+  Launcher(const LaunchOptions& o, const Say& say) : o_(o), say_(say) {}
+  Result<LaunchResult> Run();
+  // Empties the lock's record and releases it (a failure is a warning: the next launch
+  // would only call the lock stale).
+  void ReleaseLock();
+
+ private:
+  // One launcher per run and node: takes the session's lock. False (with `refused`
+  // set) when another launcher holds it; a Status when the lock cannot be taken.
+  Result<bool> Lock(std::string* refused);
+  Status Prepare();
+  std::vector<std::pair<std::string, std::string>> RankEnv(int attempt) const;
+  // Runs the gate; false (with the exit code set) when the launch must stop;
+  // a Status when a gate record cannot be written.
+  Result<bool> Gate(int* first_attempt, int* exit_code);
+  // One attempt on this node; a Status when its folder cannot be made. `resume` is
+  // node 0's choice, handed to every rank (EVENKEEL_RESUME_FROM and
+  // EVENKEEL_RESUME_MANIFEST_XXH3), the same on every node.
+  Result<NodeRecord> RunAttempt(int attempt, const ResumeChoice& resume);
+  // Node 0: chooses the checkpoint the attempt resumes from (`before`) and writes it
+  // to attempt-NNN/resume.json for the other nodes. A Status when no checkpoint can
+  // be chosen (the folder cannot be read) or the record cannot be written.
+  Result<ResumeChoice> ChooseResume(int attempt, Checkpoint* before);
+  // Other nodes: waits for node 0's attempt-NNN/resume.json. False (with the exit
+  // code set) when it never comes or cannot be read.
+  bool FollowResume(int attempt, ResumeChoice* choice, int* exit_code);
+  // Node 0: gathers the facts of an attempt (records, checkpoints, the flight
+  // recorder) and asks Judge (launch/judge.h).
+  AttemptSummary JudgeAttempt(int attempt, const std::vector<NodeFacts>& nodes, const std::vector<NodeRecord>& records,
+                              const Checkpoint& before, int restarts, int* no_progress);
+  std::string Summary(int exit_code, const std::string& outcome) const;
+  // Node 0: the session's attempts before `first_attempt` (earlier launchers', one
+  // that died among them), for the summary's totals and list.
+  void ReadEarlierAttempts(int first_attempt);
+  // An earlier attempt without attempt.json (its launcher died): its times from its last records.
+  EarlierAttempt ReconstructAttempt(int attempt, const std::vector<ckpt::CheckpointEntry>& checkpoints);
+  void StartAgent();
+  // A coordination record, written whole through o_.files; an error names it.
+  Status WriteRecord(const std::string& path, std::string_view data) const;
+  // A record the launch cannot go on without failed: stop what runs, exit 74.
+  Status Fail(Status st);
+
+  const LaunchOptions& o_;
+  Say say_;
+  run::RunFile run_;
+  Cluster cluster_;
+  Paths paths_;
+  std::string torchrun_, python_;
+  std::vector<std::string> trainer_;  // the trainer's command before RUN.toml: PYTHON SCRIPT, or PYTHON -m evenkeel.train
+  // The schedule attempts are judged by (run::MakeSchedule): from the pack's manifest,
+  // or, for node-local packs, from every node's block counts in the merged gate report.
+  run::Schedule plan_;
+  bool has_plan_ = false;
+  std::string nonce_ = Nonce();
+  double started_ = Now();
+  std::vector<AttemptSummary> attempts_;
+  std::vector<EarlierAttempt> earlier_;
+  std::optional<Child> agent_;
+  std::optional<SessionLock> lock_;
+  // Node 0: the checkpoint the next attempt resumes from, chosen when the last one
+  // was judged (its `after`); unset before the first attempt.
+  std::optional<Checkpoint> resume_;
+};
+
+}  // namespace ek::launch::detail
