@@ -3,7 +3,7 @@
 // the agent's own renderings (JSON, Prometheus metrics) of what was read.
 #include "fuzz/fuzz_util.h"
 #include "triage/profile.h"
-#include "watch/agent_status.h"
+#include "agent/agent_status.h"
 #include "watch/detectors.h"
 
 using namespace ek;

@@ -11,10 +11,10 @@
 #include <algorithm>
 
 #include "fuzz/fuzz_util.h"
-#include "watch/http_server.h"
+#include "net/http_server.h"
 
-using ek::watch::HttpServer;
-using ek::watch::HttpServerLimits;
+using ek::net::HttpServer;
+using ek::net::HttpServerLimits;
 
 namespace {
 
@@ -43,7 +43,7 @@ void Serve(std::string_view in, const HttpServerLimits& limits) {
     (void)req.QueryParam("");
     std::string auth = req.Header("Authorization");
     std::string_view given = std::string_view(auth).substr(std::min<size_t>(auth.size(), 7));
-    (void)ek::watch::ConstantTimeEquals(given, "secret-token");
+    (void)ek::net::ConstantTimeEquals(given, "secret-token");
     in.remove_prefix(p.length);
   }
 }

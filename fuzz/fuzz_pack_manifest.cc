@@ -1,7 +1,7 @@
 // A pack's manifest.json (pack/manifest.h: ManifestFromJson); what loads is
 // written back and must read again.
 #include "fuzz/fuzz_util.h"
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto m = ek::pack::ManifestFromJson(ek::fuzz::Bytes(data, size), "fuzz/manifest.json");

@@ -10,7 +10,7 @@
 
 #include "core/file.h"
 #include "core/version.h"
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 
 int main(int argc, char** argv) {
   if (argc < 2) {

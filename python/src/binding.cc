@@ -14,7 +14,7 @@
 #include "core/jsonl.h"
 #include "loader/block_file.h"
 #include "loader/epoch_order.h"
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 #include "run/model_dir.h"
 #include "run/plan.h"
 #include "run/run_file.h"

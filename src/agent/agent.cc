@@ -1,4 +1,4 @@
-#include "watch/agent.h"
+#include "agent/agent.h"
 
 #include <fmt/format.h>
 
@@ -143,9 +143,9 @@ AgentStatus Agent::Snapshot() {
   } else {
     s.telemetry = no_feed_reason_.empty() ? "no telemetry source" : no_feed_reason_;
   }
-  for (auto& hb : ReadHeartbeatDir(options_.heartbeat_dir, &s.problems)) {
+  for (auto& hb : heartbeat::ReadHeartbeatDir(options_.heartbeat_dir, &s.problems)) {
     RankReading r;
-    r.alive = ProcessAlive(hb.pid);
+    r.alive = heartbeat::ProcessAlive(hb.pid);
     r.beat_age_s = std::max(0.0, now - hb.time);
     // A rank that has not finished a step yet (starting up) counts from its
     // last beat, not from the epoch: otherwise every start looks like a hang.

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "telemetry/sample.h"
-#include "watch/agent_status.h"
+#include "agent/agent_status.h"
 
 namespace ek::watch {
 

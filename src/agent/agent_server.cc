@@ -2,16 +2,16 @@
 // loop of http_server.h (bounded requests, idle and slow clients cut off).
 #include <fmt/format.h>
 
-#include "watch/http.h"
-#include "watch/http_server.h"
+#include "agent/agent_server.h"
+#include "net/http_server.h"
 
 namespace ek::watch {
 
 namespace {
 
 class PollAgentServer : public AgentServer {
-  using Request = HttpServer::Request;
-  using Response = HttpServer::Response;
+  using Request = net::HttpServer::Request;
+  using Response = net::HttpServer::Response;
 
  public:
   PollAgentServer(Agent* agent, std::string token) : agent_(agent), token_(std::move(token)) {
@@ -19,7 +19,7 @@ class PollAgentServer : public AgentServer {
       if (token_.empty()) return std::nullopt;
       std::string auth = req.Header("Authorization");
       std::string_view given = std::string_view(auth).substr(std::min<size_t>(auth.size(), 7));
-      if (auth.starts_with("Bearer ") && ConstantTimeEquals(given, token_)) return std::nullopt;
+      if (auth.starts_with("Bearer ") && net::ConstantTimeEquals(given, token_)) return std::nullopt;
       auto res = Response::Text(401, "unauthorized\n");
       res.headers.emplace_back("WWW-Authenticate", "Bearer");
       return res;
@@ -54,7 +54,7 @@ class PollAgentServer : public AgentServer {
  private:
   Agent* agent_;
   std::string token_;
-  HttpServer server_;
+  net::HttpServer server_;
 };
 
 }  // namespace

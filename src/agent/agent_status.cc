@@ -1,4 +1,4 @@
-#include "watch/agent_status.h"
+#include "agent/agent_status.h"
 
 #include <fmt/format.h>
 #include <simdjson.h>

@@ -11,9 +11,16 @@
 
 #include "core/status.h"
 #include "watch/checkpoint.h"
-#include "watch/heartbeat.h"
+#include "heartbeat/heartbeat.h"
 
 namespace ek::watch {
+
+// The heartbeat format (heartbeat/heartbeat.h), under the names the agent and
+// the watcher use.
+using heartbeat::Heartbeat;
+using heartbeat::KindOfPhase;
+using heartbeat::PhaseKind;
+using heartbeat::PositionOf;
 
 struct GpuReading {
   int gpu = -1;

@@ -1,4 +1,4 @@
-#include "watch/agent.h"
+#include "agent/agent.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -8,8 +8,8 @@
 
 #include "core/file.h"
 #include "telemetry/fake_clock.h"
-#include "watch/http.h"
-#include "watch/test_util.h"
+#include "agent/agent_server.h"
+#include "core/scratch_dir_testing.h"
 
 namespace ek::watch {
 namespace {

@@ -11,7 +11,7 @@
 #include "gate/gate.h"
 #include "run/plan.h"
 #include "run/run_file.h"
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 #include "telemetry/nvml.h"
 
 namespace ek::cli {

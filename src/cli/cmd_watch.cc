@@ -23,8 +23,10 @@
 #include "telemetry/nvidia_smi_live.h"
 #include "telemetry/nvml.h"
 #include "triage/profile.h"
-#include "watch/agent.h"
-#include "watch/http.h"
+#include "agent/agent.h"
+#include "agent/agent_server.h"
+#include "net/host_port.h"
+#include "net/http_client.h"
 #include "watch/live_page.h"
 #include "watch/watcher.h"
 
@@ -61,10 +63,10 @@ std::optional<int> CheckListenToken(std::string_view what, const std::string& li
                                     std::string_view token_flags) {
   std::string host;
   int port = 0;
-  if (Status st = watch::SplitHostPort(listen, &host, &port); !st.ok()) {
+  if (Status st = net::SplitHostPort(listen, &host, &port); !st.ok()) {
     return UsageError(fmt::format("{} {}", what, st.message()));
   }
-  if (!token.empty() || watch::IsLoopbackHost(host)) return std::nullopt;
+  if (!token.empty() || net::IsLoopbackHost(host)) return std::nullopt;
   if (insecure) {
     Warn(fmt::format("{} {}: listening beyond loopback without a token (--insecure-no-token): "
                      "anyone who can reach this port can read it",
@@ -229,7 +231,7 @@ Status RunWatchLoop(const WatchFlags& f) {
   o.backoff_max_s = run.alert_backoff_max_s;
   o.resend_s = run.alert_resend_s;
 
-  auto http = watch::MakeHttpClient();
+  auto http = net::MakeHttpClient();
   double sink_timeout = std::max(2.0, run.agent_timeout_s);
   std::vector<std::unique_ptr<watch::Sink>> sinks;
   std::string am = !f.alertmanager.empty() ? f.alertmanager : run.alertmanager_url;

@@ -16,7 +16,7 @@
 #include "core/file.h"
 #include "core/json_out.h"
 #include "core/parse.h"
-#include "pack/inspect.h"
+#include "packfile/inspect.h"
 #include "run/model_dir.h"
 
 namespace ek::gate {

@@ -8,7 +8,7 @@
 
 #include "core/status.h"
 #include "gate/gate.h"
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 #include "run/plan.h"
 #include "run/run_file.h"
 

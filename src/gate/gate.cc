@@ -18,7 +18,7 @@
 #include "core/parse.h"
 #include "core/version.h"
 #include "gate/checks.h"
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 
 namespace ek::gate {
 

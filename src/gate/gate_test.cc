@@ -14,7 +14,7 @@
 #include "ckpt/test_util.h"
 #include "core/fault_env.h"
 #include "core/file.h"
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 #include "pack/packer.h"
 #include "run/plan.h"
 #include "tokenize/tiny_tokenizer_testing.h"

@@ -1,4 +1,4 @@
-#include "watch/heartbeat.h"
+#include "heartbeat/heartbeat.h"
 
 #include <dirent.h>
 #include <fmt/format.h>
@@ -13,7 +13,7 @@
 #include "core/json_fields.h"
 #include "core/json_out.h"
 
-namespace ek::watch {
+namespace ek::heartbeat {
 
 // Strict (docs/watch.md): v, rank, step and time are required; every other
 // field may be absent (older trainers) but, present, must have its type. A
@@ -116,4 +116,4 @@ bool ProcessAlive(int64_t pid) {
   return state != 'Z' && state != 'X';
 }
 
-}  // namespace ek::watch
+}  // namespace ek::heartbeat

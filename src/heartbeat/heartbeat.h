@@ -10,7 +10,7 @@
 
 #include "core/status.h"
 
-namespace ek::watch {
+namespace ek::heartbeat {
 
 struct Heartbeat {
   int rank = -1;        // global rank
@@ -51,4 +51,4 @@ std::vector<Heartbeat> ReadHeartbeatDir(const std::string& dir, std::vector<std:
 // True while `pid` names a live, non-zombie process on this host.
 bool ProcessAlive(int64_t pid);
 
-}  // namespace ek::watch
+}  // namespace ek::heartbeat

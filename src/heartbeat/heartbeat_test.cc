@@ -1,4 +1,4 @@
-#include "watch/heartbeat.h"
+#include "heartbeat/heartbeat.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include "core/file.h"
-#include "watch/test_util.h"
+#include "core/scratch_dir_testing.h"
 
-namespace ek::watch {
+namespace ek::heartbeat {
 namespace {
 
 TEST(Heartbeat, ParsesWhatThePythonSideWrites) {
@@ -113,4 +113,4 @@ TEST(Heartbeat, ProcessAliveSeesZombiesAsDead) {
 }
 
 }  // namespace
-}  // namespace ek::watch
+}  // namespace ek::heartbeat

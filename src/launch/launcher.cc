@@ -42,9 +42,9 @@
 #include "launch/rank_exec.h"
 #include "launch/records.h"
 #include "launch/session_lock.h"
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 #include "run/plan.h"
-#include "watch/heartbeat.h"
+#include "heartbeat/heartbeat.h"
 
 namespace ek::launch {
 

@@ -23,7 +23,7 @@
 #include "core/parse.h"
 #include "launch/cause.h"
 #include "launch/rank_exec.h"
-#include "watch/heartbeat.h"
+#include "heartbeat/heartbeat.h"
 
 namespace ek::launch::detail {
 
@@ -244,15 +244,15 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
       auto text = ReadIfExists(p);
       if (!text.ok() || !*text) continue;
       auto rr = RankRecordFromJson(**text, p);
-      pending = rr.ok() && rr->status != "exited" && watch::ProcessAlive(rr->pid);
+      pending = rr.ok() && rr->status != "exited" && heartbeat::ProcessAlive(rr->pid);
     }
     if (!pending) break;
     ::usleep(200000);
   }
   // This attempt's heartbeats (an older beat is an earlier attempt's): how far each rank got, and when.
   std::vector<std::string> problems;
-  std::map<int, watch::Heartbeat> beats;
-  for (const auto& hb : watch::ReadHeartbeatDir(paths_.heartbeat, &problems)) {
+  std::map<int, heartbeat::Heartbeat> beats;
+  for (const auto& hb : heartbeat::ReadHeartbeatDir(paths_.heartbeat, &problems)) {
     rec.step_reached = std::max<int64_t>(rec.step_reached, hb.step);
     if (hb.rank >= first_rank && hb.rank < end_rank && hb.time >= rec.start - 1) beats[hb.rank] = hb;
   }

@@ -17,7 +17,7 @@
 #include "core/json_out.h"
 #include "core/parse.h"
 #include "gate/gate.h"
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 
 namespace ek::launch::detail {
 

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "packfile/layout.h"
+
 namespace ek::loader {
 
 Result<BlockFile> BlockFile::Open(const std::string& pack_dir, int rank) {
@@ -33,12 +35,12 @@ Result<BlockFile> BlockFile::Open(const std::string& pack_dir, const pack::Manif
   if (::stat(path.c_str(), &st) != 0) {
     return NotFoundError(fmt::format("loader: {}: missing block file of rank {}", path, rank));
   }
-  const uint64_t block_bytes = static_cast<uint64_t>(manifest.seq_len) * 4;
+  const uint64_t block_bytes = pack::BlockBytes(manifest.seq_len);
   const uint64_t want = info->blocks * block_bytes;
   if (static_cast<uint64_t>(st.st_size) != want) {
     return CorruptError(fmt::format(
-        "loader: {}: {} bytes, but the manifest says {} blocks x {} tokens x 4 = {} bytes ({})", path,
-        static_cast<uint64_t>(st.st_size), info->blocks, manifest.seq_len, want,
+        "loader: {}: {} bytes, but the manifest says {} blocks x {} tokens x {} = {} bytes ({})", path,
+        static_cast<uint64_t>(st.st_size), info->blocks, manifest.seq_len, pack::kTokenBytes, want,
         static_cast<uint64_t>(st.st_size) < want ? "truncated" : "longer than the manifest"));
   }
   BlockFile out;
@@ -48,14 +50,14 @@ Result<BlockFile> BlockFile::Open(const std::string& pack_dir, const pack::Manif
   if (out.file_.size() != want) {  // the file changed between stat and mmap
     return CorruptError(fmt::format("loader: {}: size changed while opening", path));
   }
-  if (manifest.loss_mask == "assistant") {
+  if (pack::HasLossMasks(manifest)) {
     const std::string mask_path = pack_dir + "/" + (info->mask_file.empty() ? pack::MaskFileName(rank) : info->mask_file);
     struct stat ms {};
     if (::stat(mask_path.c_str(), &ms) != 0) {
       return NotFoundError(fmt::format("loader: {}: missing loss-mask file of rank {} (the manifest says the pack "
                                        "has assistant loss masks)", mask_path, rank));
     }
-    const uint64_t tokens = info->blocks * static_cast<uint64_t>(manifest.seq_len);
+    const uint64_t tokens = info->blocks * static_cast<uint64_t>(manifest.seq_len) * pack::kMaskBytesPerToken;
     if (static_cast<uint64_t>(ms.st_size) != tokens) {
       return CorruptError(fmt::format("loader: {}: {} bytes, but {} holds {} tokens (one mask byte each; {})",
                                       mask_path, static_cast<uint64_t>(ms.st_size), path, tokens,

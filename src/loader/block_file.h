@@ -8,7 +8,7 @@
 
 #include "core/file.h"
 #include "core/status.h"
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 
 namespace ek::loader {
 

@@ -1,4 +1,4 @@
-#include "watch/http.h"
+#include "net/host_port.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 
-namespace ek::watch {
+namespace ek::net {
 
 bool IsLoopbackHost(std::string_view host) {
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
@@ -34,4 +34,4 @@ Status SplitHostPort(const std::string& s, std::string* host, int* port) {
   return Status::Ok();
 }
 
-}  // namespace ek::watch
+}  // namespace ek::net

@@ -1,5 +1,5 @@
 // One file over 600 lines: one HTTP/1.1 server; its head parser and poll loop share one state.
-#include "watch/http_server.h"
+#include "net/http_server.h"
 
 #include "net/http_client.h"
 
@@ -23,14 +23,14 @@
 
 #include <fmt/format.h>
 
-#include "watch/http.h"
+#include "net/host_port.h"
 
 // Sections: request parsing (RFC 9112's request line and header fields, as far
 // as GET needs them), requests and responses, then the connection state
 // machine (reading -> writing -> reading again, or -> lingering -> closed) and
 // its poll loop.
 
-namespace ek::watch {
+namespace ek::net {
 
 namespace {
 
@@ -713,4 +713,4 @@ void HttpServer::Close(Conn& c) {
   }
 }
 
-}  // namespace ek::watch
+}  // namespace ek::net

@@ -42,7 +42,7 @@
 
 #include "core/status.h"
 
-namespace ek::watch {
+namespace ek::net {
 
 struct HttpServerLimits {
   size_t max_request_line = 8192;  // bytes; over: 414
@@ -172,4 +172,4 @@ class HttpServer {
 // of a guessed token was right. An empty `expected` never matches.
 bool ConstantTimeEquals(std::string_view given, std::string_view expected);
 
-}  // namespace ek::watch
+}  // namespace ek::net

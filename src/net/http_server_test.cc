@@ -3,7 +3,7 @@
 // status at once, idle connections are cut, a client address is capped, and
 // normal traffic still flows. Timings are printed (and recorded as test
 // properties) so a regression shows its numbers.
-#include "watch/http_server.h"
+#include "net/http_server.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-namespace ek::watch {
+namespace ek::net {
 namespace {
 
 double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -465,4 +465,4 @@ TEST(HttpServerTest, BindErrorsNameTheAddress) {
 }
 
 }  // namespace
-}  // namespace ek::watch
+}  // namespace ek::net

@@ -19,6 +19,7 @@
 #include "core/jsonl.h"
 #include "core/thread_pool.h"
 #include "core/version.h"
+#include "packfile/layout.h"
 #include "tokenize/tokenizer.h"
 #include "tokenize/unicode.h"
 
@@ -126,7 +127,7 @@ class RankWriter {
   }
   Status WriteBlock(const int32_t* block, const uint8_t* mask) {
     const char* p = reinterpret_cast<const char*>(block);
-    size_t bytes = seq_len_ * 4;
+    size_t bytes = BlockBytes(static_cast<int>(seq_len_));
     XXH3_64bits_update(hash_, p, bytes);
     buf_.append(p, bytes);
     if (mask_file_) {
@@ -512,7 +513,7 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
       s.dropped_tokens = s.tokens % seq;
     }
   }
-  for (auto& s : stats) s.bytes = s.blocks * seq * 4;
+  for (auto& s : stats) s.bytes = s.blocks * BlockBytes(static_cast<int>(seq));
   std::vector<int64_t> empty;
   for (int r = lo; r <= hi; ++r) {
     if (stats[static_cast<size_t>(r)].blocks == 0) empty.push_back(r);

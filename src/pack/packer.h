@@ -16,7 +16,7 @@
 
 #include "core/env.h"
 #include "core/status.h"
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 #include "pack/record.h"
 
 namespace ek::pack {

@@ -11,7 +11,7 @@
 #include "core/fault_env.h"
 #include "core/file.h"
 #include "core/json_out.h"
-#include "pack/inspect.h"
+#include "packfile/inspect.h"
 #include "tokenize/tiny_tokenizer_testing.h"
 #include "tokenize/tokenizer.h"
 
@@ -371,6 +371,17 @@ TEST_F(PackerTest, OutputDirectoryThatCannotBeMadeIsNamed) {
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find(o.out_dir + ": create directory: Permission denied"), std::string::npos)
       << m.status().message();
+}
+
+// The packer's shard rule (OwnerOf).
+TEST(ShardTest, ContiguousMatchesDatasetsFormula) {
+  // 10 records over 4 shards: sizes 3,3,2,2 (first N % W get one more).
+  std::vector<int> owners;
+  for (uint64_t i = 0; i < 10; ++i) owners.push_back(OwnerOf(ShardMode::kContiguous, i, 10, 4));
+  EXPECT_EQ(owners, (std::vector<int>{0, 0, 0, 1, 1, 1, 2, 2, 3, 3}));
+  // Fewer records than ranks.
+  EXPECT_EQ(OwnerOf(ShardMode::kContiguous, 1, 2, 4), 1);
+  EXPECT_EQ(OwnerOf(ShardMode::kStrided, 9, 10, 4), 1);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "pack/inspect.h"
+#include "packfile/inspect.h"
 
 #include <xxhash.h>
 
@@ -8,6 +8,7 @@
 
 #include "core/file.h"
 #include "core/thread_pool.h"
+#include "packfile/layout.h"
 
 namespace ek::pack {
 
@@ -67,7 +68,7 @@ void CheckRank(const Manifest& m, const RankInfo& info, const std::string& dir, 
   }
   out->exists = true;
   out->size = f->size();
-  uint64_t block_bytes = static_cast<uint64_t>(m.seq_len) * 4;
+  uint64_t block_bytes = BlockBytes(m.seq_len);
   if (out->size % block_bytes != 0) {
     out->problems.push_back(fmt::format("{}: {} bytes is not a whole number of {}-byte blocks", info.file,
                                         out->size, block_bytes));
@@ -116,7 +117,7 @@ void CheckRank(const Manifest& m, const RankInfo& info, const std::string& dir, 
     out->problems.push_back(fmt::format("{}: {} token(s) outside the vocabulary (first: {} at token {})", info.file,
                                         out->bad_tokens, out->first_bad_token, out->first_bad_token_at));
   }
-  if (m.loss_mask == "assistant") CheckMask(m, info, dir, out);
+  if (HasLossMasks(m)) CheckMask(m, info, dir, out);
 }
 
 }  // namespace
@@ -147,7 +148,7 @@ Result<std::vector<int32_t>> ReadBlock(const std::string& dir, const Manifest& m
     return InvalidArgumentError(fmt::format("rank {} has {} blocks; block {} does not exist", rank, info->blocks, block));
   }
   EK_ASSIGN_OR_RETURN(MappedFile f, MappedFile::Open(dir + "/" + info->file));
-  uint64_t bytes = static_cast<uint64_t>(m.seq_len) * 4;
+  uint64_t bytes = BlockBytes(m.seq_len);
   if (f.size() < (block + 1) * bytes) return CorruptError(fmt::format("{}: shorter than the manifest says", f.path()));
   std::vector<int32_t> out(static_cast<size_t>(m.seq_len));
   std::memcpy(out.data(), f.data().data() + block * bytes, bytes);

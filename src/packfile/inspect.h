@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 
 namespace ek::pack {
 

@@ -1,4 +1,4 @@
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 
 #include "core/json_fields.h"
 #include "core/parse.h"
@@ -16,6 +16,7 @@
 #include "core/file.h"
 #include "core/json_check.h"
 #include "core/json_out.h"
+#include "packfile/layout.h"
 
 namespace ek::pack {
 
@@ -216,7 +217,7 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
       return x.Err("rank", fmt::format("rank {} outside world {}", ri.rank, m.world));
     }
     if (ri.blocks > (UINT64_MAX / 4) / static_cast<uint64_t>(m.seq_len) ||
-        ri.bytes != ri.blocks * static_cast<uint64_t>(m.seq_len) * 4) {
+        ri.bytes != ri.blocks * BlockBytes(m.seq_len)) {
       return x.Err("bytes", fmt::format("rank {}: bytes != blocks x seq_len x 4", ri.rank));
     }
     m.ranks.push_back(ri);

@@ -1,8 +1,7 @@
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 
 #include <gtest/gtest.h>
 
-#include "pack/packer.h"
 
 namespace ek::pack {
 namespace {
@@ -64,16 +63,6 @@ TEST(ManifestTest, AMissingPackDirectorySaysSo) {
   ASSERT_FALSE(empty.ok());
   EXPECT_NE(empty.status().message().find("//manifest.json: no manifest"), std::string::npos)
       << empty.status().message();
-}
-
-TEST(ShardTest, ContiguousMatchesDatasetsFormula) {
-  // 10 records over 4 shards: sizes 3,3,2,2 (first N % W get one more).
-  std::vector<int> owners;
-  for (uint64_t i = 0; i < 10; ++i) owners.push_back(OwnerOf(ShardMode::kContiguous, i, 10, 4));
-  EXPECT_EQ(owners, (std::vector<int>{0, 0, 0, 1, 1, 1, 2, 2, 3, 3}));
-  // Fewer records than ranks.
-  EXPECT_EQ(OwnerOf(ShardMode::kContiguous, 1, 2, 4), 1);
-  EXPECT_EQ(OwnerOf(ShardMode::kStrided, 9, 10, 4), 1);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include "core/file.h"
 #include "core/json_check.h"
 #include "core/json_fields.h"
-#include "tokenize/tokenizer.h"
+#include "packfile/vocab_fingerprint.h"
 
 namespace ek::run {
 
@@ -91,9 +91,9 @@ Status CheckTokenizerMatch(const pack::Manifest& manifest, const std::string& pa
         "vocabulary fingerprints: re-pack with the model's tokenizer.json",
         model.tokenizer_path, model.tokenizer_xxh3, manifest.tokenizer_path, manifest.tokenizer_xxh3, pack_name));
   }
-  auto tok = tokenize::Tokenizer::FromFile(model.tokenizer_path);
-  if (!tok.ok()) return tok.status().WithContext("model tokenizer");
-  uint64_t fp = (*tok)->VocabFingerprint();
+  auto vocab = pack::VocabFingerprintOfFile(model.tokenizer_path);
+  if (!vocab.ok()) return vocab.status().WithContext("model tokenizer");
+  const uint64_t fp = *vocab;
   if (fp != manifest.tokenizer_vocab_xxh3) {
     return FailedPreconditionError(fmt::format(
         "the pack was tokenized with a different vocabulary: {} (vocabulary {:016x}) vs the pack's {} "

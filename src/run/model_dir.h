@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 
 namespace ek::run {
 
@@ -28,7 +28,7 @@ Result<ModelDir> ReadModelDir(const std::string& path);
 
 // OK when the pack was tokenized with this model's tokenizer: the same
 // tokenizer.json bytes, or the same vocabulary (every id the same token bytes,
-// Tokenizer::VocabFingerprint), and every id of the pack is a row of the
+// packfile/vocab_fingerprint.h), and every id of the pack is a row of the
 // model's embedding. Otherwise an error saying which and naming both files.
 Status CheckTokenizerMatch(const pack::Manifest& manifest, const std::string& pack_dir, const ModelDir& model);
 

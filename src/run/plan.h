@@ -10,7 +10,7 @@
 
 #include "core/status.h"
 #include "run/run_file.h"
-#include "pack/manifest.h"
+#include "packfile/manifest.h"
 
 namespace ek::run {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "run/topology.h"
+#include "topology/topology.h"
 
 namespace ek::run {
 

@@ -1,4 +1,4 @@
-#include "run/topology.h"
+#include "topology/topology.h"
 
 #include <fmt/format.h>
 

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "core/json_fields.h"
-#include "run/topology.h"
+#include "topology/topology.h"
 #include "triage/classifier.h"
 #include "triage/profile.h"
-#include "watch/agent_status.h"
+#include "agent/agent_status.h"
 
 namespace ek::watch {
 

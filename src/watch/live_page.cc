@@ -5,8 +5,8 @@
 #include <fmt/core.h>
 
 #include "report/html.h"
-#include "watch/http.h"
-#include "watch/http_server.h"
+#include "net/host_port.h"
+#include "net/http_server.h"
 
 namespace ek::watch {
 
@@ -26,7 +26,7 @@ struct LivePage::Impl {
   std::shared_ptr<const std::string> model, html;
   std::shared_ptr<const std::string> html_model;  // the model `html` was built around
   double cached_at = -1e300;
-  HttpServer server;
+  net::HttpServer server;
   std::thread thread;
 
   // Rebuilds the model when older than poll_s. Called with mu held.
@@ -36,8 +36,8 @@ struct LivePage::Impl {
 Result<std::unique_ptr<LivePage>> LivePage::Start(LivePageOptions o) {
   std::string host;
   int port = 0;
-  EK_RETURN_IF_ERROR(SplitHostPort(o.listen, &host, &port));
-  if (!IsLoopbackHost(host) && o.token.empty()) {
+  EK_RETURN_IF_ERROR(net::SplitHostPort(o.listen, &host, &port));
+  if (!net::IsLoopbackHost(host) && o.token.empty()) {
     return InvalidArgumentError(fmt::format(
         "watch --http {}: listening beyond loopback needs a token (--http-token or EVENKEEL_PAGE_TOKEN)", o.listen));
   }
@@ -51,17 +51,17 @@ Result<std::unique_ptr<LivePage>> LivePage::Start(LivePageOptions o) {
   }
   impl->rec = std::make_unique<report::Recorder>(ranks);
   impl->rec->run = o.run;
-  impl->server.SetFilter([impl](const HttpServer::Request& req) -> std::optional<HttpServer::Response> {
+  impl->server.SetFilter([impl](const net::HttpServer::Request& req) -> std::optional<net::HttpServer::Response> {
     if (impl->o.token.empty()) return std::nullopt;
     std::string auth = req.Header("Authorization");
     std::string given = auth.starts_with("Bearer ") ? auth.substr(7) : req.QueryParam("token");
-    if (ConstantTimeEquals(given, impl->o.token)) return std::nullopt;
-    auto res = HttpServer::Response::Text(401, "unauthorized\n");
+    if (net::ConstantTimeEquals(given, impl->o.token)) return std::nullopt;
+    auto res = net::HttpServer::Response::Text(401, "unauthorized\n");
     res.headers.emplace_back("WWW-Authenticate", "Bearer");
     return res;
   });
-  impl->server.Get("/", [impl](const HttpServer::Request&) {
-    HttpServer::Response res;
+  impl->server.Get("/", [impl](const net::HttpServer::Request&) {
+    net::HttpServer::Response res;
     {
       std::lock_guard<std::mutex> lock(impl->mu);
       impl->Refresh();
@@ -75,8 +75,8 @@ Result<std::unique_ptr<LivePage>> LivePage::Start(LivePageOptions o) {
     res.headers.emplace_back("Cache-Control", "no-store");
     return res;
   });
-  impl->server.Get("/data.json", [impl](const HttpServer::Request&) {
-    HttpServer::Response res;
+  impl->server.Get("/data.json", [impl](const net::HttpServer::Request&) {
+    net::HttpServer::Response res;
     {
       std::lock_guard<std::mutex> lock(impl->mu);
       impl->Refresh();

@@ -8,10 +8,15 @@
 #include <string>
 
 #include "core/status.h"
+#include "net/http_client.h"
 #include "watch/detectors.h"
-#include "watch/http.h"
 
 namespace ek::watch {
+
+// The one client (net/http_client.h), under the names the watcher's code uses.
+using net::HttpClient;
+using net::HttpResponse;
+using net::MakeHttpClient;
 
 // An incident as sinks see it: the finding that opened it (kept up to date
 // while it is open), its identity and its times.

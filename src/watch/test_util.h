@@ -1,27 +1,10 @@
-// Helpers for the watch tests: a scratch directory and small builders.
+// Helpers for the watch tests.
 #pragma once
 
-#include <stdlib.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <string>
+#include "core/scratch_dir_testing.h"
 
 namespace ek::watch::testing {
 
-// A fresh directory under $TMPDIR, removed with the object.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ek-watch-XXXXXX").string();
-    path_ = mkdtemp(tmpl.data());
-  }
-  ~ScratchDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ek::testing::ScratchDir;
 
 }  // namespace ek::watch::testing

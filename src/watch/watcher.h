@@ -25,7 +25,6 @@
 #include "telemetry/sample.h"
 #include "triage/profile.h"
 #include "watch/detectors.h"
-#include "watch/http.h"
 #include "watch/sinks.h"
 
 namespace ek::watch {

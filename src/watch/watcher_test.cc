@@ -12,8 +12,7 @@
 #include "core/fault_env.h"
 #include "core/file.h"
 #include "telemetry/fake_clock.h"
-#include "watch/http.h"
-#include "watch/http_server.h"
+#include "net/http_server.h"
 #include "watch/test_util.h"
 
 namespace ek::watch {
@@ -350,20 +349,20 @@ int ThreadsNow() {
 TEST(Watcher, Polls128RealAgentsOverLoopbackWithABoundedNumberOfThreads) {
   constexpr int kAgents = 128;
   std::atomic<int> in_flight{0}, max_in_flight{0}, served{0};
-  std::vector<std::unique_ptr<HttpServer>> servers;
+  std::vector<std::unique_ptr<net::HttpServer>> servers;
   std::vector<std::thread> loops;
   WatcherOptions o;
   o.settings.run = "t";
   o.profile = triage::B300Profile();
   o.agent_timeout_s = 5;
   for (int i = 0; i < kAgents; ++i) {
-    auto srv = std::make_unique<HttpServer>();
+    auto srv = std::make_unique<net::HttpServer>();
     AgentStatus st;
     st.run = "t";
     st.host = "node-" + std::to_string(i);
     st.telemetry = "ok";
     std::string body = AgentStatusToJson(st);
-    srv->Get("/status", [&, body](const HttpServer::Request&) {
+    srv->Get("/status", [&, body](const net::HttpServer::Request&) {
       int now = ++in_flight;
       int seen = max_in_flight.load();
       while (now > seen && !max_in_flight.compare_exchange_weak(seen, now)) {
@@ -371,7 +370,7 @@ TEST(Watcher, Polls128RealAgentsOverLoopbackWithABoundedNumberOfThreads) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
       --in_flight;
       ++served;
-      return HttpServer::Response::Text(200, body);
+      return net::HttpServer::Response::Text(200, body);
     });
     auto port = srv->Bind("127.0.0.1:0");
     ASSERT_TRUE(port.ok()) << port.status().message();
