@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "agent/checkpoint_scan.h"
 #include "telemetry/replay.h"
 
 namespace ek::watch {

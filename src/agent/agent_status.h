@@ -4,13 +4,13 @@
 // on its own clock at receipt, so a node whose clock is off cannot move them.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/status.h"
-#include "watch/checkpoint.h"
 #include "heartbeat/heartbeat.h"
 
 namespace ek::watch {
@@ -21,6 +21,24 @@ using heartbeat::Heartbeat;
 using heartbeat::KindOfPhase;
 using heartbeat::PhaseKind;
 using heartbeat::PositionOf;
+
+// One checkpoint of the run's checkpoint dir as the agent reports it
+// (checkpoint_scan.h says how each is judged).
+struct CheckpointInfo {
+  std::string name;      // the directory's name inside the checkpoint dir
+  int64_t step = -1;
+  bool complete = false;
+  int files = 0;
+  uint64_t bytes = 0;
+  double mtime = 0;      // newest modification time inside (Unix seconds)
+  std::string why;       // why it is not complete (ek_ckpt's verdict)
+};
+
+struct CheckpointScan {
+  std::optional<CheckpointInfo> newest_complete;  // highest step among complete ones
+  std::optional<CheckpointInfo> in_progress;      // a save under way
+  int complete_count = 0;
+};
 
 struct GpuReading {
   int gpu = -1;

@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "ckpt/checkpoint.h"
 #include "core/file.h"
 #include "telemetry/fake_clock.h"
 #include "agent/agent_server.h"
@@ -40,7 +41,17 @@ struct AgentFixture {
     WriteFileAtomic(dir / "hb/rank-1.json",
                     R"({"v":1,"rank":1,"pid":999999999,"step":11,"time":900,"phase":"checkpoint"})")
         .ok();
-    WriteFileAtomic(dir / "ck/step-00000010.pt", "w").ok();
+    // A finalized evenkeel checkpoint of step 10 (the agent judges by ek_ckpt's rule).
+    const std::string temp = dir / ("ck/.step-00000010.tmp-" + std::to_string(getpid()));
+    MakeDirs(temp).ok();
+    const std::string header = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+    std::string st(8, '\0');
+    for (int i = 0; i < 8; ++i) st[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+    WriteFileAtomic(temp + "/model.safetensors", st + header + std::string(8, 'x')).ok();
+    ckpt::CheckpointManifest meta;
+    meta.step = 10;
+    meta.dtype = "float32";
+    ckpt::FinalizeCheckpoint(temp, dir / "ck/step-00000010", meta).ok();
     agent = std::make_unique<Agent>(AgentOptions{"demo", "node-a", dir / "hb", dir / "ck", 4},
                                     std::make_unique<FixedFeed>(), "", &clock);
   }

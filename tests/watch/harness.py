@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -21,7 +22,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(ROOT, "testdata", "triage")
 SIM_RANK = os.path.join(ROOT, "tests", "watch", "sim_rank.py")
-PYTHON = os.environ.get("EK_PYTHON") or shutil.which("python3")
+# The simulated ranks' python: this one (the project's venv), whose evenkeel
+# extension writes their checkpoints.
+PYTHON = os.environ.get("EK_PYTHON") or sys.executable
 
 
 def evenkeel_bin() -> str:

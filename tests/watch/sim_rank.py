@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 """A simulated trainer rank for the watch tests: beats like a real rank through
 evenkeel.heartbeat.Heartbeat (loaded from python/evenkeel/heartbeat.py, so the
-test needs no compiled extension), optionally saves checkpoints like the
-reference trainer (rank 0 writes step-N.pt.tmp.PID, then renames), and can
+test needs no torch), optionally saves checkpoints as the reference trainer
+does (rank 0 fills .step-NNNNNNNN.tmp-PID and finalizes it through evenkeel's
+extension, python/evenkeel/checkpoint.py's path), and can
 misbehave on cue: stop beating while alive (a hang), slow down (throughput).
 
 Control by file: if --control FILE exists and holds "resume", a rank stopped by
 --stop-at carries on (used to clear a hang)."""
 
 import argparse
+import glob
 import importlib.util
+import json
 import os
+import struct
 import sys
 import time
 
@@ -23,6 +27,26 @@ def load_heartbeat():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.Heartbeat
+
+
+def load_core():
+    """evenkeel._core without importing the package (whose __init__ imports torch)."""
+    spec = importlib.util.find_spec("evenkeel")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the evenkeel package is not importable (run with the project's venv python)")
+    found = glob.glob(os.path.join(spec.submodule_search_locations[0], "_core*.so"))
+    if not found:
+        raise RuntimeError(f"no evenkeel/_core*.so under {spec.submodule_search_locations[0]}")
+    core_spec = importlib.util.spec_from_file_location("evenkeel._core", found[0])
+    mod = importlib.util.module_from_spec(core_spec)
+    core_spec.loader.exec_module(mod)
+    return mod
+
+
+def safetensors(n_bytes):
+    """A one-tensor safetensors file of n_bytes of F32 data."""
+    header = json.dumps({"w": {"dtype": "F32", "shape": [n_bytes // 4], "data_offsets": [0, n_bytes]}}).encode()
+    return struct.pack("<Q", len(header)) + header + b"w" * n_bytes
 
 
 def main():
@@ -52,13 +76,17 @@ def main():
         with hb.phase("checkpoint"):
             time.sleep(a.ckpt_s / 2)
             if a.rank == 0 and a.ckpt_dir:
+                core = load_core()
                 os.makedirs(a.ckpt_dir, exist_ok=True)
-                path = os.path.join(a.ckpt_dir, f"step-{step:08d}.pt")
-                tmp = f"{path}.tmp.{os.getpid()}"
-                with open(tmp, "wb") as f:
-                    f.write(b"w" * 4096)
+                final = os.path.join(a.ckpt_dir, f"step-{step:08d}")
+                tmp = os.path.join(a.ckpt_dir, f".step-{step:08d}.tmp-{os.getpid()}")
+                os.makedirs(tmp)
+                with open(os.path.join(tmp, "model.safetensors"), "wb") as f:
+                    f.write(safetensors(4096))
                 time.sleep(a.ckpt_s / 2)
-                os.replace(tmp, path)
+                meta = {"format_version": 1, "created": "", "evenkeel_version": "", "files": [], "extra": {},
+                        "dtype": "float32", "step": step}
+                core.finalize_checkpoint(tmp, final, json.dumps(meta))
             else:
                 time.sleep(a.ckpt_s / 2)
 

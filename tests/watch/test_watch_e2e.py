@@ -87,7 +87,7 @@ def test_clean_completion(stack, run_factory):
     r.start_ranks(steps=20, total_steps=20, step_s=0.2, ckpt_s=0.4, linger_s=0)
     alert = wait_for("completion in alertmanager", lambda: am.alerts(r.name, "EvenkeelCompletion"), 30)
     assert alert[0]["labels"]["severity"] == "info"
-    assert "step-00000020.pt" in alert[0]["annotations"]["summary"]
+    assert "step-00000020" in alert[0]["annotations"]["summary"]
     # Prometheus scraped both agents: every rank's step is there.
     steps = wait_for("prometheus scrape", lambda: (lambda v: v if len(v) == 16 else None)(
         prom.query(f'evenkeel_rank_step{{run="{r.name}"}}')), 15)
