@@ -85,7 +85,12 @@ def main():
                     f.write(safetensors(4096))
                 time.sleep(a.ckpt_s / 2)
                 meta = {"format_version": 1, "created": "", "evenkeel_version": "", "files": [], "extra": {},
-                        "dtype": "float32", "step": step}
+                        "dtype": "float32", "step": step, "epoch": 0, "step_in_epoch": step,
+                        "epoch_complete": step == a.total_steps, "final": step == a.total_steps,
+                        "tokens_seen": tokens,
+                        # A simulated run has no run file or pack to name.
+                        "run": {"name": "sim", "path": "", "xxh3": "0000000000000000"},
+                        "pack": {"dir": "", "manifest_xxh3": "0000000000000000", "world": 0, "seq_len": 0}}
                 core.finalize_checkpoint(tmp, final, json.dumps(meta))
             else:
                 time.sleep(a.ckpt_s / 2)
