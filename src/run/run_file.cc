@@ -342,21 +342,27 @@ Status ReadKey(const Key& k, const toml::node& n, const Reader& reader) {
 // while `run.name=123` is an integer, refused as a file's `name = 123` would be.
 Status ApplyOverride(const std::string& text, const std::string& name, RunFile* r) {
   const size_t eq = text.find('=');
-  const std::string_view key = std::string_view(text).substr(0, eq == std::string::npos ? text.size() : eq);
+  const std::string_view key =
+      std::string_view(text).substr(0, eq == std::string::npos ? text.size() : eq);
   const size_t dot = key.find('.');
-  if (eq == std::string::npos || dot == std::string_view::npos || dot == 0 || dot + 1 == key.size()) {
-    return InvalidArgumentError(fmt::format("{}: --set {}: not section.key=value (e.g. --set train.lr=2e-5)", name, text));
+  if (eq == std::string::npos || dot == std::string_view::npos || dot == 0 ||
+      dot + 1 == key.size()) {
+    return InvalidArgumentError(
+        fmt::format("{}: --set {}: not section.key=value (e.g. --set train.lr=2e-5)", name, text));
   }
   const Key* k = FindKey(key.substr(0, dot), key.substr(dot + 1));
-  if (!k) return InvalidArgumentError(fmt::format("{}: unknown key {} (--set {})", name, key, text));
+  if (!k) {
+    return InvalidArgumentError(fmt::format("{}: unknown key {} (--set {})", name, key, text));
+  }
   const std::string value = text.substr(eq + 1);
   if (value.find_first_of("\r\n") != std::string::npos) {
-    return InvalidArgumentError(fmt::format("{}: {}.{} (--set {}): the value has a line break", name, k->section,
-                                            k->name, text));
+    return InvalidArgumentError(fmt::format("{}: {}.{} (--set {}): the value has a line break",
+                                            name, k->section, k->name, text));
   }
   Reader reader{name, r, &text};
   const std::string doc = "v = " + value;
-  if (CheckTomlppHazards(doc, name).ok()) {  // else toml++ must not see it: a non-ASCII word is a string
+  // toml++ must not see what CheckTomlppHazards refuses: a non-ASCII word is a string.
+  if (CheckTomlppHazards(doc, name).ok()) {
     toml::parse_result parsed = toml::parse(doc, name);
     if (parsed && parsed.table().size() == 1) {
       if (const toml::node* n = parsed.table().get("v")) return ReadKey(*k, *n, reader);
@@ -468,7 +474,8 @@ Result<RunFile> ParseRunFile(std::string_view text, const std::string& name,
   if (r.cache_dir.empty()) r.cache_dir = r.pack_dir;
   if (Status st = ValidateRunFile(r); !st.ok()) {
     if (overrides.empty()) return st;
-    return InvalidArgumentError(fmt::format("{} (with --set {})", st.message(), fmt::join(overrides, ", --set ")));
+    return InvalidArgumentError(
+        fmt::format("{} (with --set {})", st.message(), fmt::join(overrides, ", --set ")));
   }
   return r;
 }

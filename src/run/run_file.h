@@ -130,7 +130,8 @@ struct RunFile {
 // paths and words need no quotes (checkpoint.dir=/nfs/ckpt, evenfix.mode=off).
 Result<RunFile> ParseRunFile(std::string_view toml, const std::string& name,
                              const std::vector<std::string>& overrides = {});
-Result<RunFile> ReadRunFile(const std::string& path, const std::vector<std::string>& overrides = {});
+Result<RunFile> ReadRunFile(const std::string& path,
+                            const std::vector<std::string>& overrides = {});
 // Checks cross-field sanity (positive sizes, known modes). Called by Parse.
 Status ValidateRunFile(const RunFile& r);
 
