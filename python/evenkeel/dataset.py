@@ -160,6 +160,17 @@ class BlockDataset:
         self._start = position
         return position
 
+    def step_blocks(self, epoch: int, step_in_epoch: int, micro_batch: int, grad_accum: int) -> np.ndarray:
+        """The block indices (of the file) that optimizer step ``step_in_epoch`` (1-based)
+        of epoch ``epoch`` trains on: ``micro_batch * grad_accum`` of them in micro-batch
+        order, from the resume position after the step before it (fewer when the epoch's
+        order runs out first). The trainer takes each step's window from here, so a run
+        resumed at any step trains the same blocks as one that was never stopped."""
+        order = self.order(int(epoch))
+        position, _, _ = _core.resume(order, int(step_in_epoch) - 1, int(micro_batch), int(grad_accum))
+        end = min(order.count, position + int(micro_batch) * int(grad_accum))
+        return np.array([order.at(p) for p in range(position, end)], dtype=np.int64)
+
     def __getitem__(self, index: int) -> torch.Tensor:
         """Block ``index`` of the file (not of the epoch's order)."""
         return self._blocks[index]

@@ -4,11 +4,14 @@
     plan.total_steps, plan.steps_per_epoch, plan.save_steps, plan.is_save(500)
     plan.epoch_steps[e]                     # steps trained in epoch e (max_steps may cut one)
     plan.lr_factor(step)                    # warmup then cosine decay to min_lr_ratio
+    for s in plan.walk(rank, start=resumed):   # the training loop's steps, saves marked
+        s.epoch, s.step_in_epoch, s.step, s.save
 
 There is no step arithmetic in Python: the gate, the launcher, the report and the
 trainer read the same numbers (docs/run_format.md, "The schedule"). A node-local
 pack whose manifest lacks other nodes' ranks takes every rank's block count in
-`rank_blocks` (the trainer gathers them).
+`rank_blocks` (the trainer gathers them). A RunFile with overrides (--set) is
+planned with them.
 """
 
 from __future__ import annotations
@@ -16,19 +19,29 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 from evenkeel import _core
 
-__all__ = ["Plan"]
+__all__ = ["Plan", "PlanStep"]
+
+
+class PlanStep(NamedTuple):
+    """One optimizer step of the walk: its epoch, the steps done in that epoch once it
+    is done (1-based), the global step, and whether a checkpoint is written after it."""
+    epoch: int
+    step_in_epoch: int
+    step: int
+    save: bool
 
 
 class Plan:
     def __init__(self, run_file, rank_blocks: Sequence[int] | None = None):
         path = run_file.path if hasattr(run_file, "path") else os.fspath(run_file)
         self.run_path = path
+        overrides = list(getattr(run_file, "overrides", ()))
         blocks = None if rank_blocks is None else [int(b) for b in rank_blocks]
-        self._data = json.loads(_core.plan_schedule(path, blocks))
+        self._data = json.loads(_core.plan_schedule(path, blocks, overrides))
         d = self._data
         self.world: int = d["world"]
         self.epochs: int = d["epochs"]
@@ -59,6 +72,20 @@ class Plan:
         if rank is not None and self._rank_saves:
             return step in self._rank_saves[rank]
         return step in self._saves
+
+    def walk(self, rank: int = 0, start: tuple[int, int, int] = (0, 0, 0)) -> Iterator[PlanStep]:
+        """The training loop's control flow without the model: the steps `rank` trains
+        from `start` (epoch, steps done in it, global step: where a checkpoint left off)
+        to its last step, each with whether it is a save step. A start at an epoch's
+        end continues with the next epoch. The trainer and its dry run both walk this."""
+        steps_per_epoch, total = self.rank_steps_per_epoch[rank], self.rank_total_steps[rank]
+        start_epoch, start_done, step = start
+        for epoch in range(start_epoch, self.epochs):
+            done = start_done if epoch == start_epoch else 0
+            while done < steps_per_epoch and step < total:
+                step += 1
+                done += 1
+                yield PlanStep(epoch, done, step, self.is_save(step, rank))
 
     def lr_factor(self, step: int, min_ratio: float) -> float:
         """The learning-rate multiplier for 0-based optimizer step `step`: linear warmup

@@ -121,21 +121,31 @@ PYBIND11_MODULE(_core, m) {
         [](uint64_t seed, uint64_t epoch, uint64_t n, bool shuffle) { return ToArray(Permutation(seed, epoch, n, shuffle)); },
         py::arg("seed"), py::arg("epoch"), py::arg("n"), py::arg("shuffle") = true);
 
-  // The run file, parsed and validated by the one C++ parser, as JSON text
+  // The run file, parsed and validated by the one C++ parser, with "section.key=value"
+  // overrides (the trainer's --set) applied by the same parser, as JSON text
   // (run::RunFileToJson); evenkeel.RunFile wraps it.
-  m.def("read_run_file", [](const std::string& path) { return ek::run::RunFileToJson(Unwrap(ek::run::ReadRunFile(path))); },
-        py::arg("path"));
+  m.def(
+      "read_run_file",
+      [](const std::string& path, const std::vector<std::string>& overrides) {
+        return ek::run::RunFileToJson(Unwrap(ek::run::ReadRunFile(path, overrides)));
+      },
+      py::arg("path"), py::arg("overrides") = std::vector<std::string>{});
   // The run's schedule (run::MakeSchedule, the one computation of steps, saves and
   // the learning-rate endpoints) as JSON text (run::ScheduleToJson); evenkeel.Plan
   // wraps it. Block counts come from the pack manifest at data.pack_dir, or, for a
   // node-local pack, from `rank_blocks` (every rank's count, gathered by the trainer).
-  m.def("plan_schedule",
-        [](const std::string& run_path, std::optional<std::vector<uint64_t>> rank_blocks) {
-          ek::run::RunFile run = Unwrap(ek::run::ReadRunFile(run_path));
-          if (rank_blocks) return ek::run::ScheduleToJson(Unwrap(ek::run::MakeSchedule(run, *rank_blocks)));
-          return ek::run::ScheduleToJson(Unwrap(ek::run::ScheduleForRun(run)));
-        },
-        py::arg("run_path"), py::arg("rank_blocks") = py::none());
+  m.def(
+      "plan_schedule",
+      [](const std::string& run_path, std::optional<std::vector<uint64_t>> rank_blocks,
+         const std::vector<std::string>& overrides) {
+        ek::run::RunFile run = Unwrap(ek::run::ReadRunFile(run_path, overrides));
+        if (rank_blocks) {
+          return ek::run::ScheduleToJson(Unwrap(ek::run::MakeSchedule(run, *rank_blocks)));
+        }
+        return ek::run::ScheduleToJson(Unwrap(ek::run::ScheduleForRun(run)));
+      },
+      py::arg("run_path"), py::arg("rank_blocks") = py::none(),
+      py::arg("overrides") = std::vector<std::string>{});
   // The model files a checkpoint carries (run::kCheckpointCopiedFiles): one list for
   // the writer (evenkeel.checkpoint) and the gate's storage plan.
   m.def("checkpoint_copied_files", [] {

@@ -10,6 +10,7 @@
 #include <variant>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "core/file.h"
 #include "core/json_out.h"
@@ -143,10 +144,15 @@ const Key kKeys[] = {
 struct Reader {
   const std::string& file;
   RunFile* r;
+  const std::string* set = nullptr;  // the --set text the value came from; null: the file
 
+  // "run.toml: train.lr (line 12)", or "run.toml: train.lr (--set train.lr=fast)".
+  std::string Where(const Key& k, const toml::node& n) const {
+    if (set) return fmt::format("{}: {}.{} (--set {})", file, k.section, k.name, *set);
+    return fmt::format("{}: {}.{} (line {})", file, k.section, k.name, n.source().begin.line);
+  }
   Status Type(const Key& k, const toml::node& n, std::string_view want) const {
-    return InvalidArgumentError(
-        fmt::format("{}: {}.{} (line {}) must be {}", file, k.section, k.name, n.source().begin.line, want));
+    return InvalidArgumentError(fmt::format("{} must be {}", Where(k, n), want));
   }
 
   Status operator()(const Key& k, const toml::node& n, int RunFile::*m) const {
@@ -200,7 +206,7 @@ struct Reader {
     if (!n.is_string() || !v) return Type(k, n, "a string (min, pad, off)");
     auto mode = ParseEvenfixMode(*v);
     if (!mode.ok()) {
-      return mode.status().WithContext(fmt::format("{}: {}.{} (line {})", file, k.section, k.name, n.source().begin.line));
+      return mode.status().WithContext(Where(k, n));
     }
     r->*m = *mode;
     return Status::Ok();
@@ -319,6 +325,52 @@ Status CheckTomlppHazards(std::string_view t, const std::string& name) {
   return Status::Ok();
 }
 
+const Key* FindKey(std::string_view section, std::string_view name) {
+  for (const Key& k : kKeys) {
+    if (section == k.section && name == k.name) return &k;
+  }
+  return nullptr;
+}
+
+Status ReadKey(const Key& k, const toml::node& n, const Reader& reader) {
+  return std::visit([&](auto m) { return reader(k, n, m); }, k.member);
+}
+
+// One "section.key=value" on top of the file: the key is looked up and its value checked
+// as the file's would be. The value is parsed as a TOML value ("v = VALUE"); text that is
+// not one (a path, a word) is that text as a string, so `evenfix.mode=off` needs no quotes
+// while `run.name=123` is an integer, refused as a file's `name = 123` would be.
+Status ApplyOverride(const std::string& text, const std::string& name, RunFile* r) {
+  const size_t eq = text.find('=');
+  const std::string_view key =
+      std::string_view(text).substr(0, eq == std::string::npos ? text.size() : eq);
+  const size_t dot = key.find('.');
+  if (eq == std::string::npos || dot == std::string_view::npos || dot == 0 ||
+      dot + 1 == key.size()) {
+    return InvalidArgumentError(
+        fmt::format("{}: --set {}: not section.key=value (e.g. --set train.lr=2e-5)", name, text));
+  }
+  const Key* k = FindKey(key.substr(0, dot), key.substr(dot + 1));
+  if (!k) {
+    return InvalidArgumentError(fmt::format("{}: unknown key {} (--set {})", name, key, text));
+  }
+  const std::string value = text.substr(eq + 1);
+  if (value.find_first_of("\r\n") != std::string::npos) {
+    return InvalidArgumentError(fmt::format("{}: {}.{} (--set {}): the value has a line break",
+                                            name, k->section, k->name, text));
+  }
+  Reader reader{name, r, &text};
+  const std::string doc = "v = " + value;
+  // toml++ must not see what CheckTomlppHazards refuses: a non-ASCII word is a string.
+  if (CheckTomlppHazards(doc, name).ok()) {
+    toml::parse_result parsed = toml::parse(doc, name);
+    if (parsed && parsed.table().size() == 1) {
+      if (const toml::node* n = parsed.table().get("v")) return ReadKey(*k, *n, reader);
+    }
+  }
+  return ReadKey(*k, toml::value<std::string>(value), reader);
+}
+
 }  // namespace
 
 Status ValidateRunFile(const RunFile& r) {
@@ -385,7 +437,8 @@ Status ValidateRunFile(const RunFile& r) {
   return Status::Ok();
 }
 
-Result<RunFile> ParseRunFile(std::string_view text, const std::string& name) {
+Result<RunFile> ParseRunFile(std::string_view text, const std::string& name,
+                             const std::vector<std::string>& overrides) {
   EK_RETURN_IF_ERROR(CheckTomlppHazards(text, name));
   toml::parse_result parsed = toml::parse(text, name);
   if (!parsed) {
@@ -408,27 +461,28 @@ Result<RunFile> ParseRunFile(std::string_view text, const std::string& name) {
       return InvalidArgumentError(fmt::format("{}: {} (line {}) must be a table", name, k.str(), v.source().begin.line));
     }
     for (const auto& [key, node] : *t) {
-      const Key* found = nullptr;
-      for (const Key& s : kKeys) {
-        if (k.str() == s.section && key.str() == s.name) found = &s;
-      }
+      const Key* found = FindKey(k.str(), key.str());
       if (!found) {
         return InvalidArgumentError(fmt::format("{}: unknown key {}.{} (line {})", name, k.str(), key.str(),
                                                 node.source().begin.line));
       }
-      Reader reader{name, &r};
-      const auto& value = node;  // a lambda cannot capture a structured binding before clang 16
-      EK_RETURN_IF_ERROR(std::visit([&](auto m) { return reader(*found, value, m); }, found->member));
+      EK_RETURN_IF_ERROR(ReadKey(*found, node, Reader{name, &r}));
     }
   }
+  for (const std::string& o : overrides) EK_RETURN_IF_ERROR(ApplyOverride(o, name, &r));
+  r.overrides = overrides;
   if (r.cache_dir.empty()) r.cache_dir = r.pack_dir;
-  EK_RETURN_IF_ERROR(ValidateRunFile(r));
+  if (Status st = ValidateRunFile(r); !st.ok()) {
+    if (overrides.empty()) return st;
+    return InvalidArgumentError(
+        fmt::format("{} (with --set {})", st.message(), fmt::join(overrides, ", --set ")));
+  }
   return r;
 }
 
-Result<RunFile> ReadRunFile(const std::string& path) {
+Result<RunFile> ReadRunFile(const std::string& path, const std::vector<std::string>& overrides) {
   EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  return ParseRunFile(text, path);
+  return ParseRunFile(text, path, overrides);
 }
 
 std::string RunFileToJson(const RunFile& r) {
@@ -436,6 +490,12 @@ std::string RunFileToJson(const RunFile& r) {
   AppendJsonString(&o, r.path);
   o += fmt::format(", \"xxh3\": \"{:016x}\", \"world\": {}, \"config_path\": ", r.xxh3, r.world());
   AppendJsonString(&o, r.ConfigPath());
+  o += ", \"overrides\": [";
+  for (size_t i = 0; i < r.overrides.size(); ++i) {
+    if (i) o += ", ";
+    AppendJsonString(&o, r.overrides[i]);
+  }
+  o += "]";
   std::string section;
   for (const Key& k : kKeys) {
     if (section != k.section) {

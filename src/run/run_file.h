@@ -21,6 +21,9 @@ std::string_view EvenfixModeName(EvenfixMode m);
 struct RunFile {
   std::string path;    // where it was read from; "" when built from flags
   uint64_t xxh3 = 0;   // xxh3-64 of the file's bytes: the run's identity in logs and checkpoints
+  // "section.key=value" overrides applied on top of the file (the trainer's --set), in
+  // order; xxh3 stays the file's, so a run with overrides records them beside it.
+  std::vector<std::string> overrides;
 
   // [run]
   std::string name = "run";
@@ -119,14 +122,22 @@ struct RunFile {
   std::string Identity() const;
 };
 
-Result<RunFile> ParseRunFile(std::string_view toml, const std::string& name);
-Result<RunFile> ReadRunFile(const std::string& path);
+// `overrides` are "section.key=value" texts (the trainer's --set), applied after the
+// file's keys with the file's own checks: an unknown key or a wrong type is the error the
+// file would get, naming the override in place of the line
+// ("run.toml: train.lr (--set train.lr=fast) must be a number"). The value is a TOML
+// value (2e-5, true, "x", ["a", "b"]); text that does not parse as one is a string, so
+// paths and words need no quotes (checkpoint.dir=/nfs/ckpt, evenfix.mode=off).
+Result<RunFile> ParseRunFile(std::string_view toml, const std::string& name,
+                             const std::vector<std::string>& overrides = {});
+Result<RunFile> ReadRunFile(const std::string& path,
+                            const std::vector<std::string>& overrides = {});
 // Checks cross-field sanity (positive sizes, known modes). Called by Parse.
 Status ValidateRunFile(const RunFile& r);
 
 // Every key as JSON, in sections named as in the TOML ({"train": {"micro_batch": 1, ...}}),
-// paths resolved against the run file, plus "path", "xxh3" and "world": what the
-// Python package's RunFile exposes.
+// paths resolved against the run file, plus "path", "xxh3", "world" and "overrides": what
+// the Python package's RunFile exposes.
 std::string RunFileToJson(const RunFile& r);
 
 }  // namespace ek::run

@@ -208,5 +208,108 @@ TEST(RunFileTest, EvenfixMaxDropPct) {
   EXPECT_EQ(ValidateRunFile(r).message(), "run: evenfix.max_drop_pct must be in [0, 100]");
 }
 
+// --set: a run-file key given on the command line, read by the file's own reader.
+constexpr const char* kSmall = "[train]\nlr = 1e-5\ngrad_accum = 8\n[checkpoint]\ndir = \"ckpt\"\n";
+
+Result<RunFile> WithSet(std::vector<std::string> overrides) {
+  return ParseRunFile(kSmall, "/runs/run.toml", overrides);
+}
+
+TEST(RunFileSetTest, AGoodValueOverridesTheFileAndIsRecorded) {
+  auto r = WithSet({"train.lr=2e-5", "train.grad_accum=4", "checkpoint.dir=/nfs/ckpt",
+                    "evenfix.mode=off", "train.shuffle=false", "run.name=\"sft 1\"",
+                    "cluster.hosts=[\"a\", \"b\"]", "cluster.nodes=2"});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_DOUBLE_EQ(r->lr, 2e-5);
+  EXPECT_EQ(r->grad_accum, 4);
+  EXPECT_EQ(r->checkpoint_dir, "/nfs/ckpt");  // a path needs no quotes
+  EXPECT_EQ(r->evenfix, EvenfixMode::kOff);
+  EXPECT_FALSE(r->shuffle);
+  EXPECT_EQ(r->name, "sft 1");
+  EXPECT_EQ(r->hosts, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r->overrides.size(), 8u);
+  const std::string json = RunFileToJson(*r);
+  EXPECT_NE(json.find("\"overrides\": [\"train.lr=2e-5\", "), std::string::npos) << json;
+  EXPECT_NE(json.find("\"lr\": 2e-05"), std::string::npos) << json;
+  // The identity stays the file's bytes: the same file without overrides has the same xxh3.
+  auto plain = ParseRunFile(kSmall, "/runs/run.toml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(r->xxh3, plain->xxh3);
+  EXPECT_NE(RunFileToJson(*plain).find("\"overrides\": []"), std::string::npos);
+  // The last of two wins, as a later key would.
+  auto twice = WithSet({"train.lr=2e-5", "train.lr=3e-5"});
+  ASSERT_TRUE(twice.ok());
+  EXPECT_DOUBLE_EQ(twice->lr, 3e-5);
+  // A non-ASCII word is a string; toml++ never sees it outside quotes.
+  auto word = WithSet({"run.name=d\xc3\xa9j\xc3\xa0"});
+  ASSERT_TRUE(word.ok()) << word.status().message();
+  EXPECT_EQ(word->name, "d\xc3\xa9j\xc3\xa0");
+}
+
+TEST(RunFileSetTest, AnUnknownKeyIsTheFilesErrorNamingTheOverride) {
+  auto r = WithSet({"train.lrr=2e-5"});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(), "/runs/run.toml: unknown key train.lrr (--set train.lrr=2e-5)");
+  auto section = WithSet({"trian.lr=2e-5"});
+  ASSERT_FALSE(section.ok());
+  EXPECT_EQ(section.status().message(),
+            "/runs/run.toml: unknown key trian.lr (--set trian.lr=2e-5)");
+}
+
+TEST(RunFileSetTest, AWrongTypeIsTheFilesErrorNamingTheOverride) {
+  auto lr = WithSet({"train.lr=fast"});
+  ASSERT_FALSE(lr.ok());
+  EXPECT_EQ(lr.status().message(),
+            "/runs/run.toml: train.lr (--set train.lr=fast) must be a number");
+  auto accum = WithSet({"train.grad_accum=2.5"});
+  ASSERT_FALSE(accum.ok());
+  EXPECT_EQ(accum.status().message(),
+            "/runs/run.toml: train.grad_accum (--set train.grad_accum=2.5) must be an integer");
+  auto name = WithSet({"run.name=123"});  // an integer, as `name = 123` in the file
+  ASSERT_FALSE(name.ok());
+  EXPECT_EQ(name.status().message(),
+            "/runs/run.toml: run.name (--set run.name=123) must be a string");
+  auto flag = WithSet({"train.shuffle=yes"});
+  ASSERT_FALSE(flag.ok());
+  EXPECT_EQ(flag.status().message(),
+            "/runs/run.toml: train.shuffle (--set train.shuffle=yes) must be true or false");
+  auto mode = WithSet({"evenfix.mode=maybe"});
+  ASSERT_FALSE(mode.ok());
+  EXPECT_EQ(mode.status().message(),
+            "/runs/run.toml: evenfix.mode (--set evenfix.mode=maybe): evenfix mode 'maybe' (min, "
+            "pad, off)");
+  auto range = WithSet({"evenfix.max_drop_pct=150"});
+  ASSERT_FALSE(range.ok());
+  EXPECT_EQ(range.status().message(),
+            "/runs/run.toml: evenfix.max_drop_pct (--set evenfix.max_drop_pct=150) must be a "
+            "number in [0, 100], not 150");
+  // A value of the right type that the cross-field check refuses names the overrides too.
+  auto negative = WithSet({"train.lr=-1"});
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.status().message(),
+            "/runs/run.toml: train.lr must be positive (with --set train.lr=-1)");
+}
+
+TEST(RunFileSetTest, AMalformedOverrideIsAnErrorNamingIt) {
+  for (const char* bad : {"train.lr", "lr=2e-5", "=2e-5", ".lr=1", "train.=1"}) {
+    auto r = WithSet({bad});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().message(), std::string("/runs/run.toml: --set ") + bad +
+                                        ": not section.key=value (e.g. --set train.lr=2e-5)");
+  }
+  // A line break cannot smuggle a second key (or section) in.
+  auto two = WithSet({"train.lr=1e-5\n[cluster]\nnodes = 4"});
+  ASSERT_FALSE(two.ok());
+  EXPECT_EQ(two.status().message(),
+            "/runs/run.toml: train.lr (--set train.lr=1e-5\n[cluster]\nnodes = 4): the value has a "
+            "line break");
+  // A value that is more than one TOML value is not one: a string, refused for a number.
+  auto extra = WithSet({"train.lr=1e-5 w = 2"});
+  ASSERT_FALSE(extra.ok());
+  EXPECT_EQ(extra.status().message(),
+            "/runs/run.toml: train.lr (--set train.lr=1e-5 w = 2) must be a number");
+}
+
 }  // namespace
 }  // namespace ek::run

@@ -109,7 +109,7 @@ def main() -> int:
             raise InjectedFault(f"injected fault on rank {rank} {description}")
         _ask_for_signal(rank, fault["signal"], description)
 
-    real_enter = train.Run.enter
+    real_enter = train.Progress.enter
 
     def enter(self, phase, detail="", step=None):
         real_enter(self, phase, detail, step)
@@ -129,7 +129,7 @@ def main() -> int:
             if fault["point"] == "after_save" and step == at + 1:
                 fire(f"in the forward of step {step}, after the save of step {at}")
 
-    train.Run.enter = enter
+    train.Progress.enter = enter
 
     def hit(phase: str) -> bool:
         return armed and not fired["done"] and where["phase"] == phase and where["step"] == at

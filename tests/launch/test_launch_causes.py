@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from packs import HOOKED
 from test_launch import launch, pack_for, run_file, session, summary_of
 
 BAD_INPUT = 65
@@ -43,7 +44,8 @@ def test_an_exception_in_the_trainer_is_named_with_its_phase_and_retried(qwen3_m
     it hit, and the launcher would restart (here the budget is 0: stop 75)."""
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    rf = run_file(tmp_path, qwen3_model, pack_for(tmp_path, [8, 8]), gpus=2, retry__max_restarts=0)
+    rf = run_file(tmp_path, qwen3_model, pack_for(tmp_path, [8, 8]), gpus=2, retry__max_restarts=0,
+                  launch__trainer=str(HOOKED))  # the tests' hooks: --log-blocks
     p = launch(rf, "--", "--log-blocks", str(blocker / "blocks"))
     out = p.stdout + p.stderr
     assert p.returncode == BUDGET_SPENT, out

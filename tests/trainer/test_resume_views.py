@@ -1,10 +1,10 @@
-"""Every rank's view of the resume against rank 0's choice (evenkeel.train.resume_disagreement,
+"""Every rank's view of the resume against rank 0's choice (evenkeel.resume.resume_disagreement,
 docs/launch.md "Resume"): what each rank's launcher handed over and the chosen manifest's
 xxh3 as each node sees it. The first disagreement is named with both sides."""
 
 from __future__ import annotations
 
-from evenkeel.train import resume_disagreement
+from evenkeel.resume import resume_disagreement
 
 CKPT = "/nfs/ckpt/step-00000010"
 CHOSEN = {"path": CKPT, "step": 10, "manifest_xxh3": "0123456789abcdef"}

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from packs import (EVENKEEL, TOKENIZER_DIRS, TRAIN, child_env, free_port, launch, make_pack,
+from packs import (EVENKEEL, HOOKED, TOKENIZER_DIRS, TRAIN, child_env, free_port, launch, make_pack,
                    write_run_file)
 
 SEQ = 32
@@ -72,7 +72,7 @@ def test_trains_a_real_model_and_writes_checkpoints_transformers_loads(family, t
     pack = learnable_pack(tmp_path, family, [48, 48, 48, 48])  # 24 steps per rank
     rf = run_file(tmp_path, model_dir, pack, train__log_every=1, train__lr=2e-2, train__save_every=8)
     fp32 = tmp_path / "trained-fp32.pt"
-    results, wall = launch(4, [str(rf), "--save-fp32", str(fp32)], tmp_path, timeout=420)
+    results, wall = launch(4, [str(rf), "--save-fp32", str(fp32)], tmp_path, timeout=420, trainer=HOOKED)
     logs = logs_of(results)
     assert [r.returncode for r in results] == [0, 0, 0, 0], logs
     out0 = results[0].output
@@ -124,14 +124,15 @@ def test_resume_continues_the_exact_block_order_and_skips_a_corrupted_newest(qwe
     straight = tmp_path / "straight"
     straight.mkdir()
     rf = run_file(straight, qwen3_model, pack, train__save_every=2, checkpoint__keep=3)
-    results, _ = launch(4, [str(rf), "--log-blocks", str(straight / "blocks")], straight, timeout=420)
+    results, _ = launch(4, [str(rf), "--log-blocks", str(straight / "blocks")], straight, timeout=420,
+                        trainer=HOOKED)
     assert [r.returncode for r in results] == [0] * 4, logs_of(results)
 
     resumed = tmp_path / "resumed"
     resumed.mkdir()
     rf2 = run_file(resumed, qwen3_model, pack, train__save_every=2, checkpoint__keep=3)
     blocks = ["--log-blocks", str(resumed / "blocks")]
-    first, _ = launch(4, [str(rf2), *blocks, "--stop-after", "5"], resumed, timeout=420)
+    first, _ = launch(4, [str(rf2), *blocks, "--stop-after", "5"], resumed, timeout=420, trainer=HOOKED)
     logs = logs_of(first)
     assert [r.returncode for r in first] == [0] * 4, logs
     assert "stopping after step 5" in first[0].output, logs
@@ -146,7 +147,7 @@ def test_resume_continues_the_exact_block_order_and_skips_a_corrupted_newest(qwe
     v = ckpt_verify(newest)
     assert v.returncode != 0 and shard.name in v.stdout + v.stderr, v.stdout + v.stderr
     # The attempt after the interruption: steps 3-4 again from step 2, then to the end.
-    second, _ = launch(4, [str(rf2), *blocks], resumed, timeout=420)
+    second, _ = launch(4, [str(rf2), *blocks], resumed, timeout=420, trainer=HOOKED)
     logs = logs_of(second)
     assert [r.returncode for r in second] == [0] * 4, logs
     assert "step-00000004: skipped" in second[0].output, logs
@@ -168,18 +169,53 @@ def test_resume_continues_the_exact_block_order_and_skips_a_corrupted_newest(qwe
     assert ckpt_verify(ckpt / "step-00000008").returncode == 0
 
 
-def test_a_flag_contradicting_the_run_file_is_refused(qwen3_model, tmp_path):
+def test_set_overrides_a_run_file_key_through_the_cpp_parser_and_a_bad_one_is_refused(qwen3_model, tmp_path):
+    """A command-line override is a run-file key (`--set train.grad_accum=4`), checked by
+    the run file's own C++ reader: an unknown key or a wrong type is the file's error,
+    naming the key and --set (exit 2, before any process group); the flags that restated
+    run-file keys are gone; a good override is what the plan and the loop use, and the
+    checkpoint records it beside the file's xxh3."""
     pack = learnable_pack(tmp_path, "qwen3", [8])
     rf = run_file(tmp_path, qwen3_model, pack, world=1)
-    proc = subprocess.run([sys.executable, str(TRAIN), str(rf), "--grad-accum", "4"], env=child_env(),
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert f"--grad-accum 4 contradicts train.grad_accum = 2 in {rf}" in proc.stderr, proc.stderr
-    same = subprocess.run([sys.executable, str(TRAIN), str(rf), "--grad-accum", "2", "--lr", "0.003",
-                           "--stop-after", "1"], env=child_env(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0",
-                                                               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port())),
-                          capture_output=True, text=True, timeout=300)
-    assert same.returncode == 0, same.stdout + same.stderr
+
+    def trainer(*args: str, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(TRAIN), str(rf), *args], env=child_env(**env),
+                              capture_output=True, text=True, timeout=300)
+
+    unknown = trainer("--set", "train.grad_acum=4")
+    assert unknown.returncode == 2, unknown.stdout + unknown.stderr
+    assert f"train: error: {rf}: unknown key train.grad_acum (--set train.grad_acum=4)" in unknown.stderr
+    wrong = trainer("--set", "train.grad_accum=four")
+    assert wrong.returncode == 2, wrong.stdout + wrong.stderr
+    assert f"train: error: {rf}: train.grad_accum (--set train.grad_accum=four) must be an integer" in wrong.stderr
+    malformed = trainer("--set", "train.grad_accum")
+    assert malformed.returncode == 2 and "--set train.grad_accum: not section.key=value" in malformed.stderr
+    old = trainer("--grad-accum", "4")  # a flag restating a key is no longer a flag at all
+    assert old.returncode == 2 and "unrecognized arguments: --grad-accum 4" in old.stderr, old.stderr
+    launched = trainer("--set", "train.lr=2e-5", EVENKEEL_ATTEMPT="1")
+    assert launched.returncode == 2 and "--set under evenkeel launch" in launched.stderr, launched.stderr
+
+    dry = trainer("--dry-run", "--set", "train.save_every=1", "--set", "train.grad_accum=4")
+    assert dry.returncode == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    assert (plan["plan"]["steps_per_epoch"], plan["save_steps"]) == (2, [1, 2]), plan
+
+    same = trainer("--set", "train.grad_accum=4", "--set", "train.max_steps=1", "--set", "checkpoint.dir=ckpt-set",
+                   RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+    out = same.stdout + same.stderr
+    assert same.returncode == 0, out
+    assert "--set train.grad_accum=4 --set train.max_steps=1 --set checkpoint.dir=ckpt-set" in out, out
+    assert "steps_per_epoch=2 total_steps=1" in out and "done steps=1" in out, out
+    final = tmp_path / "ckpt-set" / "step-00000001"  # a path set on the command line is resolved as the file's
+    meta = json.loads((final / "evenkeel-checkpoint.json").read_text())
+    assert meta["extra"]["grad_accum"] == 4 and meta["extra"]["overrides"] == [
+        "train.grad_accum=4", "train.max_steps=1", "checkpoint.dir=ckpt-set"], meta
+    assert meta["run"]["xxh3"] == _core_xxh3(rf), "the run's identity stays the file's bytes"
+
+
+def _core_xxh3(path: Path) -> str:
+    from evenkeel import _core
+    return _core.xxh3_file(str(path))
 
 
 def test_a_pack_from_another_tokenizer_is_refused_before_training(qwen3_model, tmp_path):

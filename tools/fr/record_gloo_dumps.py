@@ -72,7 +72,7 @@ def child(case: str, fault_rank: int, fault_step: int, run_file: str) -> int:
     def hit(phase: str) -> bool:
         return armed and where["phase"] == phase and where["step"] == fault_step
 
-    real_enter = train.Run.enter
+    real_enter = train.Progress.enter
 
     def enter(self, phase, detail="", step=None):
         real_enter(self, phase, detail, step)
@@ -82,7 +82,7 @@ def child(case: str, fault_rank: int, fault_step: int, run_file: str) -> int:
         if case == "barrier" and hit("save_barrier"):
             raise InjectedFault(f"injected fault on rank {rank} on its way into the save barrier of step {step}")
 
-    train.Run.enter = enter
+    train.Progress.enter = enter
 
     real_load = train.load_sharded
 
