@@ -3,13 +3,18 @@
 # then the Python suites (pytest) that drive the binary and the package against real
 # peers (Hugging Face tokenizers and datasets, PyTorch with gloo, Prometheus,
 # Alertmanager), then the unit tests under ASan+UBSan and the fuzz harnesses (fuzz/)
-# from one clang build. Exit status is non-zero if any test fails; nothing is skipped.
+# from one clang build. Before the tests, the lint stage: the format check and clang-tidy
+# (scripts/lint.sh). Exit status is non-zero if any test or check fails; nothing is skipped.
+# Benchmarks are not built here: scripts/bench.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 t0=$(date +%s)
 bash scripts/setup.sh
 t1=$(date +%s)
+status=0
+bash scripts/lint.sh || status=1
+tl=$(date +%s)
 cd build
 # Tokenizer parity against Hugging Face (tests/CMakeLists.txt) is part of every test run;
 # a build where those tests went missing must not pass.
@@ -17,7 +22,6 @@ if ! grep -q tokenize_parity_corpus_qwen3 <<<"$(ctest -N)"; then
   echo "test: error: the tokenizer parity tests are not registered (tests/CMakeLists.txt)" >&2
   exit 1
 fi
-status=0
 ctest --output-on-failure -j"$(nproc)" || status=1
 t2=$(date +%s)
 cd "$ROOT"
@@ -26,7 +30,13 @@ suites=(tests/cli tests/pack tests/tokenizer_variants tests/trainer tests/launch
 for d in "${suites[@]}"; do
   [ -d "$d" ] || { echo "test: error: test folder $d is missing" >&2; exit 1; }
 done
-EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=25 "${suites[@]}" || status=1
+# Two runs over the same suites, every test in exactly one: the fast set, then the slow one
+# (tests/conftest.py: modules whose tests start real PyTorch ranks).
+EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=10 \
+  -m "not slow" "${suites[@]}" || status=1
+t25=$(date +%s)
+EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=25 \
+  -m slow "${suites[@]}" || status=1
 t3=$(date +%s)
 # The sanitizer stage: ONE clang build (build-san: ASan + UBSan, libraries also built with
 # libFuzzer's coverage) for two jobs, the unit tests under the sanitizers and every fuzz/
@@ -50,6 +60,7 @@ echo "test: sanitizer stage: build $((san1 - san0)) s, unit tests $((san2 - san1
 EVENKEEL=$ROOT/build/src/cli/evenkeel node --test --test-concurrency=1 tests/report/ || status=1
 t4=$(date +%s)
 # Where the time went (CI shows the end of the output).
-echo "test: times: setup and build $((t1 - t0)) s, ctest $((t2 - t1)) s, pytest $((t3 - t2)) s," \
+echo "test: times: setup and build $((t1 - t0)) s, lint $((tl - t1)) s, ctest $((t2 - tl)) s," \
+  "pytest $((t3 - t2)) s (fast $((t25 - t2)) s, slow $((t3 - t25)) s)," \
   "sanitizer stage $((san3 - san0)) s, browser $((t4 - san3)) s, total $((t4 - t0)) s; status $status" >&2
 exit $status
