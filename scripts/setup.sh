@@ -23,7 +23,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config ccache git
   libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev libsimdjson-dev libutf8proc-dev
   libxxhash-dev libzstd-dev libonig-dev libcli11-dev libcpp-httplib-dev libtomlplusplus-dev
-  pybind11-dev python3-dev unicode-data zstd nodejs npm python3 python3-venv python3-pip
+  python3-dev unicode-data zstd nodejs npm python3 python3-venv python3-pip
   # The format check and clang-tidy (scripts/test.sh, .clang-format, .clang-tidy).
   clang-format-14 clang-tidy-14
   # clang and its sanitizer and libFuzzer runtimes for scripts/test.sh's sanitizer stage
@@ -43,7 +43,7 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config ccache git
 # Prometheus, SLURM, chromium).
 APT_MAIN=(build-essential cmake ninja-build pkg-config ccache git
   libfmt-dev libsimdjson-dev libutf8proc-dev libxxhash-dev libzstd-dev libonig-dev libcli11-dev
-  libcpp-httplib-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev pybind11-dev
+  libcpp-httplib-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-dev unicode-data zstd nodejs npm python3 python3-venv python3-pip)
 if [ "$MODE" = main ]; then APT_PACKAGES=("${APT_MAIN[@]}"); fi
 missing=()
@@ -97,17 +97,20 @@ fi
 # so check for that module, not `import bpe_qwen`. PyTorch's Linux wheel pulls ~3.5 GB of
 # CUDA libraries; it is installed once and reused.
 VENV=$ROOT/.venv
+# pybind11 comes from here, not Debian: 12's pybind11-dev (2.10.3) predates NumPy 2 and
+# builds an extension whose arrays all have stride 0 (python/CMakeLists.txt).
 PIP_PKGS=(pytest bpe-qwen==0.1.5 "torch>=2.8" "numpy>=1.24" "datasets>=2.19" "tokenizers>=0.21"
-  "transformers>=4.56" "safetensors>=0.5" trl==1.16.0)
-# The main job: PyTorch, transformers (the model and its check) and safetensors.
-PIP_MAIN=("torch>=2.8" "numpy>=1.24" "transformers>=4.56" "safetensors>=0.5")
+  "transformers>=4.56" "safetensors>=0.5" trl==1.16.0 "pybind11>=2.12")
+# The main job: PyTorch, transformers (the model and its check), safetensors, pybind11.
+PIP_MAIN=("torch>=2.8" "numpy>=1.24" "transformers>=4.56" "safetensors>=0.5" "pybind11>=2.12")
 venv_main_ok() {
   "$VENV/bin/python" - <<'PY' 2>/dev/null
 import importlib.util, sys
-ok = all(importlib.util.find_spec(m) is not None for m in ("numpy", "torch", "transformers", "safetensors"))
+ok = all(importlib.util.find_spec(m) is not None for m in ("numpy", "torch", "transformers", "safetensors", "pybind11"))
 if ok:
-    import torch
-    ok = tuple(int(x) for x in torch.__version__.split(".")[:2]) >= (2, 8)
+    import pybind11, torch
+    ok = (tuple(int(x) for x in torch.__version__.split(".")[:2]) >= (2, 8)
+          and tuple(int(x) for x in pybind11.__version__.split(".")[:2]) >= (2, 12))
 sys.exit(0 if ok else 1)
 PY
 }
@@ -120,12 +123,14 @@ spec = importlib.util.find_spec("bpe_qwen")
 ok = (md.version("bpe-qwen") == "0.1.5" and spec is not None
       and glob.glob(os.path.join(spec.submodule_search_locations[0], "bpe_qwen.*.so"))
       and all(importlib.util.find_spec(m) is not None
-              for m in ("pytest", "numpy", "datasets", "tokenizers", "torch", "transformers", "safetensors"))
+              for m in ("pytest", "numpy", "datasets", "tokenizers", "torch", "transformers", "safetensors",
+                        "pybind11"))
       and md.version("trl") == "1.16.0")
 if ok:
-    import torch
+    import pybind11, torch
     major, minor = (int(x) for x in torch.__version__.split(".")[:2])
-    ok = (major, minor) >= (2, 8)
+    ok = ((major, minor) >= (2, 8)
+          and tuple(int(x) for x in pybind11.__version__.split(".")[:2]) >= (2, 12))
 sys.exit(0 if ok else 1)
 PY
 }
@@ -143,7 +148,8 @@ fi
 # against the venv's Python, linking the libraries built once here for the CLI and tests;
 # build/python/ is the importable package (python/evenkeel/*.py linked, plus the module).
 cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-  -DEK_COMPONENTS=all -DEK_BUILD_BENCH=OFF -DEK_BUILD_PYTHON=ON -DPython_EXECUTABLE="$VENV/bin/python" >/dev/null
+  -DEK_COMPONENTS=all -DEK_BUILD_BENCH=OFF -DEK_BUILD_PYTHON=ON -DPython_EXECUTABLE="$VENV/bin/python" \
+  -Dpybind11_DIR="$("$VENV/bin/python" -m pybind11 --cmakedir)" >/dev/null
 if [ "$MODE" = main ]; then
   cmake --build "$ROOT/build" -j"$(nproc)" --target evenkeel _core
 else
