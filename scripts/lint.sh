@@ -40,10 +40,11 @@ if [ "$MODE" = all ] || [ "$MODE" = --tidy-all ]; then
   # Over all 98 sources clang-tidy takes about 4 min on this 2-core machine (3-5 s a file,
   # most of it parsing fmt, simdjson and httplib), more than the 3 min CI gives it. So CI
   # checks the sources the change touched: the .cc files changed since the merge base with
-  # main (or, on main itself, since the first parent: a merge's whole branch), and the .cc
+  # main or origin/main (or, on main itself, since the first parent: a merge's whole branch), and the .cc
   # beside each changed header. --tidy-all (or EK_TIDY_ALL=1) checks every one.
   if [ "$MODE" != --tidy-all ] && [ "${EK_TIDY_ALL:-0}" != 1 ]; then
-    base=$(git merge-base HEAD main 2>/dev/null || true)
+    # A fresh clone of a branch has origin/main, not main.
+    base=$(git merge-base HEAD main 2>/dev/null || git merge-base HEAD origin/main 2>/dev/null || true)
     if [ -z "$base" ] || [ "$base" = "$(git rev-parse HEAD)" ]; then
       base=$(git rev-parse -q --verify HEAD~1 || true)
     fi
