@@ -2,6 +2,8 @@
 # Builds the benchmarks in their own tree (build-bench/: Release, -DEK_BUILD_BENCH=ON) and
 # runs them. The test build (scripts/setup.sh's build/) has none: CI never runs them.
 #   scripts/bench.sh            the Google Benchmark suites (tokenize_bench, triage_bench)
+#   scripts/bench.sh -- ARGS    pass ARGS to the Google Benchmark binaries, e.g. a quick
+#                               check that they build and run: -- --benchmark_min_time=0.01
 #   scripts/bench.sh --peers    also the side-by-side scripts against the peers (README's
 #                               table): tokenize, pack, chat pack, templates. Needs
 #                               scripts/setup.sh's npm and venv peers and the 50 MB corpus
@@ -13,17 +15,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PEERS=0
-case "${1:-}" in
-  --peers) PEERS=1 ;;
-  "") ;;
-  *) echo "bench: error: unknown option '$1' (bench.sh [--peers])" >&2; exit 2 ;;
-esac
+GB_ARGS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --peers) PEERS=1; shift ;;
+    --) shift; GB_ARGS=("$@"); break ;;
+    *) echo "bench: error: unknown option '$1' (bench.sh [--peers] [-- BENCHMARK_ARGS...])" >&2; exit 2 ;;
+  esac
+done
 B=$ROOT/build-bench
 cmake -S "$ROOT" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DEK_COMPONENTS=all -DEK_BUILD_BENCH=ON >/dev/null
 cmake --build "$B" -j"$(nproc)" --target evenkeel tokenize_bench triage_bench template_bench make_synthetic_pack
-"$B/bench/tokenize_bench"
-"$B/bench/triage/triage_bench"
+"$B/bench/tokenize_bench" "${GB_ARGS[@]}"
+"$B/bench/triage/triage_bench" "${GB_ARGS[@]}"
 if [ "$PEERS" = 1 ]; then
   PY=$ROOT/.venv/bin/python
   "$PY" tools/corpus/make_corpus.py --if-missing --quiet
