@@ -58,6 +58,8 @@ if [ "$MODE" = all ] || [ "$MODE" = --tidy-all ]; then
   regex=()
   for f in "${tidy[@]}"; do regex+=("$PWD/${f//./\\.}\$"); done
   if [ ${#tidy[@]} -gt 0 ] && ! "$CT" -quiet -p build -j"$(nproc)" "${regex[@]}" >build/clang-tidy.log 2>&1; then
+    # run-clang-tidy-14 always passes --use-color: the log is made plain text for CI's output.
+    sed -i 's/\x1b\[[0-9;]*m//g' build/clang-tidy.log
     grep -E 'warning:|error:' build/clang-tidy.log | sort -u >&2 || cat build/clang-tidy.log >&2
     echo "lint: error: clang-tidy found the problems above (.clang-tidy; full log build/clang-tidy.log)" >&2
     status=1
