@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything evenkeel needs to build and test on Debian 12, and builds it.
 # Safe to re-run: each step skips what is already there.
-#   setup.sh          everything: every library, test and benchmark (what CI needs)
+#   setup.sh          everything: every library and test (what CI needs; benchmarks are
+#                     scripts/bench.sh's, in build-bench/)
 #   setup.sh --main   only what the main job runs: the evenkeel binary and the Python module
 #   apt: compiler toolchain and the -dev libraries we build against
 #   npm (project-local, .deps/npm): Hugging Face tokenizers (parity oracle) and
@@ -22,7 +23,9 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config ccache git
   libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev libsimdjson-dev libutf8proc-dev
   libxxhash-dev libzstd-dev libonig-dev libcli11-dev libcpp-httplib-dev libtomlplusplus-dev
-  pybind11-dev unicode-data zstd nodejs npm python3 python3-venv python3-pip
+  python3-dev unicode-data zstd nodejs npm python3 python3-venv python3-pip
+  # The format check and clang-tidy (scripts/test.sh, .clang-format, .clang-tidy).
+  clang-format-14 clang-tidy-14
   # clang and its sanitizer and libFuzzer runtimes for scripts/test.sh's sanitizer stage
   # (build-san: unit tests under ASan+UBSan and the fuzz/ harnesses, one build for both).
   clang-14 libclang-rt-14-dev
@@ -40,8 +43,8 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config ccache git
 # Prometheus, SLURM, chromium).
 APT_MAIN=(build-essential cmake ninja-build pkg-config ccache git
   libfmt-dev libsimdjson-dev libutf8proc-dev libxxhash-dev libzstd-dev libonig-dev libcli11-dev
-  libcpp-httplib-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev pybind11-dev
-  unicode-data zstd nodejs npm python3 python3-venv python3-pip)
+  libcpp-httplib-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev
+  python3-dev unicode-data zstd nodejs npm python3 python3-venv python3-pip)
 if [ "$MODE" = main ]; then APT_PACKAGES=("${APT_MAIN[@]}"); fi
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -94,17 +97,20 @@ fi
 # so check for that module, not `import bpe_qwen`. PyTorch's Linux wheel pulls ~3.5 GB of
 # CUDA libraries; it is installed once and reused.
 VENV=$ROOT/.venv
+# pybind11 comes from here, not Debian: 12's pybind11-dev (2.10.3) predates NumPy 2 and
+# builds an extension whose arrays all have stride 0 (python/CMakeLists.txt).
 PIP_PKGS=(pytest bpe-qwen==0.1.5 "torch>=2.8" "numpy>=1.24" "datasets>=2.19" "tokenizers>=0.21"
-  "transformers>=4.56" "safetensors>=0.5" trl==1.16.0)
-# The main job: PyTorch, transformers (the model and its check) and safetensors.
-PIP_MAIN=("torch>=2.8" "numpy>=1.24" "transformers>=4.56" "safetensors>=0.5")
+  "transformers>=4.56" "safetensors>=0.5" trl==1.16.0 "pybind11>=2.12")
+# The main job: PyTorch, transformers (the model and its check), safetensors, pybind11.
+PIP_MAIN=("torch>=2.8" "numpy>=1.24" "transformers>=4.56" "safetensors>=0.5" "pybind11>=2.12")
 venv_main_ok() {
   "$VENV/bin/python" - <<'PY' 2>/dev/null
 import importlib.util, sys
-ok = all(importlib.util.find_spec(m) is not None for m in ("numpy", "torch", "transformers", "safetensors"))
+ok = all(importlib.util.find_spec(m) is not None for m in ("numpy", "torch", "transformers", "safetensors", "pybind11"))
 if ok:
-    import torch
-    ok = tuple(int(x) for x in torch.__version__.split(".")[:2]) >= (2, 8)
+    import pybind11, torch
+    ok = (tuple(int(x) for x in torch.__version__.split(".")[:2]) >= (2, 8)
+          and tuple(int(x) for x in pybind11.__version__.split(".")[:2]) >= (2, 12))
 sys.exit(0 if ok else 1)
 PY
 }
@@ -117,12 +123,14 @@ spec = importlib.util.find_spec("bpe_qwen")
 ok = (md.version("bpe-qwen") == "0.1.5" and spec is not None
       and glob.glob(os.path.join(spec.submodule_search_locations[0], "bpe_qwen.*.so"))
       and all(importlib.util.find_spec(m) is not None
-              for m in ("pytest", "numpy", "datasets", "tokenizers", "torch", "transformers", "safetensors"))
+              for m in ("pytest", "numpy", "datasets", "tokenizers", "torch", "transformers", "safetensors",
+                        "pybind11"))
       and md.version("trl") == "1.16.0")
 if ok:
-    import torch
+    import pybind11, torch
     major, minor = (int(x) for x in torch.__version__.split(".")[:2])
-    ok = (major, minor) >= (2, 8)
+    ok = ((major, minor) >= (2, 8)
+          and tuple(int(x) for x in pybind11.__version__.split(".")[:2]) >= (2, 12))
 sys.exit(0 if ok else 1)
 PY
 }
@@ -135,24 +143,34 @@ if ! venv_ok; then
   venv_ok || { echo "setup: error: ${PIP_PKGS[*]} not usable in $VENV after install" >&2; exit 1; }
 fi
 
-# Build: everything, or (--main) only the binary the main job runs.
+# Build: everything, or (--main) only what the main job runs. The Python extension
+# evenkeel._core is a target of this build (-DEK_BUILD_PYTHON=ON, python/CMakeLists.txt),
+# against the venv's Python, linking the libraries built once here for the CLI and tests;
+# build/python/ is the importable package (python/evenkeel/*.py linked, plus the module).
 cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-  -DEK_COMPONENTS=all >/dev/null
+  -DEK_COMPONENTS=all -DEK_BUILD_BENCH=OFF -DEK_BUILD_PYTHON=ON -DPython_EXECUTABLE="$VENV/bin/python" \
+  -Dpybind11_DIR="$("$VENV/bin/python" -m pybind11 --cmakedir)" >/dev/null
 if [ "$MODE" = main ]; then
-  cmake --build "$ROOT/build" -j"$(nproc)" --target evenkeel
+  cmake --build "$ROOT/build" -j"$(nproc)" --target evenkeel _core
 else
   cmake --build "$ROOT/build" -j"$(nproc)"
 fi
 
-# evenkeel's Python package (pybind11 over the C++ core, built by scikit-build-core),
-# reinstalled when its sources change.
-stamp=$VENV/.evenkeel-py.stamp
-h=$(cat pyproject.toml CMakeLists.txt cmake/*.cmake python/CMakeLists.txt python/src/*.cc python/evenkeel/*.py \
-      src/core/*.h src/core/*.cc src/tokenize/*.h src/tokenize/*.cc src/tokenize/*.inc src/pack/*.h src/pack/*.cc \
-      src/loader/*.h src/loader/*.cc src/ckpt/*.h src/ckpt/*.cc src/run/*.h src/run/*.cc 2>/dev/null |
-      sha256sum | cut -d' ' -f1)
-if [ "$(cat "$stamp" 2>/dev/null)" != "$h" ] || ! "$VENV/bin/python" -c "import evenkeel._core" 2>/dev/null; then
-  echo "setup: pip install . into $VENV" >&2
-  CMAKE_ARGS="-DCMAKE_CXX_COMPILER_LAUNCHER=ccache" "$VENV/bin/pip" install -q --disable-pip-version-check "$ROOT"
-  echo "$h" > "$stamp"
+# The venv imports evenkeel from build/python through a .pth file (what an editable install
+# does), so the module ninja just built is the one Python loads: no second build, no stamp
+# to keep in step with the sources. A copy left by an older setup's `pip install .` would
+# come first on sys.path (site-packages precedes .pth entries), so it is removed.
+# (`pip install .` remains the packaging path for users: pyproject.toml.)
+site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if "$VENV/bin/python" -m pip show -q evenkeel >/dev/null 2>&1; then
+  echo "setup: pip uninstall evenkeel (the venv now imports build/python)" >&2
+  "$VENV/bin/python" -m pip uninstall -q -y evenkeel
 fi
+rm -f "$VENV/.evenkeel-py.stamp"
+echo "$ROOT/build/python" > "$site/evenkeel-build.pth"
+got=$(env -u PYTHONPATH "$VENV/bin/python" -c 'import evenkeel._core as c; print(c.__file__)' 2>&1) || {
+  echo "setup: error: the venv cannot import evenkeel._core from $ROOT/build/python: $got" >&2; exit 1; }
+case "$got" in
+  "$ROOT/build/python/evenkeel/"*) ;;
+  *) echo "setup: error: the venv imports evenkeel._core from $got, not $ROOT/build/python" >&2; exit 1 ;;
+esac

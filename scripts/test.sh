@@ -3,13 +3,21 @@
 # then the Python suites (pytest) that drive the binary and the package against real
 # peers (Hugging Face tokenizers and datasets, PyTorch with gloo, Prometheus,
 # Alertmanager), then the unit tests under ASan+UBSan and the fuzz harnesses (fuzz/)
-# from one clang build. Exit status is non-zero if any test fails; nothing is skipped.
+# from one clang build. Before the tests, the lint stage: the format check and clang-tidy
+# (scripts/lint.sh). Exit status is non-zero if any test or check fails; nothing is skipped.
+# Benchmarks are not built here: scripts/bench.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+# Each stage's time as it ends (a run cut short still shows where its time went), and all
+# of them again on the last line.
+stage() { echo "test: stage $1: $(($(date +%s) - $2)) s (load average $(cut -d' ' -f1-3 /proc/loadavg))" >&2; }
 t0=$(date +%s)
 bash scripts/setup.sh
-t1=$(date +%s)
+t1=$(date +%s); stage "setup and build" "$t0"
+status=0
+bash scripts/lint.sh || status=1
+tl=$(date +%s); stage lint "$t1"
 cd build
 # Tokenizer parity against Hugging Face (tests/CMakeLists.txt) is part of every test run;
 # a build where those tests went missing must not pass.
@@ -17,17 +25,22 @@ if ! grep -q tokenize_parity_corpus_qwen3 <<<"$(ctest -N)"; then
   echo "test: error: the tokenizer parity tests are not registered (tests/CMakeLists.txt)" >&2
   exit 1
 fi
-status=0
 ctest --output-on-failure -j"$(nproc)" || status=1
-t2=$(date +%s)
+t2=$(date +%s); stage ctest "$tl"
 cd "$ROOT"
 # (tests/watch runs under ctest as watch_e2e.) A suite folder that went missing fails the run.
 suites=(tests/cli tests/pack tests/tokenizer_variants tests/trainer tests/launch tests/slurm tests/hardening tests/template)
 for d in "${suites[@]}"; do
   [ -d "$d" ] || { echo "test: error: test folder $d is missing" >&2; exit 1; }
 done
-EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=25 "${suites[@]}" || status=1
-t3=$(date +%s)
+# Two runs over the same suites, every test in exactly one: the fast set, then the slow one
+# (tests/conftest.py: modules whose tests start real PyTorch ranks).
+EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=10 \
+  -m "not slow" "${suites[@]}" || status=1
+t25=$(date +%s); stage "pytest fast" "$t2"
+EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=25 \
+  -m slow "${suites[@]}" || status=1
+t3=$(date +%s); stage "pytest slow" "$t25"
 # The sanitizer stage: ONE clang build (build-san: ASan + UBSan, libraries also built with
 # libFuzzer's coverage) for two jobs, the unit tests under the sanitizers and every fuzz/
 # harness for a few seconds over its committed corpus and regressions. Any report fails
@@ -38,10 +51,13 @@ CC=clang-14 CXX=clang++-14 cmake -S "$ROOT" -B "$ROOT/build-san" -G Ninja -DCMAK
   -DEK_SANITIZE=ON -DEK_FUZZ=ON -DEK_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DCMAKE_C_COMPILER_LAUNCHER=ccache -DEK_COMPONENTS=all >/dev/null
 cmake --build "$ROOT/build-san" -j"$(nproc)" --target unit_tests fuzzers
-san1=$(date +%s)
+san1=$(date +%s); stage "sanitizer build" "$san0"
+# The unit-labelled checks that compile nothing (the fixtures are their generators' output:
+# python and shell) ran in build/ above; under the sanitizers only the gtest binaries.
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir "$ROOT/build-san" -L unit -j"$(nproc)" --output-on-failure || status=1
-san2=$(date +%s)
+  ctest --test-dir "$ROOT/build-san" -L unit -E '^(tokenize_tricky_fixture_current|triage_fixtures_fresh)$' \
+  -j"$(nproc)" --output-on-failure || status=1
+san2=$(date +%s); stage "sanitizer unit tests" "$san1"
 EK_FUZZ_BUILD=$ROOT/build-san bash scripts/fuzz.sh --no-build --parallel "$(nproc)" 3 || status=1
 san3=$(date +%s)
 echo "test: sanitizer stage: build $((san1 - san0)) s, unit tests $((san2 - san1)) s, fuzz $((san3 - san2)) s" >&2
@@ -50,6 +66,7 @@ echo "test: sanitizer stage: build $((san1 - san0)) s, unit tests $((san2 - san1
 EVENKEEL=$ROOT/build/src/cli/evenkeel node --test --test-concurrency=1 tests/report/ || status=1
 t4=$(date +%s)
 # Where the time went (CI shows the end of the output).
-echo "test: times: setup and build $((t1 - t0)) s, ctest $((t2 - t1)) s, pytest $((t3 - t2)) s," \
+echo "test: times: setup and build $((t1 - t0)) s, lint $((tl - t1)) s, ctest $((t2 - tl)) s," \
+  "pytest $((t3 - t2)) s (fast $((t25 - t2)) s, slow $((t3 - t25)) s)," \
   "sanitizer stage $((san3 - san0)) s, browser $((t4 - san3)) s, total $((t4 - t0)) s; status $status" >&2
 exit $status

@@ -19,6 +19,7 @@ import os
 import random
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,8 @@ N_RUNS = 300
 N_TRAINED = 20
 SEQ = 16
 TORCHRUN = str(Path(sys.executable).parent / "torchrun")
+# Trained launches in flight at once (the last test); 1 runs them one after another.
+LAUNCHES_AT_ONCE = int(os.environ.get("EVENKEEL_TEST_LAUNCHES", "2"))
 
 
 def draw_blocks(rng: random.Random, world: int, per_step: int) -> list[int]:
@@ -168,13 +171,23 @@ def test_the_trainers_dry_run_command_prints_the_plans_schedule(tmp_path, train_
 
 
 def test_twenty_random_runs_train_through_launch_and_end_at_the_plans_last_step(qwen3_model, tmp_path):
+    # The runs are drawn first, in the generator's order, then launched LAUNCHES_AT_ONCE at a
+    # time: a launch spends most of its wall time waiting on its ranks' start (torch's
+    # import), the gate exchange and checkpoint writes, so two overlap on two cores. Each
+    # run has its own folder, pack and checkpoint dir, and a one-node launch is torchrun
+    # --standalone (a free port), so concurrent launches share nothing.
     rng = random.Random(SEED + 2)
     packs: dict = {}
-    for i in range(N_TRAINED):
-        rf = draw_run(rng, i, tmp_path, packs, trained=True, model=qwen3_model)
+    runs = [draw_run(rng, i, tmp_path, packs, trained=True, model=qwen3_model) for i in range(N_TRAINED)]
+
+    def launch(rf: Path):
+        return subprocess.run([EVENKEEL, "launch", str(rf), "--json"], capture_output=True, text=True, timeout=600,
+                              env=child_env(), cwd=rf.parent, start_new_session=True)
+
+    with ThreadPoolExecutor(max_workers=LAUNCHES_AT_ONCE) as pool:
+        launched = list(pool.map(launch, runs))
+    for rf, p in zip(runs, launched):
         plan = cli_json("plan", str(rf), "--json")["schedule"]
-        p = subprocess.run([EVENKEEL, "launch", str(rf), "--json"], capture_output=True, text=True, timeout=600,
-                           env=child_env(), cwd=rf.parent, start_new_session=True)
         where = f"{rf}:\n{rf.read_text()}\nplan: {json.dumps(plan)}\n{p.stdout[-4000:]}\n{p.stderr[-4000:]}"
         assert p.returncode == 0, where
         summary = json.loads([ln for ln in p.stdout.splitlines() if '"attempt_records"' in ln][-1])
