@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "core/file.h"
-#include "telemetry/fake_clock.h"
+#include "core/fake_clock.h"
 #include "watch/http.h"
 #include "watch/test_util.h"
 
@@ -27,7 +27,7 @@ class FixedFeed : public GpuFeed {
 
 struct AgentFixture {
   testing::ScratchDir dir;
-  telemetry::FakeClock clock{1000};
+  FakeClock clock{1000};
   std::unique_ptr<Agent> agent;
   AgentFixture() {
     MakeDirs(dir / "hb").ok();
