@@ -13,7 +13,7 @@ namespace {
 
 class SourceFeed : public GpuFeed {
  public:
-  SourceFeed(std::unique_ptr<telemetry::Source> source, telemetry::Clock* clock)
+  SourceFeed(std::unique_ptr<telemetry::Source> source, Clock* clock)
       : source_(std::move(source)), clock_(clock) {}
 
   Status Update(double, double deadline) override {
@@ -48,7 +48,7 @@ class SourceFeed : public GpuFeed {
 
  private:
   std::unique_ptr<telemetry::Source> source_;
-  telemetry::Clock* clock_;
+  Clock* clock_;
   std::mutex mu_;
   std::map<int, telemetry::Sample> latest_;
   std::vector<std::string> problems_;
@@ -94,7 +94,7 @@ class ReplayFeed : public GpuFeed {
 }  // namespace
 
 std::unique_ptr<GpuFeed> MakeSourceFeed(std::unique_ptr<telemetry::Source> source,
-                                        telemetry::Clock* clock) {
+                                        Clock* clock) {
   return std::make_unique<SourceFeed>(std::move(source), clock);
 }
 
@@ -120,7 +120,7 @@ Result<std::unique_ptr<GpuFeed>> MakeReplayFeed(const std::vector<std::string>& 
 }
 
 Agent::Agent(AgentOptions options, std::unique_ptr<GpuFeed> feed, std::string no_feed_reason,
-             telemetry::Clock* clock)
+             Clock* clock)
     : options_(std::move(options)), feed_(std::move(feed)), no_feed_reason_(std::move(no_feed_reason)),
       clock_(clock) {}
 

@@ -28,7 +28,7 @@ class GpuFeed {
 // A live source (NVML, nvidia-smi): samples are kept as they arrive. `source`
 // and `clock` are owned by / must outlive the feed.
 std::unique_ptr<GpuFeed> MakeSourceFeed(std::unique_ptr<telemetry::Source> source,
-                                        telemetry::Clock* clock);
+                                        Clock* clock);
 
 // Plays one host's recorded samples in real time from `start` (Clock time),
 // starting `from_s` seconds into the recording; after its end the last
@@ -52,7 +52,7 @@ class Agent {
   // `feed` may be null (no GPU telemetry: telemetry says why). `clock` must
   // outlive the agent.
   Agent(AgentOptions options, std::unique_ptr<GpuFeed> feed, std::string no_feed_reason,
-        telemetry::Clock* clock);
+        Clock* clock);
   // The sampler's work, once per poll interval.
   void Sample();
   // A fresh look at the node. Thread-safe.
@@ -63,7 +63,7 @@ class Agent {
   AgentOptions options_;
   std::unique_ptr<GpuFeed> feed_;
   std::string no_feed_reason_;
-  telemetry::Clock* clock_;
+  Clock* clock_;
   std::mutex mu_;
   std::string feed_error_;
 };

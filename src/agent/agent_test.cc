@@ -8,7 +8,7 @@
 
 #include "ckpt/checkpoint.h"
 #include "core/file.h"
-#include "telemetry/fake_clock.h"
+#include "core/fake_clock.h"
 #include "agent/agent_server.h"
 #include "core/scratch_dir_testing.h"
 
@@ -28,7 +28,7 @@ class FixedFeed : public GpuFeed {
 
 struct AgentFixture {
   testing::ScratchDir dir;
-  telemetry::FakeClock clock{1000};
+  FakeClock clock{1000};
   std::unique_ptr<Agent> agent;
   AgentFixture() {
     MakeDirs(dir / "hb").ok();

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
 
 #include "ckpt/internal.h"
 #include "core/clock.h"
@@ -23,43 +24,34 @@ std::string StepDirName(int64_t step) { return fmt::format("step-{:08d}", step);
 namespace internal {
 
 std::string BaseName(const std::string& path) {
-  std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  size_t slash = p.find_last_of('/');
-  return slash == std::string::npos ? p : p.substr(slash + 1);
+  std::filesystem::path p(path);
+  if (!p.has_filename() && p.has_relative_path()) p = p.parent_path();  // "a/b/" names b
+  return p.has_filename() ? p.filename().string() : p.string();
 }
 
 std::string ParentOf(const std::string& path) {
-  std::string p = path;
-  while (p.size() > 1 && p.back() == '/') p.pop_back();
-  size_t slash = p.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return p.substr(0, slash);
+  std::filesystem::path p(path);
+  if (!p.has_filename() && p.has_relative_path()) p = p.parent_path();  // "a/b/" is in a
+  if (!p.has_relative_path()) return p.string().empty() ? "." : "/";
+  std::filesystem::path parent = p.parent_path();
+  return parent.empty() ? "." : parent.string();
 }
 
-Result<std::vector<DirEntry>> ListDir(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return OpenDirError(dir, errno);
+Result<std::vector<DirEntry>> ListDir(const std::string& dir, Env* env) {
+  EK_ASSIGN_OR_RETURN(std::vector<std::string> names, env->ListDir(dir));  // sorted
   std::vector<DirEntry> out;
-  errno = 0;
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
+  out.reserve(names.size());
+  for (std::string& name : names) {
+    auto info = env->LinkStat(dir + "/" + name);
+    if (!info.ok()) continue;  // vanished meanwhile
     DirEntry entry;
-    entry.name = name;
-    struct stat st;
-    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-      continue;  // vanished meanwhile
-    entry.regular = S_ISREG(st.st_mode);
-    entry.directory = S_ISDIR(st.st_mode);
-    entry.size = entry.regular ? static_cast<uint64_t>(st.st_size) : 0;
-    entry.mtime = static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec * 1e-9;
+    entry.name = std::move(name);
+    entry.regular = info->is_file();
+    entry.directory = info->is_directory();
+    entry.size = entry.regular ? info->size : 0;
+    entry.mtime = info->mtime;
     out.push_back(std::move(entry));
   }
-  ::closedir(d);
-  std::sort(out.begin(), out.end(),
-            [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
   return out;
 }
 

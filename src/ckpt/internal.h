@@ -1,7 +1,6 @@
 // Helpers shared by checkpoint.cc and verify.cc; not part of ek_ckpt's API.
 #pragma once
 
-#include <dirent.h>
 #include <xxhash.h>
 
 #include <cstdint>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "ckpt/manifest.h"
+#include "core/env.h"
 #include "core/status.h"
 
 namespace ek::ckpt::internal {
@@ -24,9 +24,10 @@ struct DirEntry {
   double mtime = 0;
 };
 
-// The entries of `dir` but "." and "..", sorted by name. kNotFound when the
-// directory does not exist.
-Result<std::vector<DirEntry>> ListDir(const std::string& dir);
+// The entries of `dir` but "." and "..", sorted by name, listed and stat'ed
+// (not following links) through `env`. kNotFound when the directory does not
+// exist.
+Result<std::vector<DirEntry>> ListDir(const std::string& dir, Env* env = Env::Default());
 
 std::string BaseName(const std::string& path);
 std::string ParentOf(const std::string& path);

@@ -190,7 +190,7 @@ int RunGate(int argc, char** argv) {
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   auto run = run::ReadRunFile(path);
   if (!run.ok()) return ReportError(run.status());
-  gate::GateEnv env = gate::RealGateEnv();
+  gate::GateEnv env;
   env.gpus = ProbeGpus();
   env.threads = threads;
   auto rep = gate::RunGate(*run, node_rank, env);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -12,8 +13,8 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "core/process.h"
 #include "launch/launcher.h"
-#include "launch/process.h"
 #include "launch/rank_exec.h"
 #include "launch/records.h"
 
@@ -87,9 +88,11 @@ int RunLaunch(int argc, char** argv) {
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   o.extra_args = extra;
   o.evenkeel_exe = SelfExe();
-  o.env = launch::RealClusterEnv();
   if (o.agent && o.agent_listen == "127.0.0.1:0") o.agent_listen = fmt::format("127.0.0.1:{}", 9500 + std::max(0, o.node_rank));
-  launch::InstallStopSignalHandlers();
+  // The program's choices, made here and not in a library: stop signals are
+  // recorded for the main loop, and a closed stdout is an EPIPE error.
+  InstallStopSignalHandlers();
+  std::signal(SIGPIPE, SIG_IGN);
   auto say = [](const std::string& line) {
     std::fputs(line.c_str(), stdout);
     if (line.empty() || line.back() != '\n') std::fputc('\n', stdout);
@@ -124,6 +127,9 @@ int RunLaunchRank(int argc, char** argv) {
   app.add_option("--nproc-per-node", o.nproc_per_node, "processes per node")->required();
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   o.command = command;
+  // As for launch: the wrapper forwards a stop signal to its trainer.
+  InstallStopSignalHandlers();
+  std::signal(SIGPIPE, SIG_IGN);
   auto code = launch::RunRankExec(o);
   if (!code.ok()) return ReportError(code.status());
   return *code;

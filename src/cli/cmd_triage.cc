@@ -99,7 +99,7 @@ Result<OpenSource> MakeSource(const SourceFlags& f) {
   const std::string& kind = spec[0];
   std::vector<std::string> args(spec.begin() + 1, spec.end());
   args.insert(args.end(), f.files.begin(), f.files.end());
-  telemetry::Clock* clock = telemetry::SystemClock();
+  Clock* clock = Clock::Default();
   OpenSource out;
   if (kind == "replay") {
     telemetry::ReplayOptions options;
@@ -213,7 +213,7 @@ int RunCalibrate(int argc, char** argv) {
   telemetry::Batch healthy;
   if (source->live()) {
     CatchStopSignals();
-    telemetry::Clock* clock = telemetry::SystemClock();
+    Clock* clock = Clock::Default();
     double end = clock->Now() + duration_s;
     while (!g_stop && !healthy.end && clock->Now() < end) {
       telemetry::Batch b;
@@ -312,7 +312,7 @@ int RunTriage(int argc, char** argv) {
     Warn("triage: --follow has no effect on a replay; classifying the whole recording");
   }
   if (source->live()) CatchStopSignals();
-  triage::Session session(source, telemetry::SystemClock(), *profile, options);
+  triage::Session session(source, Clock::Default(), *profile, options);
   Warnings warnings;
   std::optional<triage::Assessment> last;
   int n = 0;

@@ -94,7 +94,7 @@ struct AgentFlags {
 };
 
 Result<std::unique_ptr<watch::GpuFeed>> MakeFeed(const AgentFlags& f, const run::RunFile& run,
-                                                 const std::string& host, telemetry::Clock* clock) {
+                                                 const std::string& host, Clock* clock) {
   std::string kind = f.telemetry.empty() ? "nvml" : f.telemetry[0];
   std::vector<std::string> files(f.telemetry.size() > 1 ? f.telemetry.begin() + 1 : f.telemetry.end(),
                                  f.telemetry.end());
@@ -121,7 +121,7 @@ Result<std::unique_ptr<watch::GpuFeed>> MakeFeed(const AgentFlags& f, const run:
 
 Status RunAgentLoop(const AgentFlags& f) {
   EK_ASSIGN_OR_RETURN(run::RunFile run, run::ReadRunFile(f.run_file));
-  telemetry::Clock* clock = telemetry::SystemClock();
+  Clock* clock = Clock::Default();
   watch::AgentOptions options;
   options.run = run.name;
   options.host = f.host.empty() ? telemetry::LocalHostName() : f.host;
@@ -258,7 +258,7 @@ Status RunWatchLoop(const WatchFlags& f) {
   };
   std::vector<std::string> page_hosts = !run.hosts.empty() ? run.hosts : o.agents;
   EK_ASSIGN_OR_RETURN(auto watcher, watch::Watcher::Create(std::move(o), std::move(sinks), http.get(),
-                                                           telemetry::SystemClock(), log_fn));
+                                                           Clock::Default(), log_fn));
   std::unique_ptr<watch::LivePage> page;
   if (!f.http.empty()) {
     watch::LivePageOptions po;

@@ -2,12 +2,17 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/core.h>
+
+#include "core/file.h"
 
 namespace ek {
 
@@ -82,6 +87,23 @@ Status FsyncPath(const std::string& path, int flags, std::string_view what) {
   return Status::Ok();
 }
 
+Result<FileInfo> StatPath(const std::string& path, bool link) {
+  struct stat st;
+  if ((link ? ::lstat(path.c_str(), &st) : ::stat(path.c_str(), &st)) != 0) {
+    int err = errno;
+    if (err == ENOENT || err == ENOTDIR) return NotFoundError(ErrnoError(path, err).message());
+    return ErrnoError(path + ": stat", err);
+  }
+  FileInfo info;
+  info.kind = S_ISREG(st.st_mode)   ? FileInfo::Kind::kFile
+              : S_ISDIR(st.st_mode) ? FileInfo::Kind::kDirectory
+              : S_ISLNK(st.st_mode) ? FileInfo::Kind::kSymlink
+                                    : FileInfo::Kind::kOther;
+  info.size = static_cast<uint64_t>(st.st_size);
+  info.mtime = static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
+  return info;
+}
+
 class PosixEnv final : public Env {
  public:
   Result<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
@@ -118,6 +140,44 @@ class PosixEnv final : public Env {
   }
   Status SyncDir(const std::string& dir) override { return FsyncPath(dir, O_DIRECTORY, "fsync"); }
   Status SyncFile(const std::string& path) override { return FsyncPath(path, 0, "fsync"); }
+
+  Result<std::string> ReadFile(const std::string& path) override { return ek::ReadFile(path); }
+
+  Result<std::vector<std::string>> ListDir(const std::string& dir) override {
+    std::error_code ec;
+    std::filesystem::directory_iterator it(dir, ec);
+    if (ec) return OpenDirError(dir, ec.value());
+    std::vector<std::string> names;
+    for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      names.push_back(it->path().filename().string());
+    }
+    if (ec) return ErrnoError(fmt::format("{}: read directory", dir), ec.value());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  Result<FileInfo> Stat(const std::string& path) override { return StatPath(path, false); }
+  Result<FileInfo> LinkStat(const std::string& path) override { return StatPath(path, true); }
+
+  Result<double> FreeBytes(const std::string& path) override {
+    struct statvfs vfs;
+    if (::statvfs(path.c_str(), &vfs) != 0) return ErrnoError(path + ": statvfs", errno);
+    return static_cast<double>(vfs.f_bavail) * static_cast<double>(vfs.f_frsize);
+  }
+
+  std::optional<std::string> GetVar(const std::string& name) override {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  }
+
+  std::string HostName() override {
+    char host[256] = {0};
+    if (::gethostname(host, sizeof host - 1) != 0) return "";
+    return host;
+  }
+
+  Clock* clock() override { return Clock::Default(); }
 };
 
 }  // namespace

@@ -3,12 +3,17 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "core/fake_clock.h"
 #include "core/fault_env.h"
 #include "core/file.h"
 
@@ -151,6 +156,133 @@ TEST(FaultEnvTest, MakeDirsGoesThroughEnv) {
   env.Add(FaultRule::Fail(FileOp::kCreateDirs, "sub", EACCES));
   ExpectMentions(MakeDirs(dir + "/sub", &env), {dir + "/sub", "create directory", "Permission denied"});
   EXPECT_TRUE(List(dir).empty());
+}
+
+TEST(EnvTest, PosixReadListAndStat) {
+  Env* env = Env::Default();
+  const std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/b.json", "{}").ok());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/a.txt", "hello").ok());
+  ASSERT_TRUE(MakeDirs(dir + "/c").ok());
+  ASSERT_EQ(::symlink("a.txt", (dir + "/link").c_str()), 0);
+
+  auto text = env->ReadFile(dir + "/a.txt");
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_EQ(*text, "hello");
+  // Sorted whatever order the file system keeps, without "." and "..".
+  auto names = env->ListDir(dir);
+  ASSERT_TRUE(names.ok()) << names.status().message();
+  EXPECT_EQ(*names, (std::vector<std::string>{"a.txt", "b.json", "c", "link"}));
+
+  auto file = env->Stat(dir + "/a.txt");
+  ASSERT_TRUE(file.ok());
+  EXPECT_TRUE(file->is_file());
+  EXPECT_EQ(file->size, 5u);
+  const double now = Clock::Default()->Now();
+  EXPECT_GT(file->mtime, now - 600);
+  EXPECT_LT(file->mtime, now + 600);
+  EXPECT_TRUE(env->Stat(dir + "/c")->is_directory());
+  EXPECT_TRUE(env->Stat(dir + "/link")->is_file()) << "Stat follows a link";
+  EXPECT_EQ(env->LinkStat(dir + "/link")->kind, FileInfo::Kind::kSymlink);
+  EXPECT_TRUE(env->Exists(dir + "/b.json"));
+  EXPECT_FALSE(env->Exists(dir + "/none"));
+  auto free_bytes = env->FreeBytes(dir);
+  ASSERT_TRUE(free_bytes.ok()) << free_bytes.status().message();
+  EXPECT_GT(*free_bytes, 0);
+  EXPECT_FALSE(env->HostName().empty());
+  ASSERT_EQ(::setenv("EK_ENV_TEST_VAR", "x1", 1), 0);
+  EXPECT_EQ(env->GetVar("EK_ENV_TEST_VAR"), "x1");
+  ::unsetenv("EK_ENV_TEST_VAR");
+  EXPECT_EQ(env->GetVar("EK_ENV_TEST_VAR"), std::nullopt);
+  ASSERT_EQ(std::system(("rm -rf " + dir).c_str()), 0);
+}
+
+TEST(EnvTest, PosixReadErrorsNameThePathAndAreBadInput) {
+  Env* env = Env::Default();
+  const std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/f", "x").ok());
+  // The same Statuses as core/file.h's readers: exit 65, not 74.
+  auto missing = env->ReadFile(dir + "/none");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find(dir + "/none"), std::string::npos);
+  auto a_dir = env->ReadFile(dir);
+  EXPECT_NE(a_dir.status().message().find(dir + ": is a directory, expected a file"), std::string::npos)
+      << a_dir.status().message();
+  auto no_dir = env->ListDir(dir + "/none");
+  EXPECT_EQ(no_dir.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(no_dir.status().message(), dir + "/none: no such directory");
+  auto a_file = env->ListDir(dir + "/f");
+  EXPECT_EQ(a_file.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(a_file.status().message(), dir + "/f: is a file, expected a directory");
+  auto gone = env->Stat(dir + "/none");
+  EXPECT_EQ(gone.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(gone.status().message(), dir + "/none: No such file or directory");
+  EXPECT_FALSE(env->FreeBytes(dir + "/none").ok());
+  EXPECT_NE(env->FreeBytes(dir + "/none").status().message().find(dir + "/none: statvfs: No such file"),
+            std::string::npos);
+  ASSERT_EQ(std::system(("rm -rf " + dir).c_str()), 0);
+}
+
+TEST(FaultEnvTest, ReadsFailByRuleAndTheMachineIsFaked) {
+  const std::string dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/state.json", "{}").ok());
+  FaultInjectionEnv env(Env::Default());
+  env.Add(FaultRule::Fail(FileOp::kRead, "state.json", EIO));
+  env.Add(FaultRule::Fail(FileOp::kList, dir, EACCES));
+  env.Add(FaultRule::Fail(FileOp::kStat, "state.json", EIO));
+  ExpectMentions(env.ReadFile(dir + "/state.json").status(), {dir + "/state.json", "Input/output error"});
+  EXPECT_EQ(env.ListDir(dir).status().message(), dir + ": Permission denied");
+  ExpectMentions(env.Stat(dir + "/state.json").status(), {dir + "/state.json: stat", "Input/output error"});
+  EXPECT_EQ(env.calls(FileOp::kRead), 1);
+  // Each rule fired once: the next calls pass.
+  EXPECT_EQ(*env.ReadFile(dir + "/state.json"), "{}");
+  EXPECT_EQ(env.ListDir(dir)->size(), 1u);
+
+  env.SetVars({{"SLURM_JOB_ID", "7"}});
+  EXPECT_EQ(env.GetVar("SLURM_JOB_ID"), "7");
+  EXPECT_EQ(env.GetVar("PATH"), std::nullopt) << "only the variables set";
+  env.SetHostName("node-a");
+  EXPECT_EQ(env.HostName(), "node-a");
+  env.SetFreeBytes(1e9);
+  EXPECT_EQ(*env.FreeBytes(dir), 1e9);
+  env.SetFreeBytes(std::nullopt);
+  EXPECT_EQ(env.FreeBytes(dir).status().message(), dir + ": statvfs: no answer");
+  EXPECT_EQ(env.clock(), Clock::Default());
+  FakeClock clock;
+  env.SetClock(&clock);
+  EXPECT_EQ(env.clock(), &clock);
+  ASSERT_EQ(std::system(("rm -rf " + dir).c_str()), 0);
+}
+
+TEST(ClockTest, FakeClockSleepsMoveTimeAtOnce) {
+  FakeClock clock(1'700'000'000);
+  const double mono = clock.Monotonic();
+  auto start = std::chrono::steady_clock::now();
+  clock.SleepFor(3600);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  EXPECT_EQ(clock.Now(), 1'700'003'600);
+  EXPECT_EQ(clock.Monotonic(), mono + 3600);
+  clock.SleepUntil(1'700'003'700.25);
+  EXPECT_EQ(clock.Now(), 1'700'003'700.25) << "to the exact time asked";
+  clock.SleepUntil(1);  // the past: no move
+  clock.SleepFor(-5);
+  EXPECT_EQ(clock.Now(), 1'700'003'700.25);
+  EXPECT_EQ(clock.sleeps(), 4);
+  EXPECT_EQ(clock.slept(), 3700.25);
+  // A step of the wall clock leaves the monotonic one alone.
+  clock.Set(1'600'000'000);
+  EXPECT_EQ(clock.Now(), 1'600'000'000);
+  EXPECT_EQ(clock.Monotonic(), mono + 3700.25);
+  clock.Advance(2);
+  EXPECT_EQ(clock.Monotonic(), mono + 3702.25);
+}
+
+TEST(ClockTest, RealClockSleeps) {
+  Clock* clock = Clock::Default();
+  const double t0 = clock->Monotonic();
+  clock->SleepFor(0.02);
+  EXPECT_GE(clock->Monotonic() - t0, 0.02);
+  EXPECT_NEAR(clock->Now(), static_cast<double>(std::time(nullptr)), 2);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <fmt/core.h>
 
+#include "core/file.h"
+
 namespace ek {
 
 std::string_view FileOpName(FileOp op) {
@@ -18,6 +20,9 @@ std::string_view FileOpName(FileOp op) {
     case FileOp::kCreateDirs: return "create directory";
     case FileOp::kSyncDir: return "fsync directory";
     case FileOp::kSyncFile: return "fsync file";
+    case FileOp::kRead: return "read";
+    case FileOp::kList: return "list";
+    case FileOp::kStat: return "stat";
   }
   return "?";
 }
@@ -181,6 +186,104 @@ Status FaultInjectionEnv::SyncFile(const std::string& path) {
   FaultRule r;
   if (Fires(FileOp::kSyncFile, path, "", &r)) return ErrnoError(path + ": fsync", r.err);
   return base_->SyncFile(path);
+}
+
+Result<std::string> FaultInjectionEnv::ReadFile(const std::string& path) {
+  FaultRule r;
+  if (Fires(FileOp::kRead, path, "", &r)) return ErrnoError(path, r.err);
+  return base_->ReadFile(path);
+}
+
+Result<std::vector<std::string>> FaultInjectionEnv::ListDir(const std::string& dir) {
+  FaultRule r;
+  if (Fires(FileOp::kList, dir, "", &r)) return OpenDirError(dir, r.err);
+  return base_->ListDir(dir);
+}
+
+namespace {
+
+Status StatFault(const std::string& path, int err) {
+  if (err == ENOENT) return NotFoundError(ErrnoError(path, err).message());
+  return ErrnoError(path + ": stat", err);
+}
+
+}  // namespace
+
+Result<FileInfo> FaultInjectionEnv::Stat(const std::string& path) {
+  FaultRule r;
+  if (Fires(FileOp::kStat, path, "", &r)) return StatFault(path, r.err);
+  return base_->Stat(path);
+}
+
+Result<FileInfo> FaultInjectionEnv::LinkStat(const std::string& path) {
+  FaultRule r;
+  if (Fires(FileOp::kStat, path, "", &r)) return StatFault(path, r.err);
+  return base_->LinkStat(path);
+}
+
+void FaultInjectionEnv::SetVar(const std::string& name, const std::string& value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!vars_) vars_.emplace();
+  (*vars_)[name] = value;
+}
+
+void FaultInjectionEnv::SetVars(std::map<std::string, std::string> vars) {
+  std::lock_guard<std::mutex> lock(mu_);
+  vars_ = std::move(vars);
+}
+
+void FaultInjectionEnv::SetHostName(std::string host) {
+  std::lock_guard<std::mutex> lock(mu_);
+  host_ = std::move(host);
+}
+
+void FaultInjectionEnv::SetFreeBytes(std::optional<double> bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  free_bytes_ = bytes;
+}
+
+void FaultInjectionEnv::SetClock(Clock* clock) {
+  std::lock_guard<std::mutex> lock(mu_);
+  clock_ = clock;
+}
+
+Result<double> FaultInjectionEnv::FreeBytes(const std::string& path) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (free_bytes_) {
+      if (*free_bytes_) return **free_bytes_;
+      return UnavailableError(path + ": statvfs: no answer");
+    }
+  }
+  return base_->FreeBytes(path);
+}
+
+std::optional<std::string> FaultInjectionEnv::GetVar(const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (vars_) {
+      auto it = vars_->find(name);
+      if (it == vars_->end()) return std::nullopt;
+      return it->second;
+    }
+  }
+  return base_->GetVar(name);
+}
+
+std::string FaultInjectionEnv::HostName() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (host_) return *host_;
+  }
+  return base_->HostName();
+}
+
+Clock* FaultInjectionEnv::clock() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (clock_ != nullptr) return clock_;
+  }
+  return base_->clock();
 }
 
 std::vector<WriteFault> WriteFaults(const std::string& p) {

@@ -12,11 +12,15 @@
 // really writes the prefix to the file before failing, leaving the half file
 // a full disk leaves. Rules are matched in the order added; the first that
 // fires decides. Thread-safe (FinalizeCheckpoint syncs from several threads).
+// Reads (ReadFile, ListDir, Stat) fail the same way, by rule. Everything
+// else (environment variables, the host name, the clock) passes to the base
+// unless set here, so one FaultInjectionEnv is a test's whole fake machine.
 // Test-only: linked into test binaries (ek_core_testing), never the CLI.
 #pragma once
 
 #include <cerrno>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -36,6 +40,9 @@ enum class FileOp {
   kCreateDirs,  // CreateDirs
   kSyncDir,     // SyncDir
   kSyncFile,    // SyncFile
+  kRead,        // ReadFile
+  kList,        // ListDir
+  kStat,        // Stat, LinkStat
 };
 std::string_view FileOpName(FileOp op);
 
@@ -56,10 +63,21 @@ struct FaultRule {
   FaultRule Always() const { return Times(-1); }
 };
 
-class FaultInjectionEnv final : public Env {
+class FaultInjectionEnv final : public EnvWrapper {
  public:
   // `base` must outlive this Env and every file it opens.
-  explicit FaultInjectionEnv(Env* base) : base_(base) {}
+  explicit FaultInjectionEnv(Env* base) : EnvWrapper(base), base_(base) {}
+
+  // The environment this Env reports instead of the process's: once any
+  // variable is set, GetVar sees only the variables set here.
+  void SetVar(const std::string& name, const std::string& value);
+  void SetVars(std::map<std::string, std::string> vars);
+  void SetHostName(std::string host);
+  // FreeBytes answers this for every path; nullopt: the free space cannot be
+  // learnt ("PATH: statvfs: no answer", kUnavailable).
+  void SetFreeBytes(std::optional<double> bytes);
+  // clock() returns `clock` (a FakeClock) instead of the base's.
+  void SetClock(Clock* clock);
 
   void Add(FaultRule rule);
   // Removes every rule: the disk is healthy again. Counts are kept.
@@ -77,6 +95,14 @@ class FaultInjectionEnv final : public Env {
   Status CreateDirs(const std::string& path) override;
   Status SyncDir(const std::string& dir) override;
   Status SyncFile(const std::string& path) override;
+  Result<std::string> ReadFile(const std::string& path) override;
+  Result<std::vector<std::string>> ListDir(const std::string& dir) override;
+  Result<FileInfo> Stat(const std::string& path) override;
+  Result<FileInfo> LinkStat(const std::string& path) override;
+  Result<double> FreeBytes(const std::string& path) override;
+  std::optional<std::string> GetVar(const std::string& name) override;
+  std::string HostName() override;
+  Clock* clock() override;
 
   // The rule that fires for this call, if any (counts the call). Used by the
   // files this Env opens.
@@ -91,7 +117,11 @@ class FaultInjectionEnv final : public Env {
   mutable std::mutex mu_;
   std::vector<Slot> rules_;
   int injected_ = 0;
-  int calls_[10] = {};
+  int calls_[13] = {};
+  std::optional<std::map<std::string, std::string>> vars_;
+  std::optional<std::string> host_;
+  std::optional<std::optional<double>> free_bytes_;
+  Clock* clock_ = nullptr;
 };
 
 // The ways one file write can fail, each a rule on paths containing

@@ -143,10 +143,8 @@ namespace {
 std::atomic<uint64_t> g_temp_counter{0};
 
 std::string DirOf(const std::string& path) {
-  auto pos = path.find_last_of('/');
-  if (pos == std::string::npos) return ".";
-  if (pos == 0) return "/";
-  return path.substr(0, pos);
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  return dir.empty() ? "." : dir.string();
 }
 }  // namespace
 
@@ -154,11 +152,10 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path, Env* env) {
   AtomicFile f;
   f.env_ = env;
   f.path_ = path;
-  auto slash = path.find_last_of('/');
-  std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
-  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  f.temp_path_ = dir + "." + base + ".tmp." + std::to_string(::getpid()) + "." +
-                 std::to_string(g_temp_counter.fetch_add(1));
+  std::filesystem::path temp(path);  // DIR/NAME -> DIR/.NAME.tmp.PID.N
+  temp.replace_filename("." + temp.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+                        std::to_string(g_temp_counter.fetch_add(1)));
+  f.temp_path_ = temp.string();
   auto file = env->NewWritableFile(f.temp_path_);
   if (!file.ok()) {
     f.temp_path_.clear();  // nothing was created

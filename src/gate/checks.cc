@@ -2,9 +2,7 @@
 // and Conclude, the verdict tail they share.
 #include "gate/checks.h"
 
-#include <dirent.h>
 #include <sys/statfs.h>
-#include <sys/statvfs.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -60,7 +58,7 @@ bool OnNetworkFs(const std::string& path, std::string* kind) {
 }
 
 std::optional<long long> EnvInt(const GateEnv& env, const std::string& key) {
-  auto v = env.getenv(key);
+  auto v = env.env->GetVar(key);
   if (!v) return std::nullopt;
   return ParseInt64(*v);
 }
@@ -283,14 +281,14 @@ Findings StorageCheck(const GateInputs& in) {
   std::string room;  // what the saves need and what is free, for the reason
   if (ckpt.empty()) {
     fails.push_back("checkpoint.dir is not set");
-  } else if (Status st = MakeDirs(ckpt, env.files); !st.ok()) {
+  } else if (Status st = MakeDirs(ckpt, env.env); !st.ok()) {
     fails.push_back("checkpoint dir: " + st.message());
   } else {
     std::string probe = ckpt + "/.evenkeel-gate-probe";
-    if (Status st = WriteFileAtomic(probe, "probe", env.files); !st.ok()) {
+    if (Status st = WriteFileAtomic(probe, "probe", env.env); !st.ok()) {
       fails.push_back("checkpoint dir not writable: " + st.message());
     } else {
-      (void)env.files->RemoveFile(probe);
+      (void)env.env->RemoveFile(probe);
       if (!model.ok()) {
         // The memory and schedule checks fail on the model already; this says what is not known.
         warns.push_back("free space not planned: the checkpoint's size needs the model (" + model.status().message() +
@@ -316,13 +314,13 @@ Findings StorageCheck(const GateInputs& in) {
         double existing_bytes = 0;
         for (double b : existing) existing_bytes += b;
         std::optional<double> free_bytes;
-        std::string why_unknown = "no answer";
-        if (env.free_bytes) {
-          free_bytes = env.free_bytes(ckpt);
-        } else if (struct statvfs vfs; ::statvfs(ckpt.c_str(), &vfs) == 0) {
-          free_bytes = static_cast<double>(vfs.f_bavail) * vfs.f_frsize;
+        std::string why_unknown;
+        if (Result<double> got = env.env->FreeBytes(ckpt); got.ok()) {
+          free_bytes = *got;
         } else {
-          why_unknown = std::string("statvfs: ") + std::strerror(errno);
+          // "CKPT: statvfs: REASON"; the line names the directory already.
+          why_unknown = got.status().message();
+          if (why_unknown.starts_with(ckpt + ": ")) why_unknown.erase(0, ckpt.size() + 2);
         }
         c.numbers["checkpoint_bytes"] = size;
         c.numbers["checkpoint_weight_bytes"] = plan.checkpoint_weight_bytes;
@@ -357,11 +355,9 @@ Findings StorageCheck(const GateInputs& in) {
     }
   }
   if (!pack_dir.empty()) {
-    DIR* d = ::opendir(pack_dir.c_str());
-    if (!d) {
+    if (!env.env->ListDir(pack_dir).ok()) {
       fails.push_back(fmt::format("pack dir {} is not readable", pack_dir));
     } else {
-      ::closedir(d);
       std::string kind;
       if (OnNetworkFs(pack_dir, &kind)) {
         warns.push_back(fmt::format("pack dir {} is on {}, not a node-local disk (contention risk, §4.2)", pack_dir, kind));
@@ -399,7 +395,7 @@ Findings DistributedCheck(const GateInputs& in) {
                     "so a hang can be diagnosed");
   }
   for (const char* key : {"TORCH_FR_DUMP_ON_TIMEOUT", "TORCH_NCCL_DUMP_ON_TIMEOUT"}) {
-    auto v = env.getenv(key);
+    auto v = env.env->GetVar(key);
     if (v && (*v == "0" || *v == "false" || *v == "False")) {
       fails.push_back(fmt::format("{}={}: no flight-recorder dump when a collective times out", key, *v));
     }

@@ -41,19 +41,6 @@ Verdict GateReport::overall() const {
   return v;
 }
 
-GateEnv RealGateEnv() {
-  GateEnv env;
-  env.getenv = [](const std::string& k) -> std::optional<std::string> {
-    const char* v = std::getenv(k.c_str());
-    if (!v) return std::nullopt;
-    return std::string(v);
-  };
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  env.host = host;
-  return env;
-}
-
 double SaveSpaceNeeded(double checkpoint_bytes, int keep, const std::vector<double>& existing) {
   const int olds = std::min<int>(std::max(keep, 0), static_cast<int>(existing.size()));
   double need = 0;
@@ -66,12 +53,13 @@ double SaveSpaceNeeded(double checkpoint_bytes, int keep, const std::vector<doub
 }
 
 Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env) {
-  auto t0 = std::chrono::steady_clock::now();
+  Clock* clock = env.env->clock();
+  const double t0 = clock->Monotonic();
   GateReport rep;
   rep.run_name = run.name;
   rep.run_file = run.path;
   rep.run_xxh3 = run.xxh3;
-  rep.host = env.host;
+  rep.host = env.env->HostName();
   rep.node_rank = node_rank;
   rep.nodes = run.nodes;
   rep.gpus_per_node = run.gpus_per_node;
@@ -109,7 +97,7 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
   rep.checks.push_back(Conclude(MemoryCheck(in)));
   rep.checks.push_back(Conclude(StorageCheck(in)));
   rep.checks.push_back(Conclude(DistributedCheck(in)));
-  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  rep.seconds = clock->Monotonic() - t0;
   return rep;
 }
 

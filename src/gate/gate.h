@@ -49,18 +49,16 @@ struct GpuFacts {
   int foreign_processes = 0;  // compute processes already on the GPUs
 };
 
-// The environment and machine seams, faked in tests.
+// What the gate learns about the machine: through `env` (core/env.h) the
+// environment variables the ranks will see, the host name, the storage
+// check's probe write and free space (statvfs), and the clock that times the
+// checks; beside it what the caller probed. Tests pass a FaultInjectionEnv
+// with variables, a host, free space and a FakeClock of their own.
 struct GateEnv {
-  std::function<std::optional<std::string>(const std::string&)> getenv;
+  Env* env = Env::Default();
   GpuFacts gpus;
-  std::string host;
   size_t threads = 0;
-  Env* files = Env::Default();  // the storage check's probe write goes through it
-  // Bytes free to the run at a path (statvfs: f_bavail x f_frsize); nullopt when
-  // unknown. Unset: statvfs. Tests set a number.
-  std::function<std::optional<double>(const std::string&)> free_bytes;
 };
-GateEnv RealGateEnv();
 
 struct GateReport {
   std::string run_name;

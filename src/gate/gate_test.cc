@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <functional>
 #include <map>
 
 #include <fmt/core.h>
@@ -35,12 +36,8 @@ class GateTest : public ::testing::Test {
     ASSERT_TRUE(WriteFileAtomic(dir_ + "/in.jsonl", body).ok());
     MakePack("uneven", pack::ShardMode::kContiguous);
     MakePack("even", pack::ShardMode::kBalanced);
-    env_.getenv = [this](const std::string& k) -> std::optional<std::string> {
-      auto it = vars_.find(k);
-      if (it == vars_.end()) return std::nullopt;
-      return it->second;
-    };
-    env_.host = "test-host";
+    env_.env = &machine_;
+    machine_.SetHostName("test-host");
     vars_["TORCH_FR_BUFFER_SIZE"] = "2000";
   }
 
@@ -84,6 +81,8 @@ class GateTest : public ::testing::Test {
   }
 
   GateReport Gate(const RunFile& r, int node = -1) {
+    machine_.SetVars(vars_);
+    if (free_bytes_) machine_.SetFreeBytes(free_bytes_());
     auto rep = RunGate(r, node, env_);
     EXPECT_TRUE(rep.ok()) << rep.status().message();
     return rep.ok() ? *rep : GateReport{};
@@ -91,6 +90,8 @@ class GateTest : public ::testing::Test {
 
   std::string dir_;
   std::map<std::string, std::string> vars_;
+  std::function<std::optional<double>()> free_bytes_;  // unset: the disk's
+  FaultInjectionEnv machine_{Env::Default()};
   GateEnv env_;
 };
 
@@ -273,7 +274,7 @@ TEST_F(GateTest, StoragePlansTheCheckpointAsWrittenAndKeepPlusOneCopies) {
   r.params = 0;
   r.model_path = model;
   double free_bytes = 0;
-  env_.free_bytes = [&free_bytes](const std::string&) -> std::optional<double> { return free_bytes; };
+  free_bytes_ = [&free_bytes] { return std::optional<double>(free_bytes); };
   auto plan = run::MakePlan(r, *run::ModelForRun(r), nullptr);
   ASSERT_TRUE(plan.ok());
   const double size = plan->checkpoint_bytes;
@@ -323,7 +324,7 @@ TEST_F(GateTest, StoragePlansTheCheckpointAsWrittenAndKeepPlusOneCopies) {
   free_bytes -= 1;
   EXPECT_EQ(Get(Gate(r), "storage").verdict, Verdict::kFail);
   // Free space that cannot be known is said, not taken for enough.
-  env_.free_bytes = [](const std::string&) -> std::optional<double> { return std::nullopt; };
+  free_bytes_ = [] { return std::optional<double>(); };
   c = Get(Gate(r), "storage");
   EXPECT_EQ(c.verdict, Verdict::kWarn);
   EXPECT_NE(c.reason.find("free space unknown"), std::string::npos) << c.reason;
@@ -664,9 +665,9 @@ TEST_F(GateTest, PassLogAndNodePartSurviveEveryWriteFault) {
 }
 
 TEST_F(GateTest, StorageProbeThatCannotBeWrittenFails) {
-  FaultInjectionEnv files(Env::Default());
+  FaultInjectionEnv files(&machine_);
   files.Add(FaultRule::Fail(FileOp::kAppend, ".evenkeel-gate-probe", ENOSPC));
-  env_.files = &files;
+  env_.env = &files;
   const Check c = Get(Gate(Run("even")), "storage");
   EXPECT_EQ(c.verdict, Verdict::kFail);
   EXPECT_NE(c.reason.find("not writable: " + dir_ + "/ckpt/.evenkeel-gate-probe"), std::string::npos) << c.reason;

@@ -1,6 +1,5 @@
 #include "heartbeat/heartbeat.h"
 
-#include <dirent.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <simdjson.h>
@@ -74,20 +73,14 @@ std::string HeartbeatToJson(const Heartbeat& hb) {
   return out;
 }
 
-std::vector<Heartbeat> ReadHeartbeatDir(const std::string& dir, std::vector<std::string>* problems) {
+std::vector<Heartbeat> ReadHeartbeatDir(const std::string& dir, std::vector<std::string>* problems, Env* env) {
   std::vector<Heartbeat> out;
-  DIR* d = opendir(dir.c_str());
-  if (!d) return out;
-  std::vector<std::string> names;
-  while (dirent* e = readdir(d)) {
-    std::string_view n = e->d_name;
-    if (n.starts_with("rank-") && n.ends_with(".json")) names.emplace_back(n);
-  }
-  closedir(d);
-  std::sort(names.begin(), names.end());
-  for (const auto& n : names) {
+  auto listed = env->ListDir(dir);  // sorted
+  if (!listed.ok()) return out;
+  for (const std::string& n : *listed) {
+    if (!n.starts_with("rank-") || !n.ends_with(".json")) continue;
     std::string path = dir + "/" + n;
-    auto text = ReadFile(path);
+    auto text = env->ReadFile(path);
     if (!text.ok()) {
       if (problems) problems->push_back(text.status().message());
       continue;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/env.h"
 #include "core/status.h"
 
 namespace ek::heartbeat {
@@ -46,7 +47,9 @@ std::string HeartbeatToJson(const Heartbeat& hb);
 // Reads every rank-*.json in `dir` (temporary files are skipped). A file that
 // cannot be parsed is reported in *problems ("DIR/rank-3.json: ...") and left
 // out. A missing directory is an empty list, not an error: no rank has started.
-std::vector<Heartbeat> ReadHeartbeatDir(const std::string& dir, std::vector<std::string>* problems);
+// Lists and reads through `env`.
+std::vector<Heartbeat> ReadHeartbeatDir(const std::string& dir, std::vector<std::string>* problems,
+                                        Env* env = Env::Default());
 
 // True while `pid` names a live, non-zombie process on this host.
 bool ProcessAlive(int64_t pid);

@@ -8,7 +8,7 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
-#include "launch/process.h"
+#include "core/process.h"
 
 namespace ek::launch {
 
@@ -24,7 +24,8 @@ Result<int> ParseCount(const std::string& name, const std::string& v) {
   return static_cast<int>(n);
 }
 
-// Runs `scontrol show hostnames LIST` and returns its lines.
+}  // namespace
+
 Result<std::vector<std::string>> ScontrolHostnames(const std::string& nodelist) {
   std::string exe = FindExecutable("scontrol");
   if (exe.empty()) return NotFoundError("scontrol not found on PATH (needed to expand SLURM_JOB_NODELIST)");
@@ -51,26 +52,14 @@ Result<std::vector<std::string>> ScontrolHostnames(const std::string& nodelist) 
   return hosts;
 }
 
-}  // namespace
-
-ClusterEnv RealClusterEnv() {
-  ClusterEnv e;
-  e.getenv = [](const std::string& k) -> std::optional<std::string> {
-    const char* v = std::getenv(k.c_str());
-    if (!v) return std::nullopt;
-    return std::string(v);
-  };
-  e.expand_nodelist = ScontrolHostnames;
-  return e;
-}
-
-Result<Cluster> ResolveCluster(const run::RunFile& run, int node_rank_flag, const ClusterEnv& env) {
+Result<Cluster> ResolveCluster(const run::RunFile& run, int node_rank_flag, Env* env,
+                               const NodelistExpander& expand) {
   Cluster c;
   c.nodes = run.nodes;
   c.nproc_per_node = run.gpus_per_node;
   c.hosts = run.hosts;
   const std::string file = run.path.empty() ? "run file" : run.path;
-  auto get = [&](const char* k) { return env.getenv(k).value_or(""); };
+  auto get = [&](const char* k) { return env->GetVar(k).value_or(""); };
 
   // SLURM: one launcher per node under srun.
   std::string job = get("SLURM_JOB_ID");
@@ -89,7 +78,7 @@ Result<Cluster> ResolveCluster(const run::RunFile& run, int node_rank_flag, cons
     std::string nodelist = get("SLURM_JOB_NODELIST");
     if (nodelist.empty()) nodelist = get("SLURM_NODELIST");
     if (nodelist.empty()) return InvalidArgumentError("SLURM_JOB_NODELIST is not set");
-    EK_ASSIGN_OR_RETURN(std::vector<std::string> hosts, env.expand_nodelist(nodelist));
+    EK_ASSIGN_OR_RETURN(std::vector<std::string> hosts, expand ? expand(nodelist) : ScontrolHostnames(nodelist));
     if (static_cast<int>(hosts.size()) != run.nodes) {
       return InvalidArgumentError(fmt::format("SLURM_JOB_NODELIST={} expands to {} host(s) ({}), {} has cluster.nodes = {}",
                                               nodelist, hosts.size(), fmt::join(hosts, ","), file, run.nodes));

@@ -5,22 +5,19 @@
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/env.h"
 #include "core/status.h"
 #include "run/run_file.h"
 
 namespace ek::launch {
 
-// The seams a test replaces: environment variables, and SLURM's host-list
-// expansion (`scontrol show hostnames LIST`).
-struct ClusterEnv {
-  std::function<std::optional<std::string>(const std::string&)> getenv;
-  std::function<Result<std::vector<std::string>>(const std::string& nodelist)> expand_nodelist;
-};
-ClusterEnv RealClusterEnv();
+// SLURM's host-list expansion ("node[01-02]" -> node01, node02), the seam a
+// test replaces; the default runs `scontrol show hostnames LIST`.
+using NodelistExpander = std::function<Result<std::vector<std::string>>(const std::string& nodelist)>;
+Result<std::vector<std::string>> ScontrolHostnames(const std::string& nodelist);
 
 struct Cluster {
   int node_rank = 0;
@@ -34,7 +31,10 @@ struct Cluster {
   std::string source;              // "command line", "SLURM job 1234", "single node"
 };
 
-// `node_rank_flag` is --node-rank, -1 when not given.
-Result<Cluster> ResolveCluster(const run::RunFile& run, int node_rank_flag, const ClusterEnv& env);
+// `node_rank_flag` is --node-rank, -1 when not given. The environment
+// variables come from `env` (core/env.h); `expand` is ScontrolHostnames when
+// empty.
+Result<Cluster> ResolveCluster(const run::RunFile& run, int node_rank_flag, Env* env,
+                               const NodelistExpander& expand = {});
 
 }  // namespace ek::launch

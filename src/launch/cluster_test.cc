@@ -3,19 +3,29 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
+
+#include "core/fault_env.h"
 
 namespace ek::launch {
 namespace {
 
-ClusterEnv Env(std::map<std::string, std::string> vars, std::vector<std::string> hosts = {}) {
-  ClusterEnv e;
-  e.getenv = [vars](const std::string& k) -> std::optional<std::string> {
-    auto it = vars.find(k);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-  e.expand_nodelist = [hosts](const std::string&) -> Result<std::vector<std::string>> { return hosts; };
-  return e;
+// A fake machine: these environment variables only, and SLURM host lists
+// that expand to `hosts`.
+struct Machine {
+  std::shared_ptr<FaultInjectionEnv> env;
+  NodelistExpander expand;
+};
+
+Machine Env(std::map<std::string, std::string> vars, std::vector<std::string> hosts = {}) {
+  Machine m{std::make_shared<FaultInjectionEnv>(ek::Env::Default()), nullptr};
+  m.env->SetVars(std::move(vars));
+  m.expand = [hosts](const std::string&) -> Result<std::vector<std::string>> { return hosts; };
+  return m;
+}
+
+Result<Cluster> ResolveCluster(const run::RunFile& run, int node_rank_flag, const Machine& m) {
+  return launch::ResolveCluster(run, node_rank_flag, m.env.get(), m.expand);
 }
 
 run::RunFile MakeRun(int nodes, int gpus, std::vector<std::string> hosts = {}) {

@@ -9,7 +9,7 @@
 #include <fmt/core.h>
 #include <fmt/ranges.h>
 
-#include "launch/process.h"
+#include "core/process.h"
 
 namespace ek::launch {
 

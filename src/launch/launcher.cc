@@ -3,7 +3,6 @@
 // parts of the Launcher class are listed in launcher_internal.h.
 #include "launch/launcher.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <limits>
@@ -30,6 +30,7 @@
 #include "core/json_out.h"
 #include "core/jsonl.h"
 #include "core/parse.h"
+#include "core/process.h"
 #include "core/version.h"
 #include "flightrec/analyzer.h"
 #include "flightrec/loader.h"
@@ -38,7 +39,6 @@
 #include "launch/cause.h"
 #include "launch/judge.h"
 #include "launch/launcher_internal.h"
-#include "launch/process.h"
 #include "launch/rank_exec.h"
 #include "launch/records.h"
 #include "launch/session_lock.h"
@@ -59,28 +59,9 @@ std::string Nonce() {
   return fmt::format("{:08x}{:08x}", rd(), rd());
 }
 
-std::string Hostname() {
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  return host;
-}
-
-std::string DirName(const std::string& p) {
-  auto slash = p.find_last_of('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : p.substr(0, slash);
-}
-
-std::vector<std::string> ListNames(const std::string& dir) {
-  std::vector<std::string> out;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") out.push_back(n);
-    }
-    ::closedir(d);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+std::vector<std::string> ListNames(Env* env, const std::string& dir) {
+  auto names = env->ListDir(dir);
+  return names.ok() ? std::move(*names) : std::vector<std::string>();
 }
 
 // A small record's text; nullopt when it does not exist yet (a record is
@@ -91,13 +72,13 @@ Result<std::optional<std::string>> ReadIfExists(const std::string& path) {
   return std::optional<std::string>(std::move(text));
 }
 
-// Waits until `ready` returns true, polling every 0.2 s; false on timeout or a stop signal.
-bool WaitFor(double timeout_s, const std::function<bool()>& ready) {
-  double deadline = Now() + timeout_s;
+// Waits until `ready` returns true, polling every 0.2 s on `clock`; false on timeout or a stop signal.
+bool WaitFor(Clock* clock, double timeout_s, const std::function<bool()>& ready) {
+  const double deadline = clock->Monotonic() + timeout_s;
   while (true) {
     if (ready()) return true;
-    if (StopSignalReceived() || Now() >= deadline) return false;
-    SleepInterruptible(0.2);
+    if (StopSignalReceived() || clock->Monotonic() >= deadline) return false;
+    SleepInterruptible(0.2, clock);
   }
 }
 
@@ -175,7 +156,7 @@ Status Launcher::Prepare() {
   char buf[PATH_MAX];
   if (::realpath(path.c_str(), buf)) path = buf;
   EK_ASSIGN_OR_RETURN(run_, run::ReadRunFile(path));
-  EK_ASSIGN_OR_RETURN(cluster_, ResolveCluster(run_, o_.node_rank, o_.env));
+  EK_ASSIGN_OR_RETURN(cluster_, ResolveCluster(run_, o_.node_rank, o_.files, o_.expand_nodelist));
   if (run_.checkpoint_dir.empty()) {
     return InvalidArgumentError(fmt::format("{}: checkpoint.dir is needed to launch (checkpoints and attempt records)",
                                             run_.path));
@@ -200,7 +181,7 @@ Status Launcher::Prepare() {
     python_from = "launch.python";
   } else {
     // A virtual environment's bin/ holds both; torchrun's own shebang names that python.
-    python_ = FindExecutable(DirName(torchrun_) + "/python");
+    python_ = FindExecutable(std::filesystem::path(torchrun_).replace_filename("python").string());
     python_from = "the python beside " + torchrun_;
     if (python_.empty()) {
       python_ = FindExecutable("python3");
@@ -269,7 +250,7 @@ std::vector<std::pair<std::string, std::string>> Launcher::RankEnv(int attempt) 
 
 Result<bool> Launcher::Lock(std::string* refused) {
   const std::string path = LockPath(paths_.session, run_.nodes, cluster_.node_rank);
-  LockHolder me{Hostname(), static_cast<int64_t>(::getpid()), started_, cluster_.run_id, cluster_.node_rank};
+  LockHolder me{o_.files->HostName(), static_cast<int64_t>(::getpid()), started_, cluster_.run_id, cluster_.node_rank};
   auto lock = SessionLock::Acquire(path, me, o_.files);
   if (!lock.ok()) {
     if (lock.status().code() != StatusCode::kUnavailable) return lock.status();
@@ -388,7 +369,7 @@ Result<LaunchResult> Launcher::Run() {
       facts[0] = FactsOf(mine);
       std::map<int, bool> seen = {{0, true}};
       // The other nodes' accounts; a node whose ranks failed ends soon after ours.
-      WaitFor(run_.stop_grace_s + 120, [&] {
+      WaitFor(o_.files->clock(), run_.stop_grace_s + 120, [&] {
         for (int n = 1; n < run_.nodes; ++n) {
           if (seen.count(n)) continue;
           std::string p = fmt::format("{}/node-{}.json", dir, n);
@@ -418,7 +399,7 @@ Result<LaunchResult> Launcher::Run() {
       if (!a.hang.ranks.empty()) say_(fmt::format("launch: attempt {}: hang: {}", attempt, a.hang.line));
     } else {
       const std::string p = dir + "/decision.json";
-      bool got = WaitFor(run_.stop_grace_s + 300, [&] {
+      bool got = WaitFor(o_.files->clock(), run_.stop_grace_s + 300, [&] {
         auto text = ReadIfExists(p);
         if (text.ok() && !*text) return false;  // not written yet
         auto read = text.ok() ? DecisionFromJson(**text, p, attempt) : Result<Decision>(text.status());
@@ -454,7 +435,7 @@ Result<LaunchResult> Launcher::Run() {
       result.exit_code = decision.exit_code;
       break;
     }
-    SleepInterruptible(decision.backoff_s);
+    SleepInterruptible(decision.backoff_s, o_.files->clock());
     if (StopSignalReceived()) {
       result.exit_code = kExitCancelled;
       break;
@@ -474,7 +455,7 @@ Result<LaunchResult> Launcher::Run() {
   } else {
     // Node 0 has the whole run's account; show it here too once it is written.
     const std::string path = paths_.session + "/summary.json";
-    WaitFor(30, [&] {
+    WaitFor(o_.files->clock(), 30, [&] {
       struct stat st;
       if (::stat(path.c_str(), &st) != 0 || st.st_mtim.tv_sec + 1 < static_cast<time_t>(started_)) return false;
       auto text = ReadFile(path);

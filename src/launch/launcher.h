@@ -48,9 +48,11 @@ struct LaunchOptions {
   bool agent = false;                   // --agent: run `evenkeel agent` beside the ranks
   std::string agent_listen = "127.0.0.1:0";
   std::string evenkeel_exe;             // this binary, for launch-rank and agent
-  ClusterEnv env;
-  // Every write of the launcher's records goes through it (tests inject faults). A record
-  // that cannot be written stops the launch: a Status (kIoError, exit 74) naming the file.
+  NodelistExpander expand_nodelist;     // SLURM's host lists; empty: scontrol (launch/cluster.h)
+  // The machine (core/env.h): every write of the launcher's records goes through it
+  // (tests inject faults), and the cluster's and the gate's environment variables come
+  // from it. A record that cannot be written stops the launch: a Status (kIoError, exit
+  // 74) naming the file.
   Env* files = Env::Default();
   // --dry-run: resolve torchrun, python and the trainer, compute the schedule the
   // attempts would be judged by, and return it (summary_json) without a gate, a

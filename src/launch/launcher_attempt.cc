@@ -105,7 +105,7 @@ bool Launcher::FollowResume(int attempt, ResumeChoice* choice, int* exit_code) {
   // Node 0 verifies the checkpoint with checksums before it writes this: minutes for a big one.
   const double timeout = 600 + run_.stop_grace_s;
   std::optional<Status> bad;
-  bool got = WaitFor(timeout, [&] {
+  bool got = WaitFor(o_.files->clock(), timeout, [&] {
     auto text = ReadIfExists(p);
     if (text.ok() && !*text) return false;  // not written yet
     auto read = text.ok() ? ResumeChoiceFromJson(**text, p, attempt) : Result<ResumeChoice>(text.status());
@@ -134,7 +134,7 @@ bool Launcher::FollowResume(int attempt, ResumeChoice* choice, int* exit_code) {
 Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume) {
   NodeRecord rec;
   rec.node = cluster_.node_rank;
-  rec.host = Hostname();
+  rec.host = o_.files->HostName();
   const std::string dir = paths_.Attempt(attempt);
   // The ranks' records and dumps go here: no attempt without it.
   if (Status st = MakeDirs(dir + "/fr", o_.files); !st.ok()) return st.WithContext("launch: cannot make " + dir + "/fr");

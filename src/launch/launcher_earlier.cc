@@ -31,7 +31,7 @@ double ModifiedAt(const std::string& path) {
 void Launcher::ReadEarlierAttempts(int first_attempt) {
   std::vector<ckpt::CheckpointEntry> checkpoints;
   if (auto list = ckpt::ListCheckpoints(paths_.ckpt_dir, ckpt::VerifyLevel::kStructure); list.ok()) checkpoints = *list;
-  for (const auto& name : ListNames(paths_.session)) {
+  for (const auto& name : ListNames(o_.files, paths_.session)) {
     if (!name.starts_with("attempt-")) continue;
     auto n = ParseIntIn(std::string_view(name).substr(8), 1, std::numeric_limits<int>::max());
     if (!n || *n >= first_attempt) continue;
@@ -79,7 +79,7 @@ EarlierAttempt Launcher::ReconstructAttempt(int attempt, const std::vector<ckpt:
   };
   std::vector<std::string> ranks;
   std::map<int, bool> have_cause;
-  for (const auto& name : ListNames(dir)) {
+  for (const auto& name : ListNames(o_.files, dir)) {
     const std::string p = dir + "/" + name;
     if (name.starts_with("node-") && name.ends_with(".json")) {
       auto text = ReadIfExists(p);
@@ -113,7 +113,7 @@ EarlierAttempt Launcher::ReconstructAttempt(int attempt, const std::vector<ckpt:
       // Logs are appended while the attempt runs: the newest write is about when it ended.
       widen(ModifiedAt(p), name + " modified");
     } else if (name == "fr") {
-      for (const auto& dump : ListNames(p)) widen(ModifiedAt(p + "/" + dump), "fr/" + dump + " modified");
+      for (const auto& dump : ListNames(o_.files, p)) widen(ModifiedAt(p + "/" + dump), "fr/" + dump + " modified");
     }
   }
   std::sort(e.causes.begin(), e.causes.end(), [](const RankCause& a, const RankCause& b) { return a.rank < b.rank; });

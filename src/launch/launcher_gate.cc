@@ -21,17 +21,31 @@
 
 namespace ek::launch::detail {
 
-Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
-  gate::GateEnv genv = gate::RealGateEnv();
-  genv.files = o_.files;
-  auto overlay = RankEnv(1);
-  auto base = genv.getenv;
-  genv.getenv = [overlay, base](const std::string& k) -> std::optional<std::string> {
-    for (const auto& [key, v] : overlay) {
-      if (key == k) return v;
+namespace {
+
+// The launcher's Env with the variables the ranks get set over its own: the
+// gate checks the environment the trainer will run in.
+class RankVarsEnv final : public EnvWrapper {
+ public:
+  RankVarsEnv(Env* base, std::vector<std::pair<std::string, std::string>> vars)
+      : EnvWrapper(base), vars_(std::move(vars)) {}
+  std::optional<std::string> GetVar(const std::string& name) override {
+    for (const auto& [key, v] : vars_) {
+      if (key == name) return v;
     }
-    return base(k);
-  };
+    return target()->GetVar(name);
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> vars_;
+};
+
+}  // namespace
+
+Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
+  RankVarsEnv rank_env(o_.files, RankEnv(1));
+  gate::GateEnv genv;
+  genv.env = &rank_env;
   const bool multi = run_.nodes > 1;
   say_(fmt::format("launch: gate ({}{})", multi ? fmt::format("node {} of {}", cluster_.node_rank, run_.nodes) : "one node",
                    cluster_.slurm_job_id.empty() ? "" : ", SLURM job " + cluster_.slurm_job_id));
@@ -47,7 +61,7 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
   std::string verdict_text;
   int next = 1;
   if (cluster_.node_rank == 0) {
-    for (const auto& name : ListNames(paths_.session)) {
+    for (const auto& name : ListNames(o_.files, paths_.session)) {
       if (name.starts_with("attempt-")) next = std::max(next, std::atoi(name.c_str() + 8) + 1);
     }
   }
@@ -82,7 +96,7 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
     // A stale part left behind would be merged as this launch's. Only the records
     // themselves go: another node may be writing its part right now, and removing
     // its temp file would fail that node's rename (it rewrites a part removed here).
-    for (const auto& name : ListNames(gate_dir)) {
+    for (const auto& name : ListNames(o_.files, gate_dir)) {
       const bool record = name == "verdict.json" || (name.starts_with("node-") && name.ends_with(".json"));
       if (!record) continue;
       if (Status st = o_.files->RemoveFile(gate_dir + "/" + name); !st.ok()) {
@@ -94,7 +108,7 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
     std::map<int, std::string> nonces;
     std::vector<std::string> unreadable;  // parts that exist but cannot be read: "file: field: what"
     std::map<int, bool> done;
-    bool all = WaitFor(run_.gate_timeout_s, [&] {
+    bool all = WaitFor(o_.files->clock(), run_.gate_timeout_s, [&] {
       for (int n = 0; n < run_.nodes; ++n) {
         if (done.count(n)) continue;
         std::string p = fmt::format("{}/node-{}.json", gate_dir, n);
@@ -154,7 +168,7 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
     EK_RETURN_IF_ERROR(WriteRecord(verdict_path, verdict_text));
   } else {
     Status written;
-    bool got = WaitFor(run_.gate_timeout_s + 30, [&] {
+    bool got = WaitFor(o_.files->clock(), run_.gate_timeout_s + 30, [&] {
       auto text = ReadFile(my_part);
       if (!text.ok() || text->find(nonce_) == std::string::npos) {
         written = WriteRecord(my_part, part_json);

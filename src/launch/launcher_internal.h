@@ -17,11 +17,11 @@
 #include <fmt/core.h>
 
 #include "ckpt/checkpoint.h"
+#include "core/process.h"
 #include "core/status.h"
 #include "launch/cluster.h"
 #include "launch/judge.h"
 #include "launch/launcher.h"
-#include "launch/process.h"
 #include "launch/records.h"
 #include "launch/session_lock.h"
 #include "run/plan.h"
@@ -32,14 +32,14 @@ namespace ek::launch::detail {
 // launcher.cc
 double Now();
 std::string Nonce();
-std::string Hostname();
-std::string DirName(const std::string& p);
-std::vector<std::string> ListNames(const std::string& dir);
+// The names in `dir`, sorted (Env::ListDir); none when it cannot be listed.
+std::vector<std::string> ListNames(Env* env, const std::string& dir);
 // A small record's text; nullopt when it does not exist yet (a record is
 // always written whole, by rename: a file that exists is complete).
 Result<std::optional<std::string>> ReadIfExists(const std::string& path);
-// Waits until `ready` returns true, polling every 0.2 s; false on timeout or a stop signal.
-bool WaitFor(double timeout_s, const std::function<bool()>& ready);
+// Waits until `ready` returns true, polling every 0.2 s on `clock`; false on
+// timeout or a stop signal.
+bool WaitFor(Clock* clock, double timeout_s, const std::function<bool()>& ready);
 // A launch key naming a program (launch.torchrun, launch.python): a value with
 // a '/' is a path, relative to the run file; a bare name is looked up on PATH,
 // as a shell would. "" when that finds no executable.

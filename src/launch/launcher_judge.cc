@@ -60,7 +60,7 @@ AttemptSummary Launcher::JudgeAttempt(int attempt, const std::vector<NodeFacts>&
   f.backoff_max_s = run_.retry_backoff_max_s;
   // Why it failed, if it did: the flight recorder, as `evenkeel fr` reads it.
   const std::string fr_dir = paths_.Attempt(attempt) + "/fr";
-  if (ListNames(fr_dir).empty()) {
+  if (ListNames(o_.files, fr_dir).empty()) {
     f.fr = FrVerdict::kNoDumps;
     f.fr_line = "no flight-recorder dumps";
   } else {

@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/fake_clock.h"
 #include "core/fault_env.h"
 #include "core/file.h"
 #include "launch/records.h"
@@ -38,8 +39,9 @@ class LauncherTest : public ::testing::Test {
     o_.run_path = dir_ + "/run/run.toml";
     o_.evenkeel_exe = "/bin/true";
     o_.accept_gate_fail = true;  // no data, no model: the gate FAILs; the launch goes on, as asked
-    o_.env.getenv = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-    o_.env.expand_nodelist = [](const std::string&) -> Result<std::vector<std::string>> {
+    machine_.SetVars({});  // no SLURM_* or EVENKEEL_* of the machine running the test
+    o_.files = &machine_;
+    o_.expand_nodelist = [](const std::string&) -> Result<std::vector<std::string>> {
       return std::vector<std::string>{};
     };
     WriteRun("");
@@ -70,6 +72,7 @@ class LauncherTest : public ::testing::Test {
   }
 
   std::string dir_, old_path_;
+  FaultInjectionEnv machine_{Env::Default()};  // the launcher's environment variables
   LaunchOptions o_;
   Say say_ = [](const std::string&) {};
 };
@@ -201,7 +204,7 @@ TEST_F(LauncherTest, ARecordThatCannotBeWrittenStopsTheLaunchNamingIt) {
     SCOPED_TRACE(c.path);
     std::string rm = "rm -rf " + dir_ + "/ckpt";
     ASSERT_EQ(std::system(rm.c_str()), 0);
-    FaultInjectionEnv files(Env::Default());
+    FaultInjectionEnv files(&machine_);
     files.Add(FaultRule::Fail(c.op, c.match, ENOSPC));
     o_.files = &files;
     auto r = Launch(o_, say_);
@@ -216,7 +219,7 @@ TEST_F(LauncherTest, ARecordThatCannotBeWrittenStopsTheLaunchNamingIt) {
   }
   std::string rm = "rm -rf " + dir_ + "/ckpt";
   ASSERT_EQ(std::system(rm.c_str()), 0);
-  FaultInjectionEnv files(Env::Default());
+  FaultInjectionEnv files(&machine_);
   o_.files = &files;
   auto r = Launch(o_, say_);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -231,7 +234,7 @@ TEST_F(LauncherTest, EveryWriteFaultOfTheDecisionIsAnIoErrorAndLeavesNoHalfRecor
     SCOPED_TRACE(fault.name);
     std::string rm = "rm -rf " + dir_ + "/ckpt";
     ASSERT_EQ(std::system(rm.c_str()), 0);
-    FaultInjectionEnv files(Env::Default());
+    FaultInjectionEnv files(&machine_);
     files.Add(fault.rule);
     o_.files = &files;
     auto r = Launch(o_, say_);
@@ -271,7 +274,7 @@ TEST_F(LauncherTest, ASecondLauncherOfTheSameRunIsRefusedNamingTheFirst) {
 
 // The lock's record cannot be written: an I/O error naming the lock file (exit 74), nothing started.
 TEST_F(LauncherTest, ALockThatCannotBeRecordedIsAnIoError) {
-  FaultInjectionEnv files(Env::Default());
+  FaultInjectionEnv files(&machine_);
   files.Add(FaultRule::Fail(FileOp::kAppend, "launch.lock", ENOSPC));
   o_.files = &files;
   auto r = Launch(o_, say_);
@@ -319,7 +322,7 @@ TEST_F(LauncherTest, ARankRecordItsWrapperLeftRunningIsCompletedAsInferred) {
 
   std::string rm = "rm -rf " + dir_ + "/ckpt";
   ASSERT_EQ(std::system(rm.c_str()), 0);
-  FaultInjectionEnv files(Env::Default());
+  FaultInjectionEnv files(&machine_);
   files.Add(FaultRule::Fail(FileOp::kRename, "rank-0.json", ENOSPC));
   o_.files = &files;
   auto failed = Launch(o_, say_);
@@ -397,10 +400,9 @@ TEST_F(LauncherTest, NodeZeroClearsStaleGateRecordsButNotAPartBeingWritten) {
   ASSERT_TRUE(WriteFileAtomic(o_.run_path, toml).ok());
   o_.node_rank = 0;
   o_.accept_gate_fail = false;
-  o_.env.getenv = [](const std::string& k) -> std::optional<std::string> {
-    if (k == "EVENKEEL_RDZV_ENDPOINT") return std::string("127.0.0.1:29999");
-    return std::nullopt;
-  };
+  machine_.SetVar("EVENKEEL_RDZV_ENDPOINT", "127.0.0.1:29999");
+  FakeClock clock;  // the gate's 1 s wait for node 1 passes without a real second
+  machine_.SetClock(&clock);
   const std::string gate = Session() + "/gate";
   ASSERT_TRUE(MakeDirs(gate).ok());
   for (const char* name : {"node-1.json", "verdict.json", ".node-1.json.tmp.99.1"}) {
@@ -409,6 +411,7 @@ TEST_F(LauncherTest, NodeZeroClearsStaleGateRecordsButNotAPartBeingWritten) {
   auto r = Launch(o_, say_);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->exit_code, kExitGateRefused);  // node 1 never reports within 1 s
+  EXPECT_GE(clock.slept(), 0.99);
   EXPECT_FALSE(FileExists(gate + "/node-1.json")) << "the stale part is removed";
   EXPECT_TRUE(FileExists(gate + "/.node-1.json.tmp.99.1")) << "a part being written is left alone";
   EXPECT_EQ(TorchrunArgs(), "") << "nothing may start";

@@ -20,14 +20,15 @@
 #include "core/json_check.h"
 #include "core/json_fields.h"
 #include "core/json_out.h"
-#include "launch/process.h"
+#include "core/process.h"
 
 namespace ek::launch {
 
 namespace {
 
-Result<int> EnvInt(const char* name) {
-  const char* v = std::getenv(name);
+Result<int> EnvInt(Env* env, const char* name) {
+  const std::optional<std::string> value = env->GetVar(name);
+  const char* v = value ? value->c_str() : nullptr;
   if (!v || !*v) return InvalidArgumentError(fmt::format("launch-rank: {} is not set (run under torchrun)", name));
   char* end = nullptr;
   errno = 0;
@@ -40,12 +41,6 @@ Result<int> EnvInt(const char* name) {
 
 double Now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string HostName() {
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  return host;
 }
 
 }  // namespace
@@ -125,7 +120,7 @@ Result<int> RunRankExec(const RankExecOptions& o) {
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (o.command.empty()) return InvalidArgumentError("launch-rank: no trainer command after --");
   if (o.nproc_per_node < 1 || o.node_rank < 0) return InvalidArgumentError("launch-rank: bad node rank or nproc");
-  EK_ASSIGN_OR_RETURN(int local_rank, EnvInt("LOCAL_RANK"));
+  EK_ASSIGN_OR_RETURN(int local_rank, EnvInt(o.env, "LOCAL_RANK"));
   if (local_rank >= o.nproc_per_node) {
     return InvalidArgumentError(fmt::format("launch-rank: LOCAL_RANK {} >= nproc_per_node {}", local_rank, o.nproc_per_node));
   }
@@ -133,7 +128,7 @@ Result<int> RunRankExec(const RankExecOptions& o) {
   rec.local_rank = local_rank;
   rec.node_rank = o.node_rank;
   rec.rank = o.node_rank * o.nproc_per_node + local_rank;
-  rec.host = HostName();
+  rec.host = o.env->HostName();
   rec.log = fmt::format("{}/rank-{}.log", o.attempt_dir, rec.rank);
   EK_RETURN_IF_ERROR(MakeDirs(o.attempt_dir, o.env));
   EK_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> log, o.env->NewAppendableFile(rec.log));
@@ -145,7 +140,6 @@ Result<int> RunRankExec(const RankExecOptions& o) {
   so.output_pipe = true;
   so.new_process_group = false;
   so.parent_death_signal = SIGKILL;
-  InstallStopSignalHandlers();
   rec.start = Now();
   auto child = Child::Spawn(so);
   if (!child.ok()) return child.status().WithContext("launch-rank");

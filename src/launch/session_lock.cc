@@ -7,9 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <limits>
-#include <thread>
 
 #include <fmt/core.h>
 
@@ -74,10 +72,10 @@ Result<int> OpenLockFile(const std::string& path, Env* files) {
 
 // The holder named in a lock someone else holds. Its record is written just
 // after the lock is taken: an empty or partial one is read again for a while.
-std::string HeldBy(const std::string& path) {
+std::string HeldBy(Env* env, const std::string& path) {
   std::string why;
   for (int i = 0; i < 20; ++i) {
-    auto text = ReadFile(path);
+    auto text = env->ReadFile(path);
     if (text.ok() && !Blank(*text)) {
       auto h = LockHolderFromJson(*text, path);
       if (h.ok()) return fmt::format("{}, launching run {} (node {})", DescribeHolder(*h), h->run_id, h->node);
@@ -85,7 +83,7 @@ std::string HeldBy(const std::string& path) {
     } else {
       why = text.ok() ? "the holder has not written its record yet" : text.status().message();
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    env->clock()->SleepFor(0.1);
   }
   return "another process (its record cannot be read: " + why + ")";
 }
@@ -106,7 +104,7 @@ Result<SessionLock> SessionLock::Acquire(const std::string& path, const LockHold
         return UnavailableError(
             fmt::format("{} is held by {}: another evenkeel launch of this run is running (one launcher per run and "
                         "node); wait for it to end, or stop it",
-                        path, HeldBy(path)));
+                        path, HeldBy(files, path)));
       }
       return ErrnoError(path + ": flock", err);
     }

@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -39,10 +38,6 @@ namespace {
 constexpr size_t kNpos = std::string::npos;
 constexpr size_t kMaxMethod = 32;  // no method we could answer is longer
 constexpr size_t kReadChunk = 16384;
-
-double Mono() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 // RFC 9110 5.6.2: token characters.
 bool IsTchar(unsigned char c) {
@@ -304,7 +299,7 @@ struct HttpServer::Conn {
   int requests = 0;
 };
 
-HttpServer::HttpServer(HttpServerLimits limits) : limits_(limits) {
+HttpServer::HttpServer(HttpServerLimits limits, Clock* clock) : limits_(limits), clock_(clock) {
   if (::pipe2(wake_, O_NONBLOCK | O_CLOEXEC) != 0) wake_[0] = wake_[1] = -1;
 }
 
@@ -330,6 +325,10 @@ HttpServer::Counters HttpServer::counters() const {
 
 void HttpServer::Stop() {
   stop_.store(true);
+  Wake();
+}
+
+void HttpServer::Wake() {
   if (wake_[1] >= 0) {
     char b = 1;
     ssize_t n = ::write(wake_[1], &b, 1);
@@ -388,7 +387,7 @@ Status HttpServer::Serve() {
   std::vector<pollfd> fds;
   Status result;
   while (!stop_.load()) {
-    double now = Mono();
+    double now = clock_->Monotonic();
     bool accepting = now >= accept_paused_until_;
     double next = now + 1;
     if (!accepting) next = std::min(next, accept_paused_until_);
@@ -406,7 +405,7 @@ Status HttpServer::Serve() {
       result = ErrnoError("http: poll", errno);
       break;
     }
-    now = Mono();
+    now = clock_->Monotonic();
     if (fds[0].revents & POLLIN) {
       char buf[64];
       while (::read(wake_[0], buf, sizeof buf) > 0) {

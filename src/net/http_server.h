@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/status.h"
 
 namespace ek::net {
@@ -117,7 +118,9 @@ class HttpServer {
     uint64_t idle_closed = 0;
   };
 
-  explicit HttpServer(HttpServerLimits limits = {});
+  // The timeouts run on `clock` (its monotonic time); a test passes a
+  // FakeClock, moves it on and calls Wake().
+  explicit HttpServer(HttpServerLimits limits = {}, Clock* clock = Clock::Default());
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
@@ -133,6 +136,10 @@ class HttpServer {
   Status Serve();
   // Thread-safe and async-signal-safe: a flag and a byte down a pipe.
   void Stop();
+  // Makes Serve() look at its clock now rather than at its next poll timeout
+  // (up to a second): for a test that moved its FakeClock past a deadline.
+  // Thread-safe and async-signal-safe.
+  void Wake();
 
   // A snapshot; thread-safe.
   Counters counters() const;
@@ -154,6 +161,7 @@ class HttpServer {
   double Deadline(const Conn& c) const;
 
   HttpServerLimits limits_;
+  Clock* clock_;
   std::map<std::string, Handler, std::less<>> routes_;
   Filter filter_;
   int listen_fd_ = -1;

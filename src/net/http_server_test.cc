@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/fake_clock.h"
+
 namespace ek::net {
 namespace {
 
@@ -120,7 +122,8 @@ constexpr char kGet[] = "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n";
 
 class ServerFixture {
  public:
-  explicit ServerFixture(HttpServerLimits limits = {}) : server_(limits) {
+  explicit ServerFixture(HttpServerLimits limits = {}, Clock* clock = Clock::Default())
+      : server_(limits, clock) {
     server_.Get("/metrics", [this](const HttpServer::Request&) {
       ++served_;
       return HttpServer::Response::Text(200, "evenkeel_up 1\n");
@@ -290,26 +293,35 @@ TEST(HttpServerTest, JunkIsAnsweredWhileTwoHundredIdleConnectionsAreOpen) {
 }
 
 TEST(HttpServerTest, IdleAndSlowConnectionsAreClosedOnTime) {
+  // The timeouts run on a fake clock: nothing closes while it stands still,
+  // and each closes once the clock passes its timeout, with no real wait.
   HttpServerLimits limits;
   limits.idle_timeout_s = 0.5;
   limits.request_timeout_s = 1;
-  ServerFixture f(limits);
-  double t0 = Now();
+  FakeClock clock;
+  ServerFixture f(limits, &clock);
+  const double t0 = clock.Monotonic();
   int idle = Connect(f.port());
   int used = Connect(f.port());
   int slow = Connect(f.port());
   SendAll(used, kGet);
   EXPECT_EQ(ReadReply(used, 2).status, 200);
   SendAll(slow, "GET /metrics HTTP/1.1\r\nHost: a");  // and never more
+  ASSERT_TRUE(f.WaitForConnections(3));
+  EXPECT_FALSE(ClosedWithin(idle, 0.2)) << "closed with no time passed on the server's clock";
+  clock.Advance(0.6);
+  f.server().Wake();
   EXPECT_TRUE(ClosedWithin(idle, 1.5)) << "a connection that never sent a byte";
-  double idle_s = Now() - t0;
+  double idle_s = clock.Monotonic() - t0;
   EXPECT_TRUE(ClosedWithin(used, 1.5)) << "a keep-alive connection after its answer";
+  clock.Advance(0.6);
+  f.server().Wake();
   Reply r = ReadReply(slow, 2.5);
-  double slow_s = Now() - t0;
+  double slow_s = clock.Monotonic() - t0;
   EXPECT_EQ(r.status, 408);
   EXPECT_TRUE(ClosedWithin(slow, 1.5));
   std::printf("idle connection closed after %.2f s (timeout 0.5 s); slow request answered 408 after %.2f s "
-              "(timeout 1 s)\n", idle_s, slow_s);
+              "(timeout 1 s), on the fake clock\n", idle_s, slow_s);
   EXPECT_GE(f.server().counters().idle_closed, 2u);
   ::close(idle);
   ::close(used);

@@ -1,6 +1,5 @@
 #include "pack/packer.h"
 
-#include <dirent.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -8,6 +7,7 @@
 #include <bit>
 #include <chrono>
 #include <ctime>
+#include <filesystem>
 #include <memory>
 
 #include <fmt/core.h>
@@ -38,9 +38,8 @@ int OwnerOf(ShardMode mode, uint64_t index, uint64_t total, int world) {
 }
 
 std::string ConfigBeside(const std::string& tokenizer_path) {
-  auto slash = tokenizer_path.find_last_of('/');
-  std::string dir = slash == std::string::npos ? "." : tokenizer_path.substr(0, slash);
-  return dir + "/tokenizer_config.json";
+  std::filesystem::path dir = std::filesystem::path(tokenizer_path).parent_path();
+  return ((dir.empty() ? std::filesystem::path(".") : dir) / "tokenizer_config.json").string();
 }
 
 void MaskFromSpans(const std::vector<uint32_t>& ends, const std::vector<std::pair<size_t, size_t>>& spans,
@@ -180,15 +179,13 @@ class RankWriter {
 
 // Removes hidden temp files that a killed run left behind.
 void RemoveStaleTemps(Env* env, const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
-  while (auto* e = ::readdir(d)) {
-    std::string n = e->d_name;
+  auto names = env->ListDir(dir);
+  if (!names.ok()) return;
+  for (const std::string& n : *names) {
     bool ours = (n.rfind(".rank-", 0) == 0 || n.rfind(".manifest.json.", 0) == 0) &&
                 n.find(".tmp.") != std::string::npos;
     if (ours) (void)env->RemoveFile(dir + "/" + n);
   }
-  ::closedir(d);
 }
 
 struct LineRef {

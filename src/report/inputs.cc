@@ -1,11 +1,9 @@
 // One file over 600 lines: the readers of a run's inputs fill one shared model (Input, HostData).
 #include "report/inputs.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -31,14 +29,13 @@ namespace ek::report {
 namespace {
 
 bool IsDir(const std::string& p) {
-  struct stat st;
-  return ::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  auto info = Env::Default()->Stat(p);
+  return info.ok() && info->is_directory();
 }
 
 double Mtime(const std::string& p) {
-  struct stat st;
-  if (::stat(p.c_str(), &st) != 0) return 0;
-  return st.st_mtim.tv_sec + st.st_mtim.tv_nsec * 1e-9;
+  auto info = Env::Default()->Stat(p);
+  return info.ok() ? info->mtime : 0;
 }
 
 // One reading at full precision, until the classifier has seen it.
@@ -81,17 +78,14 @@ std::string HostList(const std::vector<std::string>& hosts) {
 std::string NewestSession(const std::string& root) {
   std::string best;
   double best_t = -1;
-  DIR* d = ::opendir(root.c_str());
-  if (!d) return best;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n == "." || n == "..") continue;
+  auto names = Env::Default()->ListDir(root);
+  if (!names.ok()) return best;
+  for (const std::string& n : *names) {
     std::string p = root + "/" + n;
     if (!IsDir(p)) continue;
     double t = std::max(Mtime(p + "/summary.json"), Mtime(p));
     if (t > best_t) best_t = t, best = p;
   }
-  ::closedir(d);
   return best;
 }
 
@@ -324,7 +318,7 @@ Result<HostData> ParseTelemetryFile(const Input& input, double interval_s) {
     for (const auto& s : samples) add(s);
     return d;
   }
-  std::string file = path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1);
+  std::string file = std::filesystem::path(path).filename().string();
   telemetry::NvidiaSmiCsvParser parser(file, default_host, interval_s);
   std::map<std::string, telemetry::HostTimeAligner> aligners;
   auto aligner_for = aligners.end();  // the previous row's host (rows come in runs per host)

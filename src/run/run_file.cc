@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <set>
 #include <variant>
@@ -35,9 +36,7 @@ std::string_view EvenfixModeName(EvenfixMode m) {
 
 std::string RunFile::Resolve(const std::string& p) const {
   if (p.empty() || p[0] == '/' || path.empty()) return p;
-  auto slash = path.find_last_of('/');
-  if (slash == std::string::npos) return p;
-  return path.substr(0, slash + 1) + p;
+  return std::filesystem::path(path).replace_filename(p).string();  // beside the run file
 }
 
 std::string RunFile::ConfigPath() const {

@@ -4,52 +4,36 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
-#include <cstring>
-
-extern char** environ;
 
 namespace ek::telemetry {
 
 Result<std::unique_ptr<ChildLineStream>> ChildLineStream::Spawn(
     const std::vector<std::string>& argv, Clock* clock) {
   if (argv.empty()) return InvalidArgumentError("spawn: empty command");
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return ErrnoError("spawn: pipe", errno);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(fds[1]);
-  if (rc != 0) {
-    ::close(fds[0]);
-    return UnavailableError(fmt::format("cannot run {}: {}", argv[0], std::strerror(rc)));
-  }
+  SpawnOptions o;
+  o.argv = argv;
+  o.output_pipe = true;
+  o.output_stderr = false;  // stdout is the CSV; the child's complaints go where ours do
+  o.new_process_group = false;
+  auto child = Child::Spawn(o);
+  if (!child.ok()) return UnavailableError("cannot run " + child.status().message());
   std::unique_ptr<ChildLineStream> s(new ChildLineStream());
   s->clock_ = clock;
-  s->pid_ = pid;
-  s->fd_ = fds[0];
+  s->child_ = std::move(*child);
+  s->fd_ = s->child_.output_fd();
   s->name_ = argv[0];
   ::fcntl(s->fd_, F_SETFL, ::fcntl(s->fd_, F_GETFL) | O_NONBLOCK);
   return s;
 }
 
 ChildLineStream::~ChildLineStream() {
-  if (fd_ >= 0) ::close(fd_);
-  if (pid_ > 0) {
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
+  if (child_.running()) {
+    child_.Signal(SIGTERM, /*group=*/false);
+    child_.Wait();
   }
 }
 
@@ -74,23 +58,18 @@ Status ChildLineStream::ReadLines(double deadline, std::vector<std::string>* lin
     if (n == 0) {
       if (!partial_.empty()) lines->push_back(std::move(partial_));
       partial_.clear();
-      ::close(fd_);
+      child_.CloseOutput();
       fd_ = -1;
       // EOF comes as the child exits (or just before it is reapable); one
       // that closed its stdout and lingers for a second is done for us: stop it.
-      int status = 0;
-      pid_t done = 0;
-      for (int i = 0; i < 100 && pid_ > 0 && (done = ::waitpid(pid_, &status, WNOHANG)) == 0; ++i) {
-        ::usleep(10000);
+      if (child_.pid() > 0) {
+        std::optional<ExitStatus> st = child_.WaitFor(1.0, clock_);
+        if (!st) {
+          child_.Signal(SIGTERM, /*group=*/false);
+          st = child_.Wait();
+        }
+        exit_status_ = st->ShellCode();
       }
-      if (pid_ > 0 && done == 0) {
-        ::kill(pid_, SIGTERM);
-        done = ::waitpid(pid_, &status, 0);
-      }
-      if (done == pid_ && pid_ > 0) {
-        exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      pid_ = -1;
       *eof = true;
       return Status::Ok();
     }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/process.h"
 #include "telemetry/nvidia_smi_csv.h"
 #include "telemetry/sample.h"
 
@@ -42,8 +43,8 @@ class ChildLineStream : public LineStream {
  private:
   ChildLineStream() = default;
   Clock* clock_ = nullptr;
-  pid_t pid_ = -1;
-  int fd_ = -1;
+  Child child_;
+  int fd_ = -1;  // child_'s output pipe, -1 after EOF
   std::string partial_;
   std::string name_;
   int exit_status_ = -1;

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
-#include "telemetry/fake_clock.h"
+#include "core/fake_clock.h"
 
 namespace ek::telemetry {
 namespace {
@@ -39,12 +39,12 @@ TEST(NvidiaSmiLive, CommandIsTheIssuesQuery) {
 TEST(NvidiaSmiLive, ChildLinesUntilEof) {
   FakeClock clock;
   auto child = ChildLineStream::Spawn(
-      {"sh", "-c", "printf 'a, b\\n1, 2\\n'; printf 'tail-without-newline'"}, SystemClock());
+      {"sh", "-c", "printf 'a, b\\n1, 2\\n'; printf 'tail-without-newline'"}, Clock::Default());
   ASSERT_TRUE(child.ok()) << child.status().message();
   std::vector<std::string> lines;
   bool eof = false;
   for (int i = 0; i < 100 && !eof; ++i) {
-    ASSERT_TRUE((*child)->ReadLines(SystemClock()->Now() + 0.1, &lines, &eof).ok());
+    ASSERT_TRUE((*child)->ReadLines(Clock::Default()->Now() + 0.1, &lines, &eof).ok());
   }
   EXPECT_TRUE(eof);
   EXPECT_EQ(lines, (std::vector<std::string>{"a, b", "1, 2", "tail-without-newline"}));
@@ -52,35 +52,38 @@ TEST(NvidiaSmiLive, ChildLinesUntilEof) {
 }
 
 TEST(NvidiaSmiLive, ReadReturnsAtDeadlineWhileChildIsQuiet) {
-  auto child = ChildLineStream::Spawn({"sleep", "5"}, SystemClock());
+  auto child = ChildLineStream::Spawn({"sleep", "5"}, Clock::Default());
   ASSERT_TRUE(child.ok());
   std::vector<std::string> lines;
   bool eof = true;
-  double start = SystemClock()->Now();
+  double start = Clock::Default()->Now();
   ASSERT_TRUE((*child)->ReadLines(start + 0.2, &lines, &eof).ok());
-  double took = SystemClock()->Now() - start;
+  double took = Clock::Default()->Now() - start;
   EXPECT_FALSE(eof);
   EXPECT_GE(took, 0.15);
   EXPECT_LT(took, 2.0);  // the destructor kills `sleep` instead of waiting 5 s
 }
 
 TEST(NvidiaSmiLive, ChildThatClosesStdoutAndLingersIsStopped) {
-  auto child =
-      ChildLineStream::Spawn({"sh", "-c", "echo one; exec >&-; exec sleep 30"}, SystemClock());
+  // The second it is given to exit after EOF passes on a fake clock. (The
+  // stream ends at once, so no read waits on the clock that stands still.)
+  FakeClock clock;
+  auto child = ChildLineStream::Spawn({"sh", "-c", "echo one; exec >&-; exec sleep 30"}, &clock);
   ASSERT_TRUE(child.ok());
   std::vector<std::string> lines;
   bool eof = false;
-  double start = SystemClock()->Now();
+  double start = Clock::Default()->Now();
   for (int i = 0; i < 100 && !eof; ++i) {
-    ASSERT_TRUE((*child)->ReadLines(SystemClock()->Now() + 0.1, &lines, &eof).ok());
+    ASSERT_TRUE((*child)->ReadLines(clock.Now() + 0.1, &lines, &eof).ok());
   }
   EXPECT_TRUE(eof);
-  EXPECT_LT(SystemClock()->Now() - start, 5.0);
+  EXPECT_LT(Clock::Default()->Now() - start, 5.0);
+  EXPECT_GE(clock.slept(), 0.99);
   EXPECT_EQ((*child)->exit_status(), std::optional<int>(128 + SIGTERM));
 }
 
 TEST(NvidiaSmiLive, MissingProgramIsUnavailable) {
-  auto child = ChildLineStream::Spawn({"/nonexistent/nvidia-smi"}, SystemClock());
+  auto child = ChildLineStream::Spawn({"/nonexistent/nvidia-smi"}, Clock::Default());
   ASSERT_FALSE(child.ok());
   EXPECT_EQ(child.status().code(), StatusCode::kUnavailable);
 }
@@ -113,12 +116,12 @@ TEST(NvidiaSmiLive, FailingChildIsAnErrorWithItsMessage) {
       {"sh", "-c",
        "echo 'NVIDIA-SMI has failed because it couldn'\\''t communicate with the NVIDIA "
        "driver.'; exit 9"},
-      SystemClock());
+      Clock::Default());
   ASSERT_TRUE(child.ok());
-  NvidiaSmiSource source(std::move(*child), SystemClock(), "node-a");
+  NvidiaSmiSource source(std::move(*child), Clock::Default(), "node-a");
   Status last;
   Batch b;
-  for (int i = 0; i < 50 && !b.end; ++i) last = source.Poll(SystemClock()->Now() + 0.1, &b);
+  for (int i = 0; i < 50 && !b.end; ++i) last = source.Poll(Clock::Default()->Now() + 0.1, &b);
   ASSERT_TRUE(b.end);
   EXPECT_EQ(last.code(), StatusCode::kUnavailable);
   EXPECT_NE(last.message().find("exited with status 9 without a sample: NVIDIA-SMI has failed"),

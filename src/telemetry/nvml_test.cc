@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "telemetry/fake_clock.h"
+#include "core/fake_clock.h"
 
 namespace ek::telemetry {
 namespace {

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "telemetry/fake_clock.h"
+#include "core/fake_clock.h"
 
 namespace ek::telemetry {
 namespace {

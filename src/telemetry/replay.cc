@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "core/file.h"
 #include "telemetry/nvidia_smi_csv.h"
@@ -77,18 +78,12 @@ void HostTimeAligner::Finish(std::vector<Problem>* problems) {
 }
 
 std::string HostFromPath(std::string_view path) {
-  size_t slash = path.rfind('/');
-  if (slash != std::string_view::npos) path.remove_prefix(slash + 1);
-  size_t dot = path.rfind('.');
-  if (dot != std::string_view::npos && dot > 0) path = path.substr(0, dot);
-  return std::string(path);
+  return std::filesystem::path(path).stem().string();  // "dir/node-a.csv" -> "node-a"
 }
 
 void ReplaySource::AddFile(const std::string& name, std::string_view text,
                            const ReplayOptions& options) {
-  std::string where(name);
-  size_t slash = where.rfind('/');
-  if (slash != std::string::npos) where.erase(0, slash + 1);
+  std::string where = std::filesystem::path(name).filename().string();
   NvidiaSmiCsvParser parser(where, HostFromPath(name), options.interval_s);
   std::vector<Sample> rows;
   std::vector<int> row_line;

@@ -2,9 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cmath>
-#include <thread>
 
 namespace ek::telemetry {
 
@@ -21,18 +19,6 @@ void Drop(std::optional<double>* v, double lo, double hi, std::string_view name,
   v->reset();
 }
 
-class WallClock : public Clock {
- public:
-  double Now() override {
-    using namespace std::chrono;
-    return duration<double>(system_clock::now().time_since_epoch()).count();
-  }
-  void SleepUntil(double t) override {
-    double d = t - Now();
-    if (d > 0) std::this_thread::sleep_for(std::chrono::duration<double>(d));
-  }
-};
-
 }  // namespace
 
 void DropAbsurdValues(Sample* s, std::string_view where, std::vector<Problem>* problems) {
@@ -42,11 +28,6 @@ void DropAbsurdValues(Sample* s, std::string_view where, std::vector<Problem>* p
   Drop(&s->energy_j, 0, 1e15, "energy J", where, problems);
   Drop(&s->sm_active, 0, 1, "SM activity", where, problems);
   Drop(&s->sm_clock_mhz, 0, 10000, "SM clock MHz", where, problems);
-}
-
-Clock* SystemClock() {
-  static WallClock clock;
-  return &clock;
 }
 
 }  // namespace ek::telemetry

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/status.h"
 #include "topology/topology.h"
 
@@ -60,16 +61,9 @@ void DropAbsurdValues(Sample* s, std::string_view where, std::vector<Problem>* p
 // the run component's; telemetry names it here for its sources and readers.
 using Topology = run::Topology;
 
-// The clock seam: real wall clock in production, a fake in tests.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual double Now() = 0;  // seconds since the Unix epoch
-  virtual void SleepUntil(double t) = 0;
-};
-
-// The process's wall clock. Thread-safe.
-Clock* SystemClock();
+// Sources and sessions stamp and wait on the core clock seam (core/clock.h):
+// Clock::Default() in production, a FakeClock (core/fake_clock.h) in tests.
+using ek::Clock;
 
 // A sample source. Live sources (nvidia-smi, NVML, Prometheus) stamp samples
 // with the evaluating clock at receipt, so a host whose own clock jumps cannot

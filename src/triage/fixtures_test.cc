@@ -85,7 +85,7 @@ Trace Replay(const std::string& scenario, SessionOptions options = {}) {
   auto source = telemetry::ReplaySource::Open(CsvFiles(Dir(scenario)), {});
   EXPECT_TRUE(source.ok()) << source.status().message();
   if (!source.ok()) return trace;
-  Session session(source->get(), telemetry::SystemClock(), B300Profile(), options);
+  Session session(source->get(), Clock::Default(), B300Profile(), options);
   for (;;) {
     auto w = session.Next();
     EXPECT_TRUE(w.ok());

@@ -6,7 +6,7 @@
 
 namespace ek::triage {
 
-Session::Session(telemetry::Source* source, telemetry::Clock* clock, Profile profile,
+Session::Session(telemetry::Source* source, Clock* clock, Profile profile,
                  SessionOptions options)
     : source_(source), clock_(clock), profile_(std::move(profile)), options_(options) {}
 

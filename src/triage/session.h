@@ -32,7 +32,7 @@ struct Window {
 class Session {
  public:
   // `source` and `clock` must outlive the session.
-  Session(telemetry::Source* source, telemetry::Clock* clock, Profile profile,
+  Session(telemetry::Source* source, Clock* clock, Profile profile,
           SessionOptions options);
 
   // The next window, or nullopt once the source has ended (replay exhausted,
@@ -52,7 +52,7 @@ class Session {
   Assessment Evaluate(double now);
 
   telemetry::Source* source_;
-  telemetry::Clock* clock_;
+  Clock* clock_;
   Profile profile_;
   SessionOptions options_;
   telemetry::Topology topology_;

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "telemetry/fake_clock.h"
+#include "core/fake_clock.h"
 #include "telemetry/nvidia_smi_csv.h"
 #include "telemetry/replay.h"
 
@@ -33,7 +33,7 @@ TEST(Session, ReplayMapsHostsToRanksAndTicksOnTheRecording) {
   for (int t = 0; t < 10; ++t) a += Rows(1000 + t, 2, 990, 100);
   for (int t = 0; t < 4; ++t) b += Rows(1000.3 + t, 2, 990, 100);  // node-b goes silent
   auto source = telemetry::ReplaySource::FromTexts({{"node-a.csv", a}, {"node-b.csv", b}}, {});
-  Session s(source.get(), telemetry::SystemClock(), B300Profile(), {});
+  Session s(source.get(), Clock::Default(), B300Profile(), {});
   std::vector<Window> w = Drain(&s);
   // Windows close one interval after the first sample, through the last one.
   ASSERT_EQ(w.size(), 9u);
@@ -54,7 +54,7 @@ TEST(Session, SamplesOutsideTheLayoutAreReportedOnce) {
   auto source = telemetry::ReplaySource::FromTexts({{"node-a.csv", a}}, {});
   SessionOptions o;
   o.gpus_per_host = 2;
-  Session s(source.get(), telemetry::SystemClock(), B300Profile(), o);
+  Session s(source.get(), Clock::Default(), B300Profile(), o);
   std::vector<Window> w = Drain(&s);
   size_t problems = 0;
   for (const auto& x : w) problems += x.problems.size();
@@ -64,7 +64,7 @@ TEST(Session, SamplesOutsideTheLayoutAreReportedOnce) {
 
 TEST(Session, ARecordingWithoutAUsableSampleIsBadInput) {
   auto source = telemetry::ReplaySource::FromTexts({{"node-a.csv", "garbage\n"}}, {});
-  Session s(source.get(), telemetry::SystemClock(), B300Profile(), {});
+  Session s(source.get(), Clock::Default(), B300Profile(), {});
   auto w = s.Next();
   ASSERT_FALSE(w.ok());
   EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument);
@@ -74,7 +74,7 @@ TEST(Session, ARecordingWithoutAUsableSampleIsBadInput) {
   ASSERT_TRUE(after.ok());
   EXPECT_FALSE(after->has_value());
   auto blank = telemetry::ReplaySource::FromTexts({{"node-b.csv", ""}}, {});
-  Session b(blank.get(), telemetry::SystemClock(), B300Profile(), {});
+  Session b(blank.get(), Clock::Default(), B300Profile(), {});
   auto none = b.Next();
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("no usable sample (no data rows)"), std::string::npos);
@@ -83,7 +83,7 @@ TEST(Session, ARecordingWithoutAUsableSampleIsBadInput) {
 // A live source that hands out scripted rounds, stamped by the clock.
 class ScriptedSource : public telemetry::Source {
  public:
-  ScriptedSource(telemetry::Clock* clock, std::vector<std::vector<double>> rounds)
+  ScriptedSource(Clock* clock, std::vector<std::vector<double>> rounds)
       : clock_(clock), rounds_(std::move(rounds)) {}
   Status Poll(double, telemetry::Batch* out) override {
     if (next_ < rounds_.size()) {
@@ -106,13 +106,13 @@ class ScriptedSource : public telemetry::Source {
   bool live() const override { return true; }
 
  private:
-  telemetry::Clock* clock_;
+  Clock* clock_;
   std::vector<std::vector<double>> rounds_;
   size_t next_ = 0;
 };
 
 TEST(Session, LiveLayoutGrowsWhenTheFirstBatchHeldPartOfARound) {
-  telemetry::FakeClock clock(500);
+  FakeClock clock(500);
   ScriptedSource source(&clock, {{990}, {990, 990, 990}, {990, 990, 990}});
   Session s(&source, &clock, B300Profile(), {});
   std::vector<Window> w = Drain(&s);
@@ -124,7 +124,7 @@ TEST(Session, LiveLayoutGrowsWhenTheFirstBatchHeldPartOfARound) {
 }
 
 TEST(Session, LiveTicksOnTheClock) {
-  telemetry::FakeClock clock(500);
+  FakeClock clock(500);
   ScriptedSource source(&clock,
                         {{}, {990, 990}, {990, 990}, {-1, 990}, {-1, 990}, {-1, 990}, {-1, 990}});
   Session s(&source, &clock, B300Profile(), {});

@@ -1,7 +1,5 @@
 #include "watch/live_page.h"
 
-#include <chrono>
-
 #include <fmt/core.h>
 
 #include "report/html.h"
@@ -9,12 +7,6 @@
 #include "net/http_server.h"
 
 namespace ek::watch {
-
-namespace {
-
-double Mono() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-}  // namespace
 
 struct LivePage::Impl {
   LivePageOptions o;
@@ -156,7 +148,7 @@ void LivePage::OnRound(double now, const std::vector<AgentPoll>& polls, const tr
 }
 
 void LivePage::Impl::Refresh() {
-  double now = Mono();
+  double now = o.clock->Monotonic();
   if (model && now - cached_at < o.poll_s) return;
   report::ModelOptions mo;
   mo.live = true;

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/clock.h"
 #include "core/status.h"
 #include "report/recorder.h"
 #include "watch/detectors.h"
@@ -30,6 +31,7 @@ struct LivePageOptions {
   std::vector<std::string> hosts;  // rank order (run file's, else the agents')
   int gpus_per_node = 1;
   double poll_s = 1;
+  Clock* clock = Clock::Default();  // times the model's rebuilds (monotonic)
 };
 
 class LivePage {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include "core/fake_clock.h"
+
 namespace ek::watch {
 namespace {
 
@@ -29,7 +31,10 @@ AgentPoll Poll(double now, double util1) {
 }
 
 TEST(LivePageTest, ServesThePageAndTheModelOnLoopback) {
-  auto page = LivePage::Start(Options("127.0.0.1:0"));
+  FakeClock clock;  // the model's age: moved on by the test, not slept
+  LivePageOptions options = Options("127.0.0.1:0");
+  options.clock = &clock;
+  auto page = LivePage::Start(options);
   ASSERT_TRUE(page.ok()) << page.status().message();
   triage::Assessment a;
   a.time = 1000;
@@ -59,7 +64,7 @@ TEST(LivePageTest, ServesThePageAndTheModelOnLoopback) {
   EXPECT_EQ(post->status, 405) << "read-only";
   // The incident closes: it stays on the page with its end.
   (*page)->OnRound(1001, {Poll(1001, 100)}, a, {});
-  std::this_thread::sleep_for(std::chrono::milliseconds(60));  // past poll_s: rebuilt
+  clock.Advance(0.06);  // past poll_s: rebuilt
   model = cli.Get("/data.json");
   ASSERT_TRUE(model);
   EXPECT_NE(model->body.find("\"until\":1001.000"), std::string::npos) << model->body.substr(0, 400);

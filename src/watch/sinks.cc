@@ -1,21 +1,18 @@
 #include "watch/sinks.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <ctime>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 extern char** environ;
 
 #include "core/json_out.h"
+#include "core/process.h"
 #include "triage/classifier.h"
 
 namespace ek::watch {
@@ -157,75 +154,44 @@ std::string Field(const std::string& json, std::string_view key) {
 
 class CommandSink : public Sink {
  public:
-  CommandSink(std::string command, double timeout_s) : command_(std::move(command)), timeout_s_(timeout_s) {}
+  CommandSink(std::string command, double timeout_s, Clock* clock)
+      : command_(std::move(command)), timeout_s_(timeout_s), clock_(clock) {}
   std::string name() const override { return "command"; }
   std::string Render(const Incident& inc, const std::string& run, bool resolved) const override {
     return IncidentJson(inc, run, resolved) + "\n";
   }
   Status Deliver(const std::string& body) override {
-    int in[2];
-    if (pipe2(in, O_CLOEXEC) != 0) return ErrnoError("alert command: pipe", errno);
-    std::string status = "EVENKEEL_ALERT_STATUS=" + Field(body, "status");
-    std::string kind = "EVENKEEL_ALERT_KIND=" + Field(body, "kind");
-    std::string id = "EVENKEEL_ALERT_ID=" + Field(body, "id");
-    // Built before fork: the child of a threaded process may only exec.
-    std::vector<char*> envp;
+    SpawnOptions o;
+    o.argv = {"/bin/sh", "-c", command_};
+    o.input_pipe = true;
+    // The alert's own variables replace any the watcher inherited.
     for (char** e = environ; *e; ++e) {
-      if (!std::string_view(*e).starts_with("EVENKEEL_ALERT_")) envp.push_back(*e);
+      std::string_view var(*e);
+      if (var.starts_with("EVENKEEL_ALERT_")) o.unset_env.emplace_back(var.substr(0, var.find('=')));
     }
-    envp.push_back(status.data());
-    envp.push_back(kind.data());
-    envp.push_back(id.data());
-    envp.push_back(nullptr);
-    pid_t pid = fork();
-    if (pid < 0) {
-      close(in[0]);
-      close(in[1]);
-      return ErrnoError("alert command: fork", errno);
-    }
-    if (pid == 0) {
-      dup2(in[0], 0);
-      setpgid(0, 0);
-      execle("/bin/sh", "sh", "-c", command_.c_str(), static_cast<char*>(nullptr), envp.data());
-      _exit(127);
-    }
-    close(in[0]);
-    signal(SIGPIPE, SIG_IGN);
-    Status written = WriteAllFd(in[1], body);
-    close(in[1]);
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s_);
-    int wstatus = 0;
-    while (true) {
-      pid_t r = waitpid(pid, &wstatus, WNOHANG);
-      if (r == pid) break;
-      if (std::chrono::steady_clock::now() > deadline) {
-        kill(-pid, SIGKILL);
-        waitpid(pid, &wstatus, 0);
-        return UnavailableError(fmt::format("alert command timed out after {:.0f} s", timeout_s_));
-      }
-      usleep(10000);
+    o.env = {{"EVENKEEL_ALERT_STATUS", Field(body, "status")},
+             {"EVENKEEL_ALERT_KIND", Field(body, "kind")},
+             {"EVENKEEL_ALERT_ID", Field(body, "id")}};
+    auto child = Child::Spawn(o);
+    if (!child.ok()) return child.status().WithContext("alert command");
+    Status written = child->WriteInput(body, "alert command");
+    std::optional<ExitStatus> st = child->WaitFor(timeout_s_, clock_);
+    if (!st) {
+      child->Signal(SIGKILL);
+      child->Wait();
+      return UnavailableError(fmt::format("alert command timed out after {:.0f} s", timeout_s_));
     }
     if (!written.ok()) return written;
-    if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-      return UnavailableError(fmt::format("alert command failed (status {})",
-                                          WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1));
+    if (!st->ok()) {
+      return UnavailableError(fmt::format("alert command failed (status {})", st->signal ? -1 : st->code));
     }
     return Status::Ok();
   }
 
  private:
-  static Status WriteAllFd(int fd, const std::string& data) {
-    size_t off = 0;
-    while (off < data.size()) {
-      ssize_t n = write(fd, data.data() + off, data.size() - off);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return ErrnoError("alert command: write", errno);
-      off += n;
-    }
-    return Status::Ok();
-  }
   std::string command_;
   double timeout_s_;
+  Clock* clock_;
 };
 
 }  // namespace
@@ -236,8 +202,8 @@ std::unique_ptr<Sink> MakeAlertmanagerSink(const std::string& url, HttpClient* h
 std::unique_ptr<Sink> MakeWebhookSink(const std::string& url, HttpClient* http, double timeout_s) {
   return std::make_unique<WebhookSink>(url, http, timeout_s);
 }
-std::unique_ptr<Sink> MakeCommandSink(const std::string& command, double timeout_s) {
-  return std::make_unique<CommandSink>(command, timeout_s);
+std::unique_ptr<Sink> MakeCommandSink(const std::string& command, double timeout_s, Clock* clock) {
+  return std::make_unique<CommandSink>(command, timeout_s, clock);
 }
 
 }  // namespace ek::watch

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "core/clock.h"
 #include "core/status.h"
 #include "net/http_client.h"
 #include "watch/detectors.h"
@@ -47,7 +48,9 @@ std::unique_ptr<Sink> MakeAlertmanagerSink(const std::string& url, HttpClient* h
 std::unique_ptr<Sink> MakeWebhookSink(const std::string& url, HttpClient* http, double timeout_s);
 // /bin/sh -c command, the JSON on stdin and EVENKEEL_ALERT_STATUS,
 // EVENKEEL_ALERT_KIND, EVENKEEL_ALERT_ID in its environment; exit 0 is delivered.
-std::unique_ptr<Sink> MakeCommandSink(const std::string& command, double timeout_s);
+// One still running after `timeout_s` on `clock` is killed, with its group.
+std::unique_ptr<Sink> MakeCommandSink(const std::string& command, double timeout_s,
+                                      Clock* clock = Clock::Default());
 
 // The incident as a JSON object (the webhook's "evenkeel" field, the command's stdin).
 std::string IncidentJson(const Incident& incident, const std::string& run, bool resolved);

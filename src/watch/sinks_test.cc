@@ -4,8 +4,11 @@
 #include <httplib.h>
 #include <simdjson.h>
 
+#include <signal.h>
+
 #include <thread>
 
+#include "core/fake_clock.h"
 #include "core/file.h"
 #include "watch/test_util.h"
 
@@ -127,12 +130,33 @@ TEST(Sinks, CommandGetsJsonOnStdinAndEnvironment) {
 
 TEST(Sinks, CommandFailureAndTimeoutAreErrors) {
   EXPECT_FALSE(MakeCommandSink("exit 3", 5)->Deliver("{}").ok());
-  auto slow = MakeCommandSink("sleep 30", 0.3);
+  // The 30 s timeout passes on a fake clock: the test takes no 30 s.
+  FakeClock clock;
+  auto slow = MakeCommandSink("sleep 30", 30, &clock);
   auto start = std::chrono::steady_clock::now();
   Status st = slow->Deliver("{}");
   EXPECT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("timed out"), std::string::npos);
+  EXPECT_NE(st.message().find("timed out after 30 s"), std::string::npos) << st.message();
+  EXPECT_GE(clock.slept(), 29.99);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(Sinks, ACommandThatDoesNotReadItsInputIsAnErrorNotASigpipe) {
+  // More than a pipe holds, to a command that exits without reading it: the
+  // write fails with EPIPE and the watcher lives, its SIGPIPE disposition as
+  // it was (the default here: the sink changes no disposition).
+  // (httplib::Server, which the tests above use as a receiver, ignores
+  // SIGPIPE for the whole process: put the default back for this test.)
+  struct sigaction dfl{}, before{};
+  dfl.sa_handler = SIG_DFL;
+  ASSERT_EQ(sigaction(SIGPIPE, &dfl, &before), 0);
+  std::string body(1 << 20, 'x');
+  Status st = MakeCommandSink("exec 0<&-; exit 0", 5)->Deliver(body);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("alert command: write: Broken pipe"), std::string::npos) << st.message();
+  struct sigaction after{};
+  ASSERT_EQ(sigaction(SIGPIPE, &before, &after), 0);
+  EXPECT_EQ(after.sa_handler, SIG_DFL);
 }
 
 }  // namespace

@@ -90,7 +90,7 @@ Status ParseDelivery(const JsonFields& e, Delivery* d) {
 }  // namespace
 
 Result<std::unique_ptr<Watcher>> Watcher::Create(WatcherOptions options, std::vector<std::unique_ptr<Sink>> sinks,
-                                                 HttpClient* http, telemetry::Clock* clock, LogFn log) {
+                                                 HttpClient* http, Clock* clock, LogFn log) {
   if (options.agents.empty()) return InvalidArgumentError("watch: no agents (--agents HOST:PORT,...)");
   if (options.state_dir.empty()) return InvalidArgumentError("watch: no state directory");
   std::unique_ptr<Watcher> w(new Watcher());

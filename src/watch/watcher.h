@@ -75,7 +75,7 @@ class Watcher {
   // the watcher.
   static Result<std::unique_ptr<Watcher>> Create(WatcherOptions options,
                                                  std::vector<std::unique_ptr<Sink>> sinks,
-                                                 HttpClient* http, telemetry::Clock* clock, LogFn log);
+                                                 HttpClient* http, Clock* clock, LogFn log);
   // One round: poll, detect, update incidents, deliver what is due, save. A
   // failed save is an error naming STATE_DIR/state.json; the file then holds
   // the previous round's state, whole.
@@ -100,7 +100,7 @@ class Watcher {
   WatcherOptions options_;
   std::vector<std::unique_ptr<Sink>> sinks_;
   HttpClient* http_ = nullptr;
-  telemetry::Clock* clock_ = nullptr;
+  Clock* clock_ = nullptr;
   LogFn log_;
   std::unique_ptr<Detectors> detectors_;
   std::map<std::string, Incident> open_;  // by finding key

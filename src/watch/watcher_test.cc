@@ -11,7 +11,7 @@
 
 #include "core/fault_env.h"
 #include "core/file.h"
-#include "telemetry/fake_clock.h"
+#include "core/fake_clock.h"
 #include "net/http_server.h"
 #include "watch/test_util.h"
 
@@ -56,7 +56,7 @@ class FakeSink : public Sink {
 
 struct Rig {
   testing::ScratchDir dir;
-  telemetry::FakeClock clock{2'000'000'000};
+  FakeClock clock{2'000'000'000};
   FakeHttp http;
   std::vector<std::string> got;
   bool sink_up = true;
@@ -317,7 +317,7 @@ class SlowHttp : public HttpClient {
 // 128 agents are polled by a bounded pool, not 128 threads.
 TEST(Watcher, PollsManyAgentsThroughABoundedPool) {
   testing::ScratchDir dir;
-  telemetry::FakeClock clock{2'000'000'000};
+  FakeClock clock{2'000'000'000};
   SlowHttp http;
   WatcherOptions o;
   o.settings.run = "t";
@@ -379,7 +379,7 @@ TEST(Watcher, Polls128RealAgentsOverLoopbackWithABoundedNumberOfThreads) {
   }
   for (auto& srv : servers) loops.emplace_back([s = srv.get()] { (void)s->Serve(); });
   testing::ScratchDir dir;
-  telemetry::FakeClock clock{2'000'000'000};
+  FakeClock clock{2'000'000'000};
   auto http = MakeHttpClient();
   o.state_dir = dir / "state";
   auto w = Watcher::Create(std::move(o), {}, http.get(), &clock, [](const std::string&) {});

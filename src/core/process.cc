@@ -1,24 +1,26 @@
-#include "launch/process.h"
+#include "core/process.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <thread>
 
 #include <fmt/core.h>
 
+#include "core/file.h"
+
 extern char** environ;
 
-namespace ek::launch {
+namespace ek {
 
 namespace {
 
@@ -87,21 +89,36 @@ Result<Child> Child::Spawn(const SpawnOptions& o) {
 
   int out_fd = -1;
   int pipe_fds[2] = {-1, -1};
+  int in_fds[2] = {-1, -1};
+  auto close_all = [&] {
+    for (int fd : {out_fd, pipe_fds[0], pipe_fds[1], in_fds[0], in_fds[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+  };
   if (!o.output_path.empty()) {
     out_fd = ::open(o.output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (out_fd < 0) return ErrnoError(o.output_path, errno);
   } else if (o.output_pipe) {
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return ErrnoError("pipe", errno);
   }
+  if (o.input_pipe && ::pipe2(in_fds, O_CLOEXEC) != 0) {
+    int e = errno;
+    close_all();
+    return ErrnoError("pipe", e);
+  }
   int err_pipe[2];  // the child reports a failed exec here; close-on-exec closes it on success
-  if (::pipe2(err_pipe, O_CLOEXEC) != 0) return ErrnoError("pipe", errno);
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    int e = errno;
+    close_all();
+    return ErrnoError("pipe", e);
+  }
   const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
     ::close(err_pipe[0]);
     ::close(err_pipe[1]);
-    if (out_fd >= 0) ::close(out_fd);
+    close_all();
     return ErrnoError("fork", e);
   }
   if (pid == 0) {
@@ -113,14 +130,16 @@ Result<Child> Child::Spawn(const SpawnOptions& o) {
     int fd = out_fd >= 0 ? out_fd : pipe_fds[1];
     if (fd >= 0) {
       ::dup2(fd, 1);
-      ::dup2(fd, 2);
+      if (o.output_stderr) ::dup2(fd, 2);
     }
+    if (in_fds[0] >= 0) ::dup2(in_fds[0], 0);
     if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0) {
       int e = errno;
       (void)!::write(err_pipe[1], &e, sizeof e);
       ::_exit(127);
     }
-    // Restore default dispositions the launcher changed.
+    // The child's own dispositions: the defaults, whatever the program chose
+    // for itself (a handler is reset by exec, an ignored signal is not).
     ::signal(SIGINT, SIG_DFL);
     ::signal(SIGTERM, SIG_DFL);
     ::signal(SIGHUP, SIG_DFL);
@@ -133,6 +152,7 @@ Result<Child> Child::Spawn(const SpawnOptions& o) {
   ::close(err_pipe[1]);
   if (out_fd >= 0) ::close(out_fd);
   if (pipe_fds[1] >= 0) ::close(pipe_fds[1]);
+  if (in_fds[0] >= 0) ::close(in_fds[0]);
   int child_errno = 0;
   ssize_t n;
   do {
@@ -143,34 +163,76 @@ Result<Child> Child::Spawn(const SpawnOptions& o) {
     int status;
     ::waitpid(pid, &status, 0);
     if (pipe_fds[0] >= 0) ::close(pipe_fds[0]);
+    if (in_fds[1] >= 0) ::close(in_fds[1]);
     return ErrnoError(fmt::format("exec {}", exe), child_errno);
   }
   if (o.new_process_group) ::setpgid(pid, pid);  // also from here: no race with Signal(group)
   Child c;
   c.pid_ = pid;
   c.out_fd_ = pipe_fds[0];
+  c.in_fd_ = in_fds[1];
   return c;
 }
 
-Child::Child(Child&& other) noexcept : pid_(other.pid_), out_fd_(other.out_fd_), status_(other.status_) {
+Child::Child(Child&& other) noexcept
+    : pid_(other.pid_), out_fd_(other.out_fd_), in_fd_(other.in_fd_), status_(other.status_) {
   other.pid_ = -1;
   other.out_fd_ = -1;
+  other.in_fd_ = -1;
 }
 
 Child& Child::operator=(Child&& other) noexcept {
   if (this != &other) {
     if (out_fd_ >= 0) ::close(out_fd_);
+    if (in_fd_ >= 0) ::close(in_fd_);
     pid_ = other.pid_;
     out_fd_ = other.out_fd_;
+    in_fd_ = other.in_fd_;
     status_ = other.status_;
     other.pid_ = -1;
     other.out_fd_ = -1;
+    other.in_fd_ = -1;
   }
   return *this;
 }
 
+Status Child::WriteInput(std::string_view data, std::string_view what, bool close) {
+  if (in_fd_ < 0) return FailedPreconditionError(fmt::format("{}: write: the child's input is closed", what));
+  // SIGPIPE is blocked in this thread alone while writing: a write to a pipe
+  // whose reader has gone raises it for the writing thread, where it stays
+  // pending, to be taken here, so the write fails with EPIPE and the process
+  // is not killed. One that was pending before is left for its owner.
+  sigset_t pipe_set, old_set, pending;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+  sigemptyset(&pending);
+  ::sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  Status st = WriteAll(in_fd_, data, fmt::format("{}: write", what));
+  if (!st.ok() && !was_pending) {
+    const timespec zero{0, 0};
+    while (::sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
+    }
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
+  if (close) CloseInput();
+  return st;
+}
+
+void Child::CloseOutput() {
+  if (out_fd_ >= 0) ::close(out_fd_);
+  out_fd_ = -1;
+}
+
+void Child::CloseInput() {
+  if (in_fd_ >= 0) ::close(in_fd_);
+  in_fd_ = -1;
+}
+
 Child::~Child() {
   if (out_fd_ >= 0) ::close(out_fd_);
+  if (in_fd_ >= 0) ::close(in_fd_);
   // A Child destroyed while its process runs (an error path) must not leave it behind.
   if (pid_ > 0 && !status_) {
     ::kill(-pid_, SIGKILL);
@@ -207,15 +269,25 @@ void Child::Signal(int sig, bool group) const {
   ::kill(pid_, sig);
 }
 
-ExitStatus Child::Stop(double grace_s) {
-  Signal(SIGTERM);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace_s);
+std::optional<ExitStatus> Child::WaitFor(double timeout_s, Clock* clock) {
+  const double deadline = clock->Monotonic() + timeout_s;
   while (!Poll()) {
-    if (std::chrono::steady_clock::now() >= deadline) {
+    const double left = deadline - clock->Monotonic();
+    if (left <= 0) return std::nullopt;
+    clock->SleepFor(std::min(left, 0.01));
+  }
+  return status_;
+}
+
+ExitStatus Child::Stop(double grace_s, Clock* clock) {
+  Signal(SIGTERM);
+  const double deadline = clock->Monotonic() + grace_s;
+  while (!Poll()) {
+    if (clock->Monotonic() >= deadline) {
       Signal(SIGKILL);
       return Wait();
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    clock->SleepFor(0.05);
   }
   // The leader is gone; anything left in its group goes too.
   if (pid_ > 0) ::kill(-pid_, SIGKILL);
@@ -230,17 +302,18 @@ void InstallStopSignalHandlers() {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGHUP, &sa, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
 }
 
 int StopSignalReceived() { return g_stop_signal; }
 void ResetStopSignal() { g_stop_signal = 0; }
 
-void SleepInterruptible(double seconds) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (!StopSignalReceived() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+void SleepInterruptible(double seconds, Clock* clock) {
+  const double deadline = clock->Monotonic() + seconds;
+  while (!StopSignalReceived()) {
+    const double left = deadline - clock->Monotonic();
+    if (left <= 0) break;
+    clock->SleepFor(std::min(left, 0.05));
   }
 }
 
-}  // namespace ek::launch
+}  // namespace ek
