@@ -17,17 +17,6 @@ namespace {
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 
-// The `causes` list of a node record or an attempt's record: {rank, cause} each.
-Status ReadCauses(const JsonFields& f, std::vector<RankCause>* out) {
-  return f.Objects("causes", [&](const JsonFields& c) -> Status {
-    RankCause rc;
-    EK_RETURN_IF_ERROR(c.IntIn("rank", 0, kIntMax, &rc.rank));
-    EK_RETURN_IF_ERROR(c.Str("cause", &rc.cause));
-    out->push_back(std::move(rc));
-    return Status::Ok();
-  });
-}
-
 }  // namespace
 
 std::string_view ActionName(Action a) {
@@ -87,7 +76,7 @@ Result<NodeRecord> NodeRecordFromJson(std::string_view json, const std::string& 
     n.ranks.push_back(std::move(rec));
     return Status::Ok();
   }));
-  EK_RETURN_IF_ERROR(ReadCauses(f, &n.causes));
+  EK_RETURN_IF_ERROR(run::ReadRankCauses(f, &n.causes));
   // Written since hangs are named (docs/launch.md "Records"); absent in older records.
   if (f.Has("progress")) {
     EK_RETURN_IF_ERROR(f.Objects("progress", [&](const JsonFields& p) -> Status {
@@ -116,7 +105,7 @@ Result<AttemptAccount> AttemptAccountFromJson(std::string_view json, const std::
   EK_RETURN_IF_ERROR(f.Num("gpu_hours", &a.gpu_hours));
   EK_RETURN_IF_ERROR(f.Num("gpu_hours_lost", &a.gpu_hours_lost));
   if (a.gpu_hours < 0 || a.gpu_hours_lost < 0) return f.Err("gpu_hours", "negative");
-  EK_RETURN_IF_ERROR(ReadCauses(f, &a.causes));
+  EK_RETURN_IF_ERROR(run::ReadRankCauses(f, &a.causes));
   a.json = std::string(json);
   while (!a.json.empty() && (a.json.back() == '\n' || a.json.back() == ' ')) a.json.pop_back();
   return a;

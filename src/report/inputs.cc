@@ -19,6 +19,7 @@
 #include "core/json_check.h"
 #include "core/json_fields.h"
 #include "core/thread_pool.h"
+#include "run/rank_cause.h"
 #include "run/run_file.h"
 #include "telemetry/nvidia_smi_csv.h"
 #include "telemetry/prometheus.h"
@@ -136,25 +137,21 @@ Status ReadLaunch(const std::string& dir, Recorder* rec) {
   JsonDocument doc;
   EK_ASSIGN_OR_RETURN(JsonFields s, doc.Parse(text, path));
   Summary& m = rec->summary;
+  // The fields of launch::LaunchSummaryFromJson, as strictly: the launcher writes
+  // every one (docs/launch.md "Records"). A count of -1 means "not known".
   std::string outcome, final_ckpt;
-  EK_RETURN_IF_ERROR(s.OptStr("outcome", &outcome));
-  EK_RETURN_IF_ERROR(s.OptStr("final_checkpoint", &final_ckpt));
+  EK_RETURN_IF_ERROR(s.Str("outcome", &outcome));
+  EK_RETURN_IF_ERROR(s.Str("final_checkpoint", &final_ckpt));
   if (!outcome.empty()) m.outcome = outcome;
-  if (!final_ckpt.empty()) m.final_checkpoint = final_ckpt;
-  // Negative counts (-1) mean "not known" in the launcher's summary.
-  auto set = [&](std::optional<double>* out, const char* k) -> Status {
-    double v = -1;
-    EK_RETURN_IF_ERROR(s.OptNum(k, &v));
-    if (v >= 0) *out = v;
-    return Status::Ok();
-  };
+  if (!final_ckpt.empty()) m.final_checkpoint = final_ckpt;  // "": none verifies as final
   for (auto [out, key] : {std::pair{&m.steps, "steps"}, {&m.planned_steps, "planned_steps"}, {&m.tokens, "tokens"},
                           {&m.tokens_per_s, "tokens_per_s"}, {&m.attempts, "attempts"},
                           {&m.gpu_hours_used, "gpu_hours_used"}, {&m.gpu_hours_lost, "gpu_hours_lost"},
                           {&m.evenfix_dropped_blocks, "evenfix_dropped_blocks"}}) {
-    EK_RETURN_IF_ERROR(set(out, key));
+    double v = -1;
+    EK_RETURN_IF_ERROR(s.Num(key, &v));
+    if (v >= 0) *out = v;
   }
-  if (!s.Has("attempt_records")) return Status::Ok();
   std::vector<double> lost;  // each attempt's GPU-hours after its last new checkpoint
   EK_RETURN_IF_ERROR(s.Objects("attempt_records", [&](const JsonFields& a) -> Status {
     AttemptMark mark;
@@ -173,15 +170,7 @@ Status ReadLaunch(const std::string& dir, Recorder* rec) {
     EK_RETURN_IF_ERROR(a.Num("gpu_hours_lost", &gpu_hours_lost));
     // Launchers before "The cause, named" wrote no causes: absent, not an error (docs/report.md).
     mark.causes_recorded = a.Has("causes");
-    if (mark.causes_recorded) {
-      EK_RETURN_IF_ERROR(a.Objects("causes", [&](const JsonFields& c) -> Status {
-        AttemptCause cause;
-        EK_RETURN_IF_ERROR(c.IntIn("rank", 0, std::numeric_limits<int>::max(), &cause.rank));
-        EK_RETURN_IF_ERROR(c.Str("cause", &cause.cause));
-        mark.causes.push_back(std::move(cause));
-        return Status::Ok();
-      }));
-    }
+    if (mark.causes_recorded) EK_RETURN_IF_ERROR(run::ReadRankCauses(a, &mark.causes));
     rec->attempts.push_back(std::move(mark));
     lost.push_back(gpu_hours_lost);
     return Status::Ok();
