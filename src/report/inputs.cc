@@ -15,6 +15,7 @@
 #include <simdjson.h>
 
 #include "ckpt/checkpoint.h"
+#include "core/jsonl.h"
 #include "core/file.h"
 #include "core/json_check.h"
 #include "core/json_fields.h"
@@ -186,16 +187,11 @@ template <typename Fn>
 Status ForEachJsonLine(const std::string& path, std::vector<std::string>* problems, Fn&& fn) {
   EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   JsonDocument doc;
-  size_t line_no = 0, start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + start, end - start);
-    start = end + 1;
-    line_no++;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    std::string where = fmt::format("{}:{}", path, line_no);
-    auto fields = doc.Parse(line, where);
+  LineSplitter lines(text);
+  for (TextLine line; lines.Next(&line);) {
+    if (line.text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    std::string where = fmt::format("{}:{}", path, line.number);
+    auto fields = doc.Parse(line.text, where);
     if (!fields.ok()) {
       problems->push_back(fmt::format("{}: not JSON (skipped): {}", where, fields.status().message()));
       continue;
@@ -318,14 +314,11 @@ Result<HostData> ParseTelemetryFile(const Input& input, double interval_s) {
   std::map<std::string, telemetry::HostTimeAligner> aligners;
   auto aligner_for = aligners.end();  // the previous row's host (rows come in runs per host)
   std::vector<telemetry::Sample> row, aligned;
-  size_t pos = 0;
   bool any = false;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
+  LineSplitter lines(text);
+  for (TextLine line; lines.Next(&line);) {
     row.clear();
-    parser.ParseLine(std::string_view(text).substr(pos, nl - pos), &row, &d.problems);
-    pos = nl + 1;
+    parser.ParseLine(line.text, &row, &d.problems);
     if (row.empty()) continue;
     any = true;
     auto it = aligner_for != aligners.end() && aligner_for->first == row[0].host ? aligner_for
@@ -473,7 +466,6 @@ Result<std::vector<telemetry::Sample>> ParseDcgmRecording(std::string_view text,
                                                           std::vector<telemetry::Problem>* problems) {
   std::vector<telemetry::Sample> out;
   constexpr std::string_view kMark = "# evenkeel-scrape ";
-  size_t pos = 0, line_no = 1;
   std::optional<double> time;
   size_t block = 0, block_line = 0;
   auto flush = [&](size_t end) {
@@ -484,20 +476,16 @@ Result<std::vector<telemetry::Sample>> ParseDcgmRecording(std::string_view text,
     }
   };
   bool any_mark = false;
-  while (pos <= text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    if (line.starts_with(kMark)) {
-      flush(pos);
+  LineSplitter lines(text);
+  for (TextLine line; lines.Next(&line);) {
+    if (line.text.starts_with(kMark)) {
+      flush(line.offset);
       any_mark = true;
-      time = telemetry::ParseTimestamp(line.substr(kMark.size()));
-      if (!time) problems->push_back({fmt::format("{}:{}", where, line_no), "bad scrape time (scrape skipped)"});
-      block = end + 1;
-      block_line = line_no + 1;
+      time = telemetry::ParseTimestamp(line.text.substr(kMark.size()));
+      if (!time) problems->push_back({fmt::format("{}:{}", where, line.number), "bad scrape time (scrape skipped)"});
+      block = line.offset + line.text.size() + 1;
+      block_line = line.number + 1;
     }
-    pos = end + 1;
-    line_no++;
   }
   flush(text.size());
   if (!any_mark && !text.empty()) {
