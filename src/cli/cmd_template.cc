@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "core/jsonl.h"
 #include "core/file.h"
 #include "core/json_out.h"
 #include "core/utf8.h"
@@ -53,14 +54,11 @@ int Render(const Source& src, const std::string& input, bool add_generation_prom
   }
   // A std::string: the conditional yields a temporary, which a string_view would outlive.
   const std::string name = input.empty() || input == "-" ? std::string("<stdin>") : input;
-  size_t pos = 0, line_no = 0;
   std::string out;
-  while (pos < data.size()) {
-    size_t nl = data.find('\n', pos);
-    if (nl == std::string::npos) nl = data.size();
-    std::string_view line(data.data() + pos, nl - pos);
-    pos = nl + 1;
-    ++line_no;
+  LineSplitter lines(data);
+  for (TextLine next; lines.Next(&next);) {
+    const std::string_view line = next.text;
+    const uint64_t line_no = next.number;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     auto fail = [&](const Status& st) {
       return Status(st.code(), fmt::format("{}:{}: {}", name, line_no, st.message()));

@@ -36,13 +36,8 @@ struct LineResult {
 // Splits a chunk into lines (without '\n'), recording 1-based line numbers.
 void SplitLines(std::string_view chunk, std::vector<std::string_view>* lines) {
   lines->clear();
-  size_t pos = 0;
-  while (pos < chunk.size()) {
-    size_t nl = chunk.find('\n', pos);
-    if (nl == std::string_view::npos) nl = chunk.size();
-    lines->push_back(chunk.substr(pos, nl - pos));
-    pos = nl + 1;
-  }
+  LineSplitter split(chunk);
+  for (TextLine line; split.Next(&line);) lines->push_back(line.text);
 }
 
 bool IsBlank(std::string_view s) {

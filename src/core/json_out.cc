@@ -1,8 +1,11 @@
 #include "core/json_out.h"
 
 #include <algorithm>
+#include <iterator>
 #include <charconv>
 #include <cstring>
+
+#include <fmt/core.h>
 
 namespace ek {
 
@@ -58,6 +61,83 @@ void AppendIntArray(std::string* out, const int32_t* v, size_t n) {
   }
   *p++ = ']';
   out->resize(static_cast<size_t>(p - out->data()));
+}
+
+void JsonWriter::Separate() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (has_items_.empty()) return;
+  if (has_items_.back()) out_.append(spaced_ ? ", " : ",");
+  has_items_.back() = true;
+}
+
+JsonWriter& JsonWriter::Open(char c) {
+  Separate();
+  out_.push_back(c);
+  has_items_.push_back(false);
+  return *this;
+}
+
+JsonWriter& JsonWriter::Close(char c) {
+  if (!has_items_.empty()) has_items_.pop_back();
+  after_key_ = false;
+  out_.push_back(c);
+  return *this;
+}
+
+JsonWriter& JsonWriter::Key(std::string_view key) {
+  Separate();
+  AppendJsonString(&out_, key);
+  out_.append(spaced_ ? ": " : ":");
+  after_key_ = true;
+  return *this;
+}
+
+JsonWriter& JsonWriter::Str(std::string_view v) {
+  Separate();
+  AppendJsonString(&out_, v);
+  return *this;
+}
+
+JsonWriter& JsonWriter::Int(int64_t v) {
+  Separate();
+  AppendInt(&out_, v);
+  return *this;
+}
+
+JsonWriter& JsonWriter::Uint(uint64_t v) {
+  Separate();
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out_.append(buf, static_cast<size_t>(r.ptr - buf));
+  return *this;
+}
+
+JsonWriter& JsonWriter::Bool(bool v) {
+  Separate();
+  out_.append(v ? "true" : "false");
+  return *this;
+}
+
+JsonWriter& JsonWriter::Null() {
+  Separate();
+  out_.append("null");
+  return *this;
+}
+
+JsonWriter& JsonWriter::Fixed(double v, int decimals) {
+  Separate();
+  fmt::format_to(std::back_inserter(out_), "{:.{}f}", v, decimals);
+  return *this;
+}
+
+JsonWriter& JsonWriter::Raw(std::string_view json) {
+  Separate();
+  while (!json.empty() && json.back() == '\n') json.remove_suffix(1);
+  out_.append(json);
+  return *this;
 }
 
 std::string CompactRanges(std::vector<int64_t> values) {

@@ -22,5 +22,25 @@ TEST(JsonOutTest, CompactRanges) {
   EXPECT_EQ(CompactRanges({}), "");
 }
 
+TEST(JsonWriterTest, PlacesCommasAndKeysInBothStyles) {
+  for (auto [style, want] : {std::pair{JsonWriter::kCompact,
+                                       std::string(R"({"a":1,"b":[true,null,"x\"y"],"c":{},"d":[],"e":2.50,"f":18446744073709551615})")},
+                             std::pair{JsonWriter::kSpaced,
+                                       std::string(R"({"a": 1, "b": [true, null, "x\"y"], "c": {}, "d": [], "e": 2.50, "f": 18446744073709551615})")}}) {
+    JsonWriter w(style);
+    w.BeginObject().Key("a").Int(1).Key("b").BeginArray().Bool(true).Null().Str("x\"y").EndArray();
+    w.Key("c").BeginObject().EndObject().Key("d").BeginArray().EndArray().Key("e").Fixed(2.5, 2);
+    w.Key("f").Uint(18446744073709551615ull).EndObject();
+    EXPECT_EQ(w.str(), want);
+    EXPECT_EQ(w.Line(), want + "\n");
+  }
+}
+
+TEST(JsonWriterTest, RawPutsInAValueWrittenElsewhereWithoutItsNewline) {
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginArray().Raw("{\"x\": 1}\n").Raw("[]").Int(-3).EndArray();
+  EXPECT_EQ(w.str(), "[{\"x\": 1}, [], -3]");
+}
+
 }  // namespace
 }  // namespace ek

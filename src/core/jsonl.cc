@@ -252,6 +252,14 @@ Result<std::unique_ptr<LineChunkReader>> LineChunkReader::Open(const std::string
   return std::unique_ptr<LineChunkReader>(r);
 }
 
+Result<bool> LineChunkReader::NextLines(LineSplitter* lines) {
+  const uint64_t number = lines->next_number(), offset = lines->next_offset();
+  std::string_view chunk;
+  EK_ASSIGN_OR_RETURN(bool more, Next(&chunk));
+  *lines = more ? LineSplitter(chunk, number, offset) : LineSplitter(std::string_view(), number, offset);
+  return more;
+}
+
 Result<uint64_t> HashFile(const std::string& path, uint64_t* size) {
   EK_ASSIGN_OR_RETURN(int fd, OpenFileForRead(path));
   XXH3_state_t* st = XXH3_createState();

@@ -3,7 +3,9 @@
 // no Rust or Python string can hold).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,6 +26,48 @@ enum class InvalidUtf8Policy {
 Status SanitizeJsonLine(std::string_view* line, InvalidUtf8Policy policy, std::string* storage,
                         size_t* replaced);
 
+// One line of a text: its 1-based number, the byte offset of its first byte in
+// the whole input, and its bytes without the '\n' (a '\r' before it is kept:
+// what a line means by it is the reader's to say). Errors name the line by
+// `number` ("shard-0003.jsonl:1841: ...") or the byte by offset + k.
+struct TextLine {
+  uint64_t number = 0;
+  uint64_t offset = 0;
+  std::string_view text;
+};
+
+// The one line reader of evenkeel's line records (JSON lines, CSV, exposition
+// text, logs): splits a text at '\n'. The last line may lack its '\n'; a text
+// that ends in '\n' has no empty line after it, and an empty text has none.
+//   LineSplitter lines(text);
+//   for (TextLine l; lines.Next(&l);) ...
+// Numbering and offsets may start elsewhere (a chunk of a larger input:
+// LineChunkReader::NextLines).
+class LineSplitter {
+ public:
+  LineSplitter() = default;
+  explicit LineSplitter(std::string_view text, uint64_t first_number = 1, uint64_t first_offset = 0)
+      : text_(text), number_(first_number), base_(first_offset) {}
+  bool Next(TextLine* line) {
+    if (pos_ >= text_.size()) return false;
+    const void* nl = memchr(text_.data() + pos_, '\n', text_.size() - pos_);
+    size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - text_.data()) : text_.size();
+    line->number = number_++;
+    line->offset = base_ + pos_;
+    line->text = text_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    return true;
+  }
+  // The number and offset the line after the last one handed out would have.
+  uint64_t next_number() const { return number_; }
+  uint64_t next_offset() const { return base_ + std::min(pos_, text_.size()); }
+
+ private:
+  std::string_view text_;
+  size_t pos_ = 0;
+  uint64_t number_ = 1, base_ = 0;
+};
+
 // Reads a file (mapped) or stdin ("-") as chunks of whole lines.
 class LineChunkReader {
  public:
@@ -33,6 +77,10 @@ class LineChunkReader {
   // Sets *chunk to the next run of whole lines (the last line of the input
   // may lack its '\n'); returns false at the end of input.
   virtual Result<bool> Next(std::string_view* chunk) = 0;
+  // The next chunk as lines numbered from the start of the input: `lines` must
+  // be the splitter of the previous call, its lines all read (numbering goes on
+  // from it). False at the end of input.
+  Result<bool> NextLines(LineSplitter* lines);
   // Total size when known (files), else 0; and bytes handed out so far.
   virtual uint64_t total_bytes() const = 0;
   virtual uint64_t consumed_bytes() const = 0;

@@ -41,6 +41,36 @@ size_t WellFormedAt(const unsigned char* s, size_t n, size_t i, size_t* consumed
 
 }  // namespace
 
+size_t DecodeUtf8Checked(std::string_view sv, size_t i, uint32_t* cp, size_t* bad) {
+  const auto* s = reinterpret_cast<const unsigned char*>(sv.data());
+  size_t consumed = 0;
+  size_t len = WellFormedAt(s, sv.size(), i, &consumed);
+  if (len == 0) {
+    if (bad) *bad = consumed;
+    return 0;
+  }
+  DecodeUtf8(s + i, cp);
+  return len;
+}
+
+void AppendUtf8(std::string* out, uint32_t cp) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
 size_t FirstInvalidUtf8(std::string_view sv) {
   const auto* s = reinterpret_cast<const unsigned char*>(sv.data());
   size_t n = sv.size();

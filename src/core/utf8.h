@@ -1,11 +1,72 @@
-// UTF-8 well-formedness, shared by the JSONL readers and the tokenizer.
+// The one UTF-8 codec (RFC 3629, Unicode 16.0 §3.9 D92 well-formedness), used by
+// the JSONL readers, the tokenizer and the template engine:
+//   DecodeUtf8       one code point of text already known to be valid (the
+//                    tokenizer's hot loops: no checks, inline)
+//   DecodeUtf8At     one code point at s[i], never reading past s (bytes past the
+//                    end count as 0), for text checked on entry
+//   DecodeUtf8Checked one code point with validity: its length, or 0 at an
+//                    ill-formed sequence
+//   AppendUtf8       the encoding of one code point
+//   FirstInvalidUtf8 validation: the byte offset of the first bad byte
+//   ReplaceInvalidUtf8 Python's errors="replace"
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
 namespace ek {
+
+// Decodes one code point from valid UTF-8 at p; returns its length (1-4).
+inline size_t DecodeUtf8(const unsigned char* p, uint32_t* cp) {
+  unsigned char c = p[0];
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  }
+  if (c < 0xE0) {
+    *cp = ((c & 0x1Fu) << 6) | (p[1] & 0x3Fu);
+    return 2;
+  }
+  if (c < 0xF0) {
+    *cp = ((c & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
+    return 3;
+  }
+  *cp = ((c & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
+  return 4;
+}
+
+// Decodes the code point of valid UTF-8 at s[i] (i < s.size()); *len gets its
+// length by the lead byte. A sequence cut off by the end of s reads the missing
+// bytes as 0 rather than past the end.
+inline uint32_t DecodeUtf8At(std::string_view s, size_t i, size_t* len) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data()) + i;
+  const size_t left = s.size() - i;
+  unsigned char c = p[0];
+  size_t n = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+  *len = n;
+  if (n <= left) {
+    uint32_t cp;
+    DecodeUtf8(p, &cp);
+    return cp;
+  }
+  unsigned char b[4] = {c, 0, 0, 0};
+  for (size_t k = 1; k < left; ++k) b[k] = p[k];
+  uint32_t cp;
+  DecodeUtf8(b, &cp);
+  return cp;
+}
+
+// Decodes one well-formed code point at s[i] (i < s.size()) into *cp and
+// returns its length; returns 0 when s[i] starts an ill-formed sequence (*cp
+// untouched), with *bad (when given) set to the length of its maximal
+// ill-formed subpart (at least 1), the bytes errors="replace" turns into one
+// U+FFFD.
+size_t DecodeUtf8Checked(std::string_view s, size_t i, uint32_t* cp, size_t* bad = nullptr);
+
+// Appends the UTF-8 encoding of cp (cp < 0x110000).
+void AppendUtf8(std::string* out, uint32_t cp);
 
 // Byte offset of the first byte that is not part of well-formed UTF-8, or npos.
 size_t FirstInvalidUtf8(std::string_view s);

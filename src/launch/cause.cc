@@ -3,6 +3,7 @@
 #include <vector>
 
 #include <fmt/core.h>
+#include "core/jsonl.h"
 
 namespace ek::launch {
 
@@ -51,13 +52,11 @@ std::string FirstError(std::string_view log, int rank) {
   // trainer that does not catch its errors): the traceback is read without it.
   const std::string torch_tag = fmt::format("[rank{}]: ", rank);
   std::vector<std::string_view> lines;
-  for (size_t pos = 0; pos < log.size();) {
-    size_t nl = log.find('\n', pos);
-    if (nl == std::string_view::npos) nl = log.size();
-    std::string_view line = log.substr(pos, nl - pos);
+  LineSplitter split(log);
+  for (TextLine next; split.Next(&next);) {
+    std::string_view line = next.text;
     if (line.starts_with(torch_tag)) line.remove_prefix(torch_tag.size());
     lines.push_back(line);
-    pos = nl + 1;
   }
   const std::string tag = fmt::format("[rank {}] ", rank);
   std::string_view traceback_end;

@@ -21,7 +21,6 @@
 #include <thread>
 
 #include <fmt/core.h>
-#include <fmt/ranges.h>
 
 #include "ckpt/checkpoint.h"
 #include "core/clock.h"
@@ -296,15 +295,18 @@ Result<LaunchResult> Launcher::Run() {
     // What this launcher would run and judge by, without running anything.
     LaunchResult dry;
     dry.exit_code = kExitCompleted;
-    std::string command;
-    for (size_t i = 0; i < trainer_.size(); ++i) command += (i ? "," : "") + JsonString(trainer_[i]);
-    dry.summary_json = fmt::format(
-        "{{\"run\": {}, \"run_file\": {}, \"node\": {}, \"world\": {}, \"torchrun\": {}, \"python\": {}, "
-        "\"trainer\": [{}], \"launch_dir\": {}, \"final_step\": {}, \"save_steps\": [{}], \"schedule\": {}}}\n",
-        JsonString(run_.name), JsonString(run_.path), cluster_.node_rank, run_.world(), JsonString(torchrun_),
-        JsonString(python_), command, JsonString(paths_.session), has_plan_ ? static_cast<int64_t>(plan_.total_steps) : -1,
-        has_plan_ ? fmt::format("{}", fmt::join(plan_.save_steps, ",")) : "",
-        has_plan_ ? run::ScheduleToJson(plan_) : "null");
+    JsonWriter w(JsonWriter::kSpaced);
+    w.BeginObject().Key("run").Str(run_.name).Key("run_file").Str(run_.path).Key("node").Int(cluster_.node_rank);
+    w.Key("world").Int(run_.world()).Key("torchrun").Str(torchrun_).Key("python").Str(python_);
+    w.Key("trainer").BeginArray();
+    for (const auto& arg : trainer_) w.Str(arg);
+    w.EndArray().Key("launch_dir").Str(paths_.session);
+    w.Key("final_step").Int(has_plan_ ? static_cast<int64_t>(plan_.total_steps) : -1).Key("save_steps").BeginArray();
+    if (has_plan_) {
+      for (uint64_t step : plan_.save_steps) w.Uint(step);
+    }
+    w.EndArray().Key("schedule").Raw(has_plan_ ? run::ScheduleToJson(plan_) : "null").EndObject();
+    dry.summary_json = w.Line();
     return dry;
   }
   {

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include <fmt/core.h>
-#include <fmt/ranges.h>
 
 #include "core/clock.h"
 #include "core/json_out.h"
@@ -18,35 +17,47 @@
 
 namespace ek::launch::detail {
 
+namespace {
+
+// {"ranks": [...], "step": S, "summary": "..."}, after any members the caller wrote.
+void PutHang(const Hang& h, JsonWriter* w) {
+  w->Key("ranks").BeginArray();
+  for (int r : h.ranks) w->Int(r);
+  w->EndArray().Key("step").Int(h.step).Key("summary").Str(h.line);
+}
+
+}  // namespace
+
 std::string HangToJson(const Hang& h) {
   if (h.ranks.empty()) return "null";
-  return fmt::format("{{\"ranks\": [{}], \"step\": {}, \"summary\": {}}}", fmt::join(h.ranks, ", "), h.step,
-                     JsonString(h.line));
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject();
+  PutHang(h, &w);
+  w.EndObject();
+  return w.str();
 }
 
 std::string CausesToJson(const std::vector<RankCause>& causes) {
-  std::string o = "[";
-  for (size_t i = 0; i < causes.size(); ++i) o += (i ? ", " : "") + RankCauseToJson(causes[i]);
-  return o + "]";
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginArray();
+  for (const auto& c : causes) w.Raw(RankCauseToJson(c));
+  w.EndArray();
+  return w.str();
 }
 
 std::string AttemptToJson(const AttemptSummary& a) {
-  std::string o = fmt::format(
-      "{{\"attempt\": {}, \"start\": {:.3f}, \"end\": {:.3f}, \"seconds\": {:.1f}, \"outcome\": {}, "
-      "\"step_reached\": {}, \"checkpoint_before\": {}, \"checkpoint_after\": {}, \"flight_recorder\": "
-      "{{\"verdict\": {}, \"conclusive\": {}}}, \"gpu_hours\": {:.4f}, \"gpu_hours_lost\": {:.4f}, \"decision\": ",
-      a.attempt, a.start, a.end, a.end - a.start, JsonString(OutcomeName(a.outcome)), a.step_reached, a.checkpoint_before,
-      a.checkpoint_after, JsonString(a.fr_verdict), a.fr_conclusive ? "true" : "false", a.gpu_hours, a.gpu_hours_lost);
-  std::string d = DecisionToJson(a.attempt, a.decision);
-  while (!d.empty() && d.back() == '\n') d.pop_back();
-  o += d + ", \"causes\": " + CausesToJson(a.causes) + ", \"hang\": " + HangToJson(a.hang) + ", \"nodes\": [";
-  for (size_t i = 0; i < a.nodes.size(); ++i) {
-    std::string n = NodeRecordToJson(a.nodes[i]);
-    while (!n.empty() && n.back() == '\n') n.pop_back();
-    o += (i ? ", " : "") + n;
-  }
-  o += "]}";
-  return o;
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject().Key("attempt").Int(a.attempt).Key("start").Fixed(a.start, 3).Key("end").Fixed(a.end, 3);
+  w.Key("seconds").Fixed(a.end - a.start, 1).Key("outcome").Str(OutcomeName(a.outcome));
+  w.Key("step_reached").Int(a.step_reached).Key("checkpoint_before").Int(a.checkpoint_before);
+  w.Key("checkpoint_after").Int(a.checkpoint_after);
+  w.Key("flight_recorder").BeginObject().Key("verdict").Str(a.fr_verdict).Key("conclusive").Bool(a.fr_conclusive);
+  w.EndObject().Key("gpu_hours").Fixed(a.gpu_hours, 4).Key("gpu_hours_lost").Fixed(a.gpu_hours_lost, 4);
+  w.Key("decision").Raw(DecisionToJson(a.attempt, a.decision)).Key("causes").Raw(CausesToJson(a.causes));
+  w.Key("hang").Raw(HangToJson(a.hang)).Key("nodes").BeginArray();
+  for (const auto& n : a.nodes) w.Raw(NodeRecordToJson(n));
+  w.EndArray().EndObject();
+  return w.str();
 }
 
 // `json` (an object) with "earlier_launch" and "inferred" first: how summary.json lists an attempt.
@@ -77,54 +88,42 @@ std::string Launcher::Summary(int exit_code, const std::string& outcome) const {
   int64_t first_ckpt = attempts_.empty() ? -1 : attempts_.front().checkpoint_before;
   double tokens_per_step = static_cast<double>(run_.world()) * run_.micro_batch * run_.grad_accum * run_.seq_len;
   double trained_tokens = final.step > first_ckpt ? (final.step - std::max<int64_t>(first_ckpt, 0)) * tokens_per_step : 0;
-  std::string o = fmt::format(
-      "{{\"run\": {}, \"run_file\": {{\"path\": {}, \"xxh3\": \"{:016x}\"}}, \"run_id\": {}, \"nodes\": {}, \"world\": {}, "
-      "\"outcome\": {}, \"exit_code\": {}, \"steps\": {}, \"planned_steps\": {}, \"tokens\": {}, \"tokens_per_s\": {:.1f}, "
-      "\"final_checkpoint\": {}, \"attempts\": {}, \"attempts_this_launch\": {}, \"attempts_inferred\": {}, "
-      "\"gpu_hours_used\": {:.4f}, \"gpu_hours_lost\": {:.4f}, "
-      "\"evenfix_dropped_blocks\": {}, \"launch_dir\": {}, \"evenkeel_version\": {}, \"attempt_records\": [",
-      JsonString(run_.name), JsonString(run_.path), run_.xxh3, JsonString(cluster_.run_id), run_.nodes, run_.world(),
-      JsonString(outcome), exit_code, final.step, has_plan_ ? static_cast<int64_t>(plan_.total_steps) : -1, final.tokens,
-      train_s > 0 ? trained_tokens / train_s : 0.0, JsonString(final.final ? final.path : ""),
-      earlier_.size() + attempts_.size(), attempts_.size(), inferred, used, lost,
-      has_plan_ ? static_cast<int64_t>(plan_.dropped_blocks) : -1, JsonString(paths_.session), JsonString(kVersion));
-  bool listed = false;
-  for (const auto& e : earlier_) {
-    o += (listed ? ", " : "") + e.json;
-    listed = true;
-  }
-  for (const auto& a : attempts_) {
-    o += (listed ? ", " : "") + Flagged(AttemptToJson(a), false, false);
-    listed = true;
-  }
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject().Key("run").Str(run_.name);
+  w.Key("run_file").BeginObject().Key("path").Str(run_.path).Key("xxh3").Str(fmt::format("{:016x}", run_.xxh3));
+  w.EndObject().Key("run_id").Str(cluster_.run_id).Key("nodes").Int(run_.nodes).Key("world").Int(run_.world());
+  w.Key("outcome").Str(outcome).Key("exit_code").Int(exit_code).Key("steps").Int(final.step);
+  w.Key("planned_steps").Int(has_plan_ ? static_cast<int64_t>(plan_.total_steps) : -1).Key("tokens").Uint(final.tokens);
+  w.Key("tokens_per_s").Fixed(train_s > 0 ? trained_tokens / train_s : 0.0, 1);
+  w.Key("final_checkpoint").Str(final.final ? final.path : "");
+  w.Key("attempts").Uint(earlier_.size() + attempts_.size()).Key("attempts_this_launch").Uint(attempts_.size());
+  w.Key("attempts_inferred").Uint(inferred).Key("gpu_hours_used").Fixed(used, 4).Key("gpu_hours_lost").Fixed(lost, 4);
+  w.Key("evenfix_dropped_blocks").Int(has_plan_ ? static_cast<int64_t>(plan_.dropped_blocks) : -1);
+  w.Key("launch_dir").Str(paths_.session).Key("evenkeel_version").Str(kVersion);
+  w.Key("attempt_records").BeginArray();
+  for (const auto& e : earlier_) w.Raw(e.json);  // kept as the earlier launcher wrote it
+  for (const auto& a : attempts_) w.Raw(Flagged(AttemptToJson(a), false, false));
   // Every failed rank of every attempt, for the 3 a.m. reader: what broke, where.
-  o += "], \"causes\": [";
-  bool first = true;
+  w.EndArray().Key("causes").BeginArray();
+  auto cause = [&](int attempt, const RankCause& c) {
+    w.BeginObject().Key("attempt").Int(attempt).Key("rank").Int(c.rank).Key("cause").Str(c.cause).EndObject();
+  };
   for (const auto& e : earlier_) {
-    for (const auto& c : e.causes) {
-      o += fmt::format("{}{{\"attempt\": {}, \"rank\": {}, \"cause\": {}}}", first ? "" : ", ", e.attempt, c.rank,
-                       JsonString(c.cause));
-      first = false;
-    }
+    for (const auto& c : e.causes) cause(e.attempt, c);
   }
   for (const auto& a : attempts_) {
-    for (const auto& c : a.causes) {
-      o += fmt::format("{}{{\"attempt\": {}, \"rank\": {}, \"cause\": {}}}", first ? "" : ", ", a.attempt, c.rank,
-                       JsonString(c.cause));
-      first = false;
-    }
+    for (const auto& c : a.causes) cause(a.attempt, c);
   }
   // The ranks that stopped progressing, attempt by attempt (judge.h FindHang).
-  o += "], \"hangs\": [";
-  first = true;
+  w.EndArray().Key("hangs").BeginArray();
   for (const auto& a : attempts_) {
     if (a.hang.ranks.empty()) continue;
-    o += fmt::format("{}{{\"attempt\": {}, \"ranks\": [{}], \"step\": {}, \"summary\": {}}}", first ? "" : ", ",
-                     a.attempt, fmt::join(a.hang.ranks, ", "), a.hang.step, JsonString(a.hang.line));
-    first = false;
+    w.BeginObject().Key("attempt").Int(a.attempt);
+    PutHang(a.hang, &w);
+    w.EndObject();
   }
-  o += "]}\n";
-  return o;
+  w.EndArray().EndObject();
+  return w.Line();
 }
 
 }  // namespace ek::launch::detail

@@ -46,20 +46,13 @@ double Now() {
 }  // namespace
 
 std::string RankRecordToJson(const RankRecord& r) {
-  std::string o = fmt::format("{{\"rank\": {}, \"local_rank\": {}, \"node_rank\": {}, \"host\": ", r.rank, r.local_rank,
-                              r.node_rank);
-  AppendJsonString(&o, r.host);
-  o += fmt::format(", \"pid\": {}, \"start\": {:.3f}, \"end\": {:.3f}, \"exit_code\": {}, \"signal\": {}, \"log\": ", r.pid,
-                   r.start, r.end, r.exit_code, r.signal);
-  AppendJsonString(&o, r.log);
-  o += ", \"status\": ";
-  AppendJsonString(&o, r.status);
-  o += fmt::format(", \"stop_signal\": {}, \"stop_time\": {:.3f}, \"state_at_stop\": ", r.stop_signal, r.stop_time);
-  AppendJsonString(&o, r.state_at_stop);
-  o += fmt::format(", \"inferred\": {}, \"note\": ", r.inferred ? "true" : "false");
-  AppendJsonString(&o, r.note);
-  o += "}\n";
-  return o;
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject().Key("rank").Int(r.rank).Key("local_rank").Int(r.local_rank).Key("node_rank").Int(r.node_rank);
+  w.Key("host").Str(r.host).Key("pid").Int(r.pid).Key("start").Fixed(r.start, 3).Key("end").Fixed(r.end, 3);
+  w.Key("exit_code").Int(r.exit_code).Key("signal").Int(r.signal).Key("log").Str(r.log).Key("status").Str(r.status);
+  w.Key("stop_signal").Int(r.stop_signal).Key("stop_time").Fixed(r.stop_time, 3).Key("state_at_stop").Str(r.state_at_stop);
+  w.Key("inferred").Bool(r.inferred).Key("note").Str(r.note).EndObject();
+  return w.Line();
 }
 
 Result<RankRecord> RankRecordFromFields(const JsonFields& f) {

@@ -17,17 +17,6 @@ namespace {
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 
-// The `causes` list of a node record or an attempt's record: {rank, cause} each.
-Status ReadCauses(const JsonFields& f, std::vector<RankCause>* out) {
-  return f.Objects("causes", [&](const JsonFields& c) -> Status {
-    RankCause rc;
-    EK_RETURN_IF_ERROR(c.IntIn("rank", 0, kIntMax, &rc.rank));
-    EK_RETURN_IF_ERROR(c.Str("cause", &rc.cause));
-    out->push_back(std::move(rc));
-    return Status::Ok();
-  });
-}
-
 }  // namespace
 
 std::string_view ActionName(Action a) {
@@ -40,31 +29,32 @@ std::string_view ActionName(Action a) {
 }
 
 std::string RankCauseToJson(const RankCause& c) {
-  return fmt::format("{{\"rank\": {}, \"cause\": {}}}", c.rank, JsonString(c.cause));
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject().Key("rank").Int(c.rank).Key("cause").Str(c.cause).EndObject();
+  return w.str();
 }
 
 std::string RankProgressToJson(const RankProgress& p) {
-  return fmt::format("{{\"rank\": {}, \"step\": {}, \"phase\": {}, \"phase_step\": {}, \"time\": {:.3f}, \"pid\": {}}}",
-                     p.rank, p.step, JsonString(p.phase), p.phase_step, p.time, p.pid);
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject().Key("rank").Int(p.rank).Key("step").Int(p.step).Key("phase").Str(p.phase);
+  w.Key("phase_step").Int(p.phase_step).Key("time").Fixed(p.time, 3).Key("pid").Int(p.pid).EndObject();
+  return w.str();
 }
 
 std::string NodeRecordToJson(const NodeRecord& n) {
-  std::string o = fmt::format("{{\"node\": {}, \"host\": {}, \"start\": {:.3f}, \"end\": {:.3f}, \"torchrun\": "
-                              "{{\"exit_code\": {}, \"signal\": {}}}, \"cancelled\": {}, \"step_reached\": {}, \"error\": {}, "
-                              "\"ranks\": [",
-                              n.node, JsonString(n.host), n.start, n.end, n.torchrun_code, n.torchrun_signal,
-                              n.cancelled ? "true" : "false", n.step_reached, JsonString(n.error));
-  for (size_t i = 0; i < n.ranks.size(); ++i) {
-    std::string r = RankRecordToJson(n.ranks[i]);
-    while (!r.empty() && r.back() == '\n') r.pop_back();
-    o += (i ? ", " : "") + r;
-  }
-  o += "], \"causes\": [";
-  for (size_t i = 0; i < n.causes.size(); ++i) o += (i ? ", " : "") + RankCauseToJson(n.causes[i]);
-  o += "], \"progress\": [";
-  for (size_t i = 0; i < n.progress.size(); ++i) o += (i ? ", " : "") + RankProgressToJson(n.progress[i]);
-  o += "]}\n";
-  return o;
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject().Key("node").Int(n.node).Key("host").Str(n.host).Key("start").Fixed(n.start, 3);
+  w.Key("end").Fixed(n.end, 3);
+  w.Key("torchrun").BeginObject().Key("exit_code").Int(n.torchrun_code).Key("signal").Int(n.torchrun_signal).EndObject();
+  w.Key("cancelled").Bool(n.cancelled).Key("step_reached").Int(n.step_reached).Key("error").Str(n.error);
+  w.Key("ranks").BeginArray();
+  for (const auto& r : n.ranks) w.Raw(RankRecordToJson(r));
+  w.EndArray().Key("causes").BeginArray();
+  for (const auto& c : n.causes) w.Raw(RankCauseToJson(c));
+  w.EndArray().Key("progress").BeginArray();
+  for (const auto& p : n.progress) w.Raw(RankProgressToJson(p));
+  w.EndArray().EndObject();
+  return w.Line();
 }
 
 Result<NodeRecord> NodeRecordFromJson(std::string_view json, const std::string& name) {
@@ -87,7 +77,7 @@ Result<NodeRecord> NodeRecordFromJson(std::string_view json, const std::string& 
     n.ranks.push_back(std::move(rec));
     return Status::Ok();
   }));
-  EK_RETURN_IF_ERROR(ReadCauses(f, &n.causes));
+  EK_RETURN_IF_ERROR(run::ReadRankCauses(f, &n.causes));
   // Written since hangs are named (docs/launch.md "Records"); absent in older records.
   if (f.Has("progress")) {
     EK_RETURN_IF_ERROR(f.Objects("progress", [&](const JsonFields& p) -> Status {
@@ -116,16 +106,18 @@ Result<AttemptAccount> AttemptAccountFromJson(std::string_view json, const std::
   EK_RETURN_IF_ERROR(f.Num("gpu_hours", &a.gpu_hours));
   EK_RETURN_IF_ERROR(f.Num("gpu_hours_lost", &a.gpu_hours_lost));
   if (a.gpu_hours < 0 || a.gpu_hours_lost < 0) return f.Err("gpu_hours", "negative");
-  EK_RETURN_IF_ERROR(ReadCauses(f, &a.causes));
+  EK_RETURN_IF_ERROR(run::ReadRankCauses(f, &a.causes));
   a.json = std::string(json);
   while (!a.json.empty() && (a.json.back() == '\n' || a.json.back() == ' ')) a.json.pop_back();
   return a;
 }
 
 std::string DecisionToJson(int attempt, const Decision& d) {
-  return fmt::format("{{\"attempt\": {}, \"action\": {}, \"exit_code\": {}, \"reason\": {}, \"next_attempt\": {}, "
-                     "\"backoff_s\": {:.1f}}}\n",
-                     attempt, JsonString(ActionName(d.action)), d.exit_code, JsonString(d.reason), d.next_attempt, d.backoff_s);
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject().Key("attempt").Int(attempt).Key("action").Str(ActionName(d.action)).Key("exit_code").Int(d.exit_code);
+  w.Key("reason").Str(d.reason).Key("next_attempt").Int(d.next_attempt).Key("backoff_s").Fixed(d.backoff_s, 1);
+  w.EndObject();
+  return w.Line();
 }
 
 Result<Decision> DecisionFromJson(std::string_view json, const std::string& name, int attempt) {
@@ -155,8 +147,10 @@ Result<Decision> DecisionFromJson(std::string_view json, const std::string& name
 }
 
 std::string ResumeChoiceToJson(int attempt, const ResumeChoice& c) {
-  return fmt::format("{{\"attempt\": {}, \"resume_from\": {}, \"step\": {}, \"manifest_xxh3\": {}, \"where\": {}}}\n",
-                     attempt, JsonString(c.resume_from), c.step, JsonString(c.manifest_xxh3), JsonString(c.where));
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject().Key("attempt").Int(attempt).Key("resume_from").Str(c.resume_from).Key("step").Int(c.step);
+  w.Key("manifest_xxh3").Str(c.manifest_xxh3).Key("where").Str(c.where).EndObject();
+  return w.Line();
 }
 
 Result<ResumeChoice> ResumeChoiceFromJson(std::string_view json, const std::string& name, int attempt) {
@@ -186,12 +180,13 @@ Result<ResumeChoice> ResumeChoiceFromJson(std::string_view json, const std::stri
 }
 
 std::string GateVerdictToJson(const GateVerdict& v) {
-  std::string parts;
-  for (const auto& [n, nonce] : v.parts) parts += fmt::format("{}\"{}\": {}", parts.empty() ? "" : ", ", n, JsonString(nonce));
-  return fmt::format(
-      "{{\"overall\": {}, \"accepted\": {}, \"first_attempt\": {}, \"reasons\": {}, \"text\": {}, \"parts\": {{{}}}}}\n",
-      JsonString(gate::VerdictName(v.overall)), v.accepted ? "true" : "false", v.first_attempt, JsonString(v.reasons), JsonString(v.text),
-      parts);
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject().Key("overall").Str(gate::VerdictName(v.overall)).Key("accepted").Bool(v.accepted);
+  w.Key("first_attempt").Int(v.first_attempt).Key("reasons").Str(v.reasons).Key("text").Str(v.text);
+  w.Key("parts").BeginObject();
+  for (const auto& [n, nonce] : v.parts) w.Key(std::to_string(n)).Str(nonce);
+  w.EndObject().EndObject();
+  return w.Line();
 }
 
 Result<GateVerdict> GateVerdictFromJson(std::string_view json, const std::string& name) {

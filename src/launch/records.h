@@ -21,16 +21,14 @@
 #include "gate/gate.h"
 #include "launch/launcher.h"
 #include "launch/rank_exec.h"
+#include "run/rank_cause.h"
 
 namespace ek::launch {
 
 // Why one rank failed: the first error its log names (launch/cause.h), else its
 // exit status or signal ("killed by SIGKILL"). In node records, attempt.json and
 // summary.json as {"rank": R, "cause": "..."}.
-struct RankCause {
-  int rank = -1;
-  std::string cause;
-};
+using RankCause = run::RankCause;  // run/rank_cause.h: the one reader of a causes list
 
 // A rank's last heartbeat in an attempt (watch/heartbeat.h), as its node's
 // launcher read it after the attempt: what the judge names a hung rank by.

@@ -435,5 +435,68 @@ TEST(LaunchSummaryTest, ABadSummaryIsAnErrorNamingTheFieldAndTheFile) {
   EXPECT_EQ(bad.rfind("/c/launch/x/summary.json: malformed JSON: ", 0), 0u) << bad;
 }
 
+// The bytes of each record, pinned: other launchers (and versions) read them.
+TEST(RecordBytesTest, EachRecordIsWrittenAsDocumented) {
+  Decision d;
+  d.action = Action::kRestart;
+  d.exit_code = 1;
+  d.reason = "r \"q\"";
+  d.next_attempt = 3;
+  d.backoff_s = 2.5;
+  EXPECT_EQ(DecisionToJson(2, d), "{\"attempt\": 2, \"action\": \"restart\", \"exit_code\": 1, \"reason\": \"r \\\"q\\\"\", "
+                                  "\"next_attempt\": 3, \"backoff_s\": 2.5}\n");
+  ResumeChoice c;
+  c.where = "w";
+  EXPECT_EQ(ResumeChoiceToJson(1, c),
+            "{\"attempt\": 1, \"resume_from\": \"none\", \"step\": -1, \"manifest_xxh3\": \"\", \"where\": \"w\"}\n");
+  GateVerdict v;
+  v.overall = gate::Verdict::kWarn;
+  v.text = "t";
+  EXPECT_EQ(GateVerdictToJson(v), "{\"overall\": \"WARN\", \"accepted\": false, \"first_attempt\": 1, \"reasons\": \"\", "
+                                  "\"text\": \"t\", \"parts\": {}}\n");
+  v.parts = {{0, "a"}, {1, "b"}};
+  EXPECT_NE(GateVerdictToJson(v).find("\"parts\": {\"0\": \"a\", \"1\": \"b\"}}\n"), std::string::npos);
+  NodeRecord n;
+  n.node = 1;
+  n.host = "n1";
+  n.start = 1;
+  n.end = 2.5;
+  n.cancelled = true;
+  n.step_reached = 7;
+  n.causes = {{3, "x"}};
+  n.progress = {{3, 7, "save", 8, 9.25, 42}};
+  EXPECT_EQ(NodeRecordToJson(n),
+            "{\"node\": 1, \"host\": \"n1\", \"start\": 1.000, \"end\": 2.500, \"torchrun\": {\"exit_code\": -1, "
+            "\"signal\": 0}, \"cancelled\": true, \"step_reached\": 7, \"error\": \"\", \"ranks\": [], \"causes\": "
+            "[{\"rank\": 3, \"cause\": \"x\"}], \"progress\": [{\"rank\": 3, \"step\": 7, \"phase\": \"save\", "
+            "\"phase_step\": 8, \"time\": 9.250, \"pid\": 42}]}\n");
+  RankRecord r;
+  r.rank = 5;
+  r.local_rank = 1;
+  r.node_rank = 2;
+  r.host = "h";
+  r.pid = 99;
+  r.start = 1.5;
+  r.end = 2;
+  r.exit_code = 0;
+  r.signal = 9;
+  r.log = "l";
+  r.status = "exited";
+  r.stop_signal = 15;
+  r.stop_time = 3;
+  r.state_at_stop = "S";
+  r.inferred = true;
+  r.note = "n";
+  EXPECT_EQ(RankRecordToJson(r),
+            "{\"rank\": 5, \"local_rank\": 1, \"node_rank\": 2, \"host\": \"h\", \"pid\": 99, \"start\": 1.500, "
+            "\"end\": 2.000, \"exit_code\": 0, \"signal\": 9, \"log\": \"l\", \"status\": \"exited\", \"stop_signal\": 15, "
+            "\"stop_time\": 3.000, \"state_at_stop\": \"S\", \"inferred\": true, \"note\": \"n\"}\n");
+  n.ranks = {Rank(0), Rank(1)};
+  const std::string j = NodeRecordToJson(n);
+  EXPECT_NE(j.find("\"ranks\": [" + RankRecordToJson(Rank(0)).substr(0, RankRecordToJson(Rank(0)).size() - 1) + ", {"),
+            std::string::npos)
+      << j;
+}
+
 }  // namespace
 }  // namespace ek::launch

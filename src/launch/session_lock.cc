@@ -18,8 +18,10 @@
 namespace ek::launch {
 
 std::string LockHolderToJson(const LockHolder& h) {
-  return fmt::format("{{\"host\": {}, \"pid\": {}, \"start\": {:.3f}, \"run_id\": {}, \"node\": {}}}\n",
-                     JsonString(h.host), h.pid, h.start, JsonString(h.run_id), h.node);
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject().Key("host").Str(h.host).Key("pid").Int(h.pid).Key("start").Fixed(h.start, 3);
+  w.Key("run_id").Str(h.run_id).Key("node").Int(h.node).EndObject();
+  return w.Line();
 }
 
 Result<LockHolder> LockHolderFromJson(std::string_view json, const std::string& name) {

@@ -304,16 +304,12 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
     in.path = path;
     EK_ASSIGN_OR_RETURN(in.xxh3, HashFile(path, &in.size));
     EK_ASSIGN_OR_RETURN(auto reader, LineChunkReader::Open(path, opt.chunk_bytes));
-    std::string_view chunk;
+    LineSplitter lines;
     while (true) {
-      EK_ASSIGN_OR_RETURN(bool more, reader->Next(&chunk));
+      EK_ASSIGN_OR_RETURN(bool more, reader->NextLines(&lines));
       if (!more) break;
-      size_t pos = 0;
-      while (pos < chunk.size()) {
-        size_t nl = chunk.find('\n', pos);
-        if (nl == std::string_view::npos) nl = chunk.size();
-        if (!IsBlankLine(chunk.substr(pos, nl - pos))) ++in.records;
-        pos = nl + 1;
+      for (TextLine line; lines.Next(&line);) {
+        if (!IsBlankLine(line.text)) ++in.records;
       }
     }
     m.inputs.push_back(in);
@@ -383,21 +379,14 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
   for (size_t input_no = 0; input_no < opt.inputs.size(); ++input_no) {
     const std::string& path = opt.inputs[input_no];
     EK_ASSIGN_OR_RETURN(auto reader, LineChunkReader::Open(path, opt.chunk_bytes));
-    uint64_t line_no = 0;
-    std::string_view chunk;
+    LineSplitter split;
     while (true) {
-      EK_ASSIGN_OR_RETURN(bool more, reader->Next(&chunk));
+      EK_ASSIGN_OR_RETURN(bool more, reader->NextLines(&split));
       if (!more) break;
       lines.clear();
-      size_t pos = 0;
-      while (pos < chunk.size()) {
-        size_t nl = chunk.find('\n', pos);
-        if (nl == std::string_view::npos) nl = chunk.size();
-        std::string_view line = chunk.substr(pos, nl - pos);
-        ++line_no;
-        pos = nl + 1;
-        if (IsBlankLine(line)) continue;
-        LineRef ref{line, line_no, global_index, -1, true};
+      for (TextLine line; split.Next(&line);) {
+        if (IsBlankLine(line.text)) continue;
+        LineRef ref{line.text, line.number, global_index, -1, true};
         if (opt.shard != ShardMode::kBalanced) {
           ref.owner = OwnerOf(opt.shard, global_index, total, opt.world);
           ref.needed = ref.owner >= lo && ref.owner <= hi;

@@ -13,10 +13,12 @@
 #include <simdjson.h>
 
 #include "ckpt/checkpoint.h"
+#include "core/jsonl.h"
 #include "core/file.h"
 #include "core/json_check.h"
 #include "core/json_fields.h"
 #include "core/thread_pool.h"
+#include "run/rank_cause.h"
 #include "run/run_file.h"
 #include "telemetry/nvidia_smi_csv.h"
 #include "telemetry/prometheus.h"
@@ -130,25 +132,21 @@ Status ReadLaunch(const std::string& dir, Recorder* rec) {
   JsonDocument doc;
   EK_ASSIGN_OR_RETURN(JsonFields s, doc.Parse(text, path));
   Summary& m = rec->summary;
+  // The fields of launch::LaunchSummaryFromJson, as strictly: the launcher writes
+  // every one (docs/launch.md "Records"). A count of -1 means "not known".
   std::string outcome, final_ckpt;
-  EK_RETURN_IF_ERROR(s.OptStr("outcome", &outcome));
-  EK_RETURN_IF_ERROR(s.OptStr("final_checkpoint", &final_ckpt));
+  EK_RETURN_IF_ERROR(s.Str("outcome", &outcome));
+  EK_RETURN_IF_ERROR(s.Str("final_checkpoint", &final_ckpt));
   if (!outcome.empty()) m.outcome = outcome;
-  if (!final_ckpt.empty()) m.final_checkpoint = final_ckpt;
-  // Negative counts (-1) mean "not known" in the launcher's summary.
-  auto set = [&](std::optional<double>* out, const char* k) -> Status {
-    double v = -1;
-    EK_RETURN_IF_ERROR(s.OptNum(k, &v));
-    if (v >= 0) *out = v;
-    return Status::Ok();
-  };
+  if (!final_ckpt.empty()) m.final_checkpoint = final_ckpt;  // "": none verifies as final
   for (auto [out, key] : {std::pair{&m.steps, "steps"}, {&m.planned_steps, "planned_steps"}, {&m.tokens, "tokens"},
                           {&m.tokens_per_s, "tokens_per_s"}, {&m.attempts, "attempts"},
                           {&m.gpu_hours_used, "gpu_hours_used"}, {&m.gpu_hours_lost, "gpu_hours_lost"},
                           {&m.evenfix_dropped_blocks, "evenfix_dropped_blocks"}}) {
-    EK_RETURN_IF_ERROR(set(out, key));
+    double v = -1;
+    EK_RETURN_IF_ERROR(s.Num(key, &v));
+    if (v >= 0) *out = v;
   }
-  if (!s.Has("attempt_records")) return Status::Ok();
   std::vector<double> lost;  // each attempt's GPU-hours after its last new checkpoint
   EK_RETURN_IF_ERROR(s.Objects("attempt_records", [&](const JsonFields& a) -> Status {
     AttemptMark mark;
@@ -167,15 +165,7 @@ Status ReadLaunch(const std::string& dir, Recorder* rec) {
     EK_RETURN_IF_ERROR(a.Num("gpu_hours_lost", &gpu_hours_lost));
     // Launchers before "The cause, named" wrote no causes: absent, not an error (docs/report.md).
     mark.causes_recorded = a.Has("causes");
-    if (mark.causes_recorded) {
-      EK_RETURN_IF_ERROR(a.Objects("causes", [&](const JsonFields& c) -> Status {
-        AttemptCause cause;
-        EK_RETURN_IF_ERROR(c.IntIn("rank", 0, std::numeric_limits<int>::max(), &cause.rank));
-        EK_RETURN_IF_ERROR(c.Str("cause", &cause.cause));
-        mark.causes.push_back(std::move(cause));
-        return Status::Ok();
-      }));
-    }
+    if (mark.causes_recorded) EK_RETURN_IF_ERROR(run::ReadRankCauses(a, &mark.causes));
     rec->attempts.push_back(std::move(mark));
     lost.push_back(gpu_hours_lost);
     return Status::Ok();
@@ -191,16 +181,11 @@ template <typename Fn>
 Status ForEachJsonLine(const std::string& path, std::vector<std::string>* problems, Fn&& fn) {
   EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
   JsonDocument doc;
-  size_t line_no = 0, start = 0;
-  while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + start, end - start);
-    start = end + 1;
-    line_no++;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    std::string where = fmt::format("{}:{}", path, line_no);
-    auto fields = doc.Parse(line, where);
+  LineSplitter lines(text);
+  for (TextLine line; lines.Next(&line);) {
+    if (line.text.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    std::string where = fmt::format("{}:{}", path, line.number);
+    auto fields = doc.Parse(line.text, where);
     if (!fields.ok()) {
       problems->push_back(fmt::format("{}: not JSON (skipped): {}", where, fields.status().message()));
       continue;
@@ -323,14 +308,11 @@ Result<HostData> ParseTelemetryFile(const Input& input, double interval_s) {
   std::map<std::string, telemetry::HostTimeAligner> aligners;
   auto aligner_for = aligners.end();  // the previous row's host (rows come in runs per host)
   std::vector<telemetry::Sample> row, aligned;
-  size_t pos = 0;
   bool any = false;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string::npos) nl = text.size();
+  LineSplitter lines(text);
+  for (TextLine line; lines.Next(&line);) {
     row.clear();
-    parser.ParseLine(std::string_view(text).substr(pos, nl - pos), &row, &d.problems);
-    pos = nl + 1;
+    parser.ParseLine(line.text, &row, &d.problems);
     if (row.empty()) continue;
     any = true;
     auto it = aligner_for != aligners.end() && aligner_for->first == row[0].host ? aligner_for
@@ -478,7 +460,6 @@ Result<std::vector<telemetry::Sample>> ParseDcgmRecording(std::string_view text,
                                                           std::vector<telemetry::Problem>* problems) {
   std::vector<telemetry::Sample> out;
   constexpr std::string_view kMark = "# evenkeel-scrape ";
-  size_t pos = 0, line_no = 1;
   std::optional<double> time;
   size_t block = 0, block_line = 0;
   auto flush = [&](size_t end) {
@@ -489,20 +470,16 @@ Result<std::vector<telemetry::Sample>> ParseDcgmRecording(std::string_view text,
     }
   };
   bool any_mark = false;
-  while (pos <= text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    if (line.starts_with(kMark)) {
-      flush(pos);
+  LineSplitter lines(text);
+  for (TextLine line; lines.Next(&line);) {
+    if (line.text.starts_with(kMark)) {
+      flush(line.offset);
       any_mark = true;
-      time = telemetry::ParseTimestamp(line.substr(kMark.size()));
-      if (!time) problems->push_back({fmt::format("{}:{}", where, line_no), "bad scrape time (scrape skipped)"});
-      block = end + 1;
-      block_line = line_no + 1;
+      time = telemetry::ParseTimestamp(line.text.substr(kMark.size()));
+      if (!time) problems->push_back({fmt::format("{}:{}", where, line.number), "bad scrape time (scrape skipped)"});
+      block = line.offset + line.text.size() + 1;
+      block_line = line.number + 1;
     }
-    pos = end + 1;
-    line_no++;
   }
   flush(text.size());
   if (!any_mark && !text.empty()) {

@@ -421,11 +421,19 @@ std::string AttemptRecord(int attempt, double start, double end, const std::stri
       attempt, start, end, end - start, outcome, decision, causes);
 }
 
+// summary.json's totals as the launcher writes them (launch/launcher_summary.cc Summary).
+const std::string kSummaryHead =
+    "{\"run\": \"r\", \"run_file\": {\"path\": \"r.toml\", \"xxh3\": \"0123456789abcdef\"}, \"run_id\": \"1\", "
+    "\"nodes\": 2, \"world\": 4, \"outcome\": \"completed\", \"exit_code\": 0, \"steps\": 12, \"planned_steps\": 12, "
+    "\"tokens\": 4096, \"tokens_per_s\": 30.5, \"final_checkpoint\": \"\", \"attempts\": 2, "
+    "\"attempts_this_launch\": 2, \"attempts_inferred\": 0, \"gpu_hours_used\": 0.0800, \"gpu_hours_lost\": 0.0125, "
+    "\"evenfix_dropped_blocks\": -1, \"launch_dir\": \"launch\", \"evenkeel_version\": \"0\", ";
+
 class LaunchRecordsTest : public HostsTest {
  protected:
   Result<std::unique_ptr<Recorder>> Build(const std::string& records) {
     Write("launch/summary.json",
-          "{\"outcome\": \"completed\", \"attempts\": 2, \"attempt_records\": [" + records + "]}\n");
+          kSummaryHead + "\"attempt_records\": [" + records + "], \"causes\": [], \"hangs\": []}\n");
     ReportInputs in;
     in.run_file = Run(2, 2, "\"n1\", \"n2\"");
     in.launch_dir = dir_ + "/launch";
@@ -534,6 +542,36 @@ TEST_F(LaunchRecordsTest, AMissingOrMistypedFieldIsAnErrorNamingTheFileAndTheFie
     EXPECT_EQ(rec.status().code(), StatusCode::kCorrupt) << rec.status().message();
     EXPECT_NE(rec.status().message().find(want), std::string::npos) << rec.status().message();
   }
+}
+
+// The summary's totals are required as the launcher's own reader requires them:
+// a missing one is an error naming it, not a page that quietly lacks it.
+TEST_F(LaunchRecordsTest, AMissingSummaryTotalIsAnErrorNamingIt) {
+  const std::string record = AttemptRecord(2, 170, 300, "completed", kDone, ", \"causes\": []");
+  ASSERT_TRUE(Build(record).ok());
+  auto build = [&](const std::string& summary) {
+    Write("launch/summary.json", summary);
+    ReportInputs in;
+    in.launch_dir = dir_ + "/launch";
+    std::vector<std::string> problems;
+    return BuildRecorder(in, &problems);
+  };
+  for (std::string key : {"steps", "tokens", "gpu_hours_lost", "outcome", "final_checkpoint", "evenfix_dropped_blocks"}) {
+    std::string head = kSummaryHead;
+    const size_t at = head.find("\"" + key + "\": ");
+    ASSERT_NE(at, std::string::npos) << key;
+    head.erase(at, head.find(", ", at) + 2 - at);
+    auto rec = build(head + "\"attempt_records\": [" + record + "]}\n");
+    ASSERT_FALSE(rec.ok()) << key;
+    EXPECT_EQ(rec.status().code(), StatusCode::kCorrupt) << rec.status().message();
+    EXPECT_NE(rec.status().message().find("launch/summary.json: " + key + ": missing"), std::string::npos)
+        << rec.status().message();
+  }
+  // attempt_records too: a summary without it is not the launcher's.
+  auto rec = build(kSummaryHead + "\"causes\": []}\n");
+  ASSERT_FALSE(rec.ok());
+  EXPECT_NE(rec.status().message().find("launch/summary.json: attempt_records: missing"), std::string::npos)
+      << rec.status().message();
 }
 
 }  // namespace

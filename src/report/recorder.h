@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "run/rank_cause.h"
 #include "triage/classifier.h"
 
 namespace ek::report {
@@ -48,10 +49,7 @@ struct CheckpointMark {
 // One failed rank of an attempt and its first error, as the launcher read it from
 // the rank's log ("OSError: [Errno 28] No space left on device: ... (in save (step 30))")
 // or its exit status ("killed by SIGKILL").
-struct AttemptCause {
-  int rank = 0;
-  std::string cause;
-};
+using AttemptCause = run::RankCause;  // read by run/rank_cause.h, as the launcher reads it
 
 struct AttemptMark {
   int attempt = 0;

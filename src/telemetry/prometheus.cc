@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include "core/jsonl.h"
 
 namespace ek::telemetry {
 
@@ -91,14 +92,10 @@ bool ParseFloat(std::string_view s, double* v) {
 std::vector<Sample> ParseDcgmExposition(std::string_view text, std::string_view host, double time,
                                         std::string_view where, std::vector<Problem>* problems) {
   std::map<int, Sample> by_gpu;
-  int line_no = 0;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
-    std::string_view line = text.substr(pos, nl - pos);
-    pos = nl + 1;
-    ++line_no;
+  LineSplitter lines(text);
+  for (TextLine next; lines.Next(&next);) {
+    std::string_view line = next.text;
+    const uint64_t line_no = next.number;
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
     while (!line.empty() && line.front() == ' ') line.remove_prefix(1);
     if (line.empty() || line[0] == '#') continue;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "core/jsonl.h"
 #include "core/file.h"
 #include "telemetry/nvidia_smi_csv.h"
 
@@ -87,14 +88,11 @@ void ReplaySource::AddFile(const std::string& name, std::string_view text,
   NvidiaSmiCsvParser parser(where, HostFromPath(name), options.interval_s);
   std::vector<Sample> rows;
   std::vector<int> row_line;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) nl = text.size();
+  LineSplitter lines(text);
+  for (TextLine line; lines.Next(&line);) {
     size_t before = rows.size();
-    parser.ParseLine(text.substr(pos, nl - pos), &rows, &batch_.problems);
+    parser.ParseLine(line.text, &rows, &batch_.problems);
     if (rows.size() != before) row_line.push_back(parser.line_number());
-    pos = nl + 1;
   }
   if (!parser.has_host_column() && options.hosts.empty() &&
       std::find(hosts_.begin(), hosts_.end(), HostFromPath(name)) == hosts_.end()) {

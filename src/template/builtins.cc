@@ -83,7 +83,7 @@ std::vector<std::string> Chars(std::string_view s) {
   std::vector<std::string> out;
   for (size_t i = 0; i < s.size();) {
     size_t len;
-    DecodeAt(s, i, &len);
+    DecodeUtf8At(s, i, &len);
     out.emplace_back(s.substr(i, len));
     i += len;
   }

@@ -167,7 +167,7 @@ Result<Value> FTojson(const Value& v, CallArgs& a) {
     std::string out;
     for (size_t i = 0; i < json.size();) {
       size_t len;
-      uint32_t cp = DecodeAt(json, i, &len);
+      uint32_t cp = DecodeUtf8At(json, i, &len);
       if (cp < 0x80) {
         out += static_cast<char>(cp);
       } else if (cp < 0x10000) {
@@ -541,7 +541,7 @@ Result<Value> FWordcount(const Value& v, CallArgs&) {
   bool in_word = false;
   for (size_t i = 0; i < s.size();) {
     size_t len;
-    uint32_t cp = DecodeAt(s, i, &len);
+    uint32_t cp = DecodeUtf8At(s, i, &len);
     i += len;
     bool w = cp == '_' || (cp < 0x80 ? std::isalnum(static_cast<int>(cp)) != 0 : !IsPySpace(cp));
     if (w && !in_word) ++n;

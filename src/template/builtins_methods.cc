@@ -133,7 +133,7 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
     bool cased = false, prev_cased = false;
     for (size_t i = 0; i < s.size();) {
       size_t len;
-      uint32_t cp = DecodeAt(s, i, &len);
+      uint32_t cp = DecodeUtf8At(s, i, &len);
       i += len;
       std::string one = s.substr(i - len, len);
       bool upper = PyIsClass(one, "isupper") || utf8proc_category(static_cast<utf8proc_int32_t>(cp)) ==
@@ -350,7 +350,7 @@ Result<Value> GetItem(const Value& obj, const Value& key) {
         if (i < 0 || i >= n) return Value::Undefined();
         size_t b = ByteOffsetOfCodePoint(obj.str(), static_cast<size_t>(i));
         size_t len;
-        DecodeAt(obj.str(), b, &len);
+        DecodeUtf8At(obj.str(), b, &len);
         return Value::String(obj.str().substr(b, len));
       }
       if (key.is_string()) return GetAttr(obj, key.str());

@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "core/parse.h"
+#include "core/utf8.h"
 
 namespace ek::tmpl {
 
@@ -105,23 +106,7 @@ Result<std::string> Unescape(std::string_view s, int line, const std::string& na
       i += n;
       return static_cast<uint32_t>(*v);
     };
-    auto utf8 = [&](uint32_t cp) {
-      if (cp < 0x80) {
-        out += static_cast<char>(cp);
-      } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-      } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-      } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-      }
-    };
+    auto utf8 = [&](uint32_t cp) { AppendUtf8(&out, cp); };
     switch (c) {
       case '\n': break;  // line continuation
       case '\\': out += '\\'; break;

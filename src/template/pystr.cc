@@ -7,43 +7,6 @@
 
 namespace ek::tmpl {
 
-uint32_t DecodeAt(std::string_view s, size_t i, size_t* len) {
-  unsigned char c = static_cast<unsigned char>(s[i]);
-  auto b = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) & 0x3Fu : 0u; };
-  if (c < 0x80) {
-    *len = 1;
-    return c;
-  }
-  if (c < 0xE0) {
-    *len = 2;
-    return ((c & 0x1Fu) << 6) | b(1);
-  }
-  if (c < 0xF0) {
-    *len = 3;
-    return ((c & 0x0Fu) << 12) | (b(1) << 6) | b(2);
-  }
-  *len = 4;
-  return ((c & 0x07u) << 18) | (b(1) << 12) | (b(2) << 6) | b(3);
-}
-
-void AppendUtf8(std::string* out, uint32_t cp) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 bool IsPySpace(uint32_t cp) {
   if (cp < 0x80) return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20);
   return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
@@ -55,7 +18,7 @@ size_t PySpaceLen(std::string_view s, size_t i) {
   if (c < 0x80) return IsPySpace(c) ? 1 : 0;
   if (c != 0xC2 && c != 0xE1 && c != 0xE2 && c != 0xE3) return 0;
   size_t len;
-  uint32_t cp = DecodeAt(s, i, &len);
+  uint32_t cp = DecodeUtf8At(s, i, &len);
   return IsPySpace(cp) ? len : 0;
 }
 
@@ -64,7 +27,7 @@ namespace {
 bool InSet(uint32_t cp, std::string_view chars) {
   for (size_t i = 0; i < chars.size();) {
     size_t len;
-    if (DecodeAt(chars, i, &len) == cp) return true;
+    if (DecodeUtf8At(chars, i, &len) == cp) return true;
     i += len;
   }
   return false;
@@ -76,7 +39,7 @@ bool StripHere(std::string_view s, size_t i, const std::optional<std::string_vie
     *len = 1;
     return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20);
   }
-  uint32_t cp = DecodeAt(s, i, len);
+  uint32_t cp = DecodeUtf8At(s, i, len);
   return chars ? InSet(cp, *chars) : IsPySpace(cp);
 }
 
@@ -182,7 +145,7 @@ Result<std::vector<std::string>> PySplit(std::string_view s, const std::optional
       size_t start = i;
       while (i < s.size() && !PySpaceLen(s, i)) {
         size_t len;
-        DecodeAt(s, i, &len);
+        DecodeUtf8At(s, i, &len);
         i += len;
       }
       out.emplace_back(s.substr(start, i - start));
@@ -217,7 +180,7 @@ std::vector<std::string> PySplitLines(std::string_view s, bool keepends) {
   size_t start = 0, i = 0;
   while (i < s.size()) {
     size_t len;
-    uint32_t cp = DecodeAt(s, i, &len);
+    uint32_t cp = DecodeUtf8At(s, i, &len);
     bool brk = cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || cp == 0x1C || cp == 0x1D || cp == 0x1E ||
                cp == 0x85 || cp == 0x2028 || cp == 0x2029;
     if (!brk) {
@@ -243,7 +206,7 @@ std::string PyReplace(std::string_view s, std::string_view old_s, std::string_vi
       out += new_s;
       --count;
       size_t len;
-      DecodeAt(s, i, &len);
+      DecodeUtf8At(s, i, &len);
       out.append(s.substr(i, len));
       i += len;
     }
@@ -298,7 +261,7 @@ Result<std::string> PyCase(std::string_view s, CaseOp op) {
   for (size_t i = 0; i < s.size();) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     size_t len;
-    uint32_t cp = c < 0x80 ? (len = 1, c) : DecodeAt(s, i, &len);
+    uint32_t cp = c < 0x80 ? (len = 1, c) : DecodeUtf8At(s, i, &len);
     i += len;
     bool to_upper = false, to_lower = false, to_title = false;
     switch (op) {
@@ -375,12 +338,12 @@ Result<std::string> JinjaTitle(std::string_view s) {
     }
     size_t start = i;
     while (i < s.size() && !is_sep(i, &len)) {
-      DecodeAt(s, i, &len);
+      DecodeUtf8At(s, i, &len);
       i += len;
     }
     std::string_view word = s.substr(start, i - start);
     size_t first_len;
-    DecodeAt(word, 0, &first_len);
+    DecodeUtf8At(word, 0, &first_len);
     EK_ASSIGN_OR_RETURN(std::string head, PyCase(word.substr(0, first_len), CaseOp::kUpper));
     EK_ASSIGN_OR_RETURN(std::string tail, PyCase(word.substr(first_len), CaseOp::kLower));
     out += head;
@@ -394,7 +357,7 @@ bool PyIsClass(std::string_view s, std::string_view method) {
   bool any_cased = false;
   for (size_t i = 0; i < s.size();) {
     size_t len;
-    uint32_t cp = DecodeAt(s, i, &len);
+    uint32_t cp = DecodeUtf8At(s, i, &len);
     i += len;
     auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
     bool letter = cat >= UTF8PROC_CATEGORY_LU && cat <= UTF8PROC_CATEGORY_LO;
@@ -431,7 +394,7 @@ std::string PyStrRepr(std::string_view s) {
   std::string out(1, q);
   for (size_t i = 0; i < s.size();) {
     size_t len;
-    uint32_t cp = DecodeAt(s, i, &len);
+    uint32_t cp = DecodeUtf8At(s, i, &len);
     if (cp == '\\') {
       out += "\\\\";
     } else if (cp == static_cast<uint32_t>(q)) {

@@ -12,12 +12,14 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/utf8.h"
 
 namespace ek::tmpl {
 
-// Decodes the code point at s[i]; *len gets its UTF-8 length.
-uint32_t DecodeAt(std::string_view s, size_t i, size_t* len);
-void AppendUtf8(std::string* out, uint32_t cp);
+// The UTF-8 codec is core's (core/utf8.h): DecodeUtf8At decodes the code point
+// at s[i], *len getting its length; AppendUtf8 encodes one.
+using ::ek::AppendUtf8;
+using ::ek::DecodeUtf8At;
 
 // str.isspace() of one code point.
 bool IsPySpace(uint32_t cp);

@@ -1,6 +1,6 @@
 // Unicode helpers for the tokenizer: code point classes matching the regex
-// engine Hugging Face tokenizers uses (Oniguruma: \p{L}, \p{N}, \s), UTF-8
-// decoding and validation, Python-style replacement of invalid UTF-8, and NFC.
+// engine Hugging Face tokenizers uses (Oniguruma: \p{L}, \p{N}, \s) and NFC;
+// the UTF-8 codec is core's.
 #pragma once
 
 #include <cstddef>
@@ -42,28 +42,10 @@ class CharClasses {
   std::string leaves_;
 };
 
-// Decodes one code point from valid UTF-8 at p (p < end); returns its length.
-inline size_t DecodeUtf8(const unsigned char* p, uint32_t* cp) {
-  unsigned char c = p[0];
-  if (c < 0x80) {
-    *cp = c;
-    return 1;
-  }
-  if (c < 0xE0) {
-    *cp = ((c & 0x1Fu) << 6) | (p[1] & 0x3Fu);
-    return 2;
-  }
-  if (c < 0xF0) {
-    *cp = ((c & 0x0Fu) << 12) | ((p[1] & 0x3Fu) << 6) | (p[2] & 0x3Fu);
-    return 3;
-  }
-  *cp = ((c & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
-  return 4;
-}
-
-void AppendUtf8(std::string* out, uint32_t cp);
-
-// UTF-8 validation and Python-style replacement live in core (core/utf8.h).
+// The codec is core's (core/utf8.h): decoding, encoding, validation and
+// Python-style replacement.
+using ::ek::AppendUtf8;
+using ::ek::DecodeUtf8;
 using ::ek::FirstInvalidUtf8;
 using ::ek::ReplaceInvalidUtf8;
 
