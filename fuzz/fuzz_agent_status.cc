@@ -1,9 +1,9 @@
 // The agent's /status JSON as the watcher reads it (watch/agent_status.h:
 // ParseAgentStatus), then one round of the watcher's detectors over it, and
 // the agent's own renderings (JSON, Prometheus metrics) of what was read.
+#include "agent/agent_status.h"
 #include "fuzz/fuzz_util.h"
 #include "triage/profile.h"
-#include "agent/agent_status.h"
 #include "watch/detectors.h"
 
 using namespace ek;

@@ -6,7 +6,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<ek::telemetry::Problem> problems;
-  auto samples = ek::report::ParseDcgmRecording(ek::fuzz::Bytes(data, size), "node-a", "node-a.prom", &problems);
+  auto samples = ek::report::ParseDcgmRecording(ek::fuzz::Bytes(data, size), "node-a",
+                                                "node-a.prom", &problems);
   (void)samples;
   return 0;
 }

@@ -20,7 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   next.node_rank = r->node_rank + 1;
   auto pair = ek::gate::MergeGateReports({*r, next});
   if (pair.ok()) (void)ek::gate::GateReportToText(*pair);
-  auto again = ek::gate::GateReportFromJson(ek::gate::GateReportToJson(*r), "fuzz/gate-part.json (written back)");
-  if (!again.ok()) ek::fuzz::Fail("the writer made what its own reader refuses", again.status().message());
+  auto again = ek::gate::GateReportFromJson(ek::gate::GateReportToJson(*r),
+                                            "fuzz/gate-part.json (written back)");
+  if (!again.ok())
+    ek::fuzz::Fail("the writer made what its own reader refuses", again.status().message());
   return 0;
 }

@@ -8,7 +8,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!hb.ok()) return 0;
   (void)ek::heartbeat::KindOfPhase(hb->phase);
   (void)ek::heartbeat::PositionOf(*hb);
-  auto again = ek::heartbeat::ParseHeartbeat(ek::heartbeat::HeartbeatToJson(*hb), "fuzz/rank-0.json (written back)");
-  if (!again.ok()) ek::fuzz::Fail("the writer made what its own reader refuses", again.status().message());
+  auto again = ek::heartbeat::ParseHeartbeat(ek::heartbeat::HeartbeatToJson(*hb),
+                                             "fuzz/rank-0.json (written back)");
+  if (!again.ok())
+    ek::fuzz::Fail("the writer made what its own reader refuses", again.status().message());
   return 0;
 }

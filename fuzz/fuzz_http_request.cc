@@ -25,7 +25,8 @@ void CheckPrefixes(std::string_view request, const HttpServerLimits& limits) {
   size_t step = std::max<size_t>(1, request.size() / 64);
   for (size_t cut = 1; cut < request.size(); cut += step) {
     HttpServer::Parsed p = HttpServer::ParseRequest(request.substr(0, cut), limits);
-    if (p.kind == Kind::kRequest || p.kind == Kind::kRefuse) ek::fuzz::Fail("a prefix of a good request was answered");
+    if (p.kind == Kind::kRequest || p.kind == Kind::kRefuse)
+      ek::fuzz::Fail("a prefix of a good request was answered");
   }
 }
 
@@ -35,7 +36,8 @@ void Serve(std::string_view in, const HttpServerLimits& limits) {
     if (p.skipped > in.size()) ek::fuzz::Fail("skipped past the input");
     in.remove_prefix(p.skipped);
     if (p.kind != Kind::kRequest) return;  // read more, answer the refusal, or done
-    if (p.length == 0 || p.length > in.size()) ek::fuzz::Fail("a request of no bytes, or past the input");
+    if (p.length == 0 || p.length > in.size())
+      ek::fuzz::Fail("a request of no bytes, or past the input");
     CheckPrefixes(in.substr(0, p.length), limits);
     const HttpServer::Request& req = p.request;
     (void)req.Header("Host");

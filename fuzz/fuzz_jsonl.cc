@@ -29,15 +29,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       return std::make_shared<const tmpl::ChatTemplate>(std::move(*t));
     };
     auto generation = jinja(
-        "{% for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' %}{% generation %}"
-        "{{ m.content }}<|im_end|>{% endgeneration %}{% else %}{{ m.content }}<|im_end|>{% endif %}\n{% endfor %}"
+        "{% for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' %}{% "
+        "generation %}"
+        "{{ m.content }}<|im_end|>{% endgeneration %}{% else %}{{ m.content }}<|im_end|>{% endif "
+        "%}\n{% endfor %}"
         "{% if tools %}{{ tools | tojson }}{% endif %}");
     auto prefix = jinja(
-        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] | trim }}<|im_end|>\n{% endfor %}"
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] | trim "
+        "}}<|im_end|>\n{% endfor %}"
         "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}");
     for (auto policy : {InvalidUtf8Policy::kError, InvalidUtf8Policy::kReplace}) {
-      for (auto mode : {pack::ChatMode::kNone, pack::ChatMode::kChatml, pack::ChatMode::kLlama3, pack::ChatMode::kJinja,
-                        pack::ChatMode::kAuto}) {
+      for (auto mode : {pack::ChatMode::kNone, pack::ChatMode::kChatml, pack::ChatMode::kLlama3,
+                        pack::ChatMode::kJinja, pack::ChatMode::kAuto}) {
         for (bool spans : {false, true}) {
           pack::RecordOptions r;
           r.text_field = mode == pack::ChatMode::kChatml && spans ? "content" : "text";

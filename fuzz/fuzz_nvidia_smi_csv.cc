@@ -24,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (auto& s : row) {
       auto it = aligners.try_emplace(s.host, 1.0, telemetry::ReplayOptions().clock_jump_s).first;
       aligned.clear();
-      it->second.Add(std::move(s), telemetry::HostTimeAligner::Row{"fuzz.csv", parser.line_number()}, &aligned,
+      it->second.Add(std::move(s),
+                     telemetry::HostTimeAligner::Row{"fuzz.csv", parser.line_number()}, &aligned,
                      &problems);
     }
     if (problems.size() > 4096) problems.clear();  // bounded memory on long inputs

@@ -12,6 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)ek::pack::MergeManifests({*m, *m}, {"a/manifest.json", "b/manifest.json"});
   std::string again = ek::pack::ManifestToJson(*m);
   auto m2 = ek::pack::ManifestFromJson(again, "fuzz/manifest.json (written back)");
-  if (!m2.ok()) ek::fuzz::Fail("the writer made what its own reader refuses", m2.status().message());
+  if (!m2.ok())
+    ek::fuzz::Fail("the writer made what its own reader refuses", m2.status().message());
   return 0;
 }

@@ -14,7 +14,8 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: make_synthetic_pack DIR [--world W] [--blocks B] [--seq S] [--vocab V]\n");
+    std::fprintf(stderr,
+                 "usage: make_synthetic_pack DIR [--world W] [--blocks B] [--seq S] [--vocab V]\n");
     return 2;
   }
   std::string dir = argv[1];
@@ -23,10 +24,14 @@ int main(int argc, char** argv) {
   int64_t vocab = 151669;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i];
-    if (k == "--world") world = std::stoi(argv[i + 1]);
-    else if (k == "--blocks") blocks = std::stoull(argv[i + 1]);
-    else if (k == "--seq") seq = std::stoi(argv[i + 1]);
-    else if (k == "--vocab") vocab = std::stoll(argv[i + 1]);
+    if (k == "--world")
+      world = std::stoi(argv[i + 1]);
+    else if (k == "--blocks")
+      blocks = std::stoull(argv[i + 1]);
+    else if (k == "--seq")
+      seq = std::stoi(argv[i + 1]);
+    else if (k == "--vocab")
+      vocab = std::stoll(argv[i + 1]);
   }
   if (!ek::MakeDirs(dir).ok()) return 1;
   ek::pack::Manifest m;
@@ -65,7 +70,7 @@ int main(int argc, char** argv) {
     m.total_tokens += info.tokens;
   }
   if (!ek::pack::WriteManifest(dir, m).ok()) return 1;
-  std::printf("wrote %d ranks x %llu blocks x %d tokens to %s\n", world, static_cast<unsigned long long>(blocks), seq,
-              dir.c_str());
+  std::printf("wrote %d ranks x %llu blocks x %d tokens to %s\n", world,
+              static_cast<unsigned long long>(blocks), seq, dir.c_str());
   return 0;
 }

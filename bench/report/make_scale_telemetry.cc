@@ -6,11 +6,12 @@
 // power floored at ~190 W. Deterministic (fixed seed).
 //
 //   make_scale_telemetry OUT_DIR [HOSTS=128] [GPUS=8] [SECONDS=21600]
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
-#include <sys/stat.h>
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -44,7 +45,8 @@ int main(int argc, char** argv) {
       long ts = t0 + t;
       long sec = ts % 60, min = (ts / 60) % 60, hour = (ts / 3600) % 24, day = 30;
       char stamp[32];
-      std::snprintf(stamp, sizeof stamp, "2026/11/%02ld %02ld:%02ld:%02ld.%03d", day, hour, min, sec, h % 1000);
+      std::snprintf(stamp, sizeof stamp, "2026/11/%02ld %02ld:%02ld:%02ld.%03d", day, hour, min,
+                    sec, h % 1000);
       for (int g = 0; g < gpus; ++g) {
         int rank = h * gpus + g;
         int util = 100;
@@ -61,7 +63,8 @@ int main(int argc, char** argv) {
     std::fclose(f);
     std::rename(tmp.c_str(), name);
   }
-  std::printf("%d hosts x %d GPUs x %d s -> %s (blip: rank %d at t=%d..%d; deadlock: rank 3 from t=%d)\n", hosts, gpus,
-              seconds, out.c_str(), blip_rank, blip_t, blip_t + 1, deadlock_t);
+  std::printf(
+      "%d hosts x %d GPUs x %d s -> %s (blip: rank %d at t=%d..%d; deadlock: rank 3 from t=%d)\n",
+      hosts, gpus, seconds, out.c_str(), blip_rank, blip_t, blip_t + 1, deadlock_t);
   return 0;
 }

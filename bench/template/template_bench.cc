@@ -47,8 +47,9 @@ int main(int argc, char** argv) {
     }
   }
   if (records.empty() || (tmpl_path.empty() && config.empty())) {
-    return Fail("usage: template_bench RECORDS.jsonl (--template X.jinja | --tokenizer-config C) "
-                "[--add-generation-prompt] [--seconds S]");
+    return Fail(
+        "usage: template_bench RECORDS.jsonl (--template X.jinja | --tokenizer-config C) "
+        "[--add-generation-prompt] [--seconds S]");
   }
   auto chat = tmpl_path.empty() ? ek::tmpl::ChatTemplate::FromTokenizerConfig(config)
                                 : ek::tmpl::ChatTemplate::FromFile(tmpl_path, config);
@@ -98,8 +99,10 @@ int main(int argc, char** argv) {
     }
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   } while (elapsed < min_seconds);
-  std::printf("{\"records\": %zu, \"renders\": %zu, \"seconds\": %.6f, \"bytes\": %zu, \"errors\": %zu, "
-              "\"ns_per_render\": %.1f}\n",
-              contexts.size(), renders, elapsed, bytes, errors, elapsed * 1e9 / static_cast<double>(renders));
+  std::printf(
+      "{\"records\": %zu, \"renders\": %zu, \"seconds\": %.6f, \"bytes\": %zu, \"errors\": %zu, "
+      "\"ns_per_render\": %.1f}\n",
+      contexts.size(), renders, elapsed, bytes, errors,
+      elapsed * 1e9 / static_cast<double>(renders));
   return 0;
 }

@@ -28,7 +28,8 @@ PyObject* g_error = nullptr;            // evenkeel.Error(RuntimeError)
 PyObject* g_not_found_error = nullptr;  // evenkeel.NotFoundError(Error, FileNotFoundError)
 
 [[noreturn]] void Raise(const Status& status) {
-  PyErr_SetString(status.code() == StatusCode::kNotFound ? g_not_found_error : g_error, status.message().c_str());
+  PyErr_SetString(status.code() == StatusCode::kNotFound ? g_not_found_error : g_error,
+                  status.message().c_str());
   throw py::error_already_set();
 }
 
@@ -64,62 +65,79 @@ PYBIND11_MODULE(_core, m) {
   // The buffer is the whole mapping as a read-only (blocks, seq_len) int32
   // array; numpy views of it keep the BlockFile (and so the mapping) alive.
   py::class_<BlockFile>(m, "BlockFile", py::buffer_protocol())
-      .def_static("open", [](const std::string& pack_dir, int rank) { return Unwrap(BlockFile::Open(pack_dir, rank)); },
-                  py::arg("pack_dir"), py::arg("rank"))
+      .def_static(
+          "open",
+          [](const std::string& pack_dir, int rank) {
+            return Unwrap(BlockFile::Open(pack_dir, rank));
+          },
+          py::arg("pack_dir"), py::arg("rank"))
       .def_property_readonly("blocks", &BlockFile::blocks)
       .def_property_readonly("seq_len", &BlockFile::seq_len)
       .def_property_readonly("rank", &BlockFile::rank)
       .def_property_readonly("path", &BlockFile::path)
       .def_property_readonly("size_bytes", &BlockFile::size_bytes)
-      .def_property_readonly("address", [](const BlockFile& f) { return reinterpret_cast<uintptr_t>(f.data()); })
+      .def_property_readonly(
+          "address", [](const BlockFile& f) { return reinterpret_cast<uintptr_t>(f.data()); })
       .def_property_readonly("world", [](const BlockFile& f) { return f.manifest().world; })
-      .def_property_readonly("vocab_size", [](const BlockFile& f) { return f.manifest().vocab_size; })
+      .def_property_readonly("vocab_size",
+                             [](const BlockFile& f) { return f.manifest().vocab_size; })
       .def_property_readonly("eos_id", [](const BlockFile& f) { return f.manifest().eos_id; })
-      .def_property_readonly("global_min_blocks", [](const BlockFile& f) { return f.manifest().min_blocks(); })
-      .def_property_readonly("global_max_blocks", [](const BlockFile& f) { return f.manifest().max_blocks(); })
+      .def_property_readonly("global_min_blocks",
+                             [](const BlockFile& f) { return f.manifest().min_blocks(); })
+      .def_property_readonly("global_max_blocks",
+                             [](const BlockFile& f) { return f.manifest().max_blocks(); })
       .def_property_readonly("has_mask", &BlockFile::has_mask)
       .def_property_readonly("loss_mask", [](const BlockFile& f) { return f.manifest().loss_mask; })
-      .def_property_readonly("chat_template", [](const BlockFile& f) { return f.manifest().chat_template; })
+      .def_property_readonly("chat_template",
+                             [](const BlockFile& f) { return f.manifest().chat_template; })
       // The loss mask as a read-only (blocks, seq_len) uint8 array over the
       // mapping (it keeps the BlockFile alive), or None for a pack without one.
-      .def("mask_array",
-           [](py::object self) -> py::object {
-             const BlockFile& f = self.cast<const BlockFile&>();
-             if (!f.has_mask()) return py::none();
-             static const uint8_t kNoMask[1] = {0};
-             const uint8_t* data = f.blocks() == 0 ? kNoMask : f.mask();
-             const auto rows = static_cast<py::ssize_t>(f.blocks());
-             const auto cols = static_cast<py::ssize_t>(f.seq_len());
-             py::array a(py::dtype::of<uint8_t>(), {rows, cols}, {cols, py::ssize_t{1}}, data, self);
-             a.attr("flags").attr("writeable") = false;
-             return a;
-           })
+      .def(
+          "mask_array",
+          [](py::object self) -> py::object {
+            const BlockFile& f = self.cast<const BlockFile&>();
+            if (!f.has_mask()) return py::none();
+            static const uint8_t kNoMask[1] = {0};
+            const uint8_t* data = f.blocks() == 0 ? kNoMask : f.mask();
+            const auto rows = static_cast<py::ssize_t>(f.blocks());
+            const auto cols = static_cast<py::ssize_t>(f.seq_len());
+            py::array a(py::dtype::of<uint8_t>(), {rows, cols}, {cols, py::ssize_t{1}}, data, self);
+            a.attr("flags").attr("writeable") = false;
+            return a;
+          })
       .def_buffer([](const BlockFile& f) {
         const int32_t* data = f.blocks() == 0 ? kNoBlocks : f.data();
         const auto rows = static_cast<py::ssize_t>(f.blocks());
         const auto cols = static_cast<py::ssize_t>(f.seq_len());
-        return py::buffer_info(const_cast<int32_t*>(data), sizeof(int32_t), py::format_descriptor<int32_t>::format(),
-                               2, {rows, cols}, {cols * 4, py::ssize_t{4}}, /*readonly=*/true);
+        return py::buffer_info(const_cast<int32_t*>(data), sizeof(int32_t),
+                               py::format_descriptor<int32_t>::format(), 2, {rows, cols},
+                               {cols * 4, py::ssize_t{4}}, /*readonly=*/true);
       });
 
   py::class_<EpochOrder>(m, "EpochOrder")
-      .def_static("make",
-                  [](uint64_t seed, uint64_t epoch, uint64_t local_blocks, uint64_t count, bool shuffle) {
-                    return Unwrap(EpochOrder::Make(seed, epoch, local_blocks, count, shuffle));
-                  },
-                  py::arg("seed"), py::arg("epoch"), py::arg("local_blocks"), py::arg("count"), py::arg("shuffle"))
+      .def_static(
+          "make",
+          [](uint64_t seed, uint64_t epoch, uint64_t local_blocks, uint64_t count, bool shuffle) {
+            return Unwrap(EpochOrder::Make(seed, epoch, local_blocks, count, shuffle));
+          },
+          py::arg("seed"), py::arg("epoch"), py::arg("local_blocks"), py::arg("count"),
+          py::arg("shuffle"))
       .def_property_readonly("count", &EpochOrder::count)
       .def_property_readonly("epoch", &EpochOrder::epoch)
       .def("at",
            [](const EpochOrder& o, uint64_t position) {
-             if (position >= o.count()) throw py::index_error("position " + std::to_string(position) + " >= count");
+             if (position >= o.count())
+               throw py::index_error("position " + std::to_string(position) + " >= count");
              return o.At(position);
            })
       .def("blocks", [](const EpochOrder& o) { return ToArray(o.Blocks()); });
 
-  m.def("permutation",
-        [](uint64_t seed, uint64_t epoch, uint64_t n, bool shuffle) { return ToArray(Permutation(seed, epoch, n, shuffle)); },
-        py::arg("seed"), py::arg("epoch"), py::arg("n"), py::arg("shuffle") = true);
+  m.def(
+      "permutation",
+      [](uint64_t seed, uint64_t epoch, uint64_t n, bool shuffle) {
+        return ToArray(Permutation(seed, epoch, n, shuffle));
+      },
+      py::arg("seed"), py::arg("epoch"), py::arg("n"), py::arg("shuffle") = true);
 
   // The run file, parsed and validated by the one C++ parser, with "section.key=value"
   // overrides (the trainer's --set) applied by the same parser, as JSON text
@@ -154,85 +172,98 @@ PYBIND11_MODULE(_core, m) {
     return names;
   });
   // Raises unless the pack's ids mean the model's tokens (run::CheckTokenizerMatch).
-  m.def("check_model_tokenizer",
-        [](const std::string& pack_dir, const std::string& model_dir) {
-          ek::pack::Manifest manifest = Unwrap(ek::pack::ReadManifest(pack_dir));
-          ek::run::ModelDir model = Unwrap(ek::run::ReadModelDir(model_dir));
-          ek::Status st = ek::run::CheckTokenizerMatch(manifest, pack_dir, model);
-          if (!st.ok()) Raise(st);
-        },
-        py::arg("pack_dir"), py::arg("model_dir"));
+  m.def(
+      "check_model_tokenizer",
+      [](const std::string& pack_dir, const std::string& model_dir) {
+        ek::pack::Manifest manifest = Unwrap(ek::pack::ReadManifest(pack_dir));
+        ek::run::ModelDir model = Unwrap(ek::run::ReadModelDir(model_dir));
+        ek::Status st = ek::run::CheckTokenizerMatch(manifest, pack_dir, model);
+        if (!st.ok()) Raise(st);
+      },
+      py::arg("pack_dir"), py::arg("model_dir"));
 
   // xxh3-64 of a file's bytes as 16 hex digits (the hash every evenkeel manifest records).
-  m.def("xxh3_file",
-        [](const std::string& path) {
-          uint64_t size = 0;
-          char hex[17];
-          std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(Unwrap(ek::HashFile(path, &size))));
-          return std::string(hex);
-        },
-        py::arg("path"));
+  m.def(
+      "xxh3_file",
+      [](const std::string& path) {
+        uint64_t size = 0;
+        char hex[17];
+        std::snprintf(hex, sizeof hex, "%016llx",
+                      static_cast<unsigned long long>(Unwrap(ek::HashFile(path, &size))));
+        return std::string(hex);
+      },
+      py::arg("path"));
 
   // Checkpoints (src/ckpt): the trainer writes shards into a temp directory, then
   // finalize hashes, writes evenkeel-checkpoint.json and renames it into place.
-  m.def("finalize_checkpoint",
-        [](const std::string& temp_dir, const std::string& final_dir, const std::string& manifest_json) {
-          ek::ckpt::CheckpointManifest meta =
-              Unwrap(ek::ckpt::CheckpointManifestFromJson(manifest_json, "finalize_checkpoint manifest"));
-          py::gil_scoped_release release;
-          ek::Status st = ek::ckpt::FinalizeCheckpoint(temp_dir, final_dir, meta);
-          py::gil_scoped_acquire acquire;
-          if (!st.ok()) Raise(st);
-        },
-        py::arg("temp_dir"), py::arg("final_dir"), py::arg("manifest_json"));
-  m.def("prune_checkpoints",
-        [](const std::string& ckpt_dir, int keep) {
-          std::vector<std::string> removed;
-          ek::Status st = ek::ckpt::PruneCheckpoints(ckpt_dir, keep, &removed);
-          if (!st.ok()) Raise(st);
-          return removed;
-        },
-        py::arg("ckpt_dir"), py::arg("keep"));
+  m.def(
+      "finalize_checkpoint",
+      [](const std::string& temp_dir, const std::string& final_dir,
+         const std::string& manifest_json) {
+        ek::ckpt::CheckpointManifest meta = Unwrap(
+            ek::ckpt::CheckpointManifestFromJson(manifest_json, "finalize_checkpoint manifest"));
+        py::gil_scoped_release release;
+        ek::Status st = ek::ckpt::FinalizeCheckpoint(temp_dir, final_dir, meta);
+        py::gil_scoped_acquire acquire;
+        if (!st.ok()) Raise(st);
+      },
+      py::arg("temp_dir"), py::arg("final_dir"), py::arg("manifest_json"));
+  m.def(
+      "prune_checkpoints",
+      [](const std::string& ckpt_dir, int keep) {
+        std::vector<std::string> removed;
+        ek::Status st = ek::ckpt::PruneCheckpoints(ckpt_dir, keep, &removed);
+        if (!st.ok()) Raise(st);
+        return removed;
+      },
+      py::arg("ckpt_dir"), py::arg("keep"));
   // Returns {"ok", "problems", "step", "total_bytes", "tensor_count", "shard_count", "seconds"}.
-  m.def("verify_checkpoint",
-        [](const std::string& dir, bool full) {
-          ek::Result<ek::ckpt::VerifyReport> r = [&] {
-            py::gil_scoped_release release;
-            return ek::ckpt::VerifyCheckpoint(dir, full ? ek::ckpt::VerifyLevel::kFull : ek::ckpt::VerifyLevel::kStructure);
-          }();
-          ek::ckpt::VerifyReport rep = Unwrap(std::move(r));
-          py::dict d;
-          d["ok"] = rep.ok;
-          d["problems"] = rep.problems;
-          d["step"] = rep.step;
-          d["total_bytes"] = rep.total_bytes;
-          d["tensor_count"] = rep.tensor_count;
-          d["shard_count"] = rep.shard_count;
-          d["seconds"] = rep.seconds;
-          return d;
-        },
-        py::arg("dir"), py::arg("full") = true);
-  // Returns (evenkeel-checkpoint.json text of the newest verified checkpoint or None, its path, warnings).
-  m.def("newest_verified_checkpoint",
-        [](const std::string& ckpt_dir, bool full) -> py::tuple {
-          std::vector<std::string> warnings;
-          auto found = [&] {
-            py::gil_scoped_release release;
-            return ek::ckpt::NewestVerified(ckpt_dir, full ? ek::ckpt::VerifyLevel::kFull : ek::ckpt::VerifyLevel::kStructure,
-                                            &warnings);
-          }();
-          std::optional<ek::ckpt::CheckpointEntry> entry = Unwrap(std::move(found));
-          if (!entry) return py::make_tuple(py::none(), py::none(), warnings);
-          ek::ckpt::CheckpointManifest manifest = Unwrap(ek::ckpt::ReadCheckpointManifest(entry->path));
-          return py::make_tuple(ek::ckpt::CheckpointManifestToJson(manifest), entry->path, warnings);
-        },
-        py::arg("ckpt_dir"), py::arg("full") = true);
+  m.def(
+      "verify_checkpoint",
+      [](const std::string& dir, bool full) {
+        ek::Result<ek::ckpt::VerifyReport> r = [&] {
+          py::gil_scoped_release release;
+          return ek::ckpt::VerifyCheckpoint(
+              dir, full ? ek::ckpt::VerifyLevel::kFull : ek::ckpt::VerifyLevel::kStructure);
+        }();
+        ek::ckpt::VerifyReport rep = Unwrap(std::move(r));
+        py::dict d;
+        d["ok"] = rep.ok;
+        d["problems"] = rep.problems;
+        d["step"] = rep.step;
+        d["total_bytes"] = rep.total_bytes;
+        d["tensor_count"] = rep.tensor_count;
+        d["shard_count"] = rep.shard_count;
+        d["seconds"] = rep.seconds;
+        return d;
+      },
+      py::arg("dir"), py::arg("full") = true);
+  // Returns (evenkeel-checkpoint.json text of the newest verified checkpoint or None, its path,
+  // warnings).
+  m.def(
+      "newest_verified_checkpoint",
+      [](const std::string& ckpt_dir, bool full) -> py::tuple {
+        std::vector<std::string> warnings;
+        auto found = [&] {
+          py::gil_scoped_release release;
+          return ek::ckpt::NewestVerified(
+              ckpt_dir, full ? ek::ckpt::VerifyLevel::kFull : ek::ckpt::VerifyLevel::kStructure,
+              &warnings);
+        }();
+        std::optional<ek::ckpt::CheckpointEntry> entry = Unwrap(std::move(found));
+        if (!entry) return py::make_tuple(py::none(), py::none(), warnings);
+        ek::ckpt::CheckpointManifest manifest =
+            Unwrap(ek::ckpt::ReadCheckpointManifest(entry->path));
+        return py::make_tuple(ek::ckpt::CheckpointManifestToJson(manifest), entry->path, warnings);
+      },
+      py::arg("ckpt_dir"), py::arg("full") = true);
 
   // Returns (position, exhausted, block).
-  m.def("resume",
-        [](const EpochOrder& order, uint64_t step, uint64_t micro_batch, uint64_t grad_accum) {
-          ResumePoint p = Unwrap(Resume(order, step, micro_batch, grad_accum));
-          return std::make_tuple(p.position, p.exhausted, p.block);
-        },
-        py::arg("order"), py::arg("step"), py::arg("micro_batch"), py::arg("grad_accum"));
+  m.def(
+      "resume",
+      [](const EpochOrder& order, uint64_t step, uint64_t micro_batch, uint64_t grad_accum) {
+        ResumePoint p = Unwrap(Resume(order, step, micro_batch, grad_accum));
+        return std::make_tuple(p.position, p.exhausted, p.block);
+      },
+      py::arg("order"), py::arg("step"), py::arg("micro_batch"), py::arg("grad_accum"));
 }

@@ -93,15 +93,15 @@ class ReplayFeed : public GpuFeed {
 
 }  // namespace
 
-std::unique_ptr<GpuFeed> MakeSourceFeed(std::unique_ptr<telemetry::Source> source,
-                                        Clock* clock) {
+std::unique_ptr<GpuFeed> MakeSourceFeed(std::unique_ptr<telemetry::Source> source, Clock* clock) {
   return std::make_unique<SourceFeed>(std::move(source), clock);
 }
 
 Result<std::unique_ptr<GpuFeed>> MakeReplayFeed(const std::vector<std::string>& files,
                                                 const std::string& host, double start,
                                                 double from_s, bool hold) {
-  EK_ASSIGN_OR_RETURN(auto source, telemetry::ReplaySource::Open(files, telemetry::ReplayOptions{}));
+  EK_ASSIGN_OR_RETURN(auto source,
+                      telemetry::ReplaySource::Open(files, telemetry::ReplayOptions{}));
   telemetry::Batch batch;
   EK_RETURN_IF_ERROR(source->Poll(0, &batch));
   std::string want = host;
@@ -114,14 +114,18 @@ Result<std::unique_ptr<GpuFeed>> MakeReplayFeed(const std::vector<std::string>& 
     return InvalidArgumentError(fmt::format("replay: no samples for host '{}' (hosts: {})", want,
                                             fmt::join(source->hosts(), ", ")));
   }
-  std::stable_sort(mine.begin(), mine.end(),
-                   [](const telemetry::Sample& a, const telemetry::Sample& b) { return a.time < b.time; });
-  return std::unique_ptr<GpuFeed>(std::make_unique<ReplayFeed>(std::move(mine), start, from_s, hold));
+  std::stable_sort(
+      mine.begin(), mine.end(),
+      [](const telemetry::Sample& a, const telemetry::Sample& b) { return a.time < b.time; });
+  return std::unique_ptr<GpuFeed>(
+      std::make_unique<ReplayFeed>(std::move(mine), start, from_s, hold));
 }
 
 Agent::Agent(AgentOptions options, std::unique_ptr<GpuFeed> feed, std::string no_feed_reason,
              Clock* clock)
-    : options_(std::move(options)), feed_(std::move(feed)), no_feed_reason_(std::move(no_feed_reason)),
+    : options_(std::move(options)),
+      feed_(std::move(feed)),
+      no_feed_reason_(std::move(no_feed_reason)),
       clock_(clock) {}
 
 void Agent::Sample() {
@@ -156,8 +160,10 @@ AgentStatus Agent::Snapshot() {
     s.ranks.push_back(std::move(r));
   }
   s.checkpoint = ScanCheckpoints(options_.checkpoint_dir);
-  if (s.checkpoint.newest_complete) s.checkpoint_complete_age_s = std::max(0.0, now - s.checkpoint.newest_complete->mtime);
-  if (s.checkpoint.in_progress) s.checkpoint_progress_age_s = std::max(0.0, now - s.checkpoint.in_progress->mtime);
+  if (s.checkpoint.newest_complete)
+    s.checkpoint_complete_age_s = std::max(0.0, now - s.checkpoint.newest_complete->mtime);
+  if (s.checkpoint.in_progress)
+    s.checkpoint_progress_age_s = std::max(0.0, now - s.checkpoint.in_progress->mtime);
   return s;
 }
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "telemetry/sample.h"
 #include "agent/agent_status.h"
+#include "telemetry/sample.h"
 
 namespace ek::watch {
 
@@ -27,8 +27,7 @@ class GpuFeed {
 
 // A live source (NVML, nvidia-smi): samples are kept as they arrive. `source`
 // and `clock` are owned by / must outlive the feed.
-std::unique_ptr<GpuFeed> MakeSourceFeed(std::unique_ptr<telemetry::Source> source,
-                                        Clock* clock);
+std::unique_ptr<GpuFeed> MakeSourceFeed(std::unique_ptr<telemetry::Source> source, Clock* clock);
 
 // Plays one host's recorded samples in real time from `start` (Clock time),
 // starting `from_s` seconds into the recording; after its end the last

@@ -1,8 +1,9 @@
 // The agent's HTTP front: two read-only GETs and a bearer token, on the poll
 // loop of http_server.h (bounded requests, idle and slow clients cut off).
+#include "agent/agent_server.h"
+
 #include <fmt/format.h>
 
-#include "agent/agent_server.h"
 #include "net/http_server.h"
 
 namespace ek::watch {
@@ -19,7 +20,8 @@ class PollAgentServer : public AgentServer {
       if (token_.empty()) return std::nullopt;
       std::string auth = req.Header("Authorization");
       std::string_view given = std::string_view(auth).substr(std::min<size_t>(auth.size(), 7));
-      if (auth.starts_with("Bearer ") && net::ConstantTimeEquals(given, token_)) return std::nullopt;
+      if (auth.starts_with("Bearer ") && net::ConstantTimeEquals(given, token_))
+        return std::nullopt;
       auto res = Response::Text(401, "unauthorized\n");
       res.headers.emplace_back("WWW-Authenticate", "Bearer");
       return res;

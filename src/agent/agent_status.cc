@@ -38,10 +38,14 @@ void CheckpointJson(std::string* out, const CheckpointInfo& c, double age) {
 std::string Label(std::string_view v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -120,9 +124,9 @@ std::string AgentStatusToJson(const AgentStatus& s) {
   for (size_t i = 0; i < s.ranks.size(); ++i) {
     const RankReading& r = s.ranks[i];
     if (i) out += ',';
-    out += fmt::format("{{\"rank\":{},\"local_rank\":{},\"pid\":{},\"alive\":{},\"step\":{},\"tokens\":{}",
-                       r.hb.rank, r.hb.local_rank, r.hb.pid, r.alive ? "true" : "false", r.hb.step,
-                       r.hb.tokens);
+    out += fmt::format(
+        "{{\"rank\":{},\"local_rank\":{},\"pid\":{},\"alive\":{},\"step\":{},\"tokens\":{}",
+        r.hb.rank, r.hb.local_rank, r.hb.pid, r.alive ? "true" : "false", r.hb.step, r.hb.tokens);
     Num(&out, "tok_s", r.hb.tok_s);
     Num(&out, "step_s", r.hb.step_s);
     Num(&out, "beat_age_s", r.beat_age_s);
@@ -130,7 +134,8 @@ std::string AgentStatusToJson(const AgentStatus& s) {
     Num(&out, "phase_age_s", r.phase_age_s);
     out += ",\"phase\":";
     AppendJsonString(&out, r.hb.phase);
-    out += fmt::format(",\"phase_step\":{},\"total_steps\":{}}}", r.hb.phase_step, r.hb.total_steps);
+    out +=
+        fmt::format(",\"phase_step\":{},\"total_steps\":{}}}", r.hb.phase_step, r.hb.total_steps);
   }
   out += "],\"checkpoint\":{";
   out += fmt::format("\"complete_count\":{}", s.checkpoint.complete_count);
@@ -185,9 +190,11 @@ Result<AgentStatus> ParseAgentStatus(std::string_view json, std::string_view whe
   }));
   JsonFields ck = f;
   EK_RETURN_IF_ERROR(f.Object("checkpoint", &ck));
-  EK_RETURN_IF_ERROR(ck.IntIn("complete_count", 0, std::numeric_limits<int>::max(), &s.checkpoint.complete_count));
-  for (auto [key, slot, age] : {std::tuple{"complete", &s.checkpoint.newest_complete, &s.checkpoint_complete_age_s},
-                                std::tuple{"in_progress", &s.checkpoint.in_progress, &s.checkpoint_progress_age_s}}) {
+  EK_RETURN_IF_ERROR(
+      ck.IntIn("complete_count", 0, std::numeric_limits<int>::max(), &s.checkpoint.complete_count));
+  for (auto [key, slot, age] :
+       {std::tuple{"complete", &s.checkpoint.newest_complete, &s.checkpoint_complete_age_s},
+        std::tuple{"in_progress", &s.checkpoint.in_progress, &s.checkpoint_progress_age_s}}) {
     if (!ck.Has(key)) continue;
     JsonFields c = ck;
     EK_RETURN_IF_ERROR(ck.Object(key, &c));
@@ -205,8 +212,10 @@ std::string AgentStatusToMetrics(const AgentStatus& s) {
   auto family = [&](std::string_view name, std::string_view type, std::string_view help) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
   };
-  family("evenkeel_agent_up", "gauge", "1 while the agent answers; telemetry=\"ok\" when GPU readings flow.");
-  out += fmt::format("evenkeel_agent_up{{{},telemetry=\"{}\"}} 1\n", base, s.telemetry == "ok" ? "ok" : "error");
+  family("evenkeel_agent_up", "gauge",
+         "1 while the agent answers; telemetry=\"ok\" when GPU readings flow.");
+  out += fmt::format("evenkeel_agent_up{{{},telemetry=\"{}\"}} 1\n", base,
+                     s.telemetry == "ok" ? "ok" : "error");
 
   auto gpu_metric = [&](std::string_view name, std::string_view help, auto get) {
     family(name, "gauge", help);
@@ -217,7 +226,8 @@ std::string AgentStatusToMetrics(const AgentStatus& s) {
       out += fmt::format("{}{{{},gpu=\"{}\"{}}} {}\n", name, base, g.gpu, rank, PromNum(*v));
     }
   };
-  gpu_metric("evenkeel_gpu_power_watts", "Board power draw.", [](const GpuReading& g) { return g.power_w; });
+  gpu_metric("evenkeel_gpu_power_watts", "Board power draw.",
+             [](const GpuReading& g) { return g.power_w; });
   gpu_metric("evenkeel_gpu_utilization_percent", "GPU utilization (a kernel was scheduled), 0-100.",
              [](const GpuReading& g) { return g.util_pct; });
   gpu_metric("evenkeel_gpu_memory_used_bytes", "GPU memory in use.", [](const GpuReading& g) {
@@ -226,7 +236,8 @@ std::string AgentStatusToMetrics(const AgentStatus& s) {
   gpu_metric("evenkeel_gpu_sample_age_seconds", "Age of the GPU reading.",
              [](const GpuReading& g) { return std::optional<double>(g.age_s); });
 
-  auto rank_metric = [&](std::string_view name, std::string_view type, std::string_view help, auto get) {
+  auto rank_metric = [&](std::string_view name, std::string_view type, std::string_view help,
+                         auto get) {
     family(name, type, help);
     for (const RankReading& r : s.ranks) {
       out += fmt::format("{}{{{},rank=\"{}\",local_rank=\"{}\"}} {}\n", name, base, r.hb.rank,
@@ -241,30 +252,39 @@ std::string AgentStatusToMetrics(const AgentStatus& s) {
               [](const RankReading& r) { return r.hb.tok_s; });
   rank_metric("evenkeel_rank_step_seconds", "gauge", "Moving average of seconds per step.",
               [](const RankReading& r) { return r.hb.step_s; });
-  rank_metric("evenkeel_rank_seconds_since_beat", "gauge", "Seconds since the rank's last heartbeat.",
+  rank_metric("evenkeel_rank_seconds_since_beat", "gauge",
+              "Seconds since the rank's last heartbeat.",
               [](const RankReading& r) { return r.beat_age_s; });
-  rank_metric("evenkeel_rank_seconds_since_step", "gauge", "Seconds since the rank's step last advanced.",
+  rank_metric("evenkeel_rank_seconds_since_step", "gauge",
+              "Seconds since the rank's step last advanced.",
               [](const RankReading& r) { return r.step_age_s; });
   rank_metric("evenkeel_rank_process_alive", "gauge", "1 while the rank's process is alive.",
               [](const RankReading& r) { return r.alive ? 1.0 : 0.0; });
-  rank_metric("evenkeel_rank_in_checkpoint", "gauge", "1 while the rank says it is saving a checkpoint.",
+  rank_metric("evenkeel_rank_in_checkpoint", "gauge",
+              "1 while the rank says it is saving a checkpoint.",
               [](const RankReading& r) { return r.hb.phase == "checkpoint" ? 1.0 : 0.0; });
   rank_metric("evenkeel_rank_done", "gauge", "1 once the rank has finished cleanly.",
               [](const RankReading& r) { return r.hb.phase == "done" ? 1.0 : 0.0; });
-  rank_metric("evenkeel_rank_total_steps", "gauge", "The run's final step as the trainer knows it (0: unknown).",
+  rank_metric("evenkeel_rank_total_steps", "gauge",
+              "The run's final step as the trainer knows it (0: unknown).",
               [](const RankReading& r) { return static_cast<double>(r.hb.total_steps); });
 
-  family("evenkeel_checkpoint_last_step", "gauge", "Step of the newest complete checkpoint (-1: none).");
+  family("evenkeel_checkpoint_last_step", "gauge",
+         "Step of the newest complete checkpoint (-1: none).");
   const auto& c = s.checkpoint.newest_complete;
   out += fmt::format("evenkeel_checkpoint_last_step{{{}}} {}\n", base, c ? c->step : -1);
   family("evenkeel_checkpoint_last_bytes", "gauge", "Size of the newest complete checkpoint.");
   out += fmt::format("evenkeel_checkpoint_last_bytes{{{}}} {}\n", base, c ? c->bytes : 0);
-  family("evenkeel_checkpoint_last_age_seconds", "gauge", "Seconds since the newest complete checkpoint was written.");
+  family("evenkeel_checkpoint_last_age_seconds", "gauge",
+         "Seconds since the newest complete checkpoint was written.");
   out += fmt::format("evenkeel_checkpoint_last_age_seconds{{{}}} {}\n", base,
                      c ? PromNum(s.checkpoint_complete_age_s) : "NaN");
-  family("evenkeel_checkpoint_in_progress", "gauge", "1 while a newer checkpoint is being written.");
-  out += fmt::format("evenkeel_checkpoint_in_progress{{{}}} {}\n", base, s.checkpoint.in_progress ? 1 : 0);
-  family("evenkeel_agent_problems", "gauge", "Unreadable heartbeat files and bad telemetry input now.");
+  family("evenkeel_checkpoint_in_progress", "gauge",
+         "1 while a newer checkpoint is being written.");
+  out += fmt::format("evenkeel_checkpoint_in_progress{{{}}} {}\n", base,
+                     s.checkpoint.in_progress ? 1 : 0);
+  family("evenkeel_agent_problems", "gauge",
+         "Unreadable heartbeat files and bad telemetry input now.");
   out += fmt::format("evenkeel_agent_problems{{{}}} {}\n", base, s.problems.size());
   return out;
 }

@@ -25,13 +25,13 @@ using heartbeat::PositionOf;
 // One checkpoint of the run's checkpoint dir as the agent reports it
 // (checkpoint_scan.h says how each is judged).
 struct CheckpointInfo {
-  std::string name;      // the directory's name inside the checkpoint dir
+  std::string name;  // the directory's name inside the checkpoint dir
   int64_t step = -1;
   bool complete = false;
   int files = 0;
   uint64_t bytes = 0;
-  double mtime = 0;      // newest modification time inside (Unix seconds)
-  std::string why;       // why it is not complete (ek_ckpt's verdict)
+  double mtime = 0;  // newest modification time inside (Unix seconds)
+  std::string why;   // why it is not complete (ek_ckpt's verdict)
 };
 
 struct CheckpointScan {
@@ -50,16 +50,16 @@ struct GpuReading {
 
 struct RankReading {
   Heartbeat hb;
-  bool alive = false;     // the heartbeat's pid is a live process on the node
-  double beat_age_s = 0;  // now - hb.time
-  double step_age_s = 0;  // now - hb.step_time: how long since this rank advanced
+  bool alive = false;       // the heartbeat's pid is a live process on the node
+  double beat_age_s = 0;    // now - hb.time
+  double step_age_s = 0;    // now - hb.step_time: how long since this rank advanced
   double phase_age_s = -1;  // now - hb.phase_time: how long in this phase; -1 unknown
 };
 
 struct AgentStatus {
   std::string run;
   std::string host;
-  double time = 0;  // the agent's clock, informational
+  double time = 0;     // the agent's clock, informational
   int rank_base = -1;  // global rank of GPU 0 when the run file places this host; -1 unknown
   std::vector<GpuReading> gpus;
   std::string telemetry;  // "ok", or why there are no GPU readings

@@ -6,10 +6,10 @@
 
 #include <thread>
 
-#include "ckpt/checkpoint.h"
-#include "core/file.h"
-#include "core/fake_clock.h"
 #include "agent/agent_server.h"
+#include "ckpt/checkpoint.h"
+#include "core/fake_clock.h"
+#include "core/file.h"
 #include "core/scratch_dir_testing.h"
 
 namespace ek::watch {
@@ -35,7 +35,8 @@ struct AgentFixture {
     MakeDirs(dir / "ck").ok();
     WriteFileAtomic(dir / "hb/rank-0.json",
                     "{\"v\":1,\"rank\":0,\"pid\":" + std::to_string(getpid()) +
-                        ",\"step\":12,\"tokens\":4096,\"time\":998,\"step_time\":990,\"step_s\":2,\"tok_s\":100,"
+                        ",\"step\":12,\"tokens\":4096,\"time\":998,\"step_time\":990,\"step_s\":2,"
+                        "\"tok_s\":100,"
                         "\"phase\":\"train\"}")
         .ok();
     WriteFileAtomic(dir / "hb/rank-1.json",
@@ -92,18 +93,25 @@ TEST(Agent, StatusReaderNamesAMissingMistypedOrMisnestedField) {
     return back.ok() ? std::string("ok") : back.status().message();
   };
   EXPECT_EQ(with("", ""), "ok");
-  EXPECT_EQ(with("\"step\":12", "\"step\":\"12\""), "http://n1:9464/status: ranks[0].step: not an integer");
+  EXPECT_EQ(with("\"step\":12", "\"step\":\"12\""),
+            "http://n1:9464/status: ranks[0].step: not an integer");
   EXPECT_EQ(with("\"step\":12,", ""), "http://n1:9464/status: ranks[0].step: missing");
-  EXPECT_EQ(with("\"alive\":true", "\"alive\":1"), "http://n1:9464/status: ranks[0].alive: not true or false");
-  EXPECT_EQ(with("\"run\":\"demo\"", "\"run\":[\"demo\"]"), "http://n1:9464/status: run: not a string");
-  EXPECT_EQ(with("\"gpus\":[", "\"gpus\":{\"x\":3},\"old\":["), "http://n1:9464/status: gpus: not an array");
-  EXPECT_EQ(with("\"gpus\":[{\"gpu\":0", "\"gpus\":[3,{\"gpu\":0"), "http://n1:9464/status: gpus[0]: not an object");
-  EXPECT_EQ(with("\"power_w\":191", "\"power_w\":\"191\""), "http://n1:9464/status: gpus[0].power_w: not a number");
+  EXPECT_EQ(with("\"alive\":true", "\"alive\":1"),
+            "http://n1:9464/status: ranks[0].alive: not true or false");
+  EXPECT_EQ(with("\"run\":\"demo\"", "\"run\":[\"demo\"]"),
+            "http://n1:9464/status: run: not a string");
+  EXPECT_EQ(with("\"gpus\":[", "\"gpus\":{\"x\":3},\"old\":["),
+            "http://n1:9464/status: gpus: not an array");
+  EXPECT_EQ(with("\"gpus\":[{\"gpu\":0", "\"gpus\":[3,{\"gpu\":0"),
+            "http://n1:9464/status: gpus[0]: not an object");
+  EXPECT_EQ(with("\"power_w\":191", "\"power_w\":\"191\""),
+            "http://n1:9464/status: gpus[0].power_w: not a number");
   EXPECT_EQ(with("\"checkpoint\":{", "\"checkpoint\":[],\"old\":{"),
             "http://n1:9464/status: checkpoint: not an object");
   EXPECT_EQ(with("\"complete\":{\"name\"", "\"complete\":{\"nam\""),
             "http://n1:9464/status: checkpoint.complete.name: missing");
-  EXPECT_EQ(with("\"problems\":[", "\"problems\":[7],\"old\":["), "http://n1:9464/status: problems[0]: not a string");
+  EXPECT_EQ(with("\"problems\":[", "\"problems\":[7],\"old\":["),
+            "http://n1:9464/status: problems[0]: not a string");
   EXPECT_EQ(with("\"v\":1", "\"v\":2"), "http://n1:9464/status: v: unknown /status version 2");
   EXPECT_EQ(with("\"tok_s\":100", "\"tok_s\":null"), "ok");  // null is how the writer spells NaN
 }
@@ -111,15 +119,24 @@ TEST(Agent, StatusReaderNamesAMissingMistypedOrMisnestedField) {
 TEST(Agent, MetricsUseEvenkeelNamesAndLabels) {
   AgentFixture f;
   std::string m = AgentStatusToMetrics(f.agent->Snapshot());
-  EXPECT_NE(m.find("evenkeel_gpu_power_watts{run=\"demo\",host=\"node-a\",gpu=\"0\",rank=\"4\"} 191\n"), std::string::npos) << m;
-  EXPECT_NE(m.find("evenkeel_gpu_utilization_percent{run=\"demo\",host=\"node-a\",gpu=\"1\",rank=\"5\"} 0\n"), std::string::npos);
-  EXPECT_NE(m.find("evenkeel_rank_process_alive{run=\"demo\",host=\"node-a\",rank=\"1\",local_rank=\"1\"} 0\n"),
+  EXPECT_NE(
+      m.find("evenkeel_gpu_power_watts{run=\"demo\",host=\"node-a\",gpu=\"0\",rank=\"4\"} 191\n"),
+      std::string::npos)
+      << m;
+  EXPECT_NE(m.find("evenkeel_gpu_utilization_percent{run=\"demo\",host=\"node-a\",gpu=\"1\",rank="
+                   "\"5\"} 0\n"),
             std::string::npos);
-  EXPECT_NE(m.find("evenkeel_rank_seconds_since_step{run=\"demo\",host=\"node-a\",rank=\"0\",local_rank=\"0\"} 10\n"),
+  EXPECT_NE(m.find("evenkeel_rank_process_alive{run=\"demo\",host=\"node-a\",rank=\"1\",local_rank="
+                   "\"1\"} 0\n"),
             std::string::npos);
-  EXPECT_NE(m.find("evenkeel_checkpoint_last_step{run=\"demo\",host=\"node-a\"} 10\n"), std::string::npos);
+  EXPECT_NE(m.find("evenkeel_rank_seconds_since_step{run=\"demo\",host=\"node-a\",rank=\"0\",local_"
+                   "rank=\"0\"} 10\n"),
+            std::string::npos);
+  EXPECT_NE(m.find("evenkeel_checkpoint_last_step{run=\"demo\",host=\"node-a\"} 10\n"),
+            std::string::npos);
   EXPECT_EQ(m.find("gpu=\"1\"} NaN"), std::string::npos);  // no memory line for GPU 1 at all
-  EXPECT_EQ(m.find("evenkeel_gpu_memory_used_bytes{run=\"demo\",host=\"node-a\",gpu=\"1\""), std::string::npos);
+  EXPECT_EQ(m.find("evenkeel_gpu_memory_used_bytes{run=\"demo\",host=\"node-a\",gpu=\"1\""),
+            std::string::npos);
 }
 
 TEST(AgentServer, TokenReadOnlyAndBoundedBodies) {
@@ -154,8 +171,7 @@ TEST(AgentServer, TokenReadOnlyAndBoundedBodies) {
   EXPECT_EQ(r->status, 200);
   EXPECT_TRUE(ParseAgentStatus(r->body, "http").ok());
   // A body larger than the bound is refused whatever the method.
-  r = c.Post("/status", {{"Authorization", "Bearer s3cret"}}, std::string(4096, 'x'),
-             "text/plain");
+  r = c.Post("/status", {{"Authorization", "Bearer s3cret"}}, std::string(4096, 'x'), "text/plain");
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->status == 413 || r->status == 405) << r->status;
   (*server)->Stop();

@@ -50,10 +50,12 @@ CheckpointScan ScanCheckpoints(const std::string& dir) {
   for (const ckpt::CheckpointEntry& e : *listed) {
     if (e.ok) {
       scan.complete_count++;
-      if (!scan.newest_complete || e.step > scan.newest_complete->step) scan.newest_complete = InfoOf(e);
+      if (!scan.newest_complete || e.step > scan.newest_complete->step)
+        scan.newest_complete = InfoOf(e);
     } else if (e.temp && e.verdict.starts_with("in progress")) {
       CheckpointInfo info = InfoOf(e);
-      if (!scan.in_progress || info.mtime > scan.in_progress->mtime) scan.in_progress = std::move(info);
+      if (!scan.in_progress || info.mtime > scan.in_progress->mtime)
+        scan.in_progress = std::move(info);
     }
   }
   return scan;

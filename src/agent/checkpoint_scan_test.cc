@@ -5,7 +5,6 @@
 #include "agent/checkpoint_scan.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -19,8 +18,9 @@ namespace {
 
 // A safetensors file with one tensor `name` of `bytes` bytes; `cut` bytes short.
 std::string Safetensors(const std::string& name, uint64_t bytes, uint64_t cut = 0) {
-  std::string header = "{\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[" + std::to_string(bytes / 4) +
-                       "],\"data_offsets\":[0," + std::to_string(bytes) + "]}}";
+  std::string header = "{\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[" +
+                       std::to_string(bytes / 4) + "],\"data_offsets\":[0," +
+                       std::to_string(bytes) + "]}}";
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
   out += header;
@@ -57,9 +57,11 @@ TEST(CheckpointScan, AShardedCheckpointNeedsEveryShardAtItsHeaderSize) {
   testing::ScratchDir dir;
   std::string temp = dir / (".step-00003854.tmp-" + std::to_string(::getpid()));
   ASSERT_TRUE(MakeDirs(temp).ok());
-  ASSERT_TRUE(WriteFileAtomic(temp + "/model.safetensors.index.json",
-                              R"({"metadata":{"total_size":96},"weight_map":{"a":"m-1.safetensors","b":"m-2.safetensors"}})")
-                  .ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(
+          temp + "/model.safetensors.index.json",
+          R"({"metadata":{"total_size":96},"weight_map":{"a":"m-1.safetensors","b":"m-2.safetensors"}})")
+          .ok());
   ASSERT_TRUE(WriteFileAtomic(temp + "/m-1.safetensors", Safetensors("a", 64)).ok());
   ASSERT_TRUE(WriteFileAtomic(temp + "/m-2.safetensors", Safetensors("b", 32)).ok());
   ASSERT_TRUE(ckpt::FinalizeCheckpoint(temp, dir / "step-00003854", Meta(3854)).ok());
@@ -67,7 +69,8 @@ TEST(CheckpointScan, AShardedCheckpointNeedsEveryShardAtItsHeaderSize) {
   ASSERT_TRUE(scan.newest_complete);
   EXPECT_EQ(scan.newest_complete->step, 3854);
   EXPECT_EQ(scan.newest_complete->files, 4);  // two shards, the index, the manifest
-  ASSERT_TRUE(WriteFileAtomic(dir / "step-00003854/m-2.safetensors", Safetensors("b", 32, 8)).ok());  // truncated
+  ASSERT_TRUE(WriteFileAtomic(dir / "step-00003854/m-2.safetensors", Safetensors("b", 32, 8))
+                  .ok());  // truncated
   scan = ScanCheckpoints(dir.path());
   EXPECT_FALSE(scan.newest_complete);
   EXPECT_EQ(scan.complete_count, 0);
@@ -76,7 +79,8 @@ TEST(CheckpointScan, AShardedCheckpointNeedsEveryShardAtItsHeaderSize) {
   auto listed = ckpt::ListCheckpoints(dir.path(), ckpt::VerifyLevel::kStructure);
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->size(), 1u);
-  EXPECT_NE((*listed)[0].verdict.find("m-2.safetensors"), std::string::npos) << (*listed)[0].verdict;
+  EXPECT_NE((*listed)[0].verdict.find("m-2.safetensors"), std::string::npos)
+      << (*listed)[0].verdict;
 }
 
 TEST(CheckpointScan, EvenkeelCheckpointIsVerifiedAndItsTempDirectoryIsInProgress) {
@@ -104,7 +108,8 @@ TEST(CheckpointScan, EvenkeelCheckpointIsVerifiedAndItsTempDirectoryIsInProgress
   auto listed = ckpt::ListCheckpoints(dir.path(), ckpt::VerifyLevel::kStructure);
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->size(), 1u);
-  EXPECT_NE((*listed)[0].verdict.find("config.json: missing"), std::string::npos) << (*listed)[0].verdict;
+  EXPECT_NE((*listed)[0].verdict.find("config.json: missing"), std::string::npos)
+      << (*listed)[0].verdict;
 }
 
 TEST(CheckpointScan, ATempDirectoryOfADeadWriterIsNotASaveInProgress) {

@@ -217,7 +217,8 @@ Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_
   if (m.evenkeel_version.empty()) m.evenkeel_version = kVersion;
   EK_RETURN_IF_ERROR(HashAndSyncFiles(env, temp_dir, names, &m.files).WithContext(what));
   const std::string manifest_path = temp_dir + "/" + std::string(kManifestName);
-  EK_RETURN_IF_ERROR(WriteFileAtomic(manifest_path, CheckpointManifestToJson(m), env).WithContext(what));
+  EK_RETURN_IF_ERROR(
+      WriteFileAtomic(manifest_path, CheckpointManifestToJson(m), env).WithContext(what));
   // A directory that would fail verification never gets a final name.
   auto report = VerifyCheckpoint(temp_dir, VerifyLevel::kStructure);
   if (!report.ok() || !report->ok) {
@@ -237,8 +238,8 @@ Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_
     // half-deleted step-NNNNNNNN behind a crash.
     aside = fmt::format("{}/.{}.old-{}", parent, BaseName(final_dir), ::getpid());
     EK_RETURN_IF_ERROR(env->RemoveTree(aside).WithContext(what));
-    EK_RETURN_IF_ERROR(
-        env->RenameFile(final_dir, aside).WithContext(what + ": move the existing checkpoint aside"));
+    EK_RETURN_IF_ERROR(env->RenameFile(final_dir, aside)
+                           .WithContext(what + ": move the existing checkpoint aside"));
   }
   if (Status st = env->RenameFile(temp_dir, final_dir); !st.ok()) {
     if (!aside.empty()) (void)env->RenameFile(aside, final_dir);
@@ -247,7 +248,8 @@ Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_
   // From here the new checkpoint is in place and complete; a failed fsync
   // means it may not survive a power cut, which the caller must hear.
   EK_RETURN_IF_ERROR(env->SyncDir(parent).WithContext(what));
-  if (ParentOf(temp_dir) != parent) EK_RETURN_IF_ERROR(env->SyncDir(ParentOf(temp_dir)).WithContext(what));
+  if (ParentOf(temp_dir) != parent)
+    EK_RETURN_IF_ERROR(env->SyncDir(ParentOf(temp_dir)).WithContext(what));
   // An old copy that fails to go is an abandoned hidden directory that
   // PruneCheckpoints removes later.
   if (!aside.empty()) (void)env->RemoveTree(aside);

@@ -43,8 +43,7 @@ std::string StepDirName(int64_t step);
 // rename (the parent's fsync) is reported with the new checkpoint in place
 // and complete, but not known to be durable.
 Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_dir,
-                          const CheckpointManifest& meta_without_files,
-                          Env* env = Env::Default());
+                          const CheckpointManifest& meta_without_files, Env* env = Env::Default());
 
 enum class VerifyLevel {
   kStructure,  // manifest, index, shard headers, file sizes: reads only headers

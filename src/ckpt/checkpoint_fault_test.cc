@@ -40,16 +40,20 @@ std::vector<Case> Cases(const ScratchDir& ckpt, bool had_old) {
   for (const WriteFault& f : WriteFaults("evenkeel-checkpoint.json")) {
     cases.push_back({"manifest_" + f.name, f.rule, f.expect});
   }
-  cases.push_back({"shard_fsync", FaultRule::Fail(FileOp::kSyncFile, kShard1, EIO),
+  cases.push_back({"shard_fsync",
+                   FaultRule::Fail(FileOp::kSyncFile, kShard1, EIO),
                    {std::string(kShard1) + ": fsync: " + eio}});
   // SyncDir calls: the manifest's directory (the temp dir), the temp dir once
   // the manifest is in, the parent after the rename.
-  cases.push_back({"manifest_dir_fsync", FaultRule::Fail(FileOp::kSyncDir, ckpt.path(), EIO),
+  cases.push_back({"manifest_dir_fsync",
+                   FaultRule::Fail(FileOp::kSyncDir, ckpt.path(), EIO),
                    {"fsync: " + eio}});
-  cases.push_back({"temp_dir_fsync", FaultRule::Fail(FileOp::kSyncDir, ckpt.path(), EIO).Nth(2),
+  cases.push_back({"temp_dir_fsync",
+                   FaultRule::Fail(FileOp::kSyncDir, ckpt.path(), EIO).Nth(2),
                    {"fsync: " + eio}});
   if (had_old) {
-    cases.push_back({"move_aside", FaultRule::Fail(FileOp::kRename, ".old-", EIO),
+    cases.push_back({"move_aside",
+                     FaultRule::Fail(FileOp::kRename, ".old-", EIO),
                      {"move the existing checkpoint aside", "rename to", eio}});
   }
   // Renames matching "/step-00000010": moving the old one aside, then the
@@ -57,8 +61,10 @@ std::vector<Case> Cases(const ScratchDir& ckpt, bool had_old) {
   cases.push_back({"rename_to_final",
                    FaultRule::Fail(FileOp::kRename, "/step-00000010", EIO).Nth(had_old ? 2 : 1),
                    {"rename to " + ckpt / "step-00000010", eio}});
-  cases.push_back({"parent_fsync", FaultRule::Fail(FileOp::kSyncDir, ckpt.path(), EIO).Nth(3),
-                   {ckpt.path() + ": fsync: " + eio}, After::kNew});
+  cases.push_back({"parent_fsync",
+                   FaultRule::Fail(FileOp::kSyncDir, ckpt.path(), EIO).Nth(3),
+                   {ckpt.path() + ": fsync: " + eio},
+                   After::kNew});
   return cases;
 }
 
@@ -102,7 +108,8 @@ void FinalizeUnderEveryFault(bool had_old) {
     ASSERT_EQ(env.injected(), 1);
     EXPECT_EQ(st.code(), StatusCode::kIoError);
     EXPECT_EQ(st.message().rfind("finalize " + temp + ": ", 0), 0u) << st.message();
-    for (const auto& e : here.expect) EXPECT_NE(st.message().find(e), std::string::npos) << st.message();
+    for (const auto& e : here.expect)
+      EXPECT_NE(st.message().find(e), std::string::npos) << st.message();
 
     // The final name: complete, or absent.
     if (here.after == After::kNew) {
@@ -139,9 +146,13 @@ void FinalizeUnderEveryFault(bool had_old) {
   }
 }
 
-TEST(CheckpointFaults, ReplacingAStepUnderEveryFaultKeepsACompleteOne) { FinalizeUnderEveryFault(true); }
+TEST(CheckpointFaults, ReplacingAStepUnderEveryFaultKeepsACompleteOne) {
+  FinalizeUnderEveryFault(true);
+}
 
-TEST(CheckpointFaults, FirstSaveUnderEveryFaultLeavesNoneOrAComplete) { FinalizeUnderEveryFault(false); }
+TEST(CheckpointFaults, FirstSaveUnderEveryFaultLeavesNoneOrAComplete) {
+  FinalizeUnderEveryFault(false);
+}
 
 TEST(CheckpointFaults, PruneThatCannotRenameKeepsTheStepWhole) {
   ScratchDir ckpt;
@@ -154,7 +165,8 @@ TEST(CheckpointFaults, PruneThatCannotRenameKeepsTheStepWhole) {
   env.Add(FaultRule::Fail(FileOp::kRename, "step-00000001", EIO));
   Status st = PruneCheckpoints(ckpt.path(), 2, nullptr, &env);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find(ckpt / "step-00000001: rename to"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find(ckpt / "step-00000001: rename to"), std::string::npos)
+      << st.message();
   auto kept = VerifyCheckpoint(ckpt / "step-00000001", VerifyLevel::kFull);
   ASSERT_TRUE(kept.ok());
   EXPECT_TRUE(kept->ok);

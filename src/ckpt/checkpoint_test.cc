@@ -291,21 +291,26 @@ TEST(Checkpoint, IndexMustCoverEveryTensorExactlyOnce) {
 // The index's fields are read strictly: a missing, mistyped or misnested one is
 // a problem naming the file and the field's path.
 TEST(Checkpoint, ABadIndexFieldIsAProblemNamingItAndTheFile) {
-  const std::string map = "{\"lm_head.weight\": \"" + std::string(kShard2) + "\", \"model.embed.weight\": \"" +
-                          kShard1 + "\", \"model.layers.0.norm.weight\": \"" + kShard2 +
+  const std::string map = "{\"lm_head.weight\": \"" + std::string(kShard2) +
+                          "\", \"model.embed.weight\": \"" + kShard1 +
+                          "\", \"model.layers.0.norm.weight\": \"" + kShard2 +
                           "\", \"model.norm.weight\": \"" + kShard1 + "\"}";
   struct Case {
     std::string index, headline;
   };
   const std::vector<Case> cases = {
-      {"{\"metadata\": {\"total_size\": 160}}", "model.safetensors.index.json: weight_map: missing"},
-      {"{\"weight_map\": [\"" + std::string(kShard1) + "\"]}", "model.safetensors.index.json: weight_map: not an object"},
-      {"{\"metadata\": {\"weight_map\": " + map + "}}", "model.safetensors.index.json: weight_map: missing"},
+      {"{\"metadata\": {\"total_size\": 160}}",
+       "model.safetensors.index.json: weight_map: missing"},
+      {"{\"weight_map\": [\"" + std::string(kShard1) + "\"]}",
+       "model.safetensors.index.json: weight_map: not an object"},
+      {"{\"metadata\": {\"weight_map\": " + map + "}}",
+       "model.safetensors.index.json: weight_map: missing"},
       {"{\"weight_map\": {\"lm_head.weight\": [\"" + std::string(kShard2) + "\"]}}",
        "model.safetensors.index.json: weight_map.lm_head.weight: not a string"},
       {"{\"metadata\": {\"total_size\": \"160\"}, \"weight_map\": " + map + "}",
        "model.safetensors.index.json: metadata.total_size: not a non-negative integer"},
-      {"{\"metadata\": 160, \"weight_map\": " + map + "}", "model.safetensors.index.json: metadata: not an object"},
+      {"{\"metadata\": 160, \"weight_map\": " + map + "}",
+       "model.safetensors.index.json: metadata: not an object"},
       {"[" + map + "]", "model.safetensors.index.json: not a JSON object"},
   };
   for (const auto& c : cases) {
@@ -316,7 +321,8 @@ TEST(Checkpoint, ABadIndexFieldIsAProblemNamingItAndTheFile) {
   }
   {  // extra fields are fine, and without a manifest so is a missing total_size
     ScratchDir ckpt;
-    VerifyReport r = VerifyPlainWithIndex(ckpt, "{\"format\": \"pt\", \"weight_map\": " + map + "}");
+    VerifyReport r =
+        VerifyPlainWithIndex(ckpt, "{\"format\": \"pt\", \"weight_map\": " + map + "}");
     EXPECT_TRUE(r.ok) << AllProblems(r);
   }
 }

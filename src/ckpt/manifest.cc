@@ -6,8 +6,8 @@
 #include "core/file.h"
 #include "core/json_check.h"
 #include "core/json_fields.h"
-#include "core/parse.h"
 #include "core/json_out.h"
+#include "core/parse.h"
 
 namespace ek::ckpt {
 
@@ -37,8 +37,8 @@ Status ReadFileRecord(const JsonFields& f, FileRecord* out) {
   }
   uint64_t want = out->size / out->chunk_bytes + (out->size % out->chunk_bytes != 0 ? 1 : 0);
   if (out->chunks.size() != want) {
-    return f.Err("chunks", fmt::format("{} hashes, a {}-byte file in {}-byte chunks has {}", out->chunks.size(),
-                                       out->size, out->chunk_bytes, want));
+    return f.Err("chunks", fmt::format("{} hashes, a {}-byte file in {}-byte chunks has {}",
+                                       out->chunks.size(), out->size, out->chunk_bytes, want));
   }
   return Status::Ok();
 }
@@ -175,7 +175,8 @@ Result<CheckpointManifest> CheckpointManifestFromJson(std::string_view json,
     EK_ASSIGN_OR_RETURN(JsonFields item, f.Item(e, "files", i));
     FileRecord rec;
     EK_RETURN_IF_ERROR(ReadFileRecord(item, &rec));
-    if (rec.name.empty() || rec.name.find('/') != std::string::npos || rec.name == "." || rec.name == "..") {
+    if (rec.name.empty() || rec.name.find('/') != std::string::npos || rec.name == "." ||
+        rec.name == "..") {
       return item.Err("name", fmt::format("'{}' is not a plain file name", rec.name));
     }
     for (const auto& g : m.files) {

@@ -187,7 +187,8 @@ class Verifier {
     for (std::string_view tensor : wm.Keys()) {
       std::string s;
       if (st = wm.Str(tensor, &s); !st.ok()) {
-        Problem(st.message());  // "model.safetensors.index.json: weight_map.lm_head.weight: not a string"
+        Problem(st.message());  // "model.safetensors.index.json: weight_map.lm_head.weight: not a
+                                // string"
         return false;
       }
       if (!seen.insert(tensor).second) {

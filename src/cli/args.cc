@@ -1,14 +1,13 @@
 // Command-line parsing for every command: CLI11 underneath, and one way of
 // saying what went wrong ("evenkeel: error: unknown flag --prefx (did you mean
 // --prefix?)", exit 2).
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <regex>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
 

@@ -24,11 +24,12 @@ TEST(ExitCodes, EveryStatusCodeHasItsCode) {
 }
 
 TEST(NearestName, SuggestsOnlyCloseNames) {
-  std::vector<std::string> flags = {"--prefix", "--json", "--threads", "--mismatch-cap", "--help", "-p", "-j"};
+  std::vector<std::string> flags = {"--prefix", "--json", "--threads", "--mismatch-cap",
+                                    "--help",   "-p",     "-j"};
   EXPECT_EQ(NearestName("--prefx", flags), "--prefix");
   EXPECT_EQ(NearestName("--jsn", flags), "--json");
   EXPECT_EQ(NearestName("--thread", flags), "--threads");
-  EXPECT_EQ(NearestName("--thraeds", flags), "--threads");  // a transposition is one edit
+  EXPECT_EQ(NearestName("--thraeds", flags), "--threads");        // a transposition is one edit
   EXPECT_EQ(NearestName("--mismatch", flags), "--mismatch-cap");  // an abbreviation
   EXPECT_EQ(NearestName("--bogus", flags), "");
   EXPECT_EQ(NearestName("--x", flags), "");
@@ -45,7 +46,8 @@ std::string Describe(CLI::App& app, std::vector<std::string> args) {
   try {
     app.parse(static_cast<int>(ptrs.size()), ptrs.data());
   } catch (const CLI::ParseError& e) {
-    return DescribeParseError(app, args, e.what(), dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr);
+    return DescribeParseError(app, args, e.what(),
+                              dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr);
   }
   return "";
 }
@@ -92,7 +94,8 @@ TEST(DescribeParseError, NamesTheProblemAPersonCanAct) {
     EXPECT_EQ(Describe(*app, {"d", "--threads", "x"}),
               "--threads x: not a valid value (see evenkeel fr --help)");
     auto again = make(&dir, &prefix, &threads);
-    EXPECT_EQ(Describe(*again, {"d", "--prefix"}), "--prefix needs a value (see evenkeel fr --help)");
+    EXPECT_EQ(Describe(*again, {"d", "--prefix"}),
+              "--prefix needs a value (see evenkeel fr --help)");
   }
   {
     auto app = make(&dir, &prefix, &threads);

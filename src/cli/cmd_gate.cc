@@ -1,17 +1,17 @@
 // evenkeel plan / gate / gate merge.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-#include <fmt/core.h>
-
 #include "cli/commands.h"
 #include "core/file.h"
 #include "gate/gate.h"
+#include "packfile/manifest.h"
 #include "run/plan.h"
 #include "run/run_file.h"
-#include "packfile/manifest.h"
 #include "telemetry/nvml.h"
 
 namespace ek::cli {
@@ -49,10 +49,11 @@ int ExitFor(gate::Verdict v) { return v == gate::Verdict::kFail ? kExitNo : kExi
 }  // namespace
 
 int RunPlan(int argc, char** argv) {
-  CLI::App app{"Print the plan of a run: memory per GPU, tokens per step, steps per epoch from\n"
-               "the pack, checkpoint size and schedule, tokens dropped by evenfix.\n"
-               "Flags override the run file, or stand in for it.",
-               "evenkeel plan"};
+  CLI::App app{
+      "Print the plan of a run: memory per GPU, tokens per step, steps per epoch from\n"
+      "the pack, checkpoint size and schedule, tokens dropped by evenfix.\n"
+      "Flags override the run file, or stand in for it.",
+      "evenkeel plan"};
   std::string path, config, pack_dir, evenfix;
   double params = 0, memory_gb = 0;
   int nodes = 0, gpn = 0, world = 0, seq = 0, mb = 0, ga = 0, epochs = 0, save_every = -1;
@@ -77,7 +78,9 @@ int RunPlan(int argc, char** argv) {
   app.add_flag("--json", json, "machine-readable plan");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   if (path.empty() && params <= 0 && config.empty()) {
-    return UsageError("plan needs a run file, or --params or --config with the shape flags (evenkeel plan --help)");
+    return UsageError(
+        "plan needs a run file, or --params or --config with the shape flags (evenkeel plan "
+        "--help)");
   }
   run::RunFile run;
   if (!path.empty()) {
@@ -111,7 +114,8 @@ int RunPlan(int argc, char** argv) {
   if (min_blocks >= 0) {
     manifest.world = run.world();
     manifest.seq_len = run.seq_len;
-    for (int r = 0; r < run.world(); ++r) manifest.ranks.push_back({r, 0, 0, static_cast<uint64_t>(min_blocks), 0, 0, 0, ""});
+    for (int r = 0; r < run.world(); ++r)
+      manifest.ranks.push_back({r, 0, 0, static_cast<uint64_t>(min_blocks), 0, 0, 0, ""});
     mp = &manifest;
   } else if (!run.pack_dir.empty()) {
     auto m = pack::ReadManifest(run.Resolve(run.pack_dir));
@@ -132,16 +136,18 @@ int RunPlan(int argc, char** argv) {
 namespace {
 
 int RunGateMerge(int argc, char** argv) {
-  CLI::App app{"Merge node parts written by 'evenkeel gate RUN --node-rank N' into one verdict.\n"
-               "Every node of the run must have sent a part: a missing node is a FAIL naming it and\n"
-               "its ranks; two parts of one node are bad input (exit 65).",
-               "evenkeel gate merge"};
+  CLI::App app{
+      "Merge node parts written by 'evenkeel gate RUN --node-rank N' into one verdict.\n"
+      "Every node of the run must have sent a part: a missing node is a FAIL naming it and\n"
+      "its ranks; two parts of one node are bad input (exit 65).",
+      "evenkeel gate merge"};
   std::vector<std::string> parts;
   std::string run_path, log;
   bool json = false;
   app.add_option("parts", parts, "part JSON files, one per node")->required();
   app.add_option("--run", run_path,
-                 "run.toml: the run's nodes (else the parts' own record of them) and the balance over all ranks");
+                 "run.toml: the run's nodes (else the parts' own record of them) and the balance "
+                 "over all ranks");
   app.add_option("--log", log, "write the merged pass log here");
   app.add_flag("--json", json, "print the merged log as JSON");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
@@ -166,7 +172,9 @@ int RunGateMerge(int argc, char** argv) {
   if (!log.empty()) {
     if (Status st = gate::WriteGateLog(log, *merged); !st.ok()) return ReportError(st);
   }
-  std::fputs(json ? gate::GateReportToJson(*merged).c_str() : gate::GateReportToText(*merged).c_str(), stdout);
+  std::fputs(
+      json ? gate::GateReportToJson(*merged).c_str() : gate::GateReportToText(*merged).c_str(),
+      stdout);
   return ExitFor(merged->overall());
 }
 
@@ -174,17 +182,20 @@ int RunGateMerge(int argc, char** argv) {
 
 int RunGate(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "merge") return RunGateMerge(argc - 1, argv + 1);
-  CLI::App app{"Check six invariants before a launch (data, balance, schedule, memory, storage,\n"
-               "distributed safety); exit 1 on any FAIL. Writes a pass log (JSON).\n"
-               "Multi-node: each node runs --node-rank N; 'evenkeel gate merge PARTS...' combines.",
-               "evenkeel gate"};
+  CLI::App app{
+      "Check six invariants before a launch (data, balance, schedule, memory, storage,\n"
+      "distributed safety); exit 1 on any FAIL. Writes a pass log (JSON).\n"
+      "Multi-node: each node runs --node-rank N; 'evenkeel gate merge PARTS...' combines.",
+      "evenkeel gate"};
   std::string path, log;
   int node_rank = -1;
   size_t threads = 0;
   bool json = false;
   app.add_option("run", path, "run.toml")->required();
-  app.add_option("--node-rank", node_rank, "check only this node's ranks, disks and GPUs (writes a part)");
-  app.add_option("--log", log, "pass log path (default: CHECKPOINT_DIR/gate-log.json, or gate-node-N.json)");
+  app.add_option("--node-rank", node_rank,
+                 "check only this node's ranks, disks and GPUs (writes a part)");
+  app.add_option("--log", log,
+                 "pass log path (default: CHECKPOINT_DIR/gate-log.json, or gate-node-N.json)");
   app.add_option("--threads", threads, "verification threads (default: all cores)");
   app.add_flag("--json", json, "print the log as JSON");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
@@ -197,13 +208,15 @@ int RunGate(int argc, char** argv) {
   if (!rep.ok()) return ReportError(rep.status());
   if (log.empty() && !run->checkpoint_dir.empty()) {
     std::string dir = run->Resolve(run->checkpoint_dir);
-    log = node_rank < 0 ? dir + "/gate-log.json" : fmt::format("{}/gate-node-{}.json", dir, node_rank);
+    log = node_rank < 0 ? dir + "/gate-log.json"
+                        : fmt::format("{}/gate-node-{}.json", dir, node_rank);
   }
   if (!log.empty()) {
     Status st = gate::WriteGateLog(log, *rep);
     if (!st.ok()) Warn("pass log not written: " + st.message());
   }
-  std::fputs(json ? gate::GateReportToJson(*rep).c_str() : gate::GateReportToText(*rep).c_str(), stdout);
+  std::fputs(json ? gate::GateReportToJson(*rep).c_str() : gate::GateReportToText(*rep).c_str(),
+             stdout);
   if (!json && !log.empty()) std::printf("log: %s\n", log.c_str());
   return ExitFor(rep->overall());
 }

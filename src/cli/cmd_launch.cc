@@ -1,16 +1,15 @@
 // evenkeel launch RUN.toml [--node-rank N] [-- TRAINER ARGS]: the gate, then
 // torchrun, retries with judgement, resume (docs/launch.md). And the per-rank
 // wrapper torchrun starts, evenkeel launch-rank (not for people).
+#include <fmt/core.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <climits>
 #include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <fmt/core.h>
 
 #include "cli/commands.h"
 #include "core/process.h"
@@ -45,13 +44,16 @@ std::vector<std::string> SplitAtDashes(int* argc, char** argv) {
 
 // The summary's lines for people; a summary that cannot be read is an error naming it.
 Status PrintSummary(const launch::LaunchResult& r) {
-  EK_ASSIGN_OR_RETURN(launch::LaunchSummary s, launch::LaunchSummaryFromJson(r.summary_json, r.summary_name));
-  std::printf("launch: %s: steps %lld of %lld planned, %llu tokens, %.0f tok/s; %lld attempt(s); "
-              "%.3f GPU-hours used, %.3f lost to failures; evenfix dropped %lld blocks\n",
-              s.outcome.c_str(), static_cast<long long>(s.steps), static_cast<long long>(s.planned_steps),
-              static_cast<unsigned long long>(s.tokens), s.tokens_per_s, static_cast<long long>(s.attempts),
-              s.gpu_hours_used, s.gpu_hours_lost, static_cast<long long>(s.evenfix_dropped_blocks));
-  if (!s.final_checkpoint.empty()) std::printf("launch: final checkpoint %s\n", s.final_checkpoint.c_str());
+  EK_ASSIGN_OR_RETURN(launch::LaunchSummary s,
+                      launch::LaunchSummaryFromJson(r.summary_json, r.summary_name));
+  std::printf(
+      "launch: %s: steps %lld of %lld planned, %llu tokens, %.0f tok/s; %lld attempt(s); "
+      "%.3f GPU-hours used, %.3f lost to failures; evenfix dropped %lld blocks\n",
+      s.outcome.c_str(), static_cast<long long>(s.steps), static_cast<long long>(s.planned_steps),
+      static_cast<unsigned long long>(s.tokens), s.tokens_per_s, static_cast<long long>(s.attempts),
+      s.gpu_hours_used, s.gpu_hours_lost, static_cast<long long>(s.evenfix_dropped_blocks));
+  if (!s.final_checkpoint.empty())
+    std::printf("launch: final checkpoint %s\n", s.final_checkpoint.c_str());
   return Status::Ok();
 }
 
@@ -59,36 +61,43 @@ Status PrintSummary(const launch::LaunchResult& r) {
 
 int RunLaunch(int argc, char** argv) {
   std::vector<std::string> extra = SplitAtDashes(&argc, argv);
-  CLI::App app{"Gate, then train: the six-invariant gate on every node (any FAIL stops every node),\n"
-               "torchrun with the flight recorder on, the trainer with the run file, and on a failure\n"
-               "the flight recorder's verdict: a conclusive collective desync stops (exit 93, do not\n"
-               "requeue), anything else restarts from the newest verified checkpoint until\n"
-               "retry.max_restarts, or retry.max_no_progress attempts in a row without a new checkpoint\n"
-               "(exit 93). Exit 0 only when the final checkpoint exists and verifies.\n"
-               "Exit codes: 0 completed, 1 gate refused, 2 usage, 65 bad input (run file, cluster),\n"
-               "69 a peer or component unavailable, 70 launcher error, 74 I/O error, 75 restart budget\n"
-               "spent or another launcher already runs this run (requeue), 93 do not requeue, 130 cancelled.\n"
-               "Details: docs/launch.md.",
-               "evenkeel launch"};
+  CLI::App app{
+      "Gate, then train: the six-invariant gate on every node (any FAIL stops every node),\n"
+      "torchrun with the flight recorder on, the trainer with the run file, and on a failure\n"
+      "the flight recorder's verdict: a conclusive collective desync stops (exit 93, do not\n"
+      "requeue), anything else restarts from the newest verified checkpoint until\n"
+      "retry.max_restarts, or retry.max_no_progress attempts in a row without a new checkpoint\n"
+      "(exit 93). Exit 0 only when the final checkpoint exists and verifies.\n"
+      "Exit codes: 0 completed, 1 gate refused, 2 usage, 65 bad input (run file, cluster),\n"
+      "69 a peer or component unavailable, 70 launcher error, 74 I/O error, 75 restart budget\n"
+      "spent or another launcher already runs this run (requeue), 93 do not requeue, 130 "
+      "cancelled.\n"
+      "Details: docs/launch.md.",
+      "evenkeel launch"};
   launch::LaunchOptions o;
   bool json = false;
   app.add_option("RUN", o.run_path, "the run file (run.toml)")->required();
-  app.add_option("--node-rank", o.node_rank, "this node's rank (0..nodes-1); under srun, SLURM_NODEID");
-  app.add_flag("--accept-gate-fail", o.accept_gate_fail,
-               "start even when the gate FAILs (logged in the attempt records, warned on every node)");
+  app.add_option("--node-rank", o.node_rank,
+                 "this node's rank (0..nodes-1); under srun, SLURM_NODEID");
+  app.add_flag(
+      "--accept-gate-fail", o.accept_gate_fail,
+      "start even when the gate FAILs (logged in the attempt records, warned on every node)");
   app.add_flag("--agent", o.agent, "run `evenkeel agent` for this node beside the ranks");
-  app.add_option("--agent-listen", o.agent_listen,
-                 "the agent's HOST:PORT (beyond loopback it needs EVENKEEL_AGENT_TOKEN in the environment)")
+  app.add_option(
+         "--agent-listen", o.agent_listen,
+         "the agent's HOST:PORT (beyond loopback it needs EVENKEEL_AGENT_TOKEN in the environment)")
       ->capture_default_str();
   app.add_flag("--json", json, "print the launch summary as JSON at the end");
   app.add_flag("--dry-run", o.dry_run,
-               "start nothing: print the torchrun, python and trainer command found, and the schedule (final step, "
+               "start nothing: print the torchrun, python and trainer command found, and the "
+               "schedule (final step, "
                "save steps) the attempts would be judged by");
   app.footer("Arguments after -- are appended to the trainer's command line.");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   o.extra_args = extra;
   o.evenkeel_exe = SelfExe();
-  if (o.agent && o.agent_listen == "127.0.0.1:0") o.agent_listen = fmt::format("127.0.0.1:{}", 9500 + std::max(0, o.node_rank));
+  if (o.agent && o.agent_listen == "127.0.0.1:0")
+    o.agent_listen = fmt::format("127.0.0.1:{}", 9500 + std::max(0, o.node_rank));
   // The program's choices, made here and not in a library: stop signals are
   // recorded for the main loop, and a closed stdout is an EPIPE error.
   InstallStopSignalHandlers();
@@ -120,7 +129,8 @@ int RunLaunch(int argc, char** argv) {
 
 int RunLaunchRank(int argc, char** argv) {
   std::vector<std::string> command = SplitAtDashes(&argc, argv);
-  CLI::App app{"The per-rank wrapper evenkeel launch gives torchrun (not for people).", "evenkeel launch-rank"};
+  CLI::App app{"The per-rank wrapper evenkeel launch gives torchrun (not for people).",
+               "evenkeel launch-rank"};
   launch::RankExecOptions o;
   app.add_option("--attempt-dir", o.attempt_dir, "the attempt's directory")->required();
   app.add_option("--node-rank", o.node_rank, "this node's rank")->required();

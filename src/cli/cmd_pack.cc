@@ -1,18 +1,18 @@
 // evenkeel pack / pack merge / inspect.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-#include <fmt/core.h>
-
 #include "cli/commands.h"
-#include "core/parse.h"
 #include "core/json_out.h"
+#include "core/parse.h"
 #include "core/progress.h"
+#include "pack/packer.h"
 #include "packfile/inspect.h"
 #include "packfile/manifest.h"
-#include "pack/packer.h"
 #include "tokenize/tokenizer.h"
 #include "tokenize/unicode.h"
 
@@ -23,22 +23,31 @@ namespace {
 void PrintSummary(const pack::Manifest& m) {
   std::printf("%6s %10s %14s %10s %10s\n", "rank", "records", "tokens", "blocks", "dropped");
   for (const auto& r : m.ranks) {
-    std::printf("%6d %10llu %14llu %10llu %10llu\n", r.rank, static_cast<unsigned long long>(r.records),
-                static_cast<unsigned long long>(r.tokens), static_cast<unsigned long long>(r.blocks),
-                static_cast<unsigned long long>(r.dropped_tokens));
+    std::printf(
+        "%6d %10llu %14llu %10llu %10llu\n", r.rank, static_cast<unsigned long long>(r.records),
+        static_cast<unsigned long long>(r.tokens), static_cast<unsigned long long>(r.blocks),
+        static_cast<unsigned long long>(r.dropped_tokens));
   }
-  std::printf("world %d, seq_len %d, shard %s: %llu records, %llu tokens, %llu blocks; "
-              "blocks per rank min %llu max %llu spread %llu%s\n",
-              m.world, m.seq_len, std::string(pack::ShardModeName(m.shard)).c_str(),
-              static_cast<unsigned long long>(m.total_records), static_cast<unsigned long long>(m.total_tokens),
-              static_cast<unsigned long long>(m.total_blocks()), static_cast<unsigned long long>(m.min_blocks()),
-              static_cast<unsigned long long>(m.max_blocks()),
-              static_cast<unsigned long long>(m.max_blocks() - m.min_blocks()),
-              m.complete() ? "" : fmt::format(" (ranks {} only)", m.ranks.empty() ? "none" : fmt::format("{}-{}", m.ranks.front().rank, m.ranks.back().rank)).c_str());
+  std::printf(
+      "world %d, seq_len %d, shard %s: %llu records, %llu tokens, %llu blocks; "
+      "blocks per rank min %llu max %llu spread %llu%s\n",
+      m.world, m.seq_len, std::string(pack::ShardModeName(m.shard)).c_str(),
+      static_cast<unsigned long long>(m.total_records),
+      static_cast<unsigned long long>(m.total_tokens),
+      static_cast<unsigned long long>(m.total_blocks()),
+      static_cast<unsigned long long>(m.min_blocks()),
+      static_cast<unsigned long long>(m.max_blocks()),
+      static_cast<unsigned long long>(m.max_blocks() - m.min_blocks()),
+      m.complete() ? ""
+                   : fmt::format(" (ranks {} only)",
+                                 m.ranks.empty() ? "none"
+                                                 : fmt::format("{}-{}", m.ranks.front().rank,
+                                                               m.ranks.back().rank))
+                         .c_str());
   if (m.chat_records) {
-    std::printf("%llu chat record(s) rendered with %s%s%s\n", static_cast<unsigned long long>(m.chat_records),
-                m.chat_template.c_str(), m.chat_template_path.empty() ? "" : " ",
-                m.chat_template_path.c_str());
+    std::printf("%llu chat record(s) rendered with %s%s%s\n",
+                static_cast<unsigned long long>(m.chat_records), m.chat_template.c_str(),
+                m.chat_template_path.empty() ? "" : " ", m.chat_template_path.c_str());
   }
   if (m.loss_mask == "assistant") {
     uint64_t loss = 0, all = 0;
@@ -46,10 +55,12 @@ void PrintSummary(const pack::Manifest& m) {
       loss += r.loss_tokens;
       all += r.blocks * static_cast<uint64_t>(m.seq_len);
     }
-    std::printf("loss mask: %llu of %llu tokens in blocks train (%.1f%%)\n", static_cast<unsigned long long>(loss),
-                static_cast<unsigned long long>(all), all ? 100.0 * static_cast<double>(loss) / static_cast<double>(all) : 0.0);
+    std::printf("loss mask: %llu of %llu tokens in blocks train (%.1f%%)\n",
+                static_cast<unsigned long long>(loss), static_cast<unsigned long long>(all),
+                all ? 100.0 * static_cast<double>(loss) / static_cast<double>(all) : 0.0);
   }
-  if (m.skipped_bad) std::printf("skipped %llu bad record(s)\n", static_cast<unsigned long long>(m.skipped_bad));
+  if (m.skipped_bad)
+    std::printf("skipped %llu bad record(s)\n", static_cast<unsigned long long>(m.skipped_bad));
 }
 
 // "8-15" or "3".
@@ -64,9 +75,10 @@ bool ParseRange(const std::string& s, int* lo, int* hi) {
 }
 
 int RunPackMerge(int argc, char** argv) {
-  CLI::App app{"Combine the manifests of node-local packs (each made with --ranks) into one,\n"
-               "checking that they describe the same pack and cover every rank once.",
-               "evenkeel pack merge"};
+  CLI::App app{
+      "Combine the manifests of node-local packs (each made with --ranks) into one,\n"
+      "checking that they describe the same pack and cover every rank once.",
+      "evenkeel pack merge"};
   std::vector<std::string> dirs;
   std::string out;
   bool json = false;
@@ -99,10 +111,11 @@ int RunPackMerge(int argc, char** argv) {
 
 int RunPack(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "merge") return RunPackMerge(argc - 1, argv + 1);
-  CLI::App app{"Tokenize JSON lines once and pack them into fixed blocks per rank:\n"
-               "DIR/rank-NNNNN.i32 (little-endian int32, no header) and DIR/manifest.json.\n"
-               "'evenkeel pack merge DIR...' combines node manifests made with --ranks.",
-               "evenkeel pack"};
+  CLI::App app{
+      "Tokenize JSON lines once and pack them into fixed blocks per rank:\n"
+      "DIR/rank-NNNNN.i32 (little-endian int32, no header) and DIR/manifest.json.\n"
+      "'evenkeel pack merge DIR...' combines node manifests made with --ranks.",
+      "evenkeel pack"};
   pack::PackOptions opt;
   std::string shard = "balanced", chat = "auto", loss_mask = "none", ranks, invalid = "error", eos;
   bool json = false;
@@ -111,26 +124,36 @@ int RunPack(int argc, char** argv) {
   app.add_option("--seq-len", opt.seq_len, "tokens per block")->capture_default_str();
   app.add_option("--out", opt.out_dir, "output directory")->required();
   app.add_option("inputs", opt.inputs, ".jsonl or .jsonl.zst files, in order")->required();
-  app.add_option("--shard", shard,
-                 "balanced (every rank gets the same block count, so evenfix drops nothing) | contiguous | "
-                 "strided (records split as datasets.shard does; ranks' block counts may differ)")
-      ->check(CLI::IsMember({"contiguous", "strided", "balanced"}))->capture_default_str();
-  app.add_option("--text-field", opt.record.text_field, "field holding the text")->capture_default_str();
+  app.add_option(
+         "--shard", shard,
+         "balanced (every rank gets the same block count, so evenfix drops nothing) | contiguous | "
+         "strided (records split as datasets.shard does; ranks' block counts may differ)")
+      ->check(CLI::IsMember({"contiguous", "strided", "balanced"}))
+      ->capture_default_str();
+  app.add_option("--text-field", opt.record.text_field, "field holding the text")
+      ->capture_default_str();
   app.add_option("--chat-template", chat,
-                 "how records with \"messages\" are rendered: auto (the chat_template of tokenizer_config.json "
-                 "beside the tokenizer), FILE.jinja, chatml, llama3, or none (refuse them); records with a text "
+                 "how records with \"messages\" are rendered: auto (the chat_template of "
+                 "tokenizer_config.json "
+                 "beside the tokenizer), FILE.jinja, chatml, llama3, or none (refuse them); "
+                 "records with a text "
                  "field pass through unchanged")
       ->capture_default_str();
-  app.add_option("--loss-mask", loss_mask,
-                 "assistant: write rank-NNNNN.mask beside each block file marking the tokens the assistant "
-                 "generates (docs/pack_format.md); none: every token trains")
-      ->check(CLI::IsMember({"none", "assistant"}))->capture_default_str();
-  app.add_option("--eos", eos, "EOS token appended to every record (default: tokenizer_config.json's)");
+  app.add_option(
+         "--loss-mask", loss_mask,
+         "assistant: write rank-NNNNN.mask beside each block file marking the tokens the assistant "
+         "generates (docs/pack_format.md); none: every token trains")
+      ->check(CLI::IsMember({"none", "assistant"}))
+      ->capture_default_str();
+  app.add_option("--eos", eos,
+                 "EOS token appended to every record (default: tokenizer_config.json's)");
   app.add_option("--ranks", ranks, "write only ranks A-B (one node's), e.g. 8-15");
   app.add_option("--threads", opt.threads, "worker threads (default: all cores)");
   app.add_flag("--skip-bad", opt.skip_bad, "skip malformed records and count them in the manifest");
-  app.add_option("--invalid-utf8", invalid, "error | replace (U+FFFD, as Python's errors=\"replace\")")
-      ->check(CLI::IsMember({"error", "replace"}))->capture_default_str();
+  app.add_option("--invalid-utf8", invalid,
+                 "error | replace (U+FFFD, as Python's errors=\"replace\")")
+      ->check(CLI::IsMember({"error", "replace"}))
+      ->capture_default_str();
   app.add_flag("--json", json, "print the manifest as JSON instead of the table");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   auto mode = pack::ParseShardMode(shard);
@@ -142,7 +165,8 @@ int RunPack(int argc, char** argv) {
   auto mask = pack::ParseLossMask(loss_mask);
   if (!mask.ok()) return ReportError(mask.status());
   opt.loss_mask = *mask;
-  opt.record.invalid_utf8 = invalid == "replace" ? InvalidUtf8Policy::kReplace : InvalidUtf8Policy::kError;
+  opt.record.invalid_utf8 =
+      invalid == "replace" ? InvalidUtf8Policy::kReplace : InvalidUtf8Policy::kError;
   if (!eos.empty()) opt.eos_token = eos;
   if (!ranks.empty() && !ParseRange(ranks, &opt.rank_lo, &opt.rank_hi)) {
     return UsageError("--ranks " + ranks + ": wants A-B with A <= B, e.g. 8-15");
@@ -166,9 +190,10 @@ int RunPack(int argc, char** argv) {
 }
 
 int RunInspect(int argc, char** argv) {
-  CLI::App app{"Verify a pack against its manifest (sizes, checksums, every token below the\n"
-               "vocabulary size) and print blocks per rank and the spread; or show one block.",
-               "evenkeel inspect"};
+  CLI::App app{
+      "Verify a pack against its manifest (sizes, checksums, every token below the\n"
+      "vocabulary size) and print blocks per rank and the spread; or show one block.",
+      "evenkeel inspect"};
   std::string dir, tokenizer;
   int rank = -1;
   int64_t block = -1;
@@ -201,7 +226,8 @@ int RunInspect(int argc, char** argv) {
     if (!st.ok()) return ReportError(st);
     tokenize::ReplaceInvalidUtf8(bytes, &text);
     if (json) {
-      std::printf("{\"rank\":%d,\"block\":%lld,\"text\":%s}\n", rank, static_cast<long long>(block), JsonString(text).c_str());
+      std::printf("{\"rank\":%d,\"block\":%lld,\"text\":%s}\n", rank, static_cast<long long>(block),
+                  JsonString(text).c_str());
     } else {
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fputc('\n', stdout);
@@ -212,14 +238,17 @@ int RunInspect(int argc, char** argv) {
   if (json) {
     std::string o = "{\"ok\":";
     o += report.ok() ? "true" : "false";
-    o += fmt::format(",\"complete\":{},\"world\":{},\"seq_len\":{},\"global_min_blocks\":{},\"global_max_blocks\":{},\"spread\":{},\"ranks\":[",
-                     m->complete() ? "true" : "false", m->world, m->seq_len, m->min_blocks(), m->max_blocks(),
-                     m->max_blocks() - m->min_blocks());
+    o += fmt::format(
+        ",\"complete\":{},\"world\":{},\"seq_len\":{},\"global_min_blocks\":{},\"global_max_"
+        "blocks\":{},\"spread\":{},\"ranks\":[",
+        m->complete() ? "true" : "false", m->world, m->seq_len, m->min_blocks(), m->max_blocks(),
+        m->max_blocks() - m->min_blocks());
     for (size_t i = 0; i < report.ranks.size(); ++i) {
       const auto& r = report.ranks[i];
-      o += fmt::format("{}{{\"rank\":{},\"blocks\":{},\"ok\":{},\"problems\":[", i ? "," : "", r.rank,
-                       m->ranks[i].blocks, r.problems.empty() ? "true" : "false");
-      for (size_t k = 0; k < r.problems.size(); ++k) o += (k ? "," : "") + JsonString(r.problems[k]);
+      o += fmt::format("{}{{\"rank\":{},\"blocks\":{},\"ok\":{},\"problems\":[", i ? "," : "",
+                       r.rank, m->ranks[i].blocks, r.problems.empty() ? "true" : "false");
+      for (size_t k = 0; k < r.problems.size(); ++k)
+        o += (k ? "," : "") + JsonString(r.problems[k]);
       o += "]}";
     }
     o += "]}\n";
@@ -230,10 +259,12 @@ int RunInspect(int argc, char** argv) {
       const auto& r = report.ranks[i];
       std::printf("%6d %10llu  %s\n", r.rank, static_cast<unsigned long long>(m->ranks[i].blocks),
                   r.problems.empty() ? "ok" : r.problems.front().c_str());
-      for (size_t k = 1; k < r.problems.size(); ++k) std::printf("%18s%s\n", "", r.problems[k].c_str());
+      for (size_t k = 1; k < r.problems.size(); ++k)
+        std::printf("%18s%s\n", "", r.problems[k].c_str());
     }
     std::printf("blocks per rank: min %llu, max %llu, spread %llu%s\n",
-                static_cast<unsigned long long>(m->min_blocks()), static_cast<unsigned long long>(m->max_blocks()),
+                static_cast<unsigned long long>(m->min_blocks()),
+                static_cast<unsigned long long>(m->max_blocks()),
                 static_cast<unsigned long long>(m->max_blocks() - m->min_blocks()),
                 m->complete() ? "" : " (manifest covers only some ranks)");
   }

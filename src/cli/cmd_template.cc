@@ -1,16 +1,16 @@
 // evenkeel template: render conversations with a chat template exactly as
 // transformers' apply_chat_template(tokenize=False) does; check a template.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <string>
 
-#include <CLI/CLI.hpp>
-#include <fmt/core.h>
-
 #include "cli/commands.h"
-#include "core/jsonl.h"
 #include "core/file.h"
 #include "core/json_out.h"
+#include "core/jsonl.h"
 #include "core/utf8.h"
 #include "template/chat.h"
 
@@ -29,19 +29,22 @@ Result<tmpl::ChatTemplate> Load(const Source& s) {
   return tmpl::ChatTemplate::FromTokenizerConfig(s.config);
 }
 
-void AppendSpans(std::string* out, const std::string& text, const std::vector<std::pair<size_t, size_t>>& spans) {
+void AppendSpans(std::string* out, const std::string& text,
+                 const std::vector<std::pair<size_t, size_t>>& spans) {
   // transformers reports character (code point) offsets.
   out->append("[");
   for (size_t i = 0; i < spans.size(); ++i) {
     if (i) out->append(",");
     size_t b = tmpl::CodePoints(std::string_view(text).substr(0, spans[i].first));
-    size_t e = b + tmpl::CodePoints(std::string_view(text).substr(spans[i].first, spans[i].second - spans[i].first));
+    size_t e = b + tmpl::CodePoints(std::string_view(text).substr(
+                       spans[i].first, spans[i].second - spans[i].first));
     out->append(fmt::format("[{},{}]", b, e));
   }
   out->append("]");
 }
 
-int Render(const Source& src, const std::string& input, bool add_generation_prompt, bool keep_going) {
+int Render(const Source& src, const std::string& input, bool add_generation_prompt,
+           bool keep_going) {
   auto chat = Load(src);
   if (!chat.ok()) return ReportError(chat.status());
   std::string data;
@@ -105,37 +108,46 @@ int Render(const Source& src, const std::string& input, bool add_generation_prom
 }  // namespace
 
 int RunTemplate(int argc, char** argv) {
-  CLI::App app{"Render chat conversations with a model's chat template, exactly as transformers' "
-               "apply_chat_template(tokenize=False) renders them (docs/template.md).",
-               "evenkeel template"};
+  CLI::App app{
+      "Render chat conversations with a model's chat template, exactly as transformers' "
+      "apply_chat_template(tokenize=False) renders them (docs/template.md).",
+      "evenkeel template"};
   app.require_subcommand(1);
   Source src;
   std::string input;
   bool add_generation_prompt = false, keep_going = false;
-  auto* render = app.add_subcommand(
-      "render", "JSON lines of {\"messages\": [...], \"tools\": [...]} in; {\"text\", \"generation\"} lines out");
+  auto* render = app.add_subcommand("render",
+                                    "JSON lines of {\"messages\": [...], \"tools\": [...]} in; "
+                                    "{\"text\", \"generation\"} lines out");
   render->add_option("input", input, "JSONL file (default: stdin)");
   render->add_option("--template", src.tmpl, "a .jinja chat template file");
-  render->add_option("--tokenizer-config", src.config,
-                     "tokenizer_config.json: its chat_template (when no --template) and special tokens");
-  render->add_flag("--add-generation-prompt", add_generation_prompt, "end with the assistant header");
-  render->add_flag("--keep-going", keep_going, "write {\"error\": ...} for a record that fails, and go on");
-  auto* check = app.add_subcommand("check", "parse a template and say whether evenkeel can render it");
+  render->add_option(
+      "--tokenizer-config", src.config,
+      "tokenizer_config.json: its chat_template (when no --template) and special tokens");
+  render->add_flag("--add-generation-prompt", add_generation_prompt,
+                   "end with the assistant header");
+  render->add_flag("--keep-going", keep_going,
+                   "write {\"error\": ...} for a record that fails, and go on");
+  auto* check =
+      app.add_subcommand("check", "parse a template and say whether evenkeel can render it");
   check->add_option("--template", src.tmpl, "a .jinja chat template file");
   check->add_option("--tokenizer-config", src.config, "tokenizer_config.json");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
   // Neither source is required alone, but one is: a usage error, not bad input.
   if (src.tmpl.empty() && src.config.empty()) {
     const char* sub = check->parsed() ? "check" : "render";
-    return UsageError(fmt::format("template {0}: give --template FILE.jinja or --tokenizer-config FILE "
-                                  "(see evenkeel template {0} --help)",
-                                  sub));
+    return UsageError(
+        fmt::format("template {0}: give --template FILE.jinja or --tokenizer-config FILE "
+                    "(see evenkeel template {0} --help)",
+                    sub));
   }
   if (check->parsed()) {
     auto chat = Load(src);
     if (!chat.ok()) return ReportError(chat.status());
     std::printf("%s: ok%s\n", chat->tmpl().name().c_str(),
-                chat->tmpl().has_generation() ? " ({% generation %} blocks: assistant spans come from them)" : "");
+                chat->tmpl().has_generation()
+                    ? " ({% generation %} blocks: assistant spans come from them)"
+                    : "");
     return 0;
   }
   return Render(src, input, add_generation_prompt, keep_going);

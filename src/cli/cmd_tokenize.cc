@@ -1,6 +1,9 @@
 // evenkeel tokenize / detokenize: JSON lines in, JSON lines out, in order.
+#include <fmt/core.h>
+#include <simdjson.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -8,10 +11,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <fmt/core.h>
-#include <simdjson.h>
 
 #include "cli/commands.h"
 #include "core/file.h"
@@ -116,7 +115,8 @@ Status DetokenizeLine(const void* vctx, std::string_view line, Worker& w, LineRe
   if (!err) err = doc["ids"].get_array().get(arr);
   if (err) {
     if (err == simdjson::NO_SUCH_FIELD) return InvalidArgumentError("no \"ids\" field");
-    return InvalidArgumentError("malformed JSON or \"ids\" not an array: " + DescribeJsonError(line, err));
+    return InvalidArgumentError("malformed JSON or \"ids\" not an array: " +
+                                DescribeJsonError(line, err));
   }
   w.ids.clear();
   for (auto v : arr) {
@@ -144,8 +144,8 @@ struct Totals {
 
 // Runs `fn` over every line of every input on the pool; output in input order.
 Status ProcessInputs(const std::vector<std::string>& inputs, ThreadPool& pool, LineFn fn,
-                     const void* ctx, const std::function<Status(std::string_view)>& out, Totals* totals,
-                     Progress* progress) {
+                     const void* ctx, const std::function<Status(std::string_view)>& out,
+                     Totals* totals, Progress* progress) {
   std::vector<Worker> workers(pool.size());
   std::vector<std::string_view> lines;
   for (const std::string& input : inputs) {
@@ -181,7 +181,8 @@ Status ProcessInputs(const std::vector<std::string>& inputs, ThreadPool& pool, L
         totals->bytes += r.bytes;
         totals->replaced += r.replaced;
         if (!r.error.ok()) {
-          return r.error.WithContext(fmt::format("{}:{}", reader->path(), line_base + first_bad[t] + 1));
+          return r.error.WithContext(
+              fmt::format("{}:{}", reader->path(), line_base + first_bad[t] + 1));
         }
       }
       line_base += lines.size();
@@ -261,16 +262,18 @@ void AddCommon(CLI::App& app, CommonFlags& f) {
 }  // namespace
 
 int RunTokenize(int argc, char** argv) {
-  CLI::App app{"Encode JSON lines {\"text\": ...} into {\"ids\": [...]}, one line per input, in order.\n"
-               "Ids equal Hugging Face tokenizers' encode(text, add_special_tokens=False).",
-               "evenkeel tokenize"};
+  CLI::App app{
+      "Encode JSON lines {\"text\": ...} into {\"ids\": [...]}, one line per input, in order.\n"
+      "Ids equal Hugging Face tokenizers' encode(text, add_special_tokens=False).",
+      "evenkeel tokenize"};
   CommonFlags f;
   AddCommon(app, f);
   TokenizeCtx ctx;
   ctx.field = "text";
   std::string invalid = "error";
   app.add_option("--text-field", ctx.field, "the field that holds the text")->capture_default_str();
-  app.add_option("--invalid-utf8", invalid, "error: refuse the line; replace: U+FFFD per bad sequence")
+  app.add_option("--invalid-utf8", invalid,
+                 "error: refuse the line; replace: U+FFFD per bad sequence")
       ->check(CLI::IsMember({"error", "replace"}))
       ->capture_default_str();
   if (auto code = ParseArgs(app, argc, argv)) return *code;
@@ -280,9 +283,10 @@ int RunTokenize(int argc, char** argv) {
 }
 
 int RunDetokenize(int argc, char** argv) {
-  CLI::App app{"Decode JSON lines {\"ids\": [...]} into {\"text\": ...}, one line per input, in order.\n"
-               "Byte sequences that are not valid UTF-8 become U+FFFD, as Hugging Face's decode does.",
-               "evenkeel detokenize"};
+  CLI::App app{
+      "Decode JSON lines {\"ids\": [...]} into {\"text\": ...}, one line per input, in order.\n"
+      "Byte sequences that are not valid UTF-8 become U+FFFD, as Hugging Face's decode does.",
+      "evenkeel detokenize"};
   CommonFlags f;
   AddCommon(app, f);
   if (auto code = ParseArgs(app, argc, argv)) return *code;

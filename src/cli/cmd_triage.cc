@@ -35,7 +35,7 @@ void OnSignal(int) { g_stop = true; }
 
 // SIGINT/SIGTERM end --follow cleanly: the last window's verdict is the exit status.
 void CatchStopSignals() {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);

@@ -1,6 +1,5 @@
-#include <cstdio>
-
 #include <CLI/CLI.hpp>
+#include <cstdio>
 
 #include "cli/commands.h"
 #include "core/version.h"

@@ -11,10 +11,12 @@ namespace {
 class RealClock final : public Clock {
  public:
   double Now() override {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
   }
   double Monotonic() override {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
   }
   void SleepFor(double seconds) override {
     if (seconds > 0) std::this_thread::sleep_for(std::chrono::duration<double>(seconds));

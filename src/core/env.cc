@@ -1,6 +1,7 @@
 #include "core/env.h"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -9,8 +10,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
-
-#include <fmt/core.h>
 
 #include "core/file.h"
 
@@ -100,7 +99,8 @@ Result<FileInfo> StatPath(const std::string& path, bool link) {
               : S_ISLNK(st.st_mode) ? FileInfo::Kind::kSymlink
                                     : FileInfo::Kind::kOther;
   info.size = static_cast<uint64_t>(st.st_size);
-  info.mtime = static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
+  info.mtime =
+      static_cast<double>(st.st_mtim.tv_sec) + static_cast<double>(st.st_mtim.tv_nsec) * 1e-9;
   return info;
 }
 

@@ -136,11 +136,15 @@ class EnvWrapper : public Env {
   Status SyncDir(const std::string& dir) override { return target_->SyncDir(dir); }
   Status SyncFile(const std::string& path) override { return target_->SyncFile(path); }
   Result<std::string> ReadFile(const std::string& path) override { return target_->ReadFile(path); }
-  Result<std::vector<std::string>> ListDir(const std::string& dir) override { return target_->ListDir(dir); }
+  Result<std::vector<std::string>> ListDir(const std::string& dir) override {
+    return target_->ListDir(dir);
+  }
   Result<FileInfo> Stat(const std::string& path) override { return target_->Stat(path); }
   Result<FileInfo> LinkStat(const std::string& path) override { return target_->LinkStat(path); }
   Result<double> FreeBytes(const std::string& path) override { return target_->FreeBytes(path); }
-  std::optional<std::string> GetVar(const std::string& name) override { return target_->GetVar(name); }
+  std::optional<std::string> GetVar(const std::string& name) override {
+    return target_->GetVar(name);
+  }
   std::string HostName() override { return target_->HostName(); }
   Clock* clock() override { return target_->clock(); }
 

@@ -1,17 +1,15 @@
 #include "core/env.h"
 
 #include <dirent.h>
-#include <unistd.h>
-
+#include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/fake_clock.h"
 #include "core/fault_env.h"
@@ -102,7 +100,8 @@ TEST(FaultEnvTest, ShortWriteLandsThePrefixThenFails) {
   env.Add(FaultRule::ShortWrite("half", 3));
   auto f = env.NewWritableFile(dir + "/half");
   ASSERT_TRUE(f.ok());
-  ExpectMentions((*f)->Append("abcdef"), {dir + "/half", "write at byte 3", "No space left on device"});
+  ExpectMentions((*f)->Append("abcdef"),
+                 {dir + "/half", "write at byte 3", "No space left on device"});
   ASSERT_TRUE((*f)->Close().ok());
   EXPECT_EQ(Slurp(dir + "/half"), "abc");
 }
@@ -154,7 +153,8 @@ TEST(FaultEnvTest, MakeDirsGoesThroughEnv) {
   std::string dir = TempDir();
   FaultInjectionEnv env(Env::Default());
   env.Add(FaultRule::Fail(FileOp::kCreateDirs, "sub", EACCES));
-  ExpectMentions(MakeDirs(dir + "/sub", &env), {dir + "/sub", "create directory", "Permission denied"});
+  ExpectMentions(MakeDirs(dir + "/sub", &env),
+                 {dir + "/sub", "create directory", "Permission denied"});
   EXPECT_TRUE(List(dir).empty());
 }
 
@@ -206,7 +206,8 @@ TEST(EnvTest, PosixReadErrorsNameThePathAndAreBadInput) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find(dir + "/none"), std::string::npos);
   auto a_dir = env->ReadFile(dir);
-  EXPECT_NE(a_dir.status().message().find(dir + ": is a directory, expected a file"), std::string::npos)
+  EXPECT_NE(a_dir.status().message().find(dir + ": is a directory, expected a file"),
+            std::string::npos)
       << a_dir.status().message();
   auto no_dir = env->ListDir(dir + "/none");
   EXPECT_EQ(no_dir.status().code(), StatusCode::kNotFound);
@@ -218,8 +219,9 @@ TEST(EnvTest, PosixReadErrorsNameThePathAndAreBadInput) {
   EXPECT_EQ(gone.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(gone.status().message(), dir + "/none: No such file or directory");
   EXPECT_FALSE(env->FreeBytes(dir + "/none").ok());
-  EXPECT_NE(env->FreeBytes(dir + "/none").status().message().find(dir + "/none: statvfs: No such file"),
-            std::string::npos);
+  EXPECT_NE(
+      env->FreeBytes(dir + "/none").status().message().find(dir + "/none: statvfs: No such file"),
+      std::string::npos);
   ASSERT_EQ(std::system(("rm -rf " + dir).c_str()), 0);
 }
 
@@ -230,9 +232,11 @@ TEST(FaultEnvTest, ReadsFailByRuleAndTheMachineIsFaked) {
   env.Add(FaultRule::Fail(FileOp::kRead, "state.json", EIO));
   env.Add(FaultRule::Fail(FileOp::kList, dir, EACCES));
   env.Add(FaultRule::Fail(FileOp::kStat, "state.json", EIO));
-  ExpectMentions(env.ReadFile(dir + "/state.json").status(), {dir + "/state.json", "Input/output error"});
+  ExpectMentions(env.ReadFile(dir + "/state.json").status(),
+                 {dir + "/state.json", "Input/output error"});
   EXPECT_EQ(env.ListDir(dir).status().message(), dir + ": Permission denied");
-  ExpectMentions(env.Stat(dir + "/state.json").status(), {dir + "/state.json: stat", "Input/output error"});
+  ExpectMentions(env.Stat(dir + "/state.json").status(),
+                 {dir + "/state.json: stat", "Input/output error"});
   EXPECT_EQ(env.calls(FileOp::kRead), 1);
   // Each rule fired once: the next calls pass.
   EXPECT_EQ(*env.ReadFile(dir + "/state.json"), "{}");

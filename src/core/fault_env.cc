@@ -1,8 +1,8 @@
 #include "core/fault_env.h"
 
-#include <algorithm>
-
 #include <fmt/core.h>
+
+#include <algorithm>
 
 #include "core/file.h"
 
@@ -10,19 +10,32 @@ namespace ek {
 
 std::string_view FileOpName(FileOp op) {
   switch (op) {
-    case FileOp::kOpen: return "open";
-    case FileOp::kAppend: return "write";
-    case FileOp::kSync: return "fsync";
-    case FileOp::kClose: return "close";
-    case FileOp::kRename: return "rename";
-    case FileOp::kRemove: return "remove";
-    case FileOp::kRemoveTree: return "remove tree";
-    case FileOp::kCreateDirs: return "create directory";
-    case FileOp::kSyncDir: return "fsync directory";
-    case FileOp::kSyncFile: return "fsync file";
-    case FileOp::kRead: return "read";
-    case FileOp::kList: return "list";
-    case FileOp::kStat: return "stat";
+    case FileOp::kOpen:
+      return "open";
+    case FileOp::kAppend:
+      return "write";
+    case FileOp::kSync:
+      return "fsync";
+    case FileOp::kClose:
+      return "close";
+    case FileOp::kRename:
+      return "rename";
+    case FileOp::kRemove:
+      return "remove";
+    case FileOp::kRemoveTree:
+      return "remove tree";
+    case FileOp::kCreateDirs:
+      return "create directory";
+    case FileOp::kSyncDir:
+      return "fsync directory";
+    case FileOp::kSyncFile:
+      return "fsync file";
+    case FileOp::kRead:
+      return "read";
+    case FileOp::kList:
+      return "list";
+    case FileOp::kStat:
+      return "stat";
   }
   return "?";
 }
@@ -141,7 +154,8 @@ Result<std::unique_ptr<WritableFile>> FaultInjectionEnv::NewWritableFile(const s
   return std::unique_ptr<WritableFile>(new FaultWritableFile(this, std::move(f)));
 }
 
-Result<std::unique_ptr<WritableFile>> FaultInjectionEnv::NewAppendableFile(const std::string& path) {
+Result<std::unique_ptr<WritableFile>> FaultInjectionEnv::NewAppendableFile(
+    const std::string& path) {
   FaultRule r;
   if (Fires(FileOp::kOpen, path, "", &r)) return ErrnoError(path + ": open for writing", r.err);
   EK_ASSIGN_OR_RETURN(auto f, base_->NewAppendableFile(path));

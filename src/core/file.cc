@@ -17,7 +17,8 @@ Status OpenForReadError(const std::string& path, int err) {
   if (err == EISDIR) return InvalidArgumentError(path + ": is a directory, expected a file");
   Status st = ErrnoError(path, err);
   if (err == ENOENT || err == ENOTDIR) return NotFoundError(st.message());
-  if (err == EACCES || err == EPERM || err == ELOOP || err == ENAMETOOLONG) return InvalidArgumentError(st.message());
+  if (err == EACCES || err == EPERM || err == ELOOP || err == ENAMETOOLONG)
+    return InvalidArgumentError(st.message());
   return st;
 }
 
@@ -46,13 +47,15 @@ Status OpenDirError(const std::string& path, int err) {
     // Either path itself is a file, or one of its parents is.
     struct stat st;
     if (::stat(path.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
-      return InvalidArgumentError(path + (S_ISREG(st.st_mode) ? ": is a file, expected a directory"
-                                                              : ": is not a directory, expected a directory"));
+      return InvalidArgumentError(path + (S_ISREG(st.st_mode)
+                                              ? ": is a file, expected a directory"
+                                              : ": is not a directory, expected a directory"));
     }
     return NotFoundError(path + ": no such directory (a parent is not a directory)");
   }
   Status st = ErrnoError(path, err);
-  if (err == EACCES || err == EPERM || err == ELOOP || err == ENAMETOOLONG) return InvalidArgumentError(st.message());
+  if (err == EACCES || err == EPERM || err == ELOOP || err == ENAMETOOLONG)
+    return InvalidArgumentError(st.message());
   return st;
 }
 
@@ -153,8 +156,8 @@ Result<AtomicFile> AtomicFile::Create(const std::string& path, Env* env) {
   f.env_ = env;
   f.path_ = path;
   std::filesystem::path temp(path);  // DIR/NAME -> DIR/.NAME.tmp.PID.N
-  temp.replace_filename("." + temp.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-                        std::to_string(g_temp_counter.fetch_add(1)));
+  temp.replace_filename("." + temp.filename().string() + ".tmp." + std::to_string(::getpid()) +
+                        "." + std::to_string(g_temp_counter.fetch_add(1)));
   f.temp_path_ = temp.string();
   auto file = env->NewWritableFile(f.temp_path_);
   if (!file.ok()) {
@@ -205,7 +208,8 @@ Status AtomicFile::Write(std::string_view data) {
 
 Status AtomicFile::Sync() {
   if (!file_) {
-    return temp_path_.empty() ? FailedPreconditionError(path_ + ": sync after commit") : Status::Ok();
+    return temp_path_.empty() ? FailedPreconditionError(path_ + ": sync after commit")
+                              : Status::Ok();
   }
   EK_RETURN_IF_ERROR(file_->Sync().WithContext(path_));
   Status closed = file_->Close();

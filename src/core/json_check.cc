@@ -24,7 +24,8 @@ class Checker {
  private:
   std::string Where() const { return DescribeOffset(t_, i_) + ": " + err_; }
   void SkipWs() {
-    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\r' || t_[i_] == '\t')) ++i_;
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\r' || t_[i_] == '\t'))
+      ++i_;
   }
   bool Fail(const char* what) {
     err_ = i_ >= t_.size() ? std::string("unexpected end of input (truncated?)") : what;

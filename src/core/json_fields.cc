@@ -1,11 +1,10 @@
 #include "core/json_fields.h"
 
-#include "core/json_check.h"
+#include <fmt/core.h>
 
 #include <cmath>
 
-#include <fmt/core.h>
-
+#include "core/json_check.h"
 #include "core/parse.h"
 
 namespace ek {
@@ -159,7 +158,8 @@ Status JsonFields::StrList(std::string_view key, std::vector<std::string>* out) 
   return Status::Ok();
 }
 
-Status JsonFields::IntList(std::string_view key, int64_t lo, int64_t hi, std::vector<int64_t>* out) const {
+Status JsonFields::IntList(std::string_view key, int64_t lo, int64_t hi,
+                           std::vector<int64_t>* out) const {
   simdjson::dom::array a;
   EK_RETURN_IF_ERROR(Array(key, &a));
   out->clear();
@@ -167,7 +167,9 @@ Status JsonFields::IntList(std::string_view key, int64_t lo, int64_t hi, std::ve
   for (simdjson::dom::element e : a) {
     int64_t v;
     if (e.get(v)) return Err(fmt::format("{}[{}]", key, i), "not an integer");
-    if (v < lo || v > hi) return Err(fmt::format("{}[{}]", key, i), fmt::format("{} is out of range [{}, {}]", v, lo, hi));
+    if (v < lo || v > hi)
+      return Err(fmt::format("{}[{}]", key, i),
+                 fmt::format("{} is out of range [{}, {}]", v, lo, hi));
     out->push_back(v);
     ++i;
   }
@@ -182,7 +184,8 @@ std::vector<std::string_view> JsonFields::Keys() const {
   return keys;
 }
 
-Result<JsonFields> JsonFields::Item(simdjson::dom::element e, std::string_view array_key, size_t index) const {
+Result<JsonFields> JsonFields::Item(simdjson::dom::element e, std::string_view array_key,
+                                    size_t index) const {
   std::string where = fmt::format("{}[{}]", Where(array_key), index);
   if (!e.is_object()) return CorruptError(fmt::format("{}: {}: not an object", file_, where));
   return JsonFields(e, file_, where);

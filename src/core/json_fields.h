@@ -9,14 +9,14 @@
 // the JsonFields and the elements it returns.
 #pragma once
 
+#include <simdjson.h>
+
 #include <cstdint>
 #include <limits>
-#include <string>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
-
-#include <simdjson.h>
 
 #include "core/status.h"
 
@@ -65,7 +65,8 @@ class JsonFields {
   template <typename I>
   Status Int(std::string_view key, I* out) const {
     int64_t v = 0;
-    EK_RETURN_IF_ERROR(Int(key, std::numeric_limits<I>::lowest(), std::numeric_limits<I>::max(), &v));
+    EK_RETURN_IF_ERROR(
+        Int(key, std::numeric_limits<I>::lowest(), std::numeric_limits<I>::max(), &v));
     *out = static_cast<I>(v);
     return Status::Ok();
   }

@@ -8,9 +8,11 @@ namespace {
 TEST(JsonFieldsTest, MissingOrMistypedIsNamedNeverZero) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
-  ASSERT_FALSE(parser.parse(std::string_view(
-      R"({"name":"a","n":3,"big":-1,"x":1.5,"ok":true,"h":"00000000000000ff","o":{"k":"v"},"arr":[{"b":1},2]})"))
-                   .get(root));
+  ASSERT_FALSE(
+      parser
+          .parse(std::string_view(
+              R"({"name":"a","n":3,"big":-1,"x":1.5,"ok":true,"h":"00000000000000ff","o":{"k":"v"},"arr":[{"b":1},2]})"))
+          .get(root));
   auto f = JsonFields::Root(root, "f.json");
   ASSERT_TRUE(f.ok());
   std::string s;
@@ -60,9 +62,11 @@ TEST(JsonFieldsTest, MissingOrMistypedIsNamedNeverZero) {
 TEST(JsonFieldsTest, ListsNullableNumbersAndKeys) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
-  ASSERT_FALSE(parser.parse(std::string_view(
-      R"({"hosts":["a",3],"ranks":[0,1,-2],"names":["x","y"],"t":null,"u":2,"m":{"0":1,"x":2},"s":"a"})"))
-                   .get(root));
+  ASSERT_FALSE(
+      parser
+          .parse(std::string_view(
+              R"({"hosts":["a",3],"ranks":[0,1,-2],"names":["x","y"],"t":null,"u":2,"m":{"0":1,"x":2},"s":"a"})"))
+          .get(root));
   auto f = JsonFields::Root(root, "f.json");
   ASSERT_TRUE(f.ok());
   std::vector<std::string> names;
@@ -71,7 +75,8 @@ TEST(JsonFieldsTest, ListsNullableNumbersAndKeys) {
   EXPECT_EQ(names, (std::vector<std::string>{"x", "y"}));
   EXPECT_EQ(f->StrList("s", &names).message(), "f.json: s: not an array");
   std::vector<int64_t> ints;
-  EXPECT_EQ(f->IntList("ranks", 0, 10, &ints).message(), "f.json: ranks[2]: -2 is out of range [0, 10]");
+  EXPECT_EQ(f->IntList("ranks", 0, 10, &ints).message(),
+            "f.json: ranks[2]: -2 is out of range [0, 10]");
   EXPECT_EQ(f->IntList("names", 0, 10, &ints).message(), "f.json: names[0]: not an integer");
   std::optional<double> d = 1;
   EXPECT_TRUE(f->NumOrNull("t", &d).ok());

@@ -1,11 +1,11 @@
 #include "core/json_out.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
-#include <iterator>
 #include <charconv>
 #include <cstring>
-
-#include <fmt/core.h>
+#include <iterator>
 
 namespace ek {
 
@@ -19,13 +19,27 @@ void AppendJsonString(std::string* out, std::string_view s) {
     out->append(s.data() + run, i - run);
     run = i + 1;
     switch (c) {
-      case '"': out->append("\\\""); break;
-      case '\\': out->append("\\\\"); break;
-      case '\n': out->append("\\n"); break;
-      case '\r': out->append("\\r"); break;
-      case '\t': out->append("\\t"); break;
-      case '\b': out->append("\\b"); break;
-      case '\f': out->append("\\f"); break;
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      case '\b':
+        out->append("\\b");
+        break;
+      case '\f':
+        out->append("\\f");
+        break;
       default: {
         char buf[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
         out->append(buf, 6);

@@ -23,10 +23,16 @@ TEST(JsonOutTest, CompactRanges) {
 }
 
 TEST(JsonWriterTest, PlacesCommasAndKeysInBothStyles) {
-  for (auto [style, want] : {std::pair{JsonWriter::kCompact,
-                                       std::string(R"({"a":1,"b":[true,null,"x\"y"],"c":{},"d":[],"e":2.50,"f":18446744073709551615})")},
-                             std::pair{JsonWriter::kSpaced,
-                                       std::string(R"({"a": 1, "b": [true, null, "x\"y"], "c": {}, "d": [], "e": 2.50, "f": 18446744073709551615})")}}) {
+  for (
+      auto [style, want] :
+      {std::pair{
+           JsonWriter::kCompact,
+           std::string(
+               R"({"a":1,"b":[true,null,"x\"y"],"c":{},"d":[],"e":2.50,"f":18446744073709551615})")},
+       std::pair{
+           JsonWriter::kSpaced,
+           std::string(
+               R"({"a": 1, "b": [true, null, "x\"y"], "c": {}, "d": [], "e": 2.50, "f": 18446744073709551615})")}}) {
     JsonWriter w(style);
     w.BeginObject().Key("a").Int(1).Key("b").BeginArray().Bool(true).Null().Str("x\"y").EndArray();
     w.Key("c").BeginObject().EndObject().Key("d").BeginArray().EndArray().Key("e").Fixed(2.5, 2);

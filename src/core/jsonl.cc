@@ -1,19 +1,18 @@
 #include "core/jsonl.h"
 
-#include "core/file.h"
-#include "core/utf8.h"
-
 #include <fcntl.h>
+#include <fmt/core.h>
+#include <simdjson.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include <zstd.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include <fmt/core.h>
-#include <simdjson.h>
-#include <zstd.h>
+#include "core/file.h"
+#include "core/utf8.h"
 
 namespace ek {
 
@@ -77,7 +76,7 @@ size_t FindLoneSurrogate(std::string_view s, std::string* fixed, size_t* replace
 Status SanitizeJsonLine(std::string_view* line, InvalidUtf8Policy policy, std::string* storage,
                         size_t* replaced) {
   size_t bad = simdjson::validate_utf8(line->data(), line->size()) ? std::string_view::npos
-                                                                     : FirstInvalidUtf8(*line);
+                                                                   : FirstInvalidUtf8(*line);
   bool maybe_surrogate = line->find("\\u") != std::string_view::npos;
   if (bad == std::string_view::npos && !maybe_surrogate) return Status::Ok();
   if (policy == InvalidUtf8Policy::kError) {
@@ -163,7 +162,8 @@ class FdChunkReader final : public LineChunkReader {
 // Streams a .zst file through ZSTD_decompressStream, reading 1 MiB at a time.
 class ZstdChunkReader final : public LineChunkReader {
  public:
-  ZstdChunkReader(int fd, std::string name, size_t chunk) : fd_(fd), chunk_(chunk), ds_(ZSTD_createDStream()) {
+  ZstdChunkReader(int fd, std::string name, size_t chunk)
+      : fd_(fd), chunk_(chunk), ds_(ZSTD_createDStream()) {
     path_ = std::move(name);
     ZSTD_initDStream(ds_);
   }
@@ -204,8 +204,8 @@ class ZstdChunkReader final : public LineChunkReader {
       buf_.resize(old + o.pos);
       last_full_ = o.pos == o.size;
       if (ZSTD_isError(r)) {
-        return CorruptError(fmt::format("{}: zstd: {} (near compressed byte {})", path_, ZSTD_getErrorName(r),
-                                        read_ - in_.size + in_.pos));
+        return CorruptError(fmt::format("{}: zstd: {} (near compressed byte {})", path_,
+                                        ZSTD_getErrorName(r), read_ - in_.size + in_.pos));
       }
       frame_done_ = r == 0;
     }
@@ -235,8 +235,10 @@ class ZstdChunkReader final : public LineChunkReader {
 
 }  // namespace
 
-Result<std::unique_ptr<LineChunkReader>> LineChunkReader::Open(const std::string& path, size_t chunk) {
-  if (path == "-") return std::unique_ptr<LineChunkReader>(new FdChunkReader(0, "<stdin>", chunk, false));
+Result<std::unique_ptr<LineChunkReader>> LineChunkReader::Open(const std::string& path,
+                                                               size_t chunk) {
+  if (path == "-")
+    return std::unique_ptr<LineChunkReader>(new FdChunkReader(0, "<stdin>", chunk, false));
   // Plain reads rather than a mapping keep resident memory independent of
   // the file's size.
   struct stat st;
@@ -256,7 +258,8 @@ Result<bool> LineChunkReader::NextLines(LineSplitter* lines) {
   const uint64_t number = lines->next_number(), offset = lines->next_offset();
   std::string_view chunk;
   EK_ASSIGN_OR_RETURN(bool more, Next(&chunk));
-  *lines = more ? LineSplitter(chunk, number, offset) : LineSplitter(std::string_view(), number, offset);
+  *lines =
+      more ? LineSplitter(chunk, number, offset) : LineSplitter(std::string_view(), number, offset);
   return more;
 }
 

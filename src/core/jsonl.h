@@ -51,7 +51,8 @@ class LineSplitter {
   bool Next(TextLine* line) {
     if (pos_ >= text_.size()) return false;
     const void* nl = memchr(text_.data() + pos_, '\n', text_.size() - pos_);
-    size_t end = nl ? static_cast<size_t>(static_cast<const char*>(nl) - text_.data()) : text_.size();
+    size_t end =
+        nl ? static_cast<size_t>(static_cast<const char*>(nl) - text_.data()) : text_.size();
     line->number = number_++;
     line->offset = base_ + pos_;
     line->text = text_.substr(pos_, end - pos_);

@@ -1,11 +1,10 @@
 #include "core/jsonl.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
-
-#include <unistd.h>
 
 #include "core/file.h"
 
@@ -31,7 +30,7 @@ TEST(LineSplitter, YieldsNumberOffsetAndTextWithoutTheNewline) {
   EXPECT_EQ(v[2].text, "bc\r");  // '\r' is the reader's to judge
   EXPECT_EQ(v[3].number, 4u);
   EXPECT_EQ(v[3].offset, 7u);
-  EXPECT_EQ(v[3].text, "d");  // the last line may lack its '\n'
+  EXPECT_EQ(v[3].text, "d");                       // the last line may lack its '\n'
   EXPECT_EQ(All(LineSplitter("x\n")).size(), 1u);  // no empty line after a final '\n'
   EXPECT_TRUE(All(LineSplitter("")).empty());
   LineSplitter s("x\ny\n", 10, 100);
@@ -49,7 +48,8 @@ TEST(LineSplitter, YieldsNumberOffsetAndTextWithoutTheNewline) {
 TEST(LineChunkReader, NextLinesNumbersLinesAcrossChunks) {
   std::string text;
   // Over 1 MiB: the reader reads 1 MiB at a time, so this is several chunks.
-  for (int i = 0; i < 200000; ++i) text += std::string(static_cast<size_t>(i % 7), 'x') + std::to_string(i) + "\n";
+  for (int i = 0; i < 200000; ++i)
+    text += std::string(static_cast<size_t>(i % 7), 'x') + std::to_string(i) + "\n";
   text += "last";
   const std::string path = ::testing::TempDir() + "/ek_lines_test.jsonl";
   ASSERT_TRUE(WriteFileAtomic(path, text).ok());

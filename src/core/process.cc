@@ -1,6 +1,7 @@
 #include "core/process.h"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -13,8 +14,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-
-#include <fmt/core.h>
 
 #include "core/file.h"
 
@@ -60,7 +59,8 @@ std::string FindExecutable(const std::string& name) {
     if (dir.empty()) dir = ".";
     std::string full = dir + "/" + name;
     struct stat st;
-    if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(full.c_str(), X_OK) == 0) return full;
+    if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(full.c_str(), X_OK) == 0)
+      return full;
     start = end + 1;
   }
   return "";
@@ -69,7 +69,8 @@ std::string FindExecutable(const std::string& name) {
 Result<Child> Child::Spawn(const SpawnOptions& o) {
   if (o.argv.empty()) return InvalidArgumentError("spawn: no command");
   std::string exe = FindExecutable(o.argv[0]);
-  if (exe.empty()) return NotFoundError(fmt::format("{}: not found (or not executable) on PATH", o.argv[0]));
+  if (exe.empty())
+    return NotFoundError(fmt::format("{}: not found (or not executable) on PATH", o.argv[0]));
   // Everything the child needs is built here, before fork.
   std::map<std::string, std::string> env;
   for (char** e = environ; e && *e; ++e) {
@@ -197,7 +198,8 @@ Child& Child::operator=(Child&& other) noexcept {
 }
 
 Status Child::WriteInput(std::string_view data, std::string_view what, bool close) {
-  if (in_fd_ < 0) return FailedPreconditionError(fmt::format("{}: write: the child's input is closed", what));
+  if (in_fd_ < 0)
+    return FailedPreconditionError(fmt::format("{}: write: the child's input is closed", what));
   // SIGPIPE is blocked in this thread alone while writing: a write to a pipe
   // whose reader has gone raises it for the writing thread, where it stays
   // pending, to be taken here, so the write fails with EPIPE and the process

@@ -47,8 +47,9 @@ struct SpawnOptions {
   std::vector<std::string> unset_env;
   std::string output_path;   // "": inherit stdout and stderr; else both appended to this file
   bool output_pipe = false;  // both to a pipe the parent reads (output_fd())
-  bool output_stderr = true;  // false: only stdout goes to output_path/output_pipe; stderr is the parent's
-  bool input_pipe = false;   // stdin from a pipe the parent writes (WriteInput); else inherited
+  bool output_stderr =
+      true;  // false: only stdout goes to output_path/output_pipe; stderr is the parent's
+  bool input_pipe = false;  // stdin from a pipe the parent writes (WriteInput); else inherited
   bool new_process_group = true;
   int parent_death_signal = 0;  // delivered to the child when this thread's process dies; 0: none
   std::string cwd;

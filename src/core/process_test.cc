@@ -40,8 +40,11 @@ TEST(ProcessTest, MissingProgramIsNamed) {
 }
 
 TEST(ProcessTest, EnvironmentAndOutputFile) {
-  std::string out = std::filesystem::temp_directory_path() / ("ek_proc_" + std::to_string(::getpid()));
-  auto c = Child::Spawn({.argv = {"sh", "-c", "echo $EK_X; echo err >&2"}, .env = {{"EK_X", "hello"}}, .output_path = out});
+  std::string out =
+      std::filesystem::temp_directory_path() / ("ek_proc_" + std::to_string(::getpid()));
+  auto c = Child::Spawn({.argv = {"sh", "-c", "echo $EK_X; echo err >&2"},
+                         .env = {{"EK_X", "hello"}},
+                         .output_path = out});
   ASSERT_TRUE(c.ok());
   EXPECT_TRUE(c->Wait().ok());
   auto text = ReadFile(out);
@@ -60,7 +63,8 @@ int LiveInGroup(pid_t pgid) {
     if (close == std::string::npos) continue;
     char state = 0;
     int ppid = 0, pgrp = 0;
-    if (std::sscanf(text->c_str() + close + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 && pgrp == pgid && state != 'Z') {
+    if (std::sscanf(text->c_str() + close + 1, " %c %d %d", &state, &ppid, &pgrp) == 3 &&
+        pgrp == pgid && state != 'Z') {
       n++;
     }
   }
@@ -83,7 +87,8 @@ TEST(ProcessTest, StopKillsTheWholeGroupAfterTheGrace) {
 }
 
 TEST(ProcessTest, InputPipeFeedsTheChild) {
-  auto c = Child::Spawn({.argv = {"sh", "-c", "tr a-z A-Z"}, .output_pipe = true, .input_pipe = true});
+  auto c =
+      Child::Spawn({.argv = {"sh", "-c", "tr a-z A-Z"}, .output_pipe = true, .input_pipe = true});
   ASSERT_TRUE(c.ok()) << c.status().message();
   ASSERT_TRUE(c->WriteInput("hello\n", "tr").ok());
   std::string out;
@@ -97,16 +102,18 @@ TEST(ProcessTest, InputPipeFeedsTheChild) {
 TEST(ProcessTest, WritingToAChildThatClosedItsInputIsEpipeAndNoSignalDisposition) {
   // No library changes a signal's disposition: SIGPIPE stays at its default
   // here, and the write that would raise it is an error instead.
-  struct sigaction dfl{}, before{};
+  struct sigaction dfl {
+  }, before{};
   dfl.sa_handler = SIG_DFL;
-  ASSERT_EQ(::sigaction(SIGPIPE, &dfl, &before), 0);  // the default, whatever this process inherited
+  ASSERT_EQ(::sigaction(SIGPIPE, &dfl, &before),
+            0);  // the default, whatever this process inherited
   auto c = Child::Spawn({.argv = {"sh", "-c", "exec 0<&-; exit 0"}, .input_pipe = true});
   ASSERT_TRUE(c.ok());
   Status st = c->WriteInput(std::string(1 << 20, 'x'), "sink");
   EXPECT_EQ(st.code(), StatusCode::kIoError);
   EXPECT_EQ(st.message(), "sink: write: Broken pipe");
   EXPECT_TRUE(c->Wait().ok());
-  struct sigaction after{};
+  struct sigaction after {};
   ASSERT_EQ(::sigaction(SIGPIPE, &before, &after), 0);
   EXPECT_EQ(after.sa_handler, SIG_DFL);
   sigset_t pending;
@@ -121,7 +128,8 @@ TEST(ProcessTest, WaitForTimesOutOnTheClock) {
   FakeClock clock;
   auto start = std::chrono::steady_clock::now();
   EXPECT_EQ(c->WaitFor(60, &clock), std::nullopt);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << "60 s on the fake clock";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5))
+      << "60 s on the fake clock";
   EXPECT_GE(clock.slept(), 59.99);
   c->Signal(SIGKILL);
   EXPECT_EQ(c->Wait().signal, SIGKILL);

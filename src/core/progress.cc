@@ -1,10 +1,9 @@
 #include "core/progress.h"
 
+#include <fmt/core.h>
 #include <unistd.h>
 
 #include <cstdio>
-
-#include <fmt/core.h>
 
 namespace ek {
 

@@ -6,15 +6,24 @@ namespace ek {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid argument";
-    case StatusCode::kNotFound: return "not found";
-    case StatusCode::kIoError: return "i/o error";
-    case StatusCode::kCorrupt: return "corrupt";
-    case StatusCode::kUnsupported: return "unsupported";
-    case StatusCode::kFailedPrecondition: return "failed precondition";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kInternal: return "internal";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid argument";
+    case StatusCode::kNotFound:
+      return "not found";
+    case StatusCode::kIoError:
+      return "i/o error";
+    case StatusCode::kCorrupt:
+      return "corrupt";
+    case StatusCode::kUnsupported:
+      return "unsupported";
+    case StatusCode::kFailedPrecondition:
+      return "failed precondition";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kInternal:
+      return "internal";
   }
   return "unknown";
 }

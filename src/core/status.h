@@ -13,14 +13,14 @@ namespace ek {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // bad input from the user: flags, files, records
-  kNotFound,          // a file or key that should exist does not
-  kIoError,           // the OS said no (open, read, write, fsync, rename)
-  kCorrupt,           // a file is truncated, foreign or internally inconsistent
-  kUnsupported,       // valid input that uses a feature evenkeel does not implement
-  kFailedPrecondition,// the world is not in the state the operation needs
-  kUnavailable,       // an optional component (NVML, a peer) is not there
-  kInternal,          // a bug in evenkeel
+  kInvalidArgument,     // bad input from the user: flags, files, records
+  kNotFound,            // a file or key that should exist does not
+  kIoError,             // the OS said no (open, read, write, fsync, rename)
+  kCorrupt,             // a file is truncated, foreign or internally inconsistent
+  kUnsupported,         // valid input that uses a feature evenkeel does not implement
+  kFailedPrecondition,  // the world is not in the state the operation needs
+  kUnavailable,         // an optional component (NVML, a peer) is not there
+  kInternal,            // a bug in evenkeel
 };
 
 std::string_view StatusCodeName(StatusCode code);

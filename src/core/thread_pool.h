@@ -2,8 +2,8 @@
 // state (a tokenizer's piece cache) stays warm across batches.
 #pragma once
 
-#include <condition_variable>
 #include <algorithm>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <functional>

@@ -38,13 +38,16 @@ TEST(Utf8Codec, CheckedDecodingRefusesIllFormedSequencesWithTheirLength) {
     EXPECT_EQ(bad, want_bad) << s;
   };
   check("\xff", 1);
-  check("\x80", 1);                  // a lone continuation byte
-  check("\xc0\xaf", 1);              // overlong
-  check("\xed\xa0\x80", 1);          // an encoded surrogate
-  check("\xe2\x82", 2);              // truncated by the end
-  check("\xe2\x82" "a", 2);          // truncated by an ASCII byte
-  check("\xf4\x90\x80\x80", 1);      // above U+10FFFF
-  check("\xf0\x9f\x98", 3);          // a truncated emoji
+  check("\x80", 1);          // a lone continuation byte
+  check("\xc0\xaf", 1);      // overlong
+  check("\xed\xa0\x80", 1);  // an encoded surrogate
+  check("\xe2\x82", 2);      // truncated by the end
+  check(
+      "\xe2\x82"
+      "a",
+      2);                        // truncated by an ASCII byte
+  check("\xf4\x90\x80\x80", 1);  // above U+10FFFF
+  check("\xf0\x9f\x98", 3);      // a truncated emoji
   // Offsets inside a string.
   std::string_view s = "a\xc3\xa9\xff";
   EXPECT_EQ(DecodeUtf8Checked(s, 1, &cp), 2u);

@@ -1,29 +1,35 @@
 // One file over 600 lines: one cross-rank matcher whose passes share its per-rank state.
 #include "flightrec/analyzer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <atomic>
-#include <thread>
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <map>
 #include <optional>
 #include <set>
+#include <thread>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 namespace ek::flightrec {
 
 std::string_view FindingKindName(FindingKind kind) {
   switch (kind) {
-    case FindingKind::kErrors: return "errors";
-    case FindingKind::kMissingRanks: return "missing_ranks";
-    case FindingKind::kAllToAllNumel: return "all_to_all_numel";
-    case FindingKind::kMissingDumps: return "missing_dumps";
-    case FindingKind::kNoErrors: return "no_errors";
-    case FindingKind::kP2pMismatch: return "p2p_mismatch";
+    case FindingKind::kErrors:
+      return "errors";
+    case FindingKind::kMissingRanks:
+      return "missing_ranks";
+    case FindingKind::kAllToAllNumel:
+      return "all_to_all_numel";
+    case FindingKind::kMissingDumps:
+      return "missing_dumps";
+    case FindingKind::kNoErrors:
+      return "no_errors";
+    case FindingKind::kP2pMismatch:
+      return "p2p_mismatch";
   }
   return "?";
 }
@@ -31,12 +37,14 @@ std::string_view FindingKindName(FindingKind kind) {
 namespace {
 
 int64_t SaturateInt64(__int128 v) {
-  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(),
+                    kMin = std::numeric_limits<int64_t>::min();
   return v > kMax ? kMax : v < kMin ? kMin : static_cast<int64_t>(v);
 }
 
 constexpr uint32_t kNoGroup = 0xffffffffu;
-constexpr size_t kSelfCheckNotes = 3;  // notes about fr_trace's per-rank rules; the rest are counted
+constexpr size_t kSelfCheckNotes =
+    3;  // notes about fr_trace's per-rank rules; the rest are counted
 
 // One rank's remaining entries (fr_trace's all_entries[rank]) with an index
 // from (group, collective_seq_id) to positions, so that "the first remaining
@@ -44,8 +52,8 @@ constexpr size_t kSelfCheckNotes = 3;  // notes about fr_trace's per-rank rules;
 struct RankState {
   int64_t rank = -1;
   const Dump* dump = nullptr;
-  size_t begin = 0;                 // entries before this were dropped by alignment
-  std::vector<uint32_t> group;      // per entry
+  size_t begin = 0;             // entries before this were dropped by alignment
+  std::vector<uint32_t> group;  // per entry
   std::vector<uint8_t> alive;
   std::vector<const OpName*> name;  // per entry
   size_t head = 0;                  // first alive index
@@ -87,15 +95,18 @@ struct RankState {
   }
   // The entry of `g` with the highest sequence id (alive or not), or size().
   size_t LastOf(uint32_t g) const {
-    auto it = std::upper_bound(keys.begin(), keys.end(),
-                               Key{g, std::numeric_limits<int64_t>::max(), std::numeric_limits<uint32_t>::max()});
+    auto it = std::upper_bound(
+        keys.begin(), keys.end(),
+        Key{g, std::numeric_limits<int64_t>::max(), std::numeric_limits<uint32_t>::max()});
     if (it == keys.begin() || std::prev(it)->group != g) return alive.size();
     return std::prev(it)->index;
   }
   // First alive entry of `g` with collective_seq_id `seq` and description
   // `desc` (a global symbol). Ranks in step have it at their head.
   size_t Find(uint32_t g, int64_t seq, Sym desc) const {
-    if (head < alive.size() && slim[head].group == g && slim[head].seq == seq && slim[head].desc == desc) return head;
+    if (head < alive.size() && slim[head].group == g && slim[head].seq == seq &&
+        slim[head].desc == desc)
+      return head;
     auto it = std::lower_bound(keys.begin(), keys.end(), Key{g, seq, 0});
     for (; it != keys.end() && it->group == g && it->seq == seq; ++it) {
       if (alive[it->index] && Desc(it->index) == desc) return it->index;
@@ -122,12 +133,11 @@ class Matcher {
   void Majority(Finding* f, int64_t pg_size);
   void Record(Finding f);
   RankState* StateOf(int64_t rank) {
-    if (rank < 0 || static_cast<size_t>(rank) >= rank_index_.size() || rank_index_[rank] < 0) return nullptr;
+    if (rank < 0 || static_cast<size_t>(rank) >= rank_index_.size() || rank_index_[rank] < 0)
+      return nullptr;
     return &ranks_[rank_index_[rank]];
   }
-  SlotEntry Slot(RankState& rs, size_t i) {
-    return {rs.rank, rs.dump, &rs.entry(i), rs.name[i]};
-  }
+  SlotEntry Slot(RankState& rs, size_t i) { return {rs.rank, rs.dump, &rs.entry(i), rs.name[i]}; }
   OpView View(const SlotEntry& s) { return MakeOpView(*s.dump, *s.entry, s.name); }
   // Where `rank` (which has a dump) last issued a collective of group `g`.
   StoppedRank StoppedAt(int64_t rank, uint32_t g) {
@@ -155,7 +165,8 @@ class Matcher {
   std::vector<std::pair<RankState*, size_t>> hits_;
   std::vector<uint8_t> self_checked_;  // per global signature: its per-rank rules were checked
   size_t self_check_notes_ = 0;        // entry kinds fr_trace's per-rank rules reject
-  std::vector<std::optional<Finding>> undecided_;  // per group: its last slot the dumps present agree on
+  std::vector<std::optional<Finding>>
+      undecided_;  // per group: its last slot the dumps present agree on
   std::set<int64_t> dump_ranks_;
 };
 
@@ -167,7 +178,8 @@ uint32_t Matcher::AddGroup(std::string name, std::string desc, std::vector<int64
   if (it != group_index_.end()) {
     const Group& g = out_->groups[it->second];
     if (g.desc != desc) {
-      out_->notes.push_back(fmt::format("pg {} is described as '{}' and as '{}' by different ranks", name, g.desc, desc));
+      out_->notes.push_back(fmt::format("pg {} is described as '{}' and as '{}' by different ranks",
+                                        name, g.desc, desc));
     }
     return it->second;
   }
@@ -211,12 +223,16 @@ uint32_t Matcher::GroupFor(const Dump& d, std::string_view pg_name) {
   }
   std::string desc;
   for (const Entry& e : d.entries) {
-    if (d.sym(e.pg_name) == pg_name) { desc = d.sym(e.pg_desc); break; }
+    if (d.sym(e.pg_name) == pg_name) {
+      desc = d.sym(e.pg_desc);
+      break;
+    }
   }
   uint32_t g = AddGroup(std::string(pg_name), desc, ranks);
   pg_of_[{std::string(pg_name), d.rank}] = g;
-  std::string note = fmt::format("pg {} is not in the pg_config of some dumps (rank {} first); its members are taken from {}",
-                                 pg_name, d.rank, why);
+  std::string note = fmt::format(
+      "pg {} is not in the pg_config of some dumps (rank {} first); its members are taken from {}",
+      pg_name, d.rank, why);
   if (std::find(out_->notes.begin(), out_->notes.end(), note) == out_->notes.end() &&
       std::none_of(out_->notes.begin(), out_->notes.end(), [&](const std::string& n) {
         return n.rfind(fmt::format("pg {} is not in the pg_config", pg_name), 0) == 0;
@@ -225,7 +241,8 @@ uint32_t Matcher::GroupFor(const Dump& d, std::string_view pg_name) {
   }
   for (int64_t r : ranks) {
     if (!dump_ranks_.count(r) &&
-        std::find(out_->missing_dump_ranks.begin(), out_->missing_dump_ranks.end(), r) == out_->missing_dump_ranks.end()) {
+        std::find(out_->missing_dump_ranks.begin(), out_->missing_dump_ranks.end(), r) ==
+            out_->missing_dump_ranks.end()) {
       out_->missing_dump_ranks.push_back(r);
       std::sort(out_->missing_dump_ranks.begin(), out_->missing_dump_ranks.end());
     }
@@ -236,7 +253,8 @@ uint32_t Matcher::GroupFor(const Dump& d, std::string_view pg_name) {
 // Runs fn(i) for i in [0, n) on up to hardware_concurrency threads.
 template <typename Fn>
 void ParallelFor(size_t n, Fn fn) {
-  size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, std::max<size_t>(n, 1));
+  size_t threads =
+      std::clamp<size_t>(std::thread::hardware_concurrency(), 1, std::max<size_t>(n, 1));
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i; (i = next.fetch_add(1)) < n;) fn(i);
@@ -263,12 +281,14 @@ void Matcher::BuildRanks() {
       rank_index_[d.rank] = static_cast<int32_t>(i);
     }
     for (const std::string& str : d.symbols) {
-      rs.gsym.push_back(global_syms_.emplace(str, static_cast<Sym>(global_syms_.size())).first->second);
+      rs.gsym.push_back(
+          global_syms_.emplace(str, static_cast<Sym>(global_syms_.size())).first->second);
     }
     for (const auto& sig : d.signatures) {
       std::array<Sym, 7> g;
       for (size_t k = 0; k < g.size(); ++k) g[k] = rs.gsym[sig[k]];
-      rs.gsig.push_back(global_sigs_.emplace(g, static_cast<uint32_t>(global_sigs_.size())).first->second);
+      rs.gsig.push_back(
+          global_sigs_.emplace(g, static_cast<uint32_t>(global_sigs_.size())).first->second);
     }
     name_of[i].assign(d.symbols.size(), nullptr);
     for (const auto& sig : d.signatures) {
@@ -279,7 +299,8 @@ void Matcher::BuildRanks() {
     }
     group_of[i].assign(d.symbols.size(), kNoGroup);
     for (const Entry& e : d.entries) {
-      if (group_of[i][e.pg_name] == kNoGroup) group_of[i][e.pg_name] = GroupFor(d, d.sym(e.pg_name));
+      if (group_of[i][e.pg_name] == kNoGroup)
+        group_of[i][e.pg_name] = GroupFor(d, d.sym(e.pg_name));
     }
   }
   // Parallel: the per-entry arrays.
@@ -327,8 +348,9 @@ void Matcher::Align() {
     if (!std::is_sorted(rs.keys.begin(), rs.keys.end())) std::sort(rs.keys.begin(), rs.keys.end());
   });
   if (dropped) {
-    out_->notes.push_back(fmt::format("{} entries older than record_id {} were set aside (not in every rank's ring buffer)",
-                                      dropped, start));
+    out_->notes.push_back(fmt::format(
+        "{} entries older than record_id {} were set aside (not in every rank's ring buffer)",
+        dropped, start));
   }
 }
 
@@ -411,8 +433,10 @@ bool Matcher::MatchOne(RankState& first) {
     MatchInfo own = SelfCheck(ref_view, pg_size);
     if (!own.ok() && ++self_check_notes_ <= kSelfCheckNotes) {
       out_->notes.push_back(fmt::format(
-          "pg {} seq {} {} (first of its kind): fr_trace reports {} for it on every rank alike; it compares one rank's "
-          "input with its own output (how the backend records this op), not ranks with each other, so evenkeel does "
+          "pg {} seq {} {} (first of its kind): fr_trace reports {} for it on every rank alike; it "
+          "compares one rank's "
+          "input with its own output (how the backend records this op), not ranks with each other, "
+          "so evenkeel does "
           "not count it as a mismatch",
           group.name, cur.collective_seq_id, first.dump->sym(cur.profiling_name), own.ToString()));
     }
@@ -454,8 +478,10 @@ bool Matcher::MatchOne(RankState& first) {
     }
     MatchInfo info = rs->Sig(i) == ref_sig ? self_match : Match(ref_view, View(s), pg_size);
     if (info.state == MatchState::kUndecided) undecided = true;
-    if (!info.ok()) f.culprits.push_back({o, std::move(info)});
-    else if (poisoned) found_all = false;  // candidate, not found: fr_trace stops pairing after a mismatch
+    if (!info.ok())
+      f.culprits.push_back({o, std::move(info)});
+    else if (poisoned)
+      found_all = false;  // candidate, not found: fr_trace stops pairing after a mismatch
   }
   bool ok = false;
   // error_analysis, branches in fr_trace's order.
@@ -510,8 +536,9 @@ bool Matcher::MatchOne(RankState& first) {
   }
   for (auto [rs, i] : hits) rs->Remove(i);
   if (mismatch_[g] > options_.mismatch_cap) {
-    out_->notes.push_back(fmt::format("stopped after {} mismatches in pg {} (fr_trace's --mismatch_cap {})", mismatch_[g],
-                                      group.name, options_.mismatch_cap));
+    out_->notes.push_back(
+        fmt::format("stopped after {} mismatches in pg {} (fr_trace's --mismatch_cap {})",
+                    mismatch_[g], group.name, options_.mismatch_cap));
     out_->stopped_at_cap = true;
     return false;
   }
@@ -530,12 +557,15 @@ bool Matcher::MatchCoalesced(RankState& first, const std::vector<size_t>& group0
     todo.erase(todo.begin());
     done.insert(r);
     RankState* rs = StateOf(r);
-    std::vector<size_t> grp = rs ? (r == first.rank ? group0 : FindCoalescedGroup(*rs, g)) : std::vector<size_t>{};
+    std::vector<size_t> grp =
+        rs ? (r == first.rank ? group0 : FindCoalescedGroup(*rs, g)) : std::vector<size_t>{};
     for (size_t i : grp) {
       const OpName* n = rs->name[i];
       int64_t peer = -1;
-      if (n->op_class == OpClass::kSend && n->dst >= 0 && n->dst < pg_size) peer = group.ranks[n->dst];
-      if (n->op_class == OpClass::kRecv && n->src >= 0 && n->src < pg_size) peer = group.ranks[n->src];
+      if (n->op_class == OpClass::kSend && n->dst >= 0 && n->dst < pg_size)
+        peer = group.ranks[n->dst];
+      if (n->op_class == OpClass::kRecv && n->src >= 0 && n->src < pg_size)
+        peer = group.ranks[n->src];
       if (peer >= 0 && !done.count(peer)) todo.insert(peer);
     }
     groups[r] = std::move(grp);
@@ -565,10 +595,14 @@ bool Matcher::MatchCoalesced(RankState& first, const std::vector<size_t>& group0
     std::map<int64_t, std::vector<size_t>> ops;
     for (auto& [r, grp] : groups) {
       ops[r] = grp;
-      if (!ops[r].empty() && StateOf(r)->name[ops[r].back()]->op_class == OpClass::kCoalescedMarker) ops[r].pop_back();
+      if (!ops[r].empty() && StateOf(r)->name[ops[r].back()]->op_class == OpClass::kCoalescedMarker)
+        ops[r].pop_back();
     }
     for (auto it = ops.begin(); it != ops.end() && match;) {
-      if (it->second.empty()) { ++it; continue; }
+      if (it->second.empty()) {
+        ++it;
+        continue;
+      }
       RankState* me = StateOf(it->first);
       size_t i = it->second.front();
       const OpName* op = me->name[i];
@@ -578,7 +612,8 @@ bool Matcher::MatchCoalesced(RankState& first, const std::vector<size_t>& group0
       SlotEntry mine = Slot(*me, i);
       f.entries.push_back(mine);
       bool paired = false;
-      if (pit != ops.end() && op->op_class != OpClass::kCoalescedMarker && op->op_class != OpClass::kCollective) {
+      if (pit != ops.end() && op->op_class != OpClass::kCoalescedMarker &&
+          op->op_class != OpClass::kCollective) {
         RankState* ps = StateOf(peer);
         for (size_t k = 0; k < pit->second.size(); ++k) {
           SlotEntry theirs = Slot(*ps, pit->second[k]);
@@ -590,15 +625,18 @@ bool Matcher::MatchCoalesced(RankState& first, const std::vector<size_t>& group0
           // Ordering rule: the first partner-kind op between the same pair must
           // be this op's partner (fr_trace's literal test, op.dst == other.src,
           // also stops at any send of the peer; see docs/fr.md).
-          bool partner_kind = theirs.name->op_class == (op->op_class == OpClass::kSend ? OpClass::kRecv : OpClass::kSend);
+          bool partner_kind = theirs.name->op_class ==
+                              (op->op_class == OpClass::kSend ? OpClass::kRecv : OpClass::kSend);
           if (partner_kind && theirs.name->src == op->src && theirs.name->dst == op->dst) break;
         }
       }
       if (!paired) {
         match = false;
         f.kind = FindingKind::kP2pMismatch;
-        f.culprits.push_back({it->first, {MatchState::kSizeOrSyntaxMismatch,
-                                          fmt::format("'{}' has no matching op on rank {}", me->dump->sym(mine.entry->profiling_name), peer)}});
+        f.culprits.push_back({it->first,
+                              {MatchState::kSizeOrSyntaxMismatch,
+                               fmt::format("'{}' has no matching op on rank {}",
+                                           me->dump->sym(mine.entry->profiling_name), peer)}});
         break;
       }
       it->second.erase(it->second.begin());
@@ -613,20 +651,35 @@ bool Matcher::MatchCoalesced(RankState& first, const std::vector<size_t>& group0
       bool found_all = true;
       for (auto& [r, grp] : groups) {
         if (r == first.rank) continue;
-        if (!StateOf(r)) { step.missing_dump_ranks.push_back(r); found_all = false; continue; }
-        if (k >= grp.size()) { step.missing_ranks.push_back(r); found_all = false; continue; }
+        if (!StateOf(r)) {
+          step.missing_dump_ranks.push_back(r);
+          found_all = false;
+          continue;
+        }
+        if (k >= grp.size()) {
+          step.missing_ranks.push_back(r);
+          found_all = false;
+          continue;
+        }
         SlotEntry s = Slot(*StateOf(r), grp[k]);
         step.entries.push_back(s);
         MatchInfo info = Match(View(ref), View(s), pg_size);
-        if (!info.ok()) step.culprits.push_back({r, std::move(info)});
-        else if (poisoned) found_all = false;
+        if (!info.ok())
+          step.culprits.push_back({r, std::move(info)});
+        else if (poisoned)
+          found_all = false;
       }
       for (int64_t r : step.missing_ranks) step.stopped.push_back(StoppedAt(r, g));
-      if (!step.missing_ranks.empty()) step.kind = FindingKind::kMissingRanks;
-      else if (!step.culprits.empty()) step.kind = FindingKind::kErrors;
-      else if (!step.missing_dump_ranks.empty()) step.kind = FindingKind::kMissingDumps;
-      else if (!found_all) step.kind = FindingKind::kNoErrors;
-      else continue;
+      if (!step.missing_ranks.empty())
+        step.kind = FindingKind::kMissingRanks;
+      else if (!step.culprits.empty())
+        step.kind = FindingKind::kErrors;
+      else if (!step.missing_dump_ranks.empty())
+        step.kind = FindingKind::kMissingDumps;
+      else if (!found_all)
+        step.kind = FindingKind::kNoErrors;
+      else
+        continue;
       if (step.kind != FindingKind::kNoErrors) ++mismatch_[g];
       if (step.kind == FindingKind::kErrors) Majority(&step, pg_size);
       f = std::move(step);
@@ -647,11 +700,13 @@ bool Matcher::MatchCoalesced(RankState& first, const std::vector<size_t>& group0
     if (grp.empty()) continue;
     RankState* rs = StateOf(r);
     size_t i = grp[0];
-    for (size_t n = 0; n < group0.size() && i < rs->alive.size(); ++n, i = rs->NextAlive(i + 1)) rs->Remove(i);
+    for (size_t n = 0; n < group0.size() && i < rs->alive.size(); ++n, i = rs->NextAlive(i + 1))
+      rs->Remove(i);
   }
   if (mismatch_[g] > options_.mismatch_cap) {
-    out_->notes.push_back(fmt::format("stopped after {} mismatches in pg {} (fr_trace's --mismatch_cap {})", mismatch_[g],
-                                      group.name, options_.mismatch_cap));
+    out_->notes.push_back(
+        fmt::format("stopped after {} mismatches in pg {} (fr_trace's --mismatch_cap {})",
+                    mismatch_[g], group.name, options_.mismatch_cap));
     out_->stopped_at_cap = true;
     return false;
   }
@@ -662,7 +717,8 @@ void Matcher::Run() {
   // Ascending rank, whatever order the caller passes: nothing depends on it.
   order_.resize(dumps_.size());
   for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
-  std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) { return dumps_[a].rank < dumps_[b].rank; });
+  std::stable_sort(order_.begin(), order_.end(),
+                   [&](size_t a, size_t b) { return dumps_[a].rank < dumps_[b].rank; });
   for (const Dump& d : dumps_) dump_ranks_.insert(d.rank);
   BuildGroups();
   BuildRanks();
@@ -673,9 +729,10 @@ void Matcher::Run() {
   if (versions.size() > 1) {
     std::string list;
     for (const auto& v : versions) list += (list.empty() ? "" : ", ") + v;
-    out_->notes.push_back(fmt::format("dumps have different versions ({}); fr_trace refuses this, evenkeel reads each as written "
-                                      "as written",
-                                      list));
+    out_->notes.push_back(fmt::format(
+        "dumps have different versions ({}); fr_trace refuses this, evenkeel reads each as written "
+        "as written",
+        list));
   }
   for (RankState& rs : ranks_) {
     while (rs.remaining > 0 && MatchOne(rs)) {
@@ -690,8 +747,9 @@ void Matcher::Run() {
     Record(std::move(f));
   }
   if (self_check_notes_ > kSelfCheckNotes) {
-    out_->notes.push_back(fmt::format("{} more entry kinds that fr_trace's per-rank rules reject alike on every rank",
-                                      self_check_notes_ - kSelfCheckNotes));
+    out_->notes.push_back(
+        fmt::format("{} more entry kinds that fr_trace's per-rank rules reject alike on every rank",
+                    self_check_notes_ - kSelfCheckNotes));
   }
 }
 

@@ -58,7 +58,8 @@ struct StoppedRank {
 
 struct Finding {
   FindingKind kind = FindingKind::kErrors;
-  bool first_in_pg = false;  // fr_trace's first mismatch for this PG; later ones are low-reliability
+  bool first_in_pg =
+      false;  // fr_trace's first mismatch for this PG; later ones are low-reliability
   std::string pg_name;
   std::string pg_desc;
   int64_t collective_seq_id = 0;
@@ -68,12 +69,13 @@ struct Finding {
   std::vector<int64_t> missing_ranks;       // members with a dump but no entry at this slot
   std::vector<int64_t> missing_dump_ranks;  // members without a (good) dump
   int64_t reference_rank = -1;
-  int64_t fr_trace_reference_rank = -1;  // fr_trace's reference with ranks listed in ascending order
+  int64_t fr_trace_reference_rank =
+      -1;  // fr_trace's reference with ranks listed in ascending order
   std::vector<int64_t> fr_trace_culprits;  // whom fr_trace names (when the reference differs)
-  std::vector<SlotEntry> entries;  // every present rank's entry at the slot, ascending rank
-  std::vector<Culprit> culprits;   // ascending rank
+  std::vector<SlotEntry> entries;          // every present rank's entry at the slot, ascending rank
+  std::vector<Culprit> culprits;           // ascending rank
   std::vector<StoppedRank> stopped;  // kMissingRanks: each missing rank's last entry in the PG
-  int64_t total_input_numel = 0;   // kAllToAllNumel
+  int64_t total_input_numel = 0;     // kAllToAllNumel
   int64_t total_output_numel = 0;
 };
 
@@ -84,18 +86,19 @@ struct Group {
 };
 
 struct AnalyzeOptions {
-  int mismatch_cap = 10;         // fr_trace --mismatch_cap: stop after this many per PG
-  size_t max_findings = 1000;    // findings kept; the rest are counted
+  int mismatch_cap = 10;       // fr_trace --mismatch_cap: stop after this many per PG
+  size_t max_findings = 1000;  // findings kept; the rest are counted
 };
 
 struct Analysis {
   std::vector<Group> groups;
   std::vector<Finding> findings;
   size_t findings_dropped = 0;
-  size_t collectives_matched = 0;  // passing collectives (fr_trace's pass_check and all ranks found)
-  std::vector<int64_t> member_ranks;       // every rank named in any pg_config
-  std::vector<int64_t> missing_dump_ranks; // members without a dump given to Analyze
-  std::vector<std::string> notes;          // departures and data oddities worth a line
+  size_t collectives_matched =
+      0;  // passing collectives (fr_trace's pass_check and all ranks found)
+  std::vector<int64_t> member_ranks;        // every rank named in any pg_config
+  std::vector<int64_t> missing_dump_ranks;  // members without a dump given to Analyze
+  std::vector<std::string> notes;           // departures and data oddities worth a line
   bool stopped_at_cap = false;
   std::vector<std::unique_ptr<OpName>> op_names;  // owns SlotEntry::name
 };

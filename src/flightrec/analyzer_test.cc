@@ -2,11 +2,11 @@
 // as fr_trace reports them (docs/fr.md lists the cases).
 #include "flightrec/analyzer.h"
 
-#include <algorithm>
-#include <limits>
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <limits>
 
 #include "flightrec/report.h"
 #include "flightrec/test_util.h"
@@ -23,7 +23,7 @@ std::vector<int64_t> CulpritRanks(const Finding& f) {
 struct Case {
   const char* fixture;
   FindingKind kind;
-  MatchState state;        // of the first culprit (ignored for kMissingRanks)
+  MatchState state;  // of the first culprit (ignored for kMissingRanks)
   int64_t seq;
   std::vector<int64_t> culprits;
   size_t matched;
@@ -52,10 +52,25 @@ INSTANTIATE_TEST_SUITE_P(
     Fixtures, FixtureTest,
     ::testing::Values(
         Case{"type_mismatch", FindingKind::kErrors, MatchState::kCollectiveTypeMismatch, 3, {3}, 2},
-        Case{"type_mismatch_json", FindingKind::kErrors, MatchState::kCollectiveTypeMismatch, 3, {3}, 2},
+        Case{"type_mismatch_json",
+             FindingKind::kErrors,
+             MatchState::kCollectiveTypeMismatch,
+             3,
+             {3},
+             2},
         Case{"size_mismatch", FindingKind::kErrors, MatchState::kSizeOrSyntaxMismatch, 3, {3}, 2},
-        Case{"state_mismatch", FindingKind::kErrors, MatchState::kCollectiveStateMismatch, 3, {3}, 2},
-        Case{"dtype_mismatch", FindingKind::kErrors, MatchState::kCollectiveDtypeMismatch, 2, {1}, 1},
+        Case{"state_mismatch",
+             FindingKind::kErrors,
+             MatchState::kCollectiveStateMismatch,
+             3,
+             {3},
+             2},
+        Case{"dtype_mismatch",
+             FindingKind::kErrors,
+             MatchState::kCollectiveDtypeMismatch,
+             2,
+             {1},
+             1},
         Case{"missing_rank", FindingKind::kMissingRanks, MatchState::kFullyMatched, 3, {}, 2},
         // testBuildDB case 3 (broadcast x2 + coalesced: one passing collective)
         // and case 4 (_broadcast_oop [[5,5]] vs [[4,4]] inside a group: fails).
@@ -63,7 +78,12 @@ INSTANTIATE_TEST_SUITE_P(
         // two all_reduces, a lone send/recv, a coalesced send/recv batch match;
         // then a send of [[16]] meets a recv of [[8]].
         Case{"p2p", FindingKind::kErrors, MatchState::kSizeOrSyntaxMismatch, 2, {1}, 4},
-        Case{"v1_type_mismatch", FindingKind::kErrors, MatchState::kCollectiveTypeMismatch, 2, {1}, 1}),
+        Case{"v1_type_mismatch",
+             FindingKind::kErrors,
+             MatchState::kCollectiveTypeMismatch,
+             2,
+             {1},
+             1}),
     [](const auto& info) { return std::string(info.param.fixture); });
 
 TEST(Analyzer, MissingRankIsNamed) {
@@ -81,7 +101,8 @@ TEST(Analyzer, CoalescedFailureIsTheOffendingOp) {
   const Finding* f = HeadlineFinding(a);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->record_id, 4);  // the second _broadcast_oop of the group
-  EXPECT_EQ(f->entries.front().dump->sym(f->entries.front().entry->profiling_name), "nccl:_broadcast_oop");
+  EXPECT_EQ(f->entries.front().dump->sym(f->entries.front().entry->profiling_name),
+            "nccl:_broadcast_oop");
 }
 
 TEST(Analyzer, MajorityIsReferenceWhenRankZeroIsTheOddOne) {
@@ -95,7 +116,8 @@ TEST(Analyzer, MajorityIsReferenceWhenRankZeroIsTheOddOne) {
   EXPECT_EQ(f->reference_rank, 1);
   EXPECT_EQ(f->fr_trace_reference_rank, 0);
   EXPECT_EQ(f->fr_trace_culprits, (std::vector<int64_t>{1, 2, 3}));
-  EXPECT_NE(RenderText("d", load, a).find("note: fr_trace takes the first-listed rank's entry"), std::string::npos);
+  EXPECT_NE(RenderText("d", load, a).find("note: fr_trace takes the first-listed rank's entry"),
+            std::string::npos);
 }
 
 TEST(Analyzer, VerdictDoesNotDependOnTheOrderDumpsArrive) {
@@ -126,7 +148,8 @@ TEST(Analyzer, HealthyPrefixMatchesEverything) {
   Analysis a = Analyze(load.dumps);
   EXPECT_EQ(HeadlineFinding(a), nullptr);
   EXPECT_EQ(a.collectives_matched, 2u);
-  EXPECT_EQ(VerdictLine(load, a), "no desync: 2 collectives matched across ranks 0-3 (fr_trace finds no mismatch)");
+  EXPECT_EQ(VerdictLine(load, a),
+            "no desync: 2 collectives matched across ranks 0-3 (fr_trace finds no mismatch)");
 }
 
 TEST(Analyzer, TieBetweenTwoRanksKeepsTheLowerRankAsReference) {
@@ -145,15 +168,17 @@ namespace ek::flightrec {
 namespace {
 
 std::string P2pEntry(int record, const char* name, bool p2p, int coll_seq, int p2p_seq) {
-  return fmt::format(R"({{"record_id":{},"pg_id":0,"process_group":["0","default_pg"],"collective_seq_id":{},)"
-                     R"("p2p_seq_id":{},"op_id":{},"profiling_name":"{}","time_created_ns":1,"input_sizes":[[4]],)"
-                     R"("input_dtypes":["Float"],"output_sizes":[[4]],"output_dtypes":["Float"],"state":"completed",)"
-                     R"("is_p2p":{}}})",
-                     record, coll_seq, p2p_seq, record + 1, name, p2p ? "true" : "false");
+  return fmt::format(
+      R"({{"record_id":{},"pg_id":0,"process_group":["0","default_pg"],"collective_seq_id":{},)"
+      R"("p2p_seq_id":{},"op_id":{},"profiling_name":"{}","time_created_ns":1,"input_sizes":[[4]],)"
+      R"("input_dtypes":["Float"],"output_sizes":[[4]],"output_dtypes":["Float"],"state":"completed",)"
+      R"("is_p2p":{}}})",
+      record, coll_seq, p2p_seq, record + 1, name, p2p ? "true" : "false");
 }
 
 Dump P2pDump(int rank, const std::vector<std::string>& entries) {
-  std::string json = R"({"version":"2.10","pg_config":{"0":{"name":"0","desc":"default_pg","ranks":"[0, 1]"}},"entries":[)";
+  std::string json =
+      R"({"version":"2.10","pg_config":{"0":{"name":"0","desc":"default_pg","ranks":"[0, 1]"}},"entries":[)";
   for (size_t i = 0; i < entries.size(); ++i) json += (i ? "," : "") + entries[i];
   json += "]}";
   auto d = ParseDump(json, "rank" + std::to_string(rank), rank);
@@ -166,10 +191,12 @@ Dump P2pDump(int rank, const std::vector<std::string>& entries) {
 // fails there; evenkeel looks on the sender and pairs it.
 TEST(Analyzer, CoalescedBatchStartingWithARecvPairsUp) {
   std::vector<Dump> dumps;
-  dumps.push_back(P2pDump(0, {P2pEntry(0, "nccl:recv 0<-1", true, 0, 1), P2pEntry(1, "nccl:send 0->1", true, 0, 1),
-                              P2pEntry(2, "nccl:coalesced", true, 0, 1)}));
-  dumps.push_back(P2pDump(1, {P2pEntry(0, "nccl:send 1->0", true, 0, 1), P2pEntry(1, "nccl:recv 1<-0", true, 0, 1),
-                              P2pEntry(2, "nccl:coalesced", true, 0, 1)}));
+  dumps.push_back(P2pDump(
+      0, {P2pEntry(0, "nccl:recv 0<-1", true, 0, 1), P2pEntry(1, "nccl:send 0->1", true, 0, 1),
+          P2pEntry(2, "nccl:coalesced", true, 0, 1)}));
+  dumps.push_back(P2pDump(
+      1, {P2pEntry(0, "nccl:send 1->0", true, 0, 1), P2pEntry(1, "nccl:recv 1<-0", true, 0, 1),
+          P2pEntry(2, "nccl:coalesced", true, 0, 1)}));
   Analysis a = Analyze(dumps);
   EXPECT_EQ(HeadlineFinding(a), nullptr);
   EXPECT_EQ(a.collectives_matched, 1u);
@@ -177,9 +204,11 @@ TEST(Analyzer, CoalescedBatchStartingWithARecvPairsUp) {
 
 TEST(Analyzer, CoalescedBatchWithAnUnpairedSendFails) {
   std::vector<Dump> dumps;
-  dumps.push_back(P2pDump(0, {P2pEntry(0, "nccl:send 0->1", true, 0, 1), P2pEntry(1, "nccl:send 0->1", true, 0, 1),
-                              P2pEntry(2, "nccl:coalesced", true, 0, 1)}));
-  dumps.push_back(P2pDump(1, {P2pEntry(0, "nccl:recv 1<-0", true, 0, 1), P2pEntry(1, "nccl:coalesced", true, 0, 1)}));
+  dumps.push_back(P2pDump(
+      0, {P2pEntry(0, "nccl:send 0->1", true, 0, 1), P2pEntry(1, "nccl:send 0->1", true, 0, 1),
+          P2pEntry(2, "nccl:coalesced", true, 0, 1)}));
+  dumps.push_back(P2pDump(
+      1, {P2pEntry(0, "nccl:recv 1<-0", true, 0, 1), P2pEntry(1, "nccl:coalesced", true, 0, 1)}));
   Analysis a = Analyze(dumps);
   const Finding* f = HeadlineFinding(a);
   ASSERT_NE(f, nullptr);
@@ -210,7 +239,7 @@ TEST(Analyzer, AllToAllCountsSummedPastInt64DoNotOverflow) {
   const Finding* f = HeadlineFinding(a);
   ASSERT_NE(f, nullptr);
   EXPECT_EQ(f->kind, FindingKind::kAllToAllNumel);
-  EXPECT_EQ(f->total_input_numel, std::numeric_limits<int64_t>::max());  // 2^63, saturated
+  EXPECT_EQ(f->total_input_numel, std::numeric_limits<int64_t>::max());   // 2^63, saturated
   EXPECT_EQ(f->total_output_numel, std::numeric_limits<int64_t>::max());  // 2^63 - 1
 }
 

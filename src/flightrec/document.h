@@ -32,7 +32,8 @@ class Document {
   }
   // Items of a list or tuple; for a dict, keys and values interleaved.
   std::span<const NodeId> Children(NodeId id) const {
-    return {kids_.data() + nodes_[id].payload, nodes_[id].size * (kind(id) == Kind::kDict ? 2u : 1u)};
+    return {kids_.data() + nodes_[id].payload,
+            nodes_[id].size * (kind(id) == Kind::kDict ? 2u : 1u)};
   }
   // Number of items (pairs for a dict).
   uint32_t Size(NodeId id) const { return nodes_[id].size; }

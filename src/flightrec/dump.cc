@@ -1,10 +1,10 @@
 #include "flightrec/dump.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 #include "flightrec/json_reader.h"
 #include "flightrec/pickle_reader.h"
@@ -33,9 +33,28 @@ std::vector<int64_t> Dump::WorldRanks() const {
 namespace {
 
 enum class Field : uint8_t {
-  kUnknown, kFrames, kRecordId, kPgId, kProcessGroup, kCollectiveSeqId, kP2pSeqId, kOpId,
-  kProfilingName, kTimeCreated, kDuration, kInputSizes, kInputDtypes, kOutputSizes,
-  kOutputDtypes, kState, kTimeStarted, kTimeCompleted, kRetired, kTimeout, kIsP2p, kSeqId,
+  kUnknown,
+  kFrames,
+  kRecordId,
+  kPgId,
+  kProcessGroup,
+  kCollectiveSeqId,
+  kP2pSeqId,
+  kOpId,
+  kProfilingName,
+  kTimeCreated,
+  kDuration,
+  kInputSizes,
+  kInputDtypes,
+  kOutputSizes,
+  kOutputDtypes,
+  kState,
+  kTimeStarted,
+  kTimeCompleted,
+  kRetired,
+  kTimeout,
+  kIsP2p,
+  kSeqId,
   kNotCached = 0xff,
 };
 
@@ -75,7 +94,10 @@ struct StringHash {
 class Builder {
  public:
   Builder(const Document& doc, Dump* dump)
-      : doc_(doc), dump_(dump), node_sym_(doc.node_count(), kNoSym), key_field_(doc.node_count(), Field::kNotCached) {}
+      : doc_(doc),
+        dump_(dump),
+        node_sym_(doc.node_count(), kNoSym),
+        key_field_(doc.node_count(), Field::kNotCached) {}
 
   Status Build();
 
@@ -107,8 +129,10 @@ class Builder {
   Status ParsePgConfig(NodeId node);
   Status ParsePgStatus(NodeId node);
   Status ParseEntry(size_t index, NodeId node, Entry* e);
-  Status ParseSizes(NodeId node, Sym* repr, FirstShape* first, int64_t* numel0, int64_t* numel, int32_t* tensors);
-  Status ParseSizesSlow(NodeId node, Sym* repr, FirstShape* first, int64_t* numel0, int64_t* numel, int32_t* tensors);
+  Status ParseSizes(NodeId node, Sym* repr, FirstShape* first, int64_t* numel0, int64_t* numel,
+                    int32_t* tensors);
+  Status ParseSizesSlow(NodeId node, Sym* repr, FirstShape* first, int64_t* numel0, int64_t* numel,
+                        int32_t* tensors);
   struct SizesInfo {
     Sym repr;
     FirstShape first;
@@ -152,8 +176,10 @@ class Builder {
 
 Result<int64_t> Builder::IntOf(NodeId node, std::string_view what) {
   switch (doc_.kind(node)) {
-    case Kind::kInt: return doc_.AsInt(node);
-    case Kind::kBool: return doc_.AsBool(node) ? 1 : 0;
+    case Kind::kInt:
+      return doc_.AsInt(node);
+    case Kind::kBool:
+      return doc_.AsBool(node) ? 1 : 0;
     case Kind::kString: {  // JSON pg_status values are decimal strings
       std::string_view s = doc_.AsString(node);
       int64_t v = 0;
@@ -161,7 +187,8 @@ Result<int64_t> Builder::IntOf(NodeId node, std::string_view what) {
       if (ec == std::errc() && p == s.data() + s.size()) return v;
       break;
     }
-    default: break;
+    default:
+      break;
   }
   return Bad(fmt::format("{} is a {}, expected an int", what, KindName(doc_.kind(node))));
 }
@@ -175,11 +202,14 @@ Result<std::vector<int64_t>> Builder::RankList(NodeId node) {
     }
     return ranks;
   }
-  if (doc_.kind(node) != Kind::kString) return Bad("pg_config ranks is neither a string nor a list");
+  if (doc_.kind(node) != Kind::kString)
+    return Bad("pg_config ranks is neither a string nor a list");
   // "[0, 1, 2, 3]": torch writes the Python repr of the rank list.
   std::string_view s = doc_.AsString(node);
   size_t i = 0;
-  auto skip = [&] { while (i < s.size() && (s[i] == ' ' || s[i] == ',' || s[i] == '[' || s[i] == ']')) ++i; };
+  auto skip = [&] {
+    while (i < s.size() && (s[i] == ' ' || s[i] == ',' || s[i] == '[' || s[i] == ']')) ++i;
+  };
   skip();
   while (i < s.size()) {
     int64_t v = 0;
@@ -200,10 +230,12 @@ Status Builder::ParseVersion() {
   if (ok) {
     auto r1 = std::from_chars(v.data(), v.data() + dot, major);
     auto r2 = std::from_chars(v.data() + dot + 1, v.data() + v.size(), minor);
-    ok = r1.ec == std::errc() && r1.ptr == v.data() + dot && r2.ec == std::errc() && r2.ptr == v.data() + v.size();
+    ok = r1.ec == std::errc() && r1.ptr == v.data() + dot && r2.ec == std::errc() &&
+         r2.ptr == v.data() + v.size();
   }
   if (!ok || major < 1 || major > 2 || (major == 2 && minor > kNewestMinor)) {
-    return UnsupportedError(fmt::format("unknown dump version '{}' (evenkeel reads 1.x and 2.0-2.{})", v, kNewestMinor));
+    return UnsupportedError(fmt::format(
+        "unknown dump version '{}' (evenkeel reads 1.x and 2.0-2.{})", v, kNewestMinor));
   }
   dump_->major = major;
   dump_->minor = minor;
@@ -211,19 +243,24 @@ Status Builder::ParseVersion() {
 }
 
 Status Builder::ParsePgConfig(NodeId node) {
-  if (doc_.kind(node) != Kind::kDict) return Bad(fmt::format("pg_config is a {}, expected a dict", KindName(doc_.kind(node))));
+  if (doc_.kind(node) != Kind::kDict)
+    return Bad(fmt::format("pg_config is a {}, expected a dict", KindName(doc_.kind(node))));
   auto kids = doc_.Children(node);
   for (size_t i = 0; i < kids.size(); i += 2) {
     PgConfig pg;
     NodeId key = kids[i], val = kids[i + 1];
-    if (doc_.kind(key) == Kind::kString) pg.name = doc_.AsString(key);
-    else if (doc_.kind(key) == Kind::kInt) pg.name = std::to_string(doc_.AsInt(key));  // 1.x: pg_id -> ranks
-    else return Bad("pg_config key is neither a string nor an int");
+    if (doc_.kind(key) == Kind::kString)
+      pg.name = doc_.AsString(key);
+    else if (doc_.kind(key) == Kind::kInt)
+      pg.name = std::to_string(doc_.AsInt(key));  // 1.x: pg_id -> ranks
+    else
+      return Bad("pg_config key is neither a string nor an int");
     if (doc_.kind(val) == Kind::kDict) {
       NodeId x;
       if (doc_.Find(val, "name", &x) && doc_.kind(x) == Kind::kString) pg.name = doc_.AsString(x);
       if (doc_.Find(val, "desc", &x) && doc_.kind(x) == Kind::kString) pg.desc = doc_.AsString(x);
-      if (!doc_.Find(val, "ranks", &x)) return Bad(fmt::format("pg_config '{}' has no ranks", pg.name));
+      if (!doc_.Find(val, "ranks", &x))
+        return Bad(fmt::format("pg_config '{}' has no ranks", pg.name));
       EK_ASSIGN_OR_RETURN(pg.ranks, RankList(x));
     } else {
       pg.desc = "undefined";
@@ -239,32 +276,47 @@ Status Builder::ParsePgStatus(NodeId node) {
   auto kids = doc_.Children(node);
   for (size_t i = 0; i < kids.size(); i += 2) {
     PgStatus st;
-    if (doc_.kind(kids[i]) == Kind::kString) st.pg_id = doc_.AsString(kids[i]);
-    else if (doc_.kind(kids[i]) == Kind::kInt) st.pg_id = std::to_string(doc_.AsInt(kids[i]));
+    if (doc_.kind(kids[i]) == Kind::kString)
+      st.pg_id = doc_.AsString(kids[i]);
+    else if (doc_.kind(kids[i]) == Kind::kInt)
+      st.pg_id = std::to_string(doc_.AsInt(kids[i]));
     if (doc_.kind(kids[i + 1]) != Kind::kDict) return Bad("pg_status value is not a dict");
     NodeId x;
-    if (doc_.Find(kids[i + 1], "last_enqueued_collective", &x)) { EK_ASSIGN_OR_RETURN(st.last_enqueued, IntOf(x, "last_enqueued_collective")); }
-    if (doc_.Find(kids[i + 1], "last_started_collective", &x)) { EK_ASSIGN_OR_RETURN(st.last_started, IntOf(x, "last_started_collective")); }
-    if (doc_.Find(kids[i + 1], "last_completed_collective", &x)) { EK_ASSIGN_OR_RETURN(st.last_completed, IntOf(x, "last_completed_collective")); }
+    if (doc_.Find(kids[i + 1], "last_enqueued_collective", &x)) {
+      EK_ASSIGN_OR_RETURN(st.last_enqueued, IntOf(x, "last_enqueued_collective"));
+    }
+    if (doc_.Find(kids[i + 1], "last_started_collective", &x)) {
+      EK_ASSIGN_OR_RETURN(st.last_started, IntOf(x, "last_started_collective"));
+    }
+    if (doc_.Find(kids[i + 1], "last_completed_collective", &x)) {
+      EK_ASSIGN_OR_RETURN(st.last_completed, IntOf(x, "last_completed_collective"));
+    }
     dump_->pg_status.push_back(std::move(st));
   }
   return Status::Ok();
 }
 
-Status Builder::ParseSizes(NodeId node, Sym* repr, FirstShape* first, int64_t* numel0, int64_t* numel,
-                           int32_t* tensors) {
-  if (doc_.kind(node) != Kind::kList && doc_.kind(node) != Kind::kTuple) return Bad("sizes are not a list");
+Status Builder::ParseSizes(NodeId node, Sym* repr, FirstShape* first, int64_t* numel0,
+                           int64_t* numel, int32_t* tensors) {
+  if (doc_.kind(node) != Kind::kList && doc_.kind(node) != Kind::kTuple)
+    return Bad("sizes are not a list");
   // Size lists repeat on almost every entry: look the dimensions up before
   // formatting and interning their repr. Key: the flattened shape, each inner
   // list preceded by its length (so [[4, 256]] != [[4], [256]]).
   flat_.clear();
   bool simple = true;
   for (NodeId inner : doc_.Children(node)) {
-    if (doc_.kind(inner) != Kind::kList && doc_.kind(inner) != Kind::kTuple) { simple = false; break; }
+    if (doc_.kind(inner) != Kind::kList && doc_.kind(inner) != Kind::kTuple) {
+      simple = false;
+      break;
+    }
     auto dims = doc_.Children(inner);
     flat_.push_back(static_cast<int64_t>(dims.size()));
     for (NodeId d : dims) {
-      if (doc_.kind(d) != Kind::kInt) { simple = false; break; }
+      if (doc_.kind(d) != Kind::kInt) {
+        simple = false;
+        break;
+      }
       flat_.push_back(doc_.AsInt(d));
     }
     if (!simple) break;
@@ -283,8 +335,8 @@ Status Builder::ParseSizes(NodeId node, Sym* repr, FirstShape* first, int64_t* n
   return ParseSizesSlow(node, repr, first, numel0, numel, tensors);
 }
 
-Status Builder::ParseSizesSlow(NodeId node, Sym* repr, FirstShape* first, int64_t* numel0, int64_t* numel,
-                               int32_t* tensors) {
+Status Builder::ParseSizesSlow(NodeId node, Sym* repr, FirstShape* first, int64_t* numel0,
+                               int64_t* numel, int32_t* tensors) {
   scratch_.clear();
   scratch_ += '[';
   auto outer = doc_.Children(node);
@@ -295,7 +347,8 @@ Status Builder::ParseSizesSlow(NodeId node, Sym* repr, FirstShape* first, int64_
   char buf[24];
   for (size_t i = 0; i < outer.size(); ++i) {
     NodeId inner = outer[i];
-    if (doc_.kind(inner) != Kind::kList && doc_.kind(inner) != Kind::kTuple) return Bad("a tensor's sizes are not a list");
+    if (doc_.kind(inner) != Kind::kList && doc_.kind(inner) != Kind::kTuple)
+      return Bad("a tensor's sizes are not a list");
     if (i) scratch_ += ", ";
     scratch_ += '[';
     auto dims = doc_.Children(inner);
@@ -305,7 +358,8 @@ Status Builder::ParseSizesSlow(NodeId node, Sym* repr, FirstShape* first, int64_
       int64_t d = doc_.AsInt(dims[j]);
       // Python's ints do not overflow; ours must not either (a crafted dump
       // was signed-overflow UB here). No real tensor has 2^63 elements.
-      if (__builtin_mul_overflow(n, d, &n) || (i == 0 && __builtin_mul_overflow(*numel0, d, numel0))) {
+      if (__builtin_mul_overflow(n, d, &n) ||
+          (i == 0 && __builtin_mul_overflow(*numel0, d, numel0))) {
         return Bad("a tensor's element count overflows 64 bits");
       }
       if (j) scratch_ += ", ";
@@ -313,7 +367,8 @@ Status Builder::ParseSizesSlow(NodeId node, Sym* repr, FirstShape* first, int64_
       scratch_.append(buf, p);
     }
     scratch_ += ']';
-    if (__builtin_add_overflow(*numel, n, numel)) return Bad("the tensors' element count overflows 64 bits");
+    if (__builtin_add_overflow(*numel, n, numel))
+      return Bad("the tensors' element count overflows 64 bits");
     if (i == 0 && !dims.empty()) *first = FirstShape::kNonEmpty;
   }
   scratch_ += ']';
@@ -322,7 +377,8 @@ Status Builder::ParseSizesSlow(NodeId node, Sym* repr, FirstShape* first, int64_
 }
 
 Status Builder::ParseDtypes(NodeId node, Sym* repr, Sym* set) {
-  if (doc_.kind(node) != Kind::kList && doc_.kind(node) != Kind::kTuple) return Bad("dtypes are not a list");
+  if (doc_.kind(node) != Kind::kList && doc_.kind(node) != Kind::kTuple)
+    return Bad("dtypes are not a list");
   std::span<const NodeId> only = doc_.Children(node);
   if (only.size() == 1) {
     auto it = dtype_cache_.find(only[0]);
@@ -376,7 +432,8 @@ Status Builder::ParseFrames(NodeId node, int32_t* stack) {
       Frame fr;
       NodeId x;
       if (doc_.Find(f, "name", &x) && doc_.kind(x) == Kind::kString) fr.name = doc_.AsString(x);
-      if (doc_.Find(f, "filename", &x) && doc_.kind(x) == Kind::kString) fr.filename = doc_.AsString(x);
+      if (doc_.Find(f, "filename", &x) && doc_.kind(x) == Kind::kString)
+        fr.filename = doc_.AsString(x);
       if (doc_.Find(f, "line", &x) && doc_.kind(x) == Kind::kInt) fr.line = doc_.AsInt(x);
       dump_->frames.push_back(std::move(fr));
       it = frame_index_.emplace(f, static_cast<uint32_t>(dump_->frames.size() - 1)).first;
@@ -389,16 +446,25 @@ Status Builder::ParseFrames(NodeId node, int32_t* stack) {
 }
 
 Status Builder::ParseEntry(size_t index, NodeId node, Entry* e) {
-  if (doc_.kind(node) != Kind::kDict) return Bad(fmt::format("entry {} is a {}, expected a dict", index, KindName(doc_.kind(node))));
+  if (doc_.kind(node) != Kind::kDict)
+    return Bad(fmt::format("entry {} is a {}, expected a dict", index, KindName(doc_.kind(node))));
   uint32_t seen = 0;
   auto kids = doc_.Children(node);
   auto need_string = [&](NodeId v, const char* name) -> Status {
-    if (doc_.kind(v) != Kind::kString) return Bad(fmt::format("entry {}: {} is a {}, expected a str", index, name, KindName(doc_.kind(v))));
+    if (doc_.kind(v) != Kind::kString)
+      return Bad(
+          fmt::format("entry {}: {} is a {}, expected a str", index, name, KindName(doc_.kind(v))));
     return Status::Ok();
   };
   auto int_field = [&](NodeId v, const char* name, int64_t* out) -> Status {
-    if (doc_.kind(v) == Kind::kInt) { *out = doc_.AsInt(v); return Status::Ok(); }  // the common case
-    if (doc_.kind(v) == Kind::kNone) { *out = 0; return Status::Ok(); }
+    if (doc_.kind(v) == Kind::kInt) {
+      *out = doc_.AsInt(v);
+      return Status::Ok();
+    }  // the common case
+    if (doc_.kind(v) == Kind::kNone) {
+      *out = 0;
+      return Status::Ok();
+    }
     auto r = IntOf(v, name);
     if (!r.ok()) return r.status().WithContext(fmt::format("entry {}", index));
     *out = *r;
@@ -410,21 +476,46 @@ Status Builder::ParseEntry(size_t index, NodeId node, Entry* e) {
     Field f = KeyField(k);
     seen |= 1u << static_cast<int>(f);
     switch (f) {
-      case Field::kRecordId: EK_RETURN_IF_ERROR(int_field(v, "record_id", &e->record_id)); break;
-      case Field::kPgId: EK_RETURN_IF_ERROR(int_field(v, "pg_id", &e->pg_id)); break;
-      case Field::kCollectiveSeqId:
-      case Field::kSeqId: EK_RETURN_IF_ERROR(int_field(v, "collective_seq_id", &e->collective_seq_id)); break;
-      case Field::kP2pSeqId: EK_RETURN_IF_ERROR(int_field(v, "p2p_seq_id", &e->p2p_seq_id)); break;
-      case Field::kOpId: EK_RETURN_IF_ERROR(int_field(v, "op_id", &e->op_id)); break;
-      case Field::kTimeCreated: EK_RETURN_IF_ERROR(int_field(v, "time_created_ns", &e->time_created_ns)); break;
-      case Field::kTimeStarted: EK_RETURN_IF_ERROR(int_field(v, "time_discovered_started_ns", &e->time_discovered_started_ns)); break;
-      case Field::kTimeCompleted: EK_RETURN_IF_ERROR(int_field(v, "time_discovered_completed_ns", &e->time_discovered_completed_ns)); break;
-      case Field::kTimeout: EK_RETURN_IF_ERROR(int_field(v, "timeout_ms", &e->timeout_ms)); break;
-      case Field::kDuration:
-        if (doc_.kind(v) == Kind::kFloat || doc_.kind(v) == Kind::kInt) e->duration_ms = doc_.AsFloat(v);
+      case Field::kRecordId:
+        EK_RETURN_IF_ERROR(int_field(v, "record_id", &e->record_id));
         break;
-      case Field::kRetired: e->retired = doc_.kind(v) == Kind::kBool && doc_.AsBool(v); break;
-      case Field::kIsP2p: e->is_p2p = doc_.kind(v) == Kind::kBool && doc_.AsBool(v); break;
+      case Field::kPgId:
+        EK_RETURN_IF_ERROR(int_field(v, "pg_id", &e->pg_id));
+        break;
+      case Field::kCollectiveSeqId:
+      case Field::kSeqId:
+        EK_RETURN_IF_ERROR(int_field(v, "collective_seq_id", &e->collective_seq_id));
+        break;
+      case Field::kP2pSeqId:
+        EK_RETURN_IF_ERROR(int_field(v, "p2p_seq_id", &e->p2p_seq_id));
+        break;
+      case Field::kOpId:
+        EK_RETURN_IF_ERROR(int_field(v, "op_id", &e->op_id));
+        break;
+      case Field::kTimeCreated:
+        EK_RETURN_IF_ERROR(int_field(v, "time_created_ns", &e->time_created_ns));
+        break;
+      case Field::kTimeStarted:
+        EK_RETURN_IF_ERROR(
+            int_field(v, "time_discovered_started_ns", &e->time_discovered_started_ns));
+        break;
+      case Field::kTimeCompleted:
+        EK_RETURN_IF_ERROR(
+            int_field(v, "time_discovered_completed_ns", &e->time_discovered_completed_ns));
+        break;
+      case Field::kTimeout:
+        EK_RETURN_IF_ERROR(int_field(v, "timeout_ms", &e->timeout_ms));
+        break;
+      case Field::kDuration:
+        if (doc_.kind(v) == Kind::kFloat || doc_.kind(v) == Kind::kInt)
+          e->duration_ms = doc_.AsFloat(v);
+        break;
+      case Field::kRetired:
+        e->retired = doc_.kind(v) == Kind::kBool && doc_.AsBool(v);
+        break;
+      case Field::kIsP2p:
+        e->is_p2p = doc_.kind(v) == Kind::kBool && doc_.AsBool(v);
+        break;
       case Field::kProfilingName:
         EK_RETURN_IF_ERROR(need_string(v, "profiling_name"));
         e->profiling_name = InternNode(v);
@@ -443,24 +534,45 @@ Status Builder::ParseEntry(size_t index, NodeId node, Entry* e) {
         e->pg_desc = InternNode(pg[1]);
         break;
       }
-      case Field::kInputSizes: EK_RETURN_IF_ERROR(In(index, ParseSizes(v, &e->input_sizes, &e->input0, &e->input_numel0, &e->input_numel, &e->input_tensors))); break;
-      case Field::kOutputSizes: EK_RETURN_IF_ERROR(In(index, ParseSizes(v, &e->output_sizes, &e->output0, &e->output_numel0, &e->output_numel, &e->output_tensors))); break;
-      case Field::kInputDtypes: EK_RETURN_IF_ERROR(In(index, ParseDtypes(v, &e->input_dtypes, &e->input_dtype_set))); break;
-      case Field::kOutputDtypes: EK_RETURN_IF_ERROR(In(index, ParseDtypes(v, &e->output_dtypes, &e->output_dtype_set))); break;
-      case Field::kFrames: EK_RETURN_IF_ERROR(In(index, ParseFrames(v, &e->stack))); break;
-      default: break;
+      case Field::kInputSizes:
+        EK_RETURN_IF_ERROR(In(index, ParseSizes(v, &e->input_sizes, &e->input0, &e->input_numel0,
+                                                &e->input_numel, &e->input_tensors)));
+        break;
+      case Field::kOutputSizes:
+        EK_RETURN_IF_ERROR(In(index, ParseSizes(v, &e->output_sizes, &e->output0, &e->output_numel0,
+                                                &e->output_numel, &e->output_tensors)));
+        break;
+      case Field::kInputDtypes:
+        EK_RETURN_IF_ERROR(In(index, ParseDtypes(v, &e->input_dtypes, &e->input_dtype_set)));
+        break;
+      case Field::kOutputDtypes:
+        EK_RETURN_IF_ERROR(In(index, ParseDtypes(v, &e->output_dtypes, &e->output_dtype_set)));
+        break;
+      case Field::kFrames:
+        EK_RETURN_IF_ERROR(In(index, ParseFrames(v, &e->stack)));
+        break;
+      default:
+        break;
     }
   }
   auto has = [&](Field f) { return (seen >> static_cast<int>(f)) & 1u; };
   const char* missing = nullptr;
-  if (!has(Field::kRecordId)) missing = "record_id";
-  else if (!has(Field::kProfilingName)) missing = "profiling_name";
-  else if (!has(Field::kState)) missing = "state";
-  else if (!has(Field::kInputSizes)) missing = "input_sizes";
-  else if (!has(Field::kOutputSizes)) missing = "output_sizes";
-  else if (dump_->major >= 2 && !has(Field::kProcessGroup)) missing = "process_group";
-  else if (dump_->major >= 2 && !has(Field::kCollectiveSeqId)) missing = "collective_seq_id";
-  else if (dump_->major < 2 && !has(Field::kSeqId) && !has(Field::kCollectiveSeqId)) missing = "seq_id";
+  if (!has(Field::kRecordId))
+    missing = "record_id";
+  else if (!has(Field::kProfilingName))
+    missing = "profiling_name";
+  else if (!has(Field::kState))
+    missing = "state";
+  else if (!has(Field::kInputSizes))
+    missing = "input_sizes";
+  else if (!has(Field::kOutputSizes))
+    missing = "output_sizes";
+  else if (dump_->major >= 2 && !has(Field::kProcessGroup))
+    missing = "process_group";
+  else if (dump_->major >= 2 && !has(Field::kCollectiveSeqId))
+    missing = "collective_seq_id";
+  else if (dump_->major < 2 && !has(Field::kSeqId) && !has(Field::kCollectiveSeqId))
+    missing = "seq_id";
   if (missing) return Bad(fmt::format("entry {}: missing field '{}'", index, missing));
   if (!has(Field::kProcessGroup)) {  // 1.x: only pg_id; its pg_config is keyed by it
     e->pg_name = Intern(std::to_string(e->pg_id));
@@ -471,8 +583,9 @@ Status Builder::ParseEntry(size_t index, NodeId node, Entry* e) {
     if (!has(Field::kInputDtypes)) e->input_dtypes = none, e->input_dtype_set = empty_set;
     if (!has(Field::kOutputDtypes)) e->output_dtypes = none, e->output_dtype_set = empty_set;
   }
-  std::array<Sym, 7> sig = {e->profiling_name, e->input_sizes, e->output_sizes, e->input_dtype_set,
-                            e->output_dtype_set, e->state, e->pg_desc};
+  std::array<Sym, 7> sig = {e->profiling_name,  e->input_sizes,      e->output_sizes,
+                            e->input_dtype_set, e->output_dtype_set, e->state,
+                            e->pg_desc};
   auto [it, added] = signature_index_.emplace(sig, static_cast<uint32_t>(dump_->signatures.size()));
   if (added) dump_->signatures.push_back(sig);
   e->signature = it->second;
@@ -481,7 +594,8 @@ Status Builder::ParseEntry(size_t index, NodeId node, Entry* e) {
 
 Status Builder::Build() {
   NodeId root = doc_.root();
-  if (doc_.kind(root) != Kind::kDict) return Bad(fmt::format("top level is a {}, expected a dict", KindName(doc_.kind(root))));
+  if (doc_.kind(root) != Kind::kDict)
+    return Bad(fmt::format("top level is a {}, expected a dict", KindName(doc_.kind(root))));
   NodeId x;
   if (!doc_.Find(root, "version", &x)) return Bad("no 'version' key: not a flight-recorder dump");
   if (doc_.kind(x) != Kind::kString) return Bad("'version' is not a string");
@@ -505,7 +619,8 @@ Status Builder::Build() {
 
 }  // namespace
 
-Result<Dump> DumpFromDocument(const Document& doc, DumpFormat format, std::string path, int64_t rank) {
+Result<Dump> DumpFromDocument(const Document& doc, DumpFormat format, std::string path,
+                              int64_t rank) {
   Dump dump;
   dump.path = std::move(path);
   dump.rank = rank;
@@ -518,7 +633,9 @@ Result<Dump> DumpFromDocument(const Document& doc, DumpFormat format, std::strin
 
 Result<Dump> ParseDump(std::string_view bytes, std::string path, int64_t rank) {
   size_t i = 0;
-  while (i < bytes.size() && (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\t' || bytes[i] == '\r')) ++i;
+  while (i < bytes.size() &&
+         (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\t' || bytes[i] == '\r'))
+    ++i;
   if (i == bytes.size()) return CorruptError(path + ": empty file");
   if (static_cast<uint8_t>(bytes[0]) == 0x80) {
     thread_local Document doc;  // buffers reused across the files a loader thread reads
@@ -531,8 +648,9 @@ Result<Dump> ParseDump(std::string_view bytes, std::string path, int64_t rank) {
     if (!doc.ok()) return doc.status().WithContext(path);
     return DumpFromDocument(*doc, DumpFormat::kJson, std::move(path), rank);
   }
-  return CorruptError(fmt::format("{}: neither a pickle (starts with 0x80) nor JSON (starts with '{{'): first byte 0x{:02x}",
-                                  path, static_cast<uint8_t>(bytes[0])));
+  return CorruptError(fmt::format(
+      "{}: neither a pickle (starts with 0x80) nor JSON (starts with '{{'): first byte 0x{:02x}",
+      path, static_cast<uint8_t>(bytes[0])));
 }
 
 }  // namespace ek::flightrec

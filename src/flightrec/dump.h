@@ -36,25 +36,25 @@ struct Entry {
   int64_t time_discovered_started_ns = 0;    // 0 = unknown (None in the pickle)
   int64_t time_discovered_completed_ns = 0;  // 0 = unknown
   int64_t timeout_ms = 0;
-  double duration_ms = NAN;                  // NaN = absent
-  int64_t input_numel0 = 1;                  // prod(input_sizes[0]) (1 if absent/empty)
+  double duration_ms = NAN;  // NaN = absent
+  int64_t input_numel0 = 1;  // prod(input_sizes[0]) (1 if absent/empty)
   int64_t output_numel0 = 1;
-  int64_t input_numel = 0;                   // sum over tensors of prod(sizes)
+  int64_t input_numel = 0;  // sum over tensors of prod(sizes)
   int64_t output_numel = 0;
-  int32_t input_tensors = 0;                 // len(input_sizes)
+  int32_t input_tensors = 0;  // len(input_sizes)
   int32_t output_tensors = 0;
   Sym pg_name = 0;
   Sym pg_desc = 0;
   Sym profiling_name = 0;
   Sym state = 0;
-  Sym input_sizes = 0;        // Python repr, e.g. "[[4, 256]]"
+  Sym input_sizes = 0;  // Python repr, e.g. "[[4, 256]]"
   Sym output_sizes = 0;
-  Sym input_dtypes = 0;       // Python repr, e.g. "['Float']"
+  Sym input_dtypes = 0;  // Python repr, e.g. "['Float']"
   Sym output_dtypes = 0;
-  Sym input_dtype_set = 0;    // sorted, deduplicated, for fr_trace's set() comparison
+  Sym input_dtype_set = 0;  // sorted, deduplicated, for fr_trace's set() comparison
   Sym output_dtype_set = 0;
-  int32_t stack = -1;         // index into Dump::stacks, -1 = no frames
-  uint32_t signature = 0;     // index into Dump::signatures: entries with equal content match alike
+  int32_t stack = -1;      // index into Dump::stacks, -1 = no frames
+  uint32_t signature = 0;  // index into Dump::signatures: entries with equal content match alike
   FirstShape input0 = FirstShape::kAbsent;
   FirstShape output0 = FirstShape::kAbsent;
   bool is_p2p = false;
@@ -115,6 +115,7 @@ constexpr int kNewestMinor = 10;
 Result<Dump> ParseDump(std::string_view bytes, std::string path, int64_t rank);
 
 // Builds the model from a parsed Document (exposed for tests).
-Result<Dump> DumpFromDocument(const Document& doc, DumpFormat format, std::string path, int64_t rank);
+Result<Dump> DumpFromDocument(const Document& doc, DumpFormat format, std::string path,
+                              int64_t rank);
 
 }  // namespace ek::flightrec

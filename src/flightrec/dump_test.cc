@@ -31,7 +31,7 @@ TEST(Dump, ReadsPickleFixture) {
   EXPECT_EQ(e.collective_seq_id, 3);
   EXPECT_EQ(e.input_numel0, 1024);
   EXPECT_EQ(e.time_discovered_completed_ns, 0);  // None in the pickle
-  EXPECT_TRUE(std::isnan(e.duration_ms));         // key absent
+  EXPECT_TRUE(std::isnan(e.duration_ms));        // key absent
   EXPECT_EQ(d->entries[0].duration_ms, 0.25);
   // Frame dicts are shared objects: train_step is stored once for three entries.
   ASSERT_GE(e.stack, 0);
@@ -82,8 +82,10 @@ TEST(Dump, UnknownVersionIsRefused) {
 }
 
 TEST(Dump, MissingFieldNamesTheEntry) {
-  auto d = ParseDump(R"({"version":"2.10","pg_config":{},"entries":[{"record_id":0,"profiling_name":"nccl:all_reduce",
-    "input_sizes":[[1]],"output_sizes":[[1]],"process_group":["0","x"],"collective_seq_id":1}]})", "f", 0);
+  auto d = ParseDump(
+      R"({"version":"2.10","pg_config":{},"entries":[{"record_id":0,"profiling_name":"nccl:all_reduce",
+    "input_sizes":[[1]],"output_sizes":[[1]],"process_group":["0","x"],"collective_seq_id":1}]})",
+      "f", 0);
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().message(), "f: entry 0: missing field 'state'");
 }
@@ -91,14 +93,18 @@ TEST(Dump, MissingFieldNamesTheEntry) {
 // Regression (fuzz_pickle): the product of a tensor's dimensions overflowed
 // int64 (UBSan: signed integer overflow in ParseSizesSlow).
 TEST(Dump, TensorSizesOverflowingInt64AreAnError) {
-  auto d = ParseDump(R"({"version":"2.10","pg_config":{},"entries":[{"record_id":0,"profiling_name":"nccl:all_reduce",
+  auto d = ParseDump(
+      R"({"version":"2.10","pg_config":{},"entries":[{"record_id":0,"profiling_name":"nccl:all_reduce",
     "input_sizes":[[4294967296,4294967296]],"output_sizes":[[1]],"process_group":["0","x"],"collective_seq_id":1,
-    "state":"completed"}]})", "f", 0);
+    "state":"completed"}]})",
+      "f", 0);
   ASSERT_FALSE(d.ok());
   EXPECT_EQ(d.status().message(), "f: entry 0: a tensor's element count overflows 64 bits");
-  auto sum = ParseDump(R"({"version":"2.10","pg_config":{},"entries":[{"record_id":0,"profiling_name":"nccl:all_reduce",
+  auto sum = ParseDump(
+      R"({"version":"2.10","pg_config":{},"entries":[{"record_id":0,"profiling_name":"nccl:all_reduce",
     "input_sizes":[[4611686018427387904],[4611686018427387904]],"output_sizes":[[1]],"process_group":["0","x"],
-    "collective_seq_id":1,"state":"completed"}]})", "f", 0);
+    "collective_seq_id":1,"state":"completed"}]})",
+      "f", 0);
   ASSERT_FALSE(sum.ok());
   EXPECT_EQ(sum.status().message(), "f: entry 0: the tensors' element count overflows 64 bits");
 }

@@ -4,12 +4,11 @@
 // tools/fr/make_fixtures.py. A rank that raised is a rank that stopped: never a
 // conclusive desync (a restart may well get past it). Only the uneven-data
 // deadlock, where live ranks sit in different collectives, is conclusive.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "flightrec/analyzer.h"
 #include "flightrec/report.h"
@@ -43,13 +42,17 @@ TEST_P(GlooPhaseTest, AnExceptionIsARankThatStoppedNotADesync) {
   EXPECT_EQ(f->stopped[0].last_seq, c.stopped_seq);
   EXPECT_EQ(f->collective_seq_id, c.stopped_seq + 1);
   int64_t other = 1 - c.stopped_rank;
-  EXPECT_EQ(VerdictLine(load, a),
-            fmt::format("rank {} stopped issuing collectives at pg 0 (default_pg) seq {} (exited, or hangs outside a "
-                        "collective); rank {} waits in seq {} {}: a rank stopped, not a desync - inconclusive",
-                        c.stopped_rank, c.stopped_seq, other, c.stopped_seq + 1, c.waiting));
+  EXPECT_EQ(
+      VerdictLine(load, a),
+      fmt::format(
+          "rank {} stopped issuing collectives at pg 0 (default_pg) seq {} (exited, or hangs "
+          "outside a "
+          "collective); rank {} waits in seq {} {}: a rank stopped, not a desync - inconclusive",
+          c.stopped_rank, c.stopped_seq, other, c.stopped_seq + 1, c.waiting));
   // The text shows where the stopped rank was last seen (the dumps carry frames).
-  EXPECT_NE(RenderText("d", load, a).find(fmt::format("stack frames of rank {}'s last entry (seq {} ", c.stopped_rank,
-                                                      c.stopped_seq)),
+  EXPECT_NE(RenderText("d", load, a)
+                .find(fmt::format("stack frames of rank {}'s last entry (seq {} ", c.stopped_rank,
+                                  c.stopped_seq)),
             std::string::npos);
   // Every collective before the stop matched on both ranks.
   EXPECT_EQ(a.collectives_matched, static_cast<size_t>(c.stopped_seq));
@@ -72,10 +75,12 @@ TEST(GlooDumps, TheSavesGathersAreNotASizeMismatch) {
   LoadResult load = LoadFixture("gloo/save_write");
   Analysis a = Analyze(load.dumps);
   for (const Finding& f : a.findings) {
-    for (const Culprit& c : f.culprits) EXPECT_NE(c.info.state, MatchState::kSizeOrSyntaxMismatch) << c.info.detail;
+    for (const Culprit& c : f.culprits)
+      EXPECT_NE(c.info.state, MatchState::kSizeOrSyntaxMismatch) << c.info.detail;
   }
   EXPECT_TRUE(std::any_of(a.notes.begin(), a.notes.end(), [](const std::string& n) {
-    return n.find("fr_trace reports Error type: SIZE_OR_SYNTAX_MISMATCH, Found input numel") != std::string::npos &&
+    return n.find("fr_trace reports Error type: SIZE_OR_SYNTAX_MISMATCH, Found input numel") !=
+               std::string::npos &&
            n.find("on every rank alike") != std::string::npos;
   })) << fmt::format("{}", fmt::join(a.notes, "\n"));
 }
@@ -108,7 +113,8 @@ TEST(SizeRules, CrossRankSizeMismatchIsConclusive) {
   EXPECT_EQ(f->culprits[0].rank, 1);
   EXPECT_EQ(f->culprits[0].info.state, MatchState::kSizeOrSyntaxMismatch);
   EXPECT_EQ(VerdictLine(load, a),
-            "desync at pg 0 (default_pg) seq 2: rank 0 in all_reduce [[10]]; rank 1 in all_reduce [[12]]: same "
+            "desync at pg 0 (default_pg) seq 2: rank 0 in all_reduce [[10]]; rank 1 in all_reduce "
+            "[[12]]: same "
             "collective, different sizes - conclusive");
 }
 
@@ -121,7 +127,8 @@ TEST(SizeRules, OneRanksAllGatherInputOutputNumelIsNotAMismatch) {
   EXPECT_EQ(VerdictLine(load, a),
             "no desync: 2 collectives matched across ranks 0-1 (fr_trace finds no mismatch)");
   ASSERT_EQ(a.notes.size(), 1u);
-  EXPECT_NE(a.notes[0].find("Found input numel '2052096 * pg size 2' does not match output numel '2052096'"),
+  EXPECT_NE(a.notes[0].find(
+                "Found input numel '2052096 * pg size 2' does not match output numel '2052096'"),
             std::string::npos)
       << a.notes[0];
 }
@@ -137,8 +144,10 @@ TEST(SizeRules, ARankWithoutADumpIsNamedWhereTheOthersWait) {
   Analysis a = Analyze(load.dumps);
   EXPECT_FALSE(Conclusive(a));
   EXPECT_EQ(VerdictLine(load, a),
-            "undecided: rank 1 left no dump (stopped progressing, or killed before it could write one); rank 0 last in "
-            "pg 0 (default_pg) seq 66 all_gather [[4861984]]->[[2,4861984]]: no mismatch among the dumps present - "
+            "undecided: rank 1 left no dump (stopped progressing, or killed before it could write "
+            "one); rank 0 last in "
+            "pg 0 (default_pg) seq 66 all_gather [[4861984]]->[[2,4861984]]: no mismatch among the "
+            "dumps present - "
             "inconclusive");
 }
 
@@ -165,9 +174,11 @@ TEST(MissingDumps, AMissingDumpDoesNotHideADesyncAmongTheOthers) {
   EXPECT_EQ(f->kind, FindingKind::kErrors);
   EXPECT_EQ(f->collective_seq_id, 3);
   EXPECT_TRUE(Conclusive(a));
-  EXPECT_EQ(VerdictLine(load, a),
-            "desync at pg 0 (default_pg) seq 3: ranks 0,2 in reduce_scatter [[4,256]]->[[256]]; rank 3 in all_reduce "
-            "(barrier) [[1]]; rank 1 left no dump: different collectives at the same slot - conclusive");
+  EXPECT_EQ(
+      VerdictLine(load, a),
+      "desync at pg 0 (default_pg) seq 3: ranks 0,2 in reduce_scatter [[4,256]]->[[256]]; rank 3 "
+      "in all_reduce "
+      "(barrier) [[1]]; rank 1 left no dump: different collectives at the same slot - conclusive");
 }
 
 TEST(MissingDumps, ARankThatStoppedIsNamedWhenAnotherDumpIsMissing) {
@@ -179,8 +190,10 @@ TEST(MissingDumps, ARankThatStoppedIsNamedWhenAnotherDumpIsMissing) {
   EXPECT_TRUE(RankStopped(*f));
   EXPECT_FALSE(Conclusive(a));
   EXPECT_EQ(VerdictLine(load, a),
-            "rank 3 stopped issuing collectives at pg 0 (default_pg) seq 2 (exited, or hangs outside a collective); "
-            "ranks 1-2 wait in seq 3 reduce_scatter [[4,256]]->[[256]]; rank 0 left no dump: a rank stopped, not a "
+            "rank 3 stopped issuing collectives at pg 0 (default_pg) seq 2 (exited, or hangs "
+            "outside a collective); "
+            "ranks 1-2 wait in seq 3 reduce_scatter [[4,256]]->[[256]]; rank 0 left no dump: a "
+            "rank stopped, not a "
             "desync - inconclusive");
 }
 

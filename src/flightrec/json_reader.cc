@@ -1,10 +1,10 @@
 #include "flightrec/json_reader.h"
 
-#include <bit>
-#include <vector>
-
 #include <fmt/format.h>
 #include <simdjson.h>
+
+#include <bit>
+#include <vector>
 
 namespace ek::flightrec {
 

@@ -1,5 +1,10 @@
 #include "flightrec/loader.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <charconv>
@@ -7,12 +12,6 @@
 #include <map>
 #include <set>
 #include <thread>
-
-#include <fmt/format.h>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/file.h"
 
@@ -23,7 +22,8 @@ namespace fs = std::filesystem;
 namespace {
 
 bool IsWordChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
 }
 
 struct Candidate {
@@ -50,13 +50,17 @@ void CheckWorld(LoadResult* out) {
     size_t n = d.WorldRanks().size();
     Status bad;
     if (n && n != world) {
-      bad = InvalidArgumentError(fmt::format("{}: world size {} differs from {} in {} other dumps: not from this job",
-                                             d.path, n, world, best));
+      bad = InvalidArgumentError(
+          fmt::format("{}: world size {} differs from {} in {} other dumps: not from this job",
+                      d.path, n, world, best));
     } else if (d.rank >= static_cast<int64_t>(world)) {
-      bad = InvalidArgumentError(fmt::format("{}: rank {} is outside the world of {} ranks", d.path, d.rank, world));
+      bad = InvalidArgumentError(
+          fmt::format("{}: rank {} is outside the world of {} ranks", d.path, d.rank, world));
     }
-    if (bad.ok()) kept.push_back(std::move(d));
-    else out->bad.push_back({d.path, d.rank, bad});
+    if (bad.ok())
+      kept.push_back(std::move(d));
+    else
+      out->bad.push_back({d.path, d.rank, bad});
   }
   out->dumps = std::move(kept);
 }
@@ -107,7 +111,8 @@ Result<Dump> ReadDumpFile(const std::string& path, int64_t rank) {
 }
 
 Result<LoadResult> LoadDumps(const std::string& dir, const LoadOptions& options) {
-  EK_RETURN_IF_ERROR(CheckDirectory(dir));  // "DIR: no such directory", "DIR: is a file, expected a directory"
+  EK_RETURN_IF_ERROR(
+      CheckDirectory(dir));  // "DIR: no such directory", "DIR: is a file, expected a directory"
   std::error_code ec;
   std::vector<std::string> names;
   for (const auto& de : fs::directory_iterator(dir, ec)) {
@@ -123,8 +128,11 @@ Result<LoadResult> LoadDumps(const std::string& dir, const LoadOptions& options)
   if (!options.prefix.empty()) {
     out.prefix = options.prefix;
     for (const auto& name : names) {
-      if (name.size() <= options.prefix.size() || name.compare(0, options.prefix.size(), options.prefix) != 0) continue;
-      std::string_view rest(name.data() + options.prefix.size(), name.size() - options.prefix.size());
+      if (name.size() <= options.prefix.size() ||
+          name.compare(0, options.prefix.size(), options.prefix) != 0)
+        continue;
+      std::string_view rest(name.data() + options.prefix.size(),
+                            name.size() - options.prefix.size());
       int64_t rank = 0;
       auto [p, e] = std::from_chars(rest.data(), rest.data() + rest.size(), rank);
       if (e != std::errc() || p != rest.data() + rest.size()) continue;
@@ -142,7 +150,8 @@ Result<LoadResult> LoadDumps(const std::string& dir, const LoadOptions& options)
     if (prefixes.size() > 1) {
       std::string list;
       for (const auto& p : prefixes) list += (list.empty() ? "'" : ", '") + p + "'";
-      return InvalidArgumentError(fmt::format("{}: files with several prefixes ({}): pass --prefix", dir, list));
+      return InvalidArgumentError(
+          fmt::format("{}: files with several prefixes ({}): pass --prefix", dir, list));
     }
     if (!prefixes.empty()) out.prefix = *prefixes.begin();
   }
@@ -150,14 +159,17 @@ Result<LoadResult> LoadDumps(const std::string& dir, const LoadOptions& options)
     return NotFoundError(fmt::format("{}: no flight-recorder dumps (files named {}<rank>)", dir,
                                      options.prefix.empty() ? "<prefix>" : options.prefix));
   }
-  std::stable_sort(files.begin(), files.end(), [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
+  std::stable_sort(files.begin(), files.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.rank < b.rank; });
 
   std::vector<Result<Dump>> results(files.size(), Result<Dump>(InternalError("not read")));
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < files.size();) results[i] = ReadDumpFile(files[i].path, files[i].rank);
+    for (size_t i; (i = next.fetch_add(1)) < files.size();)
+      results[i] = ReadDumpFile(files[i].path, files[i].rank);
   };
-  int threads = options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
+  int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::thread::hardware_concurrency());
   threads = std::clamp<int>(threads, 1, static_cast<int>(files.size()));
   std::vector<std::thread> pool;
   for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
@@ -166,16 +178,20 @@ Result<LoadResult> LoadDumps(const std::string& dir, const LoadOptions& options)
 
   for (size_t i = 0; i < files.size(); ++i) {
     if (i > 0 && files[i].rank == files[i - 1].rank) {
-      out.bad.push_back({files[i].path, files[i].rank,
-                         InvalidArgumentError(fmt::format("{}: a second file for rank {} ({} is used)", files[i].path,
-                                                          files[i].rank, files[i - 1].path))});
+      out.bad.push_back(
+          {files[i].path, files[i].rank,
+           InvalidArgumentError(fmt::format("{}: a second file for rank {} ({} is used)",
+                                            files[i].path, files[i].rank, files[i - 1].path))});
       continue;
     }
-    if (results[i].ok()) out.dumps.push_back(std::move(results[i]).value());
-    else out.bad.push_back({files[i].path, files[i].rank, results[i].status()});
+    if (results[i].ok())
+      out.dumps.push_back(std::move(results[i]).value());
+    else
+      out.bad.push_back({files[i].path, files[i].rank, results[i].status()});
   }
   CheckWorld(&out);
-  std::sort(out.bad.begin(), out.bad.end(), [](const BadFile& a, const BadFile& b) { return a.rank < b.rank; });
+  std::sort(out.bad.begin(), out.bad.end(),
+            [](const BadFile& a, const BadFile& b) { return a.rank < b.rank; });
   return out;
 }
 

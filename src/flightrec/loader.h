@@ -28,7 +28,7 @@ struct BadFile {
 
 struct LoadResult {
   std::string prefix;
-  std::vector<Dump> dumps;  // good dumps, ascending rank
+  std::vector<Dump> dumps;   // good dumps, ascending rank
   std::vector<BadFile> bad;  // ascending rank
   int64_t world_size = 0;    // of the default PG, agreed by most dumps; 0 if unknown
 };

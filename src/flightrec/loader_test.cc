@@ -1,9 +1,9 @@
 #include "flightrec/loader.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "flightrec/report.h"
 #include "flightrec/test_util.h"
@@ -14,7 +14,8 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path TempDir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("ek_fr_test_" + name + "_" + std::to_string(::getpid()));
+  fs::path p =
+      fs::temp_directory_path() / ("ek_fr_test_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
@@ -43,7 +44,8 @@ TEST(Loader, BadFilesAreReportedOneErrorEachAndTheRestAnalysed) {
   EXPECT_NE(load.bad[0].status.message().find("nccl_trace_rank_2: byte"), std::string::npos);
   EXPECT_NE(load.bad[0].status.message().find("truncated"), std::string::npos);
   EXPECT_EQ(load.bad[1].rank, 3);
-  EXPECT_NE(load.bad[1].status.message().find("nccl_trace_rank_3: byte 418: opcode 0x63 (GLOBAL) is not allowed"),
+  EXPECT_NE(load.bad[1].status.message().find(
+                "nccl_trace_rank_3: byte 418: opcode 0x63 (GLOBAL) is not allowed"),
             std::string::npos);
   EXPECT_EQ(load.bad[2].rank, 4);
   EXPECT_NE(load.bad[2].status.message().find("unknown dump version '3.0'"), std::string::npos);
@@ -56,8 +58,10 @@ TEST(Loader, BadFilesAreReportedOneErrorEachAndTheRestAnalysed) {
   EXPECT_EQ(f->kind, FindingKind::kMissingDumps);
   std::string text = RenderText("d", load, a);
   EXPECT_NE(text.find("missing ranks: 2-5\n"), std::string::npos);
-  EXPECT_NE(text.find("verdict: undecided: ranks 2-5 left no dump (stopped progressing, or killed before it could write "
-                      "one); ranks 0-1 last in pg 0 (default_pg) seq 2 all_reduce [[16]]: no mismatch among the dumps "
+  EXPECT_NE(text.find("verdict: undecided: ranks 2-5 left no dump (stopped progressing, or killed "
+                      "before it could write "
+                      "one); ranks 0-1 last in pg 0 (default_pg) seq 2 all_reduce [[16]]: no "
+                      "mismatch among the dumps "
                       "present - inconclusive\n"),
             std::string::npos)
       << text;
@@ -72,9 +76,7 @@ TEST(Loader, EmptyDirIsAnError) {
   fs::remove_all(dir);
 }
 
-TEST(Loader, MissingDirIsAnError) {
-  EXPECT_FALSE(LoadDumps("/nonexistent/fr", {}).ok());
-}
+TEST(Loader, MissingDirIsAnError) { EXPECT_FALSE(LoadDumps("/nonexistent/fr", {}).ok()); }
 
 TEST(Loader, SeveralPrefixesNeedDashPrefix) {
   fs::path dir = TempDir("prefixes");
@@ -107,7 +109,8 @@ TEST(Loader, SecondFileForARankIsBad) {
 TEST(Loader, EmptyAndGarbageFilesAreBadNotFatal) {
   fs::path dir = TempDir("garbage");
   for (int r = 0; r < 4; ++r) {
-    fs::copy_file(FixtureDir("type_mismatch") + "/nccl_trace_rank_" + std::to_string(r), dir / ("t_" + std::to_string(r)));
+    fs::copy_file(FixtureDir("type_mismatch") + "/nccl_trace_rank_" + std::to_string(r),
+                  dir / ("t_" + std::to_string(r)));
   }
   std::ofstream(dir / "t_4").close();
   std::ofstream(dir / "t_5") << "not a dump";

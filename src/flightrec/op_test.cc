@@ -18,7 +18,8 @@ struct Event {
 };
 
 // fr_trace's rule (FrTraceMatch) by default; `cross_rank` for evenkeel's Match.
-MatchInfo MatchInfoOf(const Event& a, const Event& b, bool cross_rank = false, int64_t pg_size = 2) {
+MatchInfo MatchInfoOf(const Event& a, const Event& b, bool cross_rank = false,
+                      int64_t pg_size = 2) {
   OpName na = ParseOpName(a.name), nb = ParseOpName(b.name);
   Entry ea, eb;
   auto fill = [](const Event& ev, Entry* e) {
@@ -58,14 +59,16 @@ TEST(Match, FrTraceMatchOneEvent) {
   out5.out = "[[5, 4]]";
   EXPECT_EQ(MatchEvents(ar, out5), MatchState::kSizeOrSyntaxMismatch);
   EXPECT_EQ(MatchEvents(out5, out5), MatchState::kSizeOrSyntaxMismatch);  // all_reduce in != out
-  EXPECT_EQ(MatchEvents(out5, out5, /*cross_rank=*/true), MatchState::kFullyMatched);  // the ranks agree
+  EXPECT_EQ(MatchEvents(out5, out5, /*cross_rank=*/true),
+            MatchState::kFullyMatched);  // the ranks agree
   Event done = ar;
   done.state = "completed";
   EXPECT_EQ(MatchEvents(ar, done), MatchState::kCollectiveStateMismatch);
   Event half = done;
   half.out_dtype = "{'float16'}";
   EXPECT_EQ(MatchEvents(half, done), MatchState::kCollectiveDtypeMismatch);
-  EXPECT_EQ(MatchEvents(half, done, /*cross_rank=*/true), MatchState::kCollectiveDtypeMismatch);  // outputs differ across ranks
+  EXPECT_EQ(MatchEvents(half, done, /*cross_rank=*/true),
+            MatchState::kCollectiveDtypeMismatch);  // outputs differ across ranks
   Event gather = ar;
   gather.name = "nccl:gather";
   gather.out = "[[4, 4], [4, 4]]";
@@ -81,11 +84,12 @@ TEST(Match, FrTraceMatchOneEvent) {
 }
 
 TEST(Match, FrTraceAllEventsMatchThemselves) {
-  for (const char* name : {"broadcast", "_broadcast_oop", "reduce", "_reduce_oop", "all_gather", "all_reduce",
-                           "_all_gather_base", "all_gather_into_tensor_coalesced", "reduce_scatter",
-                           "reduce_scatter_tensor_coalesced", "_reduce_scatter_base", "gather", "scatter",
-                           "all_to_all", "all_reduce_barrier", "allreduce_coalesced", "ALLGATHER_coalesced",
-                           "REDUCE_SCATTER_coalesced"}) {
+  for (const char* name :
+       {"broadcast", "_broadcast_oop", "reduce", "_reduce_oop", "all_gather", "all_reduce",
+        "_all_gather_base", "all_gather_into_tensor_coalesced", "reduce_scatter",
+        "reduce_scatter_tensor_coalesced", "_reduce_scatter_base", "gather", "scatter",
+        "all_to_all", "all_reduce_barrier", "allreduce_coalesced", "ALLGATHER_coalesced",
+        "REDUCE_SCATTER_coalesced"}) {
     Event e;
     e.name = std::string("nccl:") + name;
     std::string t = name;
@@ -127,7 +131,8 @@ TEST(Match, AllGatherInputOutputNumelOfOneRankIsNotACrossRankMismatch) {
   ag.in_numel0 = ag.out_numel0 = 64128 * 32;
   MatchInfo fr = MatchInfoOf(ag, ag);
   EXPECT_EQ(fr.state, MatchState::kSizeOrSyntaxMismatch);
-  EXPECT_EQ(fr.detail, "Found input numel '2052096 * pg size 2' does not match output numel '2052096'");
+  EXPECT_EQ(fr.detail,
+            "Found input numel '2052096 * pg size 2' does not match output numel '2052096'");
   EXPECT_EQ(MatchEvents(ag, ag, /*cross_rank=*/true), MatchState::kFullyMatched);
   // SelfCheck reports what fr_trace would say about the entry.
   OpName n = ParseOpName(ag.name);
@@ -149,9 +154,10 @@ TEST(Match, AllGatherInputOutputNumelOfOneRankIsNotACrossRankMismatch) {
 // every collective whose sizes fr_trace compares (not scatter's input, gather's
 // output, all_to_all's).
 TEST(Match, CrossRankSizeMismatchIsAMismatch) {
-  for (const char* name : {"gloo:all_reduce", "nccl:all_gather", "nccl:_all_gather_base", "nccl:reduce_scatter",
-                           "nccl:_reduce_scatter_base", "nccl:all_gather_into_tensor_coalesced",
-                           "nccl:reduce_scatter_tensor_coalesced", "nccl:broadcast", "gloo:allgather_coalesced"}) {
+  for (const char* name :
+       {"gloo:all_reduce", "nccl:all_gather", "nccl:_all_gather_base", "nccl:reduce_scatter",
+        "nccl:_reduce_scatter_base", "nccl:all_gather_into_tensor_coalesced",
+        "nccl:reduce_scatter_tensor_coalesced", "nccl:broadcast", "gloo:allgather_coalesced"}) {
     Event a, b;
     a.name = b.name = name;
     a.in = a.out = "[[10]]";
@@ -160,7 +166,9 @@ TEST(Match, CrossRankSizeMismatchIsAMismatch) {
     b.in_numel0 = b.out_numel0 = 12;
     MatchInfo info = MatchInfoOf(a, b, /*cross_rank=*/true);
     EXPECT_EQ(info.state, MatchState::kSizeOrSyntaxMismatch) << name;
-    EXPECT_EQ(info.detail, "Expected input sizes: '[[10]]' does not match found input sizes: '[[12]]'") << name;
+    EXPECT_EQ(info.detail,
+              "Expected input sizes: '[[10]]' does not match found input sizes: '[[12]]'")
+        << name;
   }
   Event a2a, other;
   a2a.name = other.name = "nccl:all_to_all";

@@ -1,11 +1,11 @@
 #include "flightrec/pickle_reader.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace ek::flightrec {
 
@@ -14,44 +14,82 @@ namespace {
 // Opcode names for error messages (pickletools spelling).
 const char* OpcodeName(uint8_t op) {
   switch (op) {
-    case 'c': return "GLOBAL";
-    case 0x93: return "STACK_GLOBAL";
-    case 'R': return "REDUCE";
-    case 'b': return "BUILD";
-    case 'i': return "INST";
-    case 'o': return "OBJ";
-    case 0x81: return "NEWOBJ";
-    case 0x92: return "NEWOBJ_EX";
-    case 'P': return "PERSID";
-    case 'Q': return "BINPERSID";
-    case 0x82: return "EXT1";
-    case 0x83: return "EXT2";
-    case 0x84: return "EXT4";
-    case 'I': return "INT";
-    case 'L': return "LONG";
-    case 'F': return "FLOAT";
-    case 'S': return "STRING";
-    case 'T': return "BINSTRING";
-    case 'U': return "SHORT_BINSTRING";
-    case 'V': return "UNICODE";
-    case 'B': return "BINBYTES";
-    case 'C': return "SHORT_BINBYTES";
-    case 0x8e: return "BINBYTES8";
-    case 0x96: return "BYTEARRAY8";
-    case 0x97: return "NEXT_BUFFER";
-    case 0x98: return "READONLY_BUFFER";
-    case 0x8b: return "LONG4";
-    case 0x8f: return "EMPTY_SET";
-    case 0x90: return "ADDITEMS";
-    case 0x91: return "FROZENSET";
-    case 'l': return "LIST";
-    case 'd': return "DICT";
-    case 'p': return "PUT";
-    case 'g': return "GET";
-    case '0': return "POP";
-    case '1': return "POP_MARK";
-    case '2': return "DUP";
-    default: return "unknown opcode";
+    case 'c':
+      return "GLOBAL";
+    case 0x93:
+      return "STACK_GLOBAL";
+    case 'R':
+      return "REDUCE";
+    case 'b':
+      return "BUILD";
+    case 'i':
+      return "INST";
+    case 'o':
+      return "OBJ";
+    case 0x81:
+      return "NEWOBJ";
+    case 0x92:
+      return "NEWOBJ_EX";
+    case 'P':
+      return "PERSID";
+    case 'Q':
+      return "BINPERSID";
+    case 0x82:
+      return "EXT1";
+    case 0x83:
+      return "EXT2";
+    case 0x84:
+      return "EXT4";
+    case 'I':
+      return "INT";
+    case 'L':
+      return "LONG";
+    case 'F':
+      return "FLOAT";
+    case 'S':
+      return "STRING";
+    case 'T':
+      return "BINSTRING";
+    case 'U':
+      return "SHORT_BINSTRING";
+    case 'V':
+      return "UNICODE";
+    case 'B':
+      return "BINBYTES";
+    case 'C':
+      return "SHORT_BINBYTES";
+    case 0x8e:
+      return "BINBYTES8";
+    case 0x96:
+      return "BYTEARRAY8";
+    case 0x97:
+      return "NEXT_BUFFER";
+    case 0x98:
+      return "READONLY_BUFFER";
+    case 0x8b:
+      return "LONG4";
+    case 0x8f:
+      return "EMPTY_SET";
+    case 0x90:
+      return "ADDITEMS";
+    case 0x91:
+      return "FROZENSET";
+    case 'l':
+      return "LIST";
+    case 'd':
+      return "DICT";
+    case 'p':
+      return "PUT";
+    case 'g':
+      return "GET";
+    case '0':
+      return "POP";
+    case '1':
+      return "POP_MARK";
+    case '2':
+      return "DUP";
+    default:
+      return "unknown opcode";
   }
 }
 
@@ -106,7 +144,8 @@ class Vm {
   bool TakeLe(T* v) {
     const char* p;
     if (!Take(sizeof(T), &p)) return false;
-    std::memcpy(v, p, sizeof(T));  // pickle operands are little-endian; so is every host we build on
+    std::memcpy(v, p,
+                sizeof(T));  // pickle operands are little-endian; so is every host we build on
     return true;
   }
   bool Truncated(size_t at, uint8_t op) {
@@ -145,11 +184,13 @@ class Vm {
     return true;
   }
   [[gnu::always_inline]] bool Recall(size_t at, uint64_t id) {
-    if (id >= memo_.size() || memo_[id] == kUnset) return Fail(at, fmt::format("memo id {} was never stored", id));
+    if (id >= memo_.size() || memo_[id] == kUnset)
+      return Fail(at, fmt::format("memo id {} was never stored", id));
     return Push(memo_[id]);
   }
   bool Tuple(size_t at, size_t n) {
-    if (stack_.size() < n + Floor()) return Fail(at, "tuple needs more values than the stack holds");
+    if (stack_.size() < n + Floor())
+      return Fail(at, "tuple needs more values than the stack holds");
     NodeId t = doc_.AddContainer(Kind::kTuple);
     doc_.Extend(t, std::span<const NodeId>(stack_.data() + stack_.size() - n, n));
     stack_.resize(stack_.size() - n);
@@ -180,7 +221,8 @@ inline bool Vm::Step(size_t at, uint8_t op) {
       if (!Take(1, &p)) return Truncated(at, op);
       int proto = static_cast<uint8_t>(*p);
       if (at != 0 || seen_proto_) return Fail(at, "PROTO not at the start");
-      if (proto < 2 || proto > 5) return Fail(at, fmt::format("pickle protocol {} (dumps use 2)", proto));
+      if (proto < 2 || proto > 5)
+        return Fail(at, fmt::format("pickle protocol {} (dumps use 2)", proto));
       seen_proto_ = true;
       return true;
     }
@@ -209,7 +251,9 @@ inline bool Vm::Step(size_t at, uint8_t op) {
       if (m == 0) return Fail(at, "no container below MARK");
       NodeId c = stack_[m - 1];
       Kind want = op == 'u' ? Kind::kDict : Kind::kList;
-      if (doc_.kind(c) != want) return Fail(at, fmt::format("{} on a {}", op == 'u' ? "SETITEMS" : "APPENDS", KindName(doc_.kind(c))));
+      if (doc_.kind(c) != want)
+        return Fail(at, fmt::format("{} on a {}", op == 'u' ? "SETITEMS" : "APPENDS",
+                                    KindName(doc_.kind(c))));
       size_t n = stack_.size() - m;
       if (op == 'u' && n % 2 != 0) return Fail(at, "SETITEMS with an odd number of values");
       doc_.Extend(c, std::span<const NodeId>(stack_.data() + m, n));
@@ -219,10 +263,13 @@ inline bool Vm::Step(size_t at, uint8_t op) {
     case 's':    // SETITEM
     case 'a': {  // APPEND
       size_t n = op == 's' ? 2 : 1;
-      if (stack_.size() < n + 1 + Floor()) return Fail(at, "SETITEM/APPEND needs more values than the stack holds");
+      if (stack_.size() < n + 1 + Floor())
+        return Fail(at, "SETITEM/APPEND needs more values than the stack holds");
       NodeId c = stack_[stack_.size() - n - 1];
       Kind want = op == 's' ? Kind::kDict : Kind::kList;
-      if (doc_.kind(c) != want) return Fail(at, fmt::format("{} on a {}", op == 's' ? "SETITEM" : "APPEND", KindName(doc_.kind(c))));
+      if (doc_.kind(c) != want)
+        return Fail(at, fmt::format("{} on a {}", op == 's' ? "SETITEM" : "APPEND",
+                                    KindName(doc_.kind(c))));
       doc_.Extend(c, std::span<const NodeId>(stack_.data() + stack_.size() - n, n));
       stack_.resize(stack_.size() - n);
       return true;
@@ -234,9 +281,12 @@ inline bool Vm::Step(size_t at, uint8_t op) {
       doc_.Extend(t, items_);
       return Push(t);
     }
-    case 0x85: return Tuple(at, 1);
-    case 0x86: return Tuple(at, 2);
-    case 0x87: return Tuple(at, 3);
+    case 0x85:
+      return Tuple(at, 1);
+    case 0x86:
+      return Tuple(at, 2);
+    case 0x87:
+      return Tuple(at, 3);
     case 'X': {  // BINUNICODE
       uint32_t n;
       if (!TakeLe(&n)) return Truncated(at, op);
@@ -284,10 +334,13 @@ inline bool Vm::Step(size_t at, uint8_t op) {
       for (int i = 0; i < 8; ++i) bits = (bits << 8) | static_cast<uint8_t>(p[i]);
       return Push(doc_.AddScalar(Kind::kFloat, bits));
     }
-    case 0x88: return Push(doc_.AddScalar(Kind::kBool, 1));  // NEWTRUE
-    case 0x89: return Push(doc_.AddScalar(Kind::kBool, 0));  // NEWFALSE
-    case 'N': return Push(doc_.AddScalar(Kind::kNone, 0));   // NONE
-    case 'q': {  // BINPUT
+    case 0x88:
+      return Push(doc_.AddScalar(Kind::kBool, 1));  // NEWTRUE
+    case 0x89:
+      return Push(doc_.AddScalar(Kind::kBool, 0));  // NEWFALSE
+    case 'N':
+      return Push(doc_.AddScalar(Kind::kNone, 0));  // NONE
+    case 'q': {                                     // BINPUT
       uint8_t id;
       if (!TakeLe(&id)) return Truncated(at, op);
       return Memo(at, id);
@@ -310,7 +363,10 @@ inline bool Vm::Step(size_t at, uint8_t op) {
       return Recall(at, id);
     }
     default:
-      return Fail(at, fmt::format("opcode 0x{:02x} ({}) is not allowed: a flight-recorder dump holds data only", op, OpcodeName(op)));
+      return Fail(
+          at,
+          fmt::format("opcode 0x{:02x} ({}) is not allowed: a flight-recorder dump holds data only",
+                      op, OpcodeName(op)));
   }
 }
 

@@ -1,8 +1,8 @@
 #include "flightrec/pickle_reader.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace ek::flightrec {
 namespace {
@@ -21,12 +21,14 @@ std::string Str(const std::string& s) {  // BINUNICODE + BINPUT is added by the 
 }
 
 TEST(PickleReader, ReadsTorchStyleDictWithMemoizedStrings) {
-  // {"a": "x", "b": "x", "n": -1, "t": 1718000000000000000, "f": 0.25, "p": ("0", "x"), "l": [True, None]}
+  // {"a": "x", "b": "x", "n": -1, "t": 1718000000000000000, "f": 0.25, "p": ("0", "x"), "l": [True,
+  // None]}
   std::string p = Bytes({0x80, 2, '}', '('});
   p += Str("a") + Bytes({'q', 0}) + Str("x") + Bytes({'q', 1});
   p += Str("b") + Bytes({'q', 2}) + Bytes({'h', 1});
   p += Str("n") + Bytes({'q', 3}) + Bytes({'J', 0xff, 0xff, 0xff, 0xff});
-  p += Str("t") + Bytes({'q', 4}) + Bytes({0x8a, 8, 0x00, 0x00, 0x1f, 0xcc, 0xe5, 0x8f, 0xd7, 0x17});
+  p +=
+      Str("t") + Bytes({'q', 4}) + Bytes({0x8a, 8, 0x00, 0x00, 0x1f, 0xcc, 0xe5, 0x8f, 0xd7, 0x17});
   p += Str("f") + Bytes({'q', 5}) + Bytes({'G', 0x3f, 0xd0, 0, 0, 0, 0, 0, 0});
   p += Str("p") + Bytes({'q', 6}) + Str("0") + Bytes({'q', 7}) + Bytes({'h', 1, 0x86});
   p += Str("l") + Bytes({'q', 8}) + Bytes({']', '(', 0x88, 'N', 'e'});
@@ -60,9 +62,14 @@ TEST(PickleReader, NegativeLong1IsSignExtended) {
 }
 
 TEST(PickleReader, RefusesGlobalWithByteOffset) {
-  auto doc = ParsePickle("\x80\x02" "cos\nsystem\n" "X\x02\x00\x00\x00ls" "\x85R.");
+  auto doc = ParsePickle(
+      "\x80\x02"
+      "cos\nsystem\n"
+      "X\x02\x00\x00\x00ls"
+      "\x85R.");
   ASSERT_FALSE(doc.ok());
-  EXPECT_EQ(doc.status().message(), "byte 2: opcode 0x63 (GLOBAL) is not allowed: a flight-recorder dump holds data only");
+  EXPECT_EQ(doc.status().message(),
+            "byte 2: opcode 0x63 (GLOBAL) is not allowed: a flight-recorder dump holds data only");
 }
 
 TEST(PickleReader, RefusesReduceAndStackGlobal) {
@@ -79,26 +86,29 @@ TEST(PickleReader, RefusesReduceAndStackGlobal) {
 
 TEST(PickleReader, TruncatedInputsAreErrors) {
   EXPECT_FALSE(ParsePickle("").ok());
-  EXPECT_FALSE(ParsePickle(Bytes({0x80, 2, '}', '('})).ok());           // no STOP
-  EXPECT_FALSE(ParsePickle(Bytes({0x80, 2, 'X', 10, 0, 0, 0, 'a'})).ok());  // string runs past the end
-  EXPECT_FALSE(ParsePickle(Bytes({0x80, 2, 'J', 1})).ok());              // operand cut short
+  EXPECT_FALSE(ParsePickle(Bytes({0x80, 2, '}', '('})).ok());  // no STOP
+  EXPECT_FALSE(
+      ParsePickle(Bytes({0x80, 2, 'X', 10, 0, 0, 0, 'a'})).ok());  // string runs past the end
+  EXPECT_FALSE(ParsePickle(Bytes({0x80, 2, 'J', 1})).ok());        // operand cut short
   auto r = ParsePickle(Bytes({0x80, 2, 'X', 0xff, 0xff, 0xff, 0x7f, '.'}));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("byte 2: truncated operand"), std::string::npos);
 }
 
 TEST(PickleReader, StructuralErrors) {
-  EXPECT_FALSE(ParsePickle(Bytes({0x80, 2, 'h', 3, '.'})).ok());               // memo never stored
-  EXPECT_FALSE(ParsePickle(Bytes({0x80, 2, '}', '(', 'N', 'u', '.'})).ok());    // odd SETITEMS
-  EXPECT_FALSE(ParsePickle(Bytes({0x80, 2, ']', '(', 'N', 'u', '.'})).ok());    // SETITEMS on a list
-  EXPECT_FALSE(ParsePickle(Bytes({0x80, 2, 'N', 'N', '.'})).ok());              // two values at STOP
-  EXPECT_FALSE(ParsePickle(Bytes({0x80, 1, 'N', '.'})).ok());                   // protocol 1
-  EXPECT_FALSE(ParsePickle(Bytes({0x80, 2, 0x8a, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, '.'})).ok());  // > 64 bits
+  EXPECT_FALSE(ParsePickle(Bytes({0x80, 2, 'h', 3, '.'})).ok());              // memo never stored
+  EXPECT_FALSE(ParsePickle(Bytes({0x80, 2, '}', '(', 'N', 'u', '.'})).ok());  // odd SETITEMS
+  EXPECT_FALSE(ParsePickle(Bytes({0x80, 2, ']', '(', 'N', 'u', '.'})).ok());  // SETITEMS on a list
+  EXPECT_FALSE(ParsePickle(Bytes({0x80, 2, 'N', 'N', '.'})).ok());            // two values at STOP
+  EXPECT_FALSE(ParsePickle(Bytes({0x80, 1, 'N', '.'})).ok());                 // protocol 1
+  EXPECT_FALSE(
+      ParsePickle(Bytes({0x80, 2, 0x8a, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1, '.'})).ok());  // > 64 bits
 }
 
 TEST(PickleReader, AcceptsCPythonRepickledOpcodes) {
   // protocol 4: FRAME, SHORT_BINUNICODE, MEMOIZE, EMPTY_DICT, SETITEM
-  std::string p = Bytes({0x80, 4, 0x95, 9, 0, 0, 0, 0, 0, 0, 0, '}', 0x94, 0x8c, 1, 'k', 0x94, 'K', 7, 's', '.'});
+  std::string p = Bytes(
+      {0x80, 4, 0x95, 9, 0, 0, 0, 0, 0, 0, 0, '}', 0x94, 0x8c, 1, 'k', 0x94, 'K', 7, 's', '.'});
   auto doc = ParsePickle(p);
   ASSERT_TRUE(doc.ok()) << doc.status().message();
   NodeId v;

@@ -1,9 +1,9 @@
 #include "flightrec/report.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "core/json_out.h"
 
@@ -33,7 +33,8 @@ std::string OpLabel(const SlotEntry& s) {
   std::string type = s.name->type;
   if (type == "all_reduce_barrier") type = "all_reduce (barrier)";
   if (s.name->op_class == OpClass::kSend || s.name->op_class == OpClass::kRecv) {
-    type = s.dump->sym(s.entry->profiling_name).substr(s.name->lib.empty() ? 0 : s.name->lib.size() + 1);
+    type = s.dump->sym(s.entry->profiling_name)
+               .substr(s.name->lib.empty() ? 0 : s.name->lib.size() + 1);
   }
   std::string in = Compact(s.dump->sym(s.entry->input_sizes));
   std::string out = Compact(s.dump->sym(s.entry->output_sizes));
@@ -45,29 +46,38 @@ std::string OpLabel(const SlotEntry& s) {
 std::string Suffix(const Finding& f) {
   switch (f.kind) {
     case FindingKind::kErrors: {
-      MatchState s = f.culprits.empty() ? MatchState::kSizeOrSyntaxMismatch : f.culprits.front().info.state;
+      MatchState s =
+          f.culprits.empty() ? MatchState::kSizeOrSyntaxMismatch : f.culprits.front().info.state;
       switch (s) {
-        case MatchState::kCollectiveTypeMismatch: return "different collectives at the same slot - conclusive";
+        case MatchState::kCollectiveTypeMismatch:
+          return "different collectives at the same slot - conclusive";
         case MatchState::kSizeOrSyntaxMismatch:
           if (!f.entries.empty() && (f.entries.front().name->op_class == OpClass::kSend ||
                                      f.entries.front().name->op_class == OpClass::kRecv)) {
             return "send and recv do not pair up (peers or sizes differ) - conclusive";
           }
           return "same collective, different sizes - conclusive";
-        case MatchState::kCollectiveDtypeMismatch: return "same collective, different dtypes - conclusive";
+        case MatchState::kCollectiveDtypeMismatch:
+          return "same collective, different dtypes - conclusive";
         case MatchState::kCollectiveStateMismatch:
           return "same collective in different states - inconclusive (a rank may only be slower)";
-        default: return "mismatch";
+        default:
+          return "mismatch";
       }
     }
     case FindingKind::kMissingRanks:
       if (RankStopped(f)) return "a rank stopped, not a desync - inconclusive";
-      return "not all ranks joined the collective (a rank skipped a sequence id the others issued) - conclusive";
+      return "not all ranks joined the collective (a rank skipped a sequence id the others issued) "
+             "- conclusive";
     case FindingKind::kAllToAllNumel:
-      return fmt::format("all_to_all element counts differ (in {}, out {}) - conclusive", f.total_input_numel, f.total_output_numel);
-    case FindingKind::kMissingDumps: return "no mismatch among the dumps present - inconclusive";
-    case FindingKind::kNoErrors: return "no mismatch found at this slot";
-    case FindingKind::kP2pMismatch: return "send/recv ops do not pair up - conclusive";
+      return fmt::format("all_to_all element counts differ (in {}, out {}) - conclusive",
+                         f.total_input_numel, f.total_output_numel);
+    case FindingKind::kMissingDumps:
+      return "no mismatch among the dumps present - inconclusive";
+    case FindingKind::kNoErrors:
+      return "no mismatch found at this slot";
+    case FindingKind::kP2pMismatch:
+      return "send/recv ops do not pair up - conclusive";
   }
   return "";
 }
@@ -82,19 +92,25 @@ std::vector<std::pair<std::string, std::vector<int64_t>>> SlotGroups(const Findi
   for (const SlotEntry& s : f.entries) {
     if (ops_differ) break;
     const SlotEntry& r = f.entries.front();
-    auto d = [](const SlotEntry& x) { return x.dump->sym(x.entry->input_dtypes) + x.dump->sym(x.entry->output_dtypes); };
+    auto d = [](const SlotEntry& x) {
+      return x.dump->sym(x.entry->input_dtypes) + x.dump->sym(x.entry->output_dtypes);
+    };
     dtypes_differ |= d(s) != d(r);
     states_differ |= s.dump->sym(s.entry->state) != r.dump->sym(r.entry->state);
   }
   for (const SlotEntry& s : f.entries) {
     std::string label = OpLabel(s);
     if (dtypes_differ) {
-      label += fmt::format(" {}->{}", Compact(s.dump->sym(s.entry->input_dtypes)), Compact(s.dump->sym(s.entry->output_dtypes)));
+      label += fmt::format(" {}->{}", Compact(s.dump->sym(s.entry->input_dtypes)),
+                           Compact(s.dump->sym(s.entry->output_dtypes)));
     }
     if (states_differ) label += fmt::format(" ({})", s.dump->sym(s.entry->state));
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == label; });
-    if (it == groups.end()) groups.push_back({label, {s.rank}});
-    else it->second.push_back(s.rank);
+    auto it =
+        std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == label; });
+    if (it == groups.end())
+      groups.push_back({label, {s.rank}});
+    else
+      it->second.push_back(s.rank);
   }
   std::stable_sort(groups.begin(), groups.end(), [&](const auto& a, const auto& b) {
     bool ra = std::count(a.second.begin(), a.second.end(), f.reference_rank) > 0;
@@ -113,9 +129,11 @@ std::vector<int64_t> CulpritRanks(const Finding& f) {
 std::string DifferenceNote(const Finding& f) {
   if (f.reference_rank == f.fr_trace_reference_rank) return "";
   return fmt::format(
-      "fr_trace takes the first-listed rank's entry as the reference; with rank {} listed first it names {} as culprit, "
+      "fr_trace takes the first-listed rank's entry as the reference; with rank {} listed first it "
+      "names {} as culprit, "
       "evenkeel takes the entry most ranks share (rank {}'s) and names {}",
-      f.fr_trace_reference_rank, Ranks(f.fr_trace_culprits), f.reference_rank, Ranks(CulpritRanks(f)));
+      f.fr_trace_reference_rank, Ranks(f.fr_trace_culprits), f.reference_rank,
+      Ranks(CulpritRanks(f)));
 }
 
 struct RankLine {
@@ -126,8 +144,8 @@ struct RankLine {
 std::string LastCompleted(const Dump& d) {
   for (auto it = d.entries.rbegin(); it != d.entries.rend(); ++it) {
     if (d.sym(it->state) == "completed") {
-      return fmt::format("{} seq {} {}", PgLabel(d.sym(it->pg_name), d.sym(it->pg_desc)), it->collective_seq_id,
-                         d.sym(it->profiling_name));
+      return fmt::format("{} seq {} {}", PgLabel(d.sym(it->pg_name), d.sym(it->pg_desc)),
+                         it->collective_seq_id, d.sym(it->profiling_name));
     }
   }
   if (!d.pg_status.empty()) {
@@ -170,7 +188,8 @@ std::vector<Lag> Lagging(const LoadResult& load) {
   return lags;
 }
 
-std::vector<std::pair<std::string, std::vector<int64_t>>> GroupLines(const std::vector<RankLine>& lines) {
+std::vector<std::pair<std::string, std::vector<int64_t>>> GroupLines(
+    const std::vector<RankLine>& lines) {
   std::vector<std::pair<std::string, std::vector<int64_t>>> out;
   std::map<std::string, size_t> at;
   for (const RankLine& l : lines) {
@@ -222,22 +241,24 @@ bool Conclusive(const Analysis& analysis) {
 std::string VerdictLine(const LoadResult& load, const Analysis& a) {
   const Finding* f = HeadlineFinding(a);
   if (!f) {
-    return fmt::format("no desync: {} collectives matched across {} (fr_trace finds no mismatch)", a.collectives_matched,
-                       load.dumps.empty() ? "no ranks" : Ranks([&] {
+    return fmt::format("no desync: {} collectives matched across {} (fr_trace finds no mismatch)",
+                       a.collectives_matched, load.dumps.empty() ? "no ranks" : Ranks([&] {
                          std::vector<int64_t> r;
                          for (const Dump& d : load.dumps) r.push_back(d.rank);
                          return r;
                        }()));
   }
   if (RankStopped(*f)) {
-    // "rank 1 stopped issuing collectives at pg 0 (default_pg) seq 65 (...); rank 0 waits in seq 66 all_gather ...".
+    // "rank 1 stopped issuing collectives at pg 0 (default_pg) seq 65 (...); rank 0 waits in seq 66
+    // all_gather ...".
     std::map<int64_t, std::vector<int64_t>> by_seq;
     for (const StoppedRank& s : f->stopped) by_seq[s.last_seq].push_back(s.rank);
     std::string line;
     for (const auto& [seq, ranks] : by_seq) {
-      line += fmt::format("{}{} stopped issuing collectives {} {}", line.empty() ? "" : "; ", Ranks(ranks),
-                          line.empty() ? "at " + PgLabel(f->pg_name, f->pg_desc) : std::string("at"),
-                          seq < 0 ? std::string("before its first") : fmt::format("seq {}", seq));
+      line += fmt::format(
+          "{}{} stopped issuing collectives {} {}", line.empty() ? "" : "; ", Ranks(ranks),
+          line.empty() ? "at " + PgLabel(f->pg_name, f->pg_desc) : std::string("at"),
+          seq < 0 ? std::string("before its first") : fmt::format("seq {}", seq));
     }
     line += " (exited, or hangs outside a collective)";
     bool first = true;
@@ -246,14 +267,16 @@ std::string VerdictLine(const LoadResult& load, const Analysis& a) {
                           first ? fmt::format("seq {} ", f->collective_seq_id) : "", label);
       first = false;
     }
-    if (!f->missing_dump_ranks.empty()) line += fmt::format("; {} left no dump", Ranks(f->missing_dump_ranks));
+    if (!f->missing_dump_ranks.empty())
+      line += fmt::format("; {} left no dump", Ranks(f->missing_dump_ranks));
     return line + ": " + Suffix(*f);
   }
   if (f->kind == FindingKind::kMissingDumps) {
     // Every slot of a PG with a member missing is undecided from its first on:
     // say where the dumps present end, which is where they wait.
-    std::string line = fmt::format("undecided: {} left no dump (stopped progressing, or killed before it could write one)",
-                                   Ranks(f->missing_dump_ranks));
+    std::string line = fmt::format(
+        "undecided: {} left no dump (stopped progressing, or killed before it could write one)",
+        Ranks(f->missing_dump_ranks));
     std::vector<std::pair<std::string, std::vector<int64_t>>> last;
     for (const Dump& d : load.dumps) {
       const Entry* e = nullptr;
@@ -262,27 +285,34 @@ std::string VerdictLine(const LoadResult& load, const Analysis& a) {
       }
       if (!e) continue;
       OpName name = ParseOpName(d.sym(e->profiling_name));
-      std::string label = fmt::format("seq {} {}", e->collective_seq_id, OpLabel({d.rank, &d, e, &name}));
-      auto it = std::find_if(last.begin(), last.end(), [&](const auto& x) { return x.first == label; });
-      if (it == last.end()) last.push_back({label, {d.rank}});
-      else it->second.push_back(d.rank);
+      std::string label =
+          fmt::format("seq {} {}", e->collective_seq_id, OpLabel({d.rank, &d, e, &name}));
+      auto it =
+          std::find_if(last.begin(), last.end(), [&](const auto& x) { return x.first == label; });
+      if (it == last.end())
+        last.push_back({label, {d.rank}});
+      else
+        it->second.push_back(d.rank);
     }
     for (size_t i = 0; i < last.size(); ++i) {
-      line += fmt::format("; {} last in {}{}", Ranks(last[i].second), i == 0 ? PgLabel(f->pg_name, f->pg_desc) + " " : "",
-                          last[i].first);
+      line += fmt::format("; {} last in {}{}", Ranks(last[i].second),
+                          i == 0 ? PgLabel(f->pg_name, f->pg_desc) + " " : "", last[i].first);
     }
     return line + ": " + Suffix(*f);
   }
   // Without the missing dumps nothing can be blamed: not called a desync.
-  std::string line = fmt::format("{} at {} seq {}: ", f->kind == FindingKind::kMissingDumps ? "undecided" : "desync",
-                                 PgLabel(f->pg_name, f->pg_desc), f->collective_seq_id);
+  std::string line = fmt::format(
+      "{} at {} seq {}: ", f->kind == FindingKind::kMissingDumps ? "undecided" : "desync",
+      PgLabel(f->pg_name, f->pg_desc), f->collective_seq_id);
   bool first = true;
   for (const auto& [label, ranks] : SlotGroups(*f)) {
     line += fmt::format("{}{} in {}", first ? "" : "; ", Ranks(ranks), label);
     first = false;
   }
-  if (!f->missing_ranks.empty()) line += fmt::format("; {} never issued it", Ranks(f->missing_ranks));
-  if (!f->missing_dump_ranks.empty()) line += fmt::format("; {} left no dump", Ranks(f->missing_dump_ranks));
+  if (!f->missing_ranks.empty())
+    line += fmt::format("; {} never issued it", Ranks(f->missing_ranks));
+  if (!f->missing_dump_ranks.empty())
+    line += fmt::format("; {} left no dump", Ranks(f->missing_dump_ranks));
   return line + ": " + Suffix(*f);
 }
 
@@ -298,59 +328,75 @@ std::string RenderText(const std::string& dir, const LoadResult& load, const Ana
   }
   std::string vs;
   for (auto& [v, n] : versions) vs += fmt::format("{}{} ({} dumps)", vs.empty() ? "" : ", ", v, n);
-  out += fmt::format("dumps: {} read from {} (prefix '{}', version {}), world size {}\n", Ranks(read), dir, load.prefix, vs,
-                     load.world_size);
+  out += fmt::format("dumps: {} read from {} (prefix '{}', version {}), world size {}\n",
+                     Ranks(read), dir, load.prefix, vs, load.world_size);
   for (const BadFile& b : load.bad) out += fmt::format("bad file: {}\n", b.status.message());
   std::vector<int64_t> missing = MissingRanks(load, a);
   out += fmt::format("missing ranks: {}\n", missing.empty() ? "none" : CompactRanges(missing));
   out += fmt::format("collectives matched on all ranks: {}\n", a.collectives_matched);
   std::vector<Lag> lags = Lagging(load);
-  if (lags.empty()) out += "lagging ranks: none (every rank's last entry has the same sequence id per pg)\n";
+  if (lags.empty())
+    out += "lagging ranks: none (every rank's last entry has the same sequence id per pg)\n";
   for (const Lag& lag : lags) {
     std::map<int64_t, std::vector<int64_t>> by_seq;
     for (auto [r, s] : lag.behind) by_seq[s].push_back(r);
     for (auto& [s, ranks] : by_seq) {
-      out += fmt::format("lagging ranks: {} last issued seq {} in {}, others reached {}\n", Ranks(ranks), s, lag.pg, lag.max_seq);
+      out += fmt::format("lagging ranks: {} last issued seq {} in {}, others reached {}\n",
+                         Ranks(ranks), s, lag.pg, lag.max_seq);
     }
   }
   std::vector<RankLine> lines;
   for (const Dump& d : load.dumps) lines.push_back({d.rank, LastCompleted(d)});
   out += "last completed collective per rank:\n";
-  for (auto& [text, ranks] : GroupLines(lines)) out += fmt::format("  {}: {}\n", Ranks(ranks), text);
+  for (auto& [text, ranks] : GroupLines(lines))
+    out += fmt::format("  {}: {}\n", Ranks(ranks), text);
   if (head) {
     // Stack frames of the mismatched entry, grouped by identical stacks.
     std::vector<std::pair<std::string, std::vector<int64_t>>> stacks;
     for (const SlotEntry& s : head->entries) {
       std::string text = fmt::format("{}:\n", OpLabel(s)) + FrameText(*s.dump, *s.entry);
       if (s.entry->stack < 0) continue;
-      auto it = std::find_if(stacks.begin(), stacks.end(), [&](const auto& x) { return x.first == text; });
-      if (it == stacks.end()) stacks.push_back({text, {s.rank}});
-      else it->second.push_back(s.rank);
+      auto it = std::find_if(stacks.begin(), stacks.end(),
+                             [&](const auto& x) { return x.first == text; });
+      if (it == stacks.end())
+        stacks.push_back({text, {s.rank}});
+      else
+        it->second.push_back(s.rank);
     }
     if (stacks.empty()) {
-      out += "stack frames: none in these dumps (JSON dumps and dumps taken without stack traces have none)\n";
+      out +=
+          "stack frames: none in these dumps (JSON dumps and dumps taken without stack traces have "
+          "none)\n";
     } else {
-      out += fmt::format("stack frames of the entries at {} seq {}:\n", PgLabel(head->pg_name, head->pg_desc), head->collective_seq_id);
+      out += fmt::format("stack frames of the entries at {} seq {}:\n",
+                         PgLabel(head->pg_name, head->pg_desc), head->collective_seq_id);
       for (auto& [text, ranks] : stacks) out += fmt::format("  {} in {}", Ranks(ranks), text);
     }
     // Where a rank that stopped was last seen issuing a collective.
     for (const StoppedRank& st : head->stopped) {
       if (!st.last.entry || st.last.entry->stack < 0) continue;
-      out += fmt::format("stack frames of rank {}'s last entry (seq {} {}):\n", st.rank, st.last_seq, OpLabel(st.last)) +
+      out += fmt::format("stack frames of rank {}'s last entry (seq {} {}):\n", st.rank,
+                         st.last_seq, OpLabel(st.last)) +
              FrameText(*st.last.dump, *st.last.entry);
     }
   }
   if (!a.findings.empty()) {
-    out += "findings (fr_trace categories; after a pg's first mismatch its later findings are low-reliability):\n";
+    out +=
+        "findings (fr_trace categories; after a pg's first mismatch its later findings are "
+        "low-reliability):\n";
     size_t shown = 0;
     for (const Finding& f : a.findings) {
       if (shown++ == 20) {
-        out += fmt::format("  ... {} more (see --json)\n", a.findings.size() - 20 + a.findings_dropped);
+        out += fmt::format("  ... {} more (see --json)\n",
+                           a.findings.size() - 20 + a.findings_dropped);
         break;
       }
       std::string what;
-      if (f.kind == FindingKind::kErrors || f.kind == FindingKind::kP2pMismatch || f.kind == FindingKind::kAllToAllNumel) {
-        for (const Culprit& c : f.culprits) what += fmt::format("{}culprit rank {}: {}", what.empty() ? "" : "; ", c.rank, c.info.ToString());
+      if (f.kind == FindingKind::kErrors || f.kind == FindingKind::kP2pMismatch ||
+          f.kind == FindingKind::kAllToAllNumel) {
+        for (const Culprit& c : f.culprits)
+          what += fmt::format("{}culprit rank {}: {}", what.empty() ? "" : "; ", c.rank,
+                              c.info.ToString());
       } else if (f.kind == FindingKind::kMissingRanks) {
         what = fmt::format("not all ranks joining, missing {}", Ranks(f.missing_ranks));
       } else if (f.kind == FindingKind::kMissingDumps) {
@@ -358,9 +404,12 @@ std::string RenderText(const std::string& dir, const LoadResult& load, const Ana
       } else {
         what = "no errors found for this entry";
       }
-      out += fmt::format("  {}{} seq {} (record {}, {}): {}\n", f.first_in_pg ? "" : "(after first) ",
-                         PgLabel(f.pg_name, f.pg_desc), f.collective_seq_id, f.record_id,
-                         f.entries.empty() ? "?" : f.entries.front().dump->sym(f.entries.front().entry->profiling_name), what);
+      out += fmt::format(
+          "  {}{} seq {} (record {}, {}): {}\n", f.first_in_pg ? "" : "(after first) ",
+          PgLabel(f.pg_name, f.pg_desc), f.collective_seq_id, f.record_id,
+          f.entries.empty() ? "?"
+                            : f.entries.front().dump->sym(f.entries.front().entry->profiling_name),
+          what);
     }
   }
   for (const std::string& n : a.notes) out += "note: " + n + "\n";
@@ -388,99 +437,194 @@ void IntList(std::string* out, const std::vector<int64_t>& v) {
 std::string RenderJson(const std::string& dir, const LoadResult& load, const Analysis& a) {
   std::string o = "{";
   const Finding* head = HeadlineFinding(a);
-  Key(&o, "dir"); AppendJsonString(&o, dir);
-  o += ','; Key(&o, "prefix"); AppendJsonString(&o, load.prefix);
-  o += ','; Key(&o, "world_size"); AppendInt(&o, load.world_size);
-  o += ','; Key(&o, "verdict"); AppendJsonString(&o, VerdictLine(load, a));
-  o += ','; Key(&o, "desync"); o += head && head->kind != FindingKind::kMissingDumps && !RankStopped(*head) ? "true" : "false";
-  o += ','; Key(&o, "conclusive"); o += Conclusive(a) ? "true" : "false";
-  o += ','; Key(&o, "differs_from_fr_trace"); AppendJsonString(&o, head ? DifferenceNote(*head) : "");
+  Key(&o, "dir");
+  AppendJsonString(&o, dir);
+  o += ',';
+  Key(&o, "prefix");
+  AppendJsonString(&o, load.prefix);
+  o += ',';
+  Key(&o, "world_size");
+  AppendInt(&o, load.world_size);
+  o += ',';
+  Key(&o, "verdict");
+  AppendJsonString(&o, VerdictLine(load, a));
+  o += ',';
+  Key(&o, "desync");
+  o += head && head->kind != FindingKind::kMissingDumps && !RankStopped(*head) ? "true" : "false";
+  o += ',';
+  Key(&o, "conclusive");
+  o += Conclusive(a) ? "true" : "false";
+  o += ',';
+  Key(&o, "differs_from_fr_trace");
+  AppendJsonString(&o, head ? DifferenceNote(*head) : "");
   std::vector<int64_t> read;
   for (const Dump& d : load.dumps) read.push_back(d.rank);
-  o += ','; Key(&o, "ranks_read"); IntList(&o, read);
-  o += ','; Key(&o, "missing_ranks"); IntList(&o, MissingRanks(load, a));
-  o += ','; Key(&o, "bad_files"); o += '[';
+  o += ',';
+  Key(&o, "ranks_read");
+  IntList(&o, read);
+  o += ',';
+  Key(&o, "missing_ranks");
+  IntList(&o, MissingRanks(load, a));
+  o += ',';
+  Key(&o, "bad_files");
+  o += '[';
   for (size_t i = 0; i < load.bad.size(); ++i) {
     if (i) o += ',';
-    o += '{'; Key(&o, "path"); AppendJsonString(&o, load.bad[i].path);
-    o += ','; Key(&o, "rank"); AppendInt(&o, load.bad[i].rank);
-    o += ','; Key(&o, "error"); AppendJsonString(&o, load.bad[i].status.message());
+    o += '{';
+    Key(&o, "path");
+    AppendJsonString(&o, load.bad[i].path);
+    o += ',';
+    Key(&o, "rank");
+    AppendInt(&o, load.bad[i].rank);
+    o += ',';
+    Key(&o, "error");
+    AppendJsonString(&o, load.bad[i].status.message());
     o += '}';
   }
   o += "],";
-  Key(&o, "collectives_matched"); AppendInt(&o, static_cast<int64_t>(a.collectives_matched));
-  o += ','; Key(&o, "findings"); o += '[';
+  Key(&o, "collectives_matched");
+  AppendInt(&o, static_cast<int64_t>(a.collectives_matched));
+  o += ',';
+  Key(&o, "findings");
+  o += '[';
   for (size_t i = 0; i < a.findings.size(); ++i) {
     const Finding& f = a.findings[i];
     if (i) o += ',';
-    o += '{'; Key(&o, "kind"); AppendJsonString(&o, FindingKindName(f.kind));
-    o += ','; Key(&o, "first_in_pg"); o += f.first_in_pg ? "true" : "false";
-    o += ','; Key(&o, "pg"); AppendJsonString(&o, f.pg_name);
-    o += ','; Key(&o, "pg_desc"); AppendJsonString(&o, f.pg_desc);
-    o += ','; Key(&o, "collective_seq_id"); AppendInt(&o, f.collective_seq_id);
-    o += ','; Key(&o, "p2p_seq_id"); AppendInt(&o, f.p2p_seq_id);
-    o += ','; Key(&o, "record_id"); AppendInt(&o, f.record_id);
-    o += ','; Key(&o, "reference_rank"); AppendInt(&o, f.reference_rank);
-    o += ','; Key(&o, "fr_trace_reference_rank"); AppendInt(&o, f.fr_trace_reference_rank);
-    o += ','; Key(&o, "expected_ranks"); AppendJsonString(&o, CompactRanges(f.expected_ranks));
-    o += ','; Key(&o, "missing_ranks"); IntList(&o, f.missing_ranks);
-    o += ','; Key(&o, "missing_dump_ranks"); IntList(&o, f.missing_dump_ranks);
-    o += ','; Key(&o, "rank_stopped"); o += RankStopped(f) ? "true" : "false";
-    o += ','; Key(&o, "stopped"); o += '[';
+    o += '{';
+    Key(&o, "kind");
+    AppendJsonString(&o, FindingKindName(f.kind));
+    o += ',';
+    Key(&o, "first_in_pg");
+    o += f.first_in_pg ? "true" : "false";
+    o += ',';
+    Key(&o, "pg");
+    AppendJsonString(&o, f.pg_name);
+    o += ',';
+    Key(&o, "pg_desc");
+    AppendJsonString(&o, f.pg_desc);
+    o += ',';
+    Key(&o, "collective_seq_id");
+    AppendInt(&o, f.collective_seq_id);
+    o += ',';
+    Key(&o, "p2p_seq_id");
+    AppendInt(&o, f.p2p_seq_id);
+    o += ',';
+    Key(&o, "record_id");
+    AppendInt(&o, f.record_id);
+    o += ',';
+    Key(&o, "reference_rank");
+    AppendInt(&o, f.reference_rank);
+    o += ',';
+    Key(&o, "fr_trace_reference_rank");
+    AppendInt(&o, f.fr_trace_reference_rank);
+    o += ',';
+    Key(&o, "expected_ranks");
+    AppendJsonString(&o, CompactRanges(f.expected_ranks));
+    o += ',';
+    Key(&o, "missing_ranks");
+    IntList(&o, f.missing_ranks);
+    o += ',';
+    Key(&o, "missing_dump_ranks");
+    IntList(&o, f.missing_dump_ranks);
+    o += ',';
+    Key(&o, "rank_stopped");
+    o += RankStopped(f) ? "true" : "false";
+    o += ',';
+    Key(&o, "stopped");
+    o += '[';
     for (size_t j = 0; j < f.stopped.size(); ++j) {
       if (j) o += ',';
-      o += '{'; Key(&o, "rank"); AppendInt(&o, f.stopped[j].rank);
-      o += ','; Key(&o, "last_seq"); AppendInt(&o, f.stopped[j].last_seq);
-      o += ','; Key(&o, "last_op"); AppendJsonString(&o, f.stopped[j].last.entry ? OpLabel(f.stopped[j].last) : "");
+      o += '{';
+      Key(&o, "rank");
+      AppendInt(&o, f.stopped[j].rank);
+      o += ',';
+      Key(&o, "last_seq");
+      AppendInt(&o, f.stopped[j].last_seq);
+      o += ',';
+      Key(&o, "last_op");
+      AppendJsonString(&o, f.stopped[j].last.entry ? OpLabel(f.stopped[j].last) : "");
       o += '}';
     }
     o += ']';
-    o += ','; Key(&o, "culprits"); o += '[';
+    o += ',';
+    Key(&o, "culprits");
+    o += '[';
     for (size_t j = 0; j < f.culprits.size(); ++j) {
       if (j) o += ',';
-      o += '{'; Key(&o, "rank"); AppendInt(&o, f.culprits[j].rank);
-      o += ','; Key(&o, "error_type"); AppendJsonString(&o, MatchStateName(f.culprits[j].info.state));
-      o += ','; Key(&o, "detail"); AppendJsonString(&o, f.culprits[j].info.detail);
+      o += '{';
+      Key(&o, "rank");
+      AppendInt(&o, f.culprits[j].rank);
+      o += ',';
+      Key(&o, "error_type");
+      AppendJsonString(&o, MatchStateName(f.culprits[j].info.state));
+      o += ',';
+      Key(&o, "detail");
+      AppendJsonString(&o, f.culprits[j].info.detail);
       o += '}';
     }
-    o += "],"; Key(&o, "groups"); o += '[';
+    o += "],";
+    Key(&o, "groups");
+    o += '[';
     bool first = true;
     for (auto& [label, ranks] : SlotGroups(f)) {
       if (!first) o += ',';
       first = false;
-      o += '{'; Key(&o, "ranks"); AppendJsonString(&o, CompactRanges(ranks));
-      o += ','; Key(&o, "op"); AppendJsonString(&o, label);
+      o += '{';
+      Key(&o, "ranks");
+      AppendJsonString(&o, CompactRanges(ranks));
+      o += ',';
+      Key(&o, "op");
+      AppendJsonString(&o, label);
       o += '}';
     }
     o += "]}";
   }
   o += "],";
-  Key(&o, "findings_dropped"); AppendInt(&o, static_cast<int64_t>(a.findings_dropped));
-  o += ','; Key(&o, "last_completed"); o += '[';
+  Key(&o, "findings_dropped");
+  AppendInt(&o, static_cast<int64_t>(a.findings_dropped));
+  o += ',';
+  Key(&o, "last_completed");
+  o += '[';
   std::vector<RankLine> lines;
   for (const Dump& d : load.dumps) lines.push_back({d.rank, LastCompleted(d)});
   bool first = true;
   for (auto& [text, ranks] : GroupLines(lines)) {
     if (!first) o += ',';
     first = false;
-    o += '{'; Key(&o, "ranks"); AppendJsonString(&o, CompactRanges(ranks));
-    o += ','; Key(&o, "last_completed"); AppendJsonString(&o, text);
+    o += '{';
+    Key(&o, "ranks");
+    AppendJsonString(&o, CompactRanges(ranks));
+    o += ',';
+    Key(&o, "last_completed");
+    AppendJsonString(&o, text);
     o += '}';
   }
-  o += "],"; Key(&o, "lagging"); o += '[';
+  o += "],";
+  Key(&o, "lagging");
+  o += '[';
   first = true;
   for (const Lag& lag : Lagging(load)) {
     for (auto [r, s] : lag.behind) {
       if (!first) o += ',';
       first = false;
-      o += '{'; Key(&o, "rank"); AppendInt(&o, r);
-      o += ','; Key(&o, "pg"); AppendJsonString(&o, lag.pg);
-      o += ','; Key(&o, "last_seq"); AppendInt(&o, s);
-      o += ','; Key(&o, "max_seq"); AppendInt(&o, lag.max_seq);
+      o += '{';
+      Key(&o, "rank");
+      AppendInt(&o, r);
+      o += ',';
+      Key(&o, "pg");
+      AppendJsonString(&o, lag.pg);
+      o += ',';
+      Key(&o, "last_seq");
+      AppendInt(&o, s);
+      o += ',';
+      Key(&o, "max_seq");
+      AppendInt(&o, lag.max_seq);
       o += '}';
     }
   }
-  o += "],"; Key(&o, "notes"); o += '[';
+  o += "],";
+  Key(&o, "notes");
+  o += '[';
   for (size_t i = 0; i < a.notes.size(); ++i) {
     if (i) o += ',';
     AppendJsonString(&o, a.notes[i]);

@@ -14,14 +14,17 @@ TEST(Report, VerdictLineInTheReportsWords) {
   LoadResult load = LoadFixture("type_mismatch");
   Analysis a = Analyze(load.dumps);
   EXPECT_EQ(VerdictLine(load, a),
-            "desync at pg 0 (default_pg) seq 3: ranks 0-2 in reduce_scatter [[4,256]]->[[256]]; rank 3 in all_reduce "
+            "desync at pg 0 (default_pg) seq 3: ranks 0-2 in reduce_scatter [[4,256]]->[[256]]; "
+            "rank 3 in all_reduce "
             "(barrier) [[1]]: different collectives at the same slot - conclusive");
   std::string text = RenderText("d", load, a);
-  EXPECT_NE(text.find("  ranks 0-2 in reduce_scatter [[4,256]]->[[256]]:\n    reduce_scatter at "
-                      "torch/distributed/distributed_c10d.py:4517\n    train_step at /job/train.py:88\n"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("  ranks 0-2 in reduce_scatter [[4,256]]->[[256]]:\n    reduce_scatter at "
+                "torch/distributed/distributed_c10d.py:4517\n    train_step at /job/train.py:88\n"),
+      std::string::npos)
       << text;
-  EXPECT_NE(text.find("  rank 3 in all_reduce (barrier) [[1]]:\n    barrier at"), std::string::npos) << text;
+  EXPECT_NE(text.find("  rank 3 in all_reduce (barrier) [[1]]:\n    barrier at"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("missing ranks: none"), std::string::npos);
 }
 
@@ -35,7 +38,8 @@ TEST(Report, JsonIsValidAndNamesTheCulprit) {
   EXPECT_TRUE(bool(root["desync"].get_bool()));
   EXPECT_TRUE(bool(root["conclusive"].get_bool()));
   simdjson::dom::element f0 = root["findings"].at(0);
-  EXPECT_EQ(std::string_view(f0["culprits"].at(0)["error_type"].get_string()), "COLLECTIVE_TYPE_MISMATCH");
+  EXPECT_EQ(std::string_view(f0["culprits"].at(0)["error_type"].get_string()),
+            "COLLECTIVE_TYPE_MISMATCH");
   EXPECT_EQ(int64_t(f0["culprits"].at(0)["rank"].get_int64()), 3);
   EXPECT_EQ(int64_t(f0["collective_seq_id"].get_int64()), 3);
 }
@@ -43,8 +47,10 @@ TEST(Report, JsonIsValidAndNamesTheCulprit) {
 TEST(Report, LaggingRankIsListed) {
   LoadResult load = LoadFixture("missing_rank");
   Analysis a = Analyze(load.dumps);
-  EXPECT_NE(RenderText("d", load, a).find("lagging ranks: rank 3 last issued seq 2 in pg 0 (default_pg), others reached 3"),
-            std::string::npos);
+  EXPECT_NE(
+      RenderText("d", load, a)
+          .find("lagging ranks: rank 3 last issued seq 2 in pg 0 (default_pg), others reached 3"),
+      std::string::npos);
 }
 
 TEST(RealDumps, GlooBarrierNamesRank3) {
@@ -63,7 +69,8 @@ TEST(RealDumps, GlooBarrierNamesRank3) {
     EXPECT_EQ(f->culprits[0].info.state, MatchState::kCollectiveTypeMismatch);
     EXPECT_EQ(f->collective_seq_id, 14);
     EXPECT_EQ(VerdictLine(load, a),
-              "desync at pg 0 (default_pg) seq 14: ranks 0-2 in all_reduce [[1024]]; rank 3 in barrier: different "
+              "desync at pg 0 (default_pg) seq 14: ranks 0-2 in all_reduce [[1024]]; rank 3 in "
+              "barrier: different "
               "collectives at the same slot - conclusive");
   }
 }

@@ -1,16 +1,18 @@
 // Helpers shared by the flightrec tests.
 #pragma once
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "flightrec/analyzer.h"
 #include "flightrec/loader.h"
 
 namespace ek::flightrec {
 
-inline std::string FixtureDir(const std::string& name) { return std::string(EK_SOURCE_DIR) + "/testdata/fr/" + name; }
+inline std::string FixtureDir(const std::string& name) {
+  return std::string(EK_SOURCE_DIR) + "/testdata/fr/" + name;
+}
 
 // Loads a fixture folder; fails the test if the folder cannot be listed.
 inline LoadResult LoadFixture(const std::string& name) {

@@ -2,13 +2,12 @@
 // and Conclude, the verdict tail they share.
 #include "gate/checks.h"
 
+#include <fmt/core.h>
 #include <sys/statfs.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/core.h>
 
 #include "ckpt/checkpoint.h"
 #include "core/file.h"
@@ -27,7 +26,9 @@ Check Conclude(Findings f) {
   Check c;
   c.name = std::move(f.name);
   c.numbers = std::move(f.numbers);
-  c.verdict = !f.fails.empty() ? Verdict::kFail : !f.warns.empty() ? Verdict::kWarn : Verdict::kPass;
+  c.verdict = !f.fails.empty()   ? Verdict::kFail
+              : !f.warns.empty() ? Verdict::kWarn
+                                 : Verdict::kPass;
   c.problems = std::move(f.fails);
   c.problems.insert(c.problems.end(), f.warns.begin(), f.warns.end());
   if (c.problems.empty()) {
@@ -35,7 +36,8 @@ Check Conclude(Findings f) {
     return c;
   }
   c.reason = c.problems.front();
-  if (c.problems.size() > 1) c.reason += fmt::format(" (and {} more problem(s))", c.problems.size() - 1);
+  if (c.problems.size() > 1)
+    c.reason += fmt::format(" (and {} more problem(s))", c.problems.size() - 1);
   return c;
 }
 
@@ -45,15 +47,32 @@ bool OnNetworkFs(const std::string& path, std::string* kind) {
   struct statfs s;
   if (::statfs(path.c_str(), &s) != 0) return false;
   switch (static_cast<unsigned long>(s.f_type)) {
-    case 0x6969: *kind = "NFS"; return true;
-    case 0xFF534D42: *kind = "CIFS"; return true;
-    case 0x517B: *kind = "SMB"; return true;
-    case 0xFE534D42: *kind = "SMB2"; return true;
-    case 0x65735546: *kind = "FUSE"; return true;
-    case 0x0BD00BD0: *kind = "Lustre"; return true;
-    case 0x47504653: *kind = "GPFS"; return true;
-    case 0x00C36400: *kind = "Ceph"; return true;
-    default: return false;
+    case 0x6969:
+      *kind = "NFS";
+      return true;
+    case 0xFF534D42:
+      *kind = "CIFS";
+      return true;
+    case 0x517B:
+      *kind = "SMB";
+      return true;
+    case 0xFE534D42:
+      *kind = "SMB2";
+      return true;
+    case 0x65735546:
+      *kind = "FUSE";
+      return true;
+    case 0x0BD00BD0:
+      *kind = "Lustre";
+      return true;
+    case 0x47504653:
+      *kind = "GPFS";
+      return true;
+    case 0x00C36400:
+      *kind = "Ceph";
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -90,7 +109,8 @@ Findings DataCheck(const GateInputs& in, std::vector<int>* ranks_checked) {
   sub.ranks.clear();
   std::vector<int64_t> missing;
   for (int r : want) {
-    auto it = std::find_if(mp->ranks.begin(), mp->ranks.end(), [r](auto& x) { return x.rank == r; });
+    auto it =
+        std::find_if(mp->ranks.begin(), mp->ranks.end(), [r](auto& x) { return x.rank == r; });
     if (it == mp->ranks.end()) {
       missing.push_back(r);
     } else {
@@ -106,12 +126,16 @@ Findings DataCheck(const GateInputs& in, std::vector<int>* ranks_checked) {
     bytes += ir.ranks[i].size;
     for (const auto& p : ir.ranks[i].problems) problems.push_back(p);
   }
-  if (!missing.empty()) problems.insert(problems.begin(), fmt::format("ranks {} are not in the manifest", CompactRanges(missing)));
+  if (!missing.empty())
+    problems.insert(problems.begin(),
+                    fmt::format("ranks {} are not in the manifest", CompactRanges(missing)));
   if (mp->seq_len != run.seq_len) {
-    problems.insert(problems.begin(), fmt::format("the pack has seq_len {}, the run {}", mp->seq_len, run.seq_len));
+    problems.insert(problems.begin(),
+                    fmt::format("the pack has seq_len {}, the run {}", mp->seq_len, run.seq_len));
   }
   if (!run.model_path.empty()) {
-    // The pack's ids must mean the model's tokens: the trainer refuses otherwise, so the gate does first.
+    // The pack's ids must mean the model's tokens: the trainer refuses otherwise, so the gate does
+    // first.
     auto md = run::ReadModelDir(run.Resolve(run.model_path));
     Status st = md.ok() ? run::CheckTokenizerMatch(*mp, pack_dir, *md) : md.status();
     if (st.ok() && md->weights.empty()) {
@@ -119,12 +143,15 @@ Findings DataCheck(const GateInputs& in, std::vector<int>* ranks_checked) {
     }
     if (!st.ok()) problems.insert(problems.begin(), "model: " + st.message());
   }
-  c.numbers = {{"ranks", static_cast<double>(ir.ranks.size())}, {"blocks", static_cast<double>(blocks)},
-               {"bytes", static_cast<double>(bytes)}, {"problems", static_cast<double>(problems.size())}};
+  c.numbers = {{"ranks", static_cast<double>(ir.ranks.size())},
+               {"blocks", static_cast<double>(blocks)},
+               {"bytes", static_cast<double>(bytes)},
+               {"problems", static_cast<double>(problems.size())}};
   c.fails = std::move(problems);
-  c.pass_reason = fmt::format("{} rank file(s), {} blocks, {}: sizes, checksums and token ids (< {}) match the manifest{}",
-                              ir.ranks.size(), Thousands(blocks), FormatBytes(static_cast<double>(bytes)), mp->vocab_size,
-                              run.model_path.empty() ? "" : "; tokenizer is the model's");
+  c.pass_reason = fmt::format(
+      "{} rank file(s), {} blocks, {}: sizes, checksums and token ids (< {}) match the manifest{}",
+      ir.ranks.size(), Thousands(blocks), FormatBytes(static_cast<double>(bytes)), mp->vocab_size,
+      run.model_path.empty() ? "" : "; tokenizer is the model's");
   return c;
 }
 
@@ -154,8 +181,10 @@ Findings BalanceCheck(const RunFile& run, const std::map<int, uint64_t>& blocks,
   }
   const Plan& p = *planned;
   const uint64_t lo = p.global_min_blocks, hi = p.global_max_blocks, spread = hi - lo;
-  c.numbers = {{"global_min_blocks", static_cast<double>(lo)}, {"global_max_blocks", static_cast<double>(hi)},
-               {"spread", static_cast<double>(spread)}, {"ranks", static_cast<double>(blocks.size())}};
+  c.numbers = {{"global_min_blocks", static_cast<double>(lo)},
+               {"global_max_blocks", static_cast<double>(hi)},
+               {"spread", static_cast<double>(spread)},
+               {"ranks", static_cast<double>(blocks.size())}};
   std::string scope = complete ? "" : fmt::format(" over the {} ranks checked here", blocks.size());
   if (spread == 0) {
     c.pass_reason = fmt::format("every rank has {} blocks{}: spread 0", Thousands(lo), scope);
@@ -167,23 +196,30 @@ Findings BalanceCheck(const RunFile& run, const std::map<int, uint64_t>& blocks,
   auto& fails = c.fails;
   auto& warns = c.warns;
   if (run.evenfix == EvenfixMode::kOff) {
-    fails.push_back(fmt::format(
-        "block spread {} (min {}, max {}){} and evenfix is off: the shortest rank would leave the loop "
-        "{} blocks early and enter the save barrier while the others still reduce gradients (deadlock)",
-        Thousands(spread), Thousands(lo), Thousands(hi), scope, Thousands(spread)));
+    fails.push_back(
+        fmt::format("block spread {} (min {}, max {}){} and evenfix is off: the shortest rank "
+                    "would leave the loop "
+                    "{} blocks early and enter the save barrier while the others still reduce "
+                    "gradients (deadlock)",
+                    Thousands(spread), Thousands(lo), Thousands(hi), scope, Thousands(spread)));
   } else if (run.evenfix == EvenfixMode::kPad) {
-    warns.push_back(fmt::format("block spread {} (min {}, max {}){}: evenfix pad repeats {} blocks so every rank runs {} blocks",
-                                Thousands(spread), Thousands(lo), Thousands(hi), scope,
-                                Thousands(p.evenfix_padded_blocks), Thousands(hi)));
+    warns.push_back(
+        fmt::format("block spread {} (min {}, max {}){}: evenfix pad repeats {} blocks so every "
+                    "rank runs {} blocks",
+                    Thousands(spread), Thousands(lo), Thousands(hi), scope,
+                    Thousands(p.evenfix_padded_blocks), Thousands(hi)));
   } else {
     const double pct = 100 * p.evenfix_dropped_fraction;
     std::string what = fmt::format(
-        "block spread {} (min {}, max {}){}: evenfix pins every rank to {} blocks, dropping {} tokens ({:.3f}% of the data)",
-        Thousands(spread), Thousands(lo), Thousands(hi), scope, Thousands(lo), Thousands(p.evenfix_dropped_tokens), pct);
+        "block spread {} (min {}, max {}){}: evenfix pins every rank to {} blocks, dropping {} "
+        "tokens ({:.3f}% of the data)",
+        Thousands(spread), Thousands(lo), Thousands(hi), scope, Thousands(lo),
+        Thousands(p.evenfix_dropped_tokens), pct);
     if (pct > run.evenfix_max_drop_pct) {
-      fails.push_back(fmt::format("{}, more than evenfix.max_drop_pct {}%: re-pack with --shard balanced (spread 0), "
-                                  "or set evenfix.mode = \"pad\" to repeat blocks instead of dropping them",
-                                  what, run.evenfix_max_drop_pct));
+      fails.push_back(fmt::format(
+          "{}, more than evenfix.max_drop_pct {}%: re-pack with --shard balanced (spread 0), "
+          "or set evenfix.mode = \"pad\" to repeat blocks instead of dropping them",
+          what, run.evenfix_max_drop_pct));
     } else {
       warns.push_back(what);
     }
@@ -203,34 +239,39 @@ Findings ScheduleCheck(const GateInputs& in) {
   auto& fails = c.fails;
   auto& warns = c.warns;
   if (mp && mp->world != run.world()) {
-    fails.push_back(fmt::format("world {} = {} nodes x {} GPUs, but the pack was made for world {}", run.world(),
-                                run.nodes, run.gpus_per_node, mp->world));
+    fails.push_back(fmt::format("world {} = {} nodes x {} GPUs, but the pack was made for world {}",
+                                run.world(), run.nodes, run.gpus_per_node, mp->world));
   }
   if (!mp) fails.push_back("no pack manifest: steps unknown");
   if (!model.ok()) fails.push_back(model.status().message());
   if (mp && model.ok()) {
     if (plan.steps_per_epoch < 1) {
-      fails.push_back(fmt::format("0 steps per epoch: {} blocks per rank < micro-batch {} x accumulation {}",
-                                  plan.evenfix_target_blocks, run.micro_batch, run.grad_accum));
+      fails.push_back(
+          fmt::format("0 steps per epoch: {} blocks per rank < micro-batch {} x accumulation {}",
+                      plan.evenfix_target_blocks, run.micro_batch, run.grad_accum));
     }
     if (static_cast<uint64_t>(run.warmup_steps) >= plan.total_steps && plan.total_steps > 0) {
-      fails.push_back(fmt::format("warmup {} steps >= the whole run ({} steps)", run.warmup_steps, plan.total_steps));
+      fails.push_back(fmt::format("warmup {} steps >= the whole run ({} steps)", run.warmup_steps,
+                                  plan.total_steps));
     }
     if (run.save_every == 0) {
       warns.push_back("save_every is 0: a checkpoint only at epoch end");
-    } else if (static_cast<uint64_t>(run.save_every) > plan.steps_per_epoch && plan.steps_per_epoch > 0) {
-      warns.push_back(fmt::format("save_every {} > {} steps per epoch: no periodic checkpoint inside an epoch",
-                                  run.save_every, plan.steps_per_epoch));
+    } else if (static_cast<uint64_t>(run.save_every) > plan.steps_per_epoch &&
+               plan.steps_per_epoch > 0) {
+      warns.push_back(
+          fmt::format("save_every {} > {} steps per epoch: no periodic checkpoint inside an epoch",
+                      run.save_every, plan.steps_per_epoch));
     }
     c.numbers = {{"steps_per_epoch", static_cast<double>(plan.steps_per_epoch)},
                  {"total_steps", static_cast<double>(plan.total_steps)},
                  {"tokens_per_step", static_cast<double>(plan.tokens_per_step)},
                  {"checkpoints", static_cast<double>(plan.save_count)}};
   }
-  c.pass_reason = fmt::format("world {} matches the pack; {} steps per epoch x {} epoch(s), warmup {}, {} checkpoints "
-                              "(every {} steps and at each epoch end, reached by every rank)",
-                              run.world(), Thousands(plan.steps_per_epoch), run.epochs, run.warmup_steps, plan.save_count,
-                              run.save_every);
+  c.pass_reason = fmt::format(
+      "world {} matches the pack; {} steps per epoch x {} epoch(s), warmup {}, {} checkpoints "
+      "(every {} steps and at each epoch end, reached by every rank)",
+      run.world(), Thousands(plan.steps_per_epoch), run.epochs, run.warmup_steps, plan.save_count,
+      run.save_every);
   return c;
 }
 
@@ -250,15 +291,20 @@ Findings MemoryCheck(const GateInputs& in) {
     double usable = mem * (1 - run.headroom);
     c.numbers = {{"per_gpu_bytes", need}, {"gpu_memory_bytes", mem}, {"headroom", run.headroom}};
     if (mem <= 0) {
-      c.warns.push_back(fmt::format("planned {} per GPU, but GPU memory is unknown (no NVML here{}; set gpu.memory_gb)",
-                                    FormatBytes(need), env.gpus.why_unavailable.empty() ? "" : ": " + env.gpus.why_unavailable));
+      c.warns.push_back(fmt::format(
+          "planned {} per GPU, but GPU memory is unknown (no NVML here{}; set gpu.memory_gb)",
+          FormatBytes(need),
+          env.gpus.why_unavailable.empty() ? "" : ": " + env.gpus.why_unavailable));
     } else if (need > usable) {
-      c.fails.push_back(fmt::format("planned {} per GPU exceeds {} usable ({} {} minus {:.0f}% headroom){}", FormatBytes(need),
-                                    FormatBytes(usable), FormatBytes(mem), plan.gpu_memory_source, 100 * run.headroom,
-                                    run.gradient_checkpointing ? "" : "; gradient checkpointing would need less"));
+      c.fails.push_back(fmt::format(
+          "planned {} per GPU exceeds {} usable ({} {} minus {:.0f}% headroom){}",
+          FormatBytes(need), FormatBytes(usable), FormatBytes(mem), plan.gpu_memory_source,
+          100 * run.headroom,
+          run.gradient_checkpointing ? "" : "; gradient checkpointing would need less"));
     } else {
-      c.pass_reason = fmt::format("planned {} per GPU fits {} usable ({} {}, {:.0f}% headroom)", FormatBytes(need),
-                                  FormatBytes(usable), FormatBytes(mem), plan.gpu_memory_source, 100 * run.headroom);
+      c.pass_reason = fmt::format("planned {} per GPU fits {} usable ({} {}, {:.0f}% headroom)",
+                                  FormatBytes(need), FormatBytes(usable), FormatBytes(mem),
+                                  plan.gpu_memory_source, 100 * run.headroom);
     }
   }
   return c;
@@ -291,8 +337,8 @@ Findings StorageCheck(const GateInputs& in) {
       (void)env.env->RemoveFile(probe);
       if (!model.ok()) {
         // The memory and schedule checks fail on the model already; this says what is not known.
-        warns.push_back("free space not planned: the checkpoint's size needs the model (" + model.status().message() +
-                        ")");
+        warns.push_back("free space not planned: the checkpoint's size needs the model (" +
+                        model.status().message() + ")");
       } else {
         // The verified checkpoints already there (a resumed run's), newest first, at
         // most keep: the ones the saves will prune. Structure level: headers only.
@@ -331,24 +377,27 @@ Findings StorageCheck(const GateInputs& in) {
         c.numbers["checkpoint_existing_bytes"] = existing_bytes;
         c.numbers["checkpoint_need_bytes"] = need;
         // "needs 3 x 17.4 MB (keep 2 + 1 during a save) = 52.2 MB"
-        room = fmt::format("needs {} x {} (keep {} + 1 during a save)", run.keep + 1, FormatBytes(size), run.keep);
+        room = fmt::format("needs {} x {} (keep {} + 1 during a save)", run.keep + 1,
+                           FormatBytes(size), run.keep);
         if (!existing.empty()) {
           std::string names;  // oldest first
           for (auto it = existing_names.rbegin(); it != existing_names.rend(); ++it) {
             names += (names.empty() ? "" : ", ") + *it;
           }
-          room += fmt::format(" less the {} verified checkpoint(s) already there ({}, {}) as saves prune them",
-                              existing.size(), names, FormatBytes(existing_bytes));
+          room += fmt::format(
+              " less the {} verified checkpoint(s) already there ({}, {}) as saves prune them",
+              existing.size(), names, FormatBytes(existing_bytes));
         }
         room += " = " + FormatBytes(need);
         if (!free_bytes) {
-          warns.push_back(fmt::format("checkpoint dir {}: free space unknown ({}); {}", ckpt, why_unknown, room));
+          warns.push_back(fmt::format("checkpoint dir {}: free space unknown ({}); {}", ckpt,
+                                      why_unknown, room));
         } else {
           c.numbers["checkpoint_free_bytes"] = *free_bytes;
           room += fmt::format(", {} free", FormatBytes(*free_bytes));
           if (*free_bytes < need) {
-            fails.push_back(fmt::format("checkpoint dir {}: {}; a checkpoint as written is {}", ckpt, room,
-                                        run::CheckpointSizeText(plan)));
+            fails.push_back(fmt::format("checkpoint dir {}: {}; a checkpoint as written is {}",
+                                        ckpt, room, run::CheckpointSizeText(plan)));
           }
         }
       }
@@ -360,7 +409,8 @@ Findings StorageCheck(const GateInputs& in) {
     } else {
       std::string kind;
       if (OnNetworkFs(pack_dir, &kind)) {
-        warns.push_back(fmt::format("pack dir {} is on {}, not a node-local disk (contention risk, §4.2)", pack_dir, kind));
+        warns.push_back(fmt::format(
+            "pack dir {} is on {}, not a node-local disk (contention risk, §4.2)", pack_dir, kind));
       }
     }
   }
@@ -385,30 +435,38 @@ Findings DistributedCheck(const GateInputs& in) {
                                 run.watchdog_timeout_min, run.watchdog_floor_min));
   }
   if (timeout_s <= plan.checkpoint_write_s) {
-    fails.push_back(fmt::format("watchdog timeout {:.0f} s <= planned checkpoint write {:.0f} s: a healthy save "
-                                "would be killed as a hang", timeout_s, plan.checkpoint_write_s));
+    fails.push_back(fmt::format(
+        "watchdog timeout {:.0f} s <= planned checkpoint write {:.0f} s: a healthy save "
+        "would be killed as a hang",
+        timeout_s, plan.checkpoint_write_s));
   }
-  auto buf = std::max(EnvInt(env, "TORCH_FR_BUFFER_SIZE").value_or(0), EnvInt(env, "TORCH_NCCL_TRACE_BUFFER_SIZE").value_or(0));
+  auto buf = std::max(EnvInt(env, "TORCH_FR_BUFFER_SIZE").value_or(0),
+                      EnvInt(env, "TORCH_NCCL_TRACE_BUFFER_SIZE").value_or(0));
   c.numbers["flight_recorder_entries"] = static_cast<double>(buf);
   if (buf <= 0 && run.require_flight_recorder) {
-    fails.push_back("flight recorder off: set TORCH_FR_BUFFER_SIZE (or TORCH_NCCL_TRACE_BUFFER_SIZE) to e.g. 2000 "
-                    "so a hang can be diagnosed");
+    fails.push_back(
+        "flight recorder off: set TORCH_FR_BUFFER_SIZE (or TORCH_NCCL_TRACE_BUFFER_SIZE) to e.g. "
+        "2000 "
+        "so a hang can be diagnosed");
   }
   for (const char* key : {"TORCH_FR_DUMP_ON_TIMEOUT", "TORCH_NCCL_DUMP_ON_TIMEOUT"}) {
     auto v = env.env->GetVar(key);
     if (v && (*v == "0" || *v == "false" || *v == "False")) {
-      fails.push_back(fmt::format("{}={}: no flight-recorder dump when a collective times out", key, *v));
+      fails.push_back(
+          fmt::format("{}={}: no flight-recorder dump when a collective times out", key, *v));
     }
   }
   if (!env.gpus.available) {
     notes.push_back("NVML unavailable here: foreign GPU processes not checked");
   } else if (env.gpus.foreign_processes > 0) {
-    fails.push_back(fmt::format("{} foreign process(es) already on this node's GPUs", env.gpus.foreign_processes));
+    fails.push_back(fmt::format("{} foreign process(es) already on this node's GPUs",
+                                env.gpus.foreign_processes));
   }
   c.numbers["foreign_processes"] = env.gpus.foreign_processes;
-  std::string pass = fmt::format("watchdog {:.0f} min (floor {:.0f}, checkpoint write ~{:.0f} s); flight recorder {} "
-                                 "entries, dump on timeout",
-                                 run.watchdog_timeout_min, run.watchdog_floor_min, plan.checkpoint_write_s, buf);
+  std::string pass = fmt::format(
+      "watchdog {:.0f} min (floor {:.0f}, checkpoint write ~{:.0f} s); flight recorder {} "
+      "entries, dump on timeout",
+      run.watchdog_timeout_min, run.watchdog_floor_min, plan.checkpoint_write_s, buf);
   for (const auto& n : notes) pass += "; " + n;
   c.pass_reason = std::move(pass);
   return c;

@@ -1,14 +1,13 @@
 #include "gate/gate.h"
 
+#include <fmt/core.h>
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
-
-#include <fmt/core.h>
-#include <simdjson.h>
 
 #include "core/clock.h"
 #include "core/file.h"
@@ -28,9 +27,12 @@ using run::Thousands;
 
 std::string_view VerdictName(Verdict v) {
   switch (v) {
-    case Verdict::kPass: return "PASS";
-    case Verdict::kWarn: return "WARN";
-    case Verdict::kFail: return "FAIL";
+    case Verdict::kPass:
+      return "PASS";
+    case Verdict::kWarn:
+      return "WARN";
+    case Verdict::kFail:
+      return "FAIL";
   }
   return "FAIL";
 }
@@ -67,17 +69,20 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
   rep.evenkeel_version = kVersion;
   rep.time = UtcNowIso8601();
   if (node_rank >= run.nodes) {
-    return InvalidArgumentError(fmt::format("--node-rank {} but the run has {} node(s)", node_rank, run.nodes));
+    return InvalidArgumentError(
+        fmt::format("--node-rank {} but the run has {} node(s)", node_rank, run.nodes));
   }
 
   auto model = ModelForRun(run);
   std::string pack_dir = run.Resolve(run.pack_dir);
-  auto manifest = pack_dir.empty() ? Result<pack::Manifest>(InvalidArgumentError("data.pack_dir is not set"))
-                                   : pack::ReadManifest(pack_dir);
+  auto manifest = pack_dir.empty()
+                      ? Result<pack::Manifest>(InvalidArgumentError("data.pack_dir is not set"))
+                      : pack::ReadManifest(pack_dir);
   const pack::Manifest* mp = manifest.ok() ? &*manifest : nullptr;
   Plan plan;
   if (model.ok()) {
-    EK_ASSIGN_OR_RETURN(plan, MakePlan(run, *model, mp, env.gpus.available ? env.gpus.memory_bytes : 0));
+    EK_ASSIGN_OR_RETURN(plan,
+                        MakePlan(run, *model, mp, env.gpus.available ? env.gpus.memory_bytes : 0));
   }
 
   // The six checks in order (checks.h), each through the verdict tail, Conclude.
@@ -113,7 +118,8 @@ std::string PartName(const GateReport& p) {
 void ReasonFromProblems(Check* c) {
   if (c->problems.empty()) return;
   c->reason = c->problems.front();
-  if (c->problems.size() > 1) c->reason += fmt::format(" (and {} more problem(s))", c->problems.size() - 1);
+  if (c->problems.size() > 1)
+    c->reason += fmt::format(" (and {} more problem(s))", c->problems.size() - 1);
 }
 
 }  // namespace
@@ -122,11 +128,12 @@ Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const 
   if (parts.empty()) return InvalidArgumentError("gate merge: no parts");
   // The run's layout: the run file's, else the one the parts recorded (they must agree).
   int nodes = run ? run->nodes : 0, gpn = run ? run->gpus_per_node : 0;
-  std::string layout_from = run ? (run->path.empty() ? std::string("the run file") : run->path) : "";
+  std::string layout_from =
+      run ? (run->path.empty() ? std::string("the run file") : run->path) : "";
   for (const auto& p : parts) {
     if (p.run_name != parts[0].run_name) {
-      return InvalidArgumentError(
-          fmt::format("gate merge: parts from different runs ({} and {})", parts[0].run_name, p.run_name));
+      return InvalidArgumentError(fmt::format("gate merge: parts from different runs ({} and {})",
+                                              parts[0].run_name, p.run_name));
     }
     if (p.nodes == 0) continue;  // a part that does not record the layout
     if (nodes == 0) {
@@ -134,13 +141,15 @@ Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const 
       gpn = p.gpus_per_node;
       layout_from = "the part of " + PartName(p);
     } else if (p.nodes != nodes || p.gpus_per_node != gpn) {
-      return InvalidArgumentError(fmt::format("gate merge: the part of {} was checked for {} node(s) x {} GPU(s), {} has {} x {}",
-                                              PartName(p), p.nodes, p.gpus_per_node, layout_from, nodes, gpn));
+      return InvalidArgumentError(fmt::format(
+          "gate merge: the part of {} was checked for {} node(s) x {} GPU(s), {} has {} x {}",
+          PartName(p), p.nodes, p.gpus_per_node, layout_from, nodes, gpn));
     }
   }
   if (nodes < 1 || gpn < 1) {
     return InvalidArgumentError(
-        "gate merge: no part records how many nodes the run has (parts of an older evenkeel): pass --run RUN.toml");
+        "gate merge: no part records how many nodes the run has (parts of an older evenkeel): pass "
+        "--run RUN.toml");
   }
   // Every node is claimed by exactly one part (a whole-run log claims them all):
   // each part claims the nodes [first, end), and sorted claims must not overlap.
@@ -151,16 +160,20 @@ Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const 
   std::vector<Claim> claims;
   for (const auto& p : parts) {
     if (p.node_rank >= nodes) {
-      return InvalidArgumentError(fmt::format("gate merge: the part of {} is for node {}, but the run has {} node(s) (0-{})",
-                                              PartName(p), p.node_rank, nodes, nodes - 1));
+      return InvalidArgumentError(fmt::format(
+          "gate merge: the part of {} is for node {}, but the run has {} node(s) (0-{})",
+          PartName(p), p.node_rank, nodes, nodes - 1));
     }
-    claims.push_back(p.node_rank < 0 ? Claim{0, nodes, &p} : Claim{p.node_rank, p.node_rank + 1, &p});
+    claims.push_back(p.node_rank < 0 ? Claim{0, nodes, &p}
+                                     : Claim{p.node_rank, p.node_rank + 1, &p});
   }
-  std::stable_sort(claims.begin(), claims.end(), [](const Claim& x, const Claim& y) { return x.first < y.first; });
+  std::stable_sort(claims.begin(), claims.end(),
+                   [](const Claim& x, const Claim& y) { return x.first < y.first; });
   for (size_t i = 1; i < claims.size(); ++i) {
     if (claims[i].first < claims[i - 1].end) {
-      return InvalidArgumentError(fmt::format("gate merge: two parts claim node {}: the part of {} and the part of {}",
-                                              claims[i].first, PartName(*claims[i - 1].part), PartName(*claims[i].part)));
+      return InvalidArgumentError(
+          fmt::format("gate merge: two parts claim node {}: the part of {} and the part of {}",
+                      claims[i].first, PartName(*claims[i - 1].part), PartName(*claims[i].part)));
     }
   }
 
@@ -174,12 +187,14 @@ Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const 
   std::vector<std::string> hosts;
   for (const auto& p : parts) {
     hosts.push_back(p.host);
-    out.ranks_checked.insert(out.ranks_checked.end(), p.ranks_checked.begin(), p.ranks_checked.end());
+    out.ranks_checked.insert(out.ranks_checked.end(), p.ranks_checked.begin(),
+                             p.ranks_checked.end());
     for (auto [r, b] : p.rank_blocks) out.rank_blocks[r] = b;
     out.seconds = std::max(out.seconds, p.seconds);
   }
   std::sort(out.ranks_checked.begin(), out.ranks_checked.end());
-  out.ranks_checked.erase(std::unique(out.ranks_checked.begin(), out.ranks_checked.end()), out.ranks_checked.end());
+  out.ranks_checked.erase(std::unique(out.ranks_checked.begin(), out.ranks_checked.end()),
+                          out.ranks_checked.end());
   out.hosts = hosts;
   out.host = "";
   for (size_t i = 0; i < out.checks.size(); ++i) {
@@ -197,7 +212,8 @@ Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const 
       for (const auto& p : parts) {
         if (i >= p.checks.size() || (p.checks[i].verdict == worst) != of_worst) continue;
         const Check& pc = p.checks[i];
-        if (pc.problems.empty() && pc.verdict != Verdict::kPass) c.problems.push_back(PartName(p) + ": " + pc.reason);
+        if (pc.problems.empty() && pc.verdict != Verdict::kPass)
+          c.problems.push_back(PartName(p) + ": " + pc.reason);
         for (const auto& problem : pc.problems) c.problems.push_back(PartName(p) + ": " + problem);
       }
     }
@@ -222,9 +238,11 @@ Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const 
     if (a >= b) return;
     int64_t lo = static_cast<int64_t>(a) * gpn, hi = static_cast<int64_t>(b) * gpn - 1;
     std::string ranks = lo == hi ? fmt::format("rank {}", lo) : fmt::format("ranks {}-{}", lo, hi);
-    std::string who = b - a == 1 ? fmt::format("node {} ({}{})", a, ranks, named ? ", host " + run_hosts[a] : "")
-                                 : fmt::format("nodes {}-{} ({})", a, b - 1, ranks);
-    missing.push_back(fmt::format("{} sent no gate part: {} of {} ranks checked", who, out.ranks_checked.size(), world));
+    std::string who =
+        b - a == 1 ? fmt::format("node {} ({}{})", a, ranks, named ? ", host " + run_hosts[a] : "")
+                   : fmt::format("nodes {}-{} ({})", a, b - 1, ranks);
+    missing.push_back(fmt::format("{} sent no gate part: {} of {} ranks checked", who,
+                                  out.ranks_checked.size(), world));
   };
   int next = 0;
   for (const Claim& c : claims) {
@@ -233,8 +251,10 @@ Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const 
   }
   gap(next, nodes);
   if (!missing.empty()) {
-    auto data = std::find_if(out.checks.begin(), out.checks.end(), [](const Check& c) { return c.name == "data"; });
-    if (data == out.checks.end()) data = out.checks.insert(out.checks.begin(), Check{"data", Verdict::kFail, "", {}, {}});
+    auto data = std::find_if(out.checks.begin(), out.checks.end(),
+                             [](const Check& c) { return c.name == "data"; });
+    if (data == out.checks.end())
+      data = out.checks.insert(out.checks.begin(), Check{"data", Verdict::kFail, "", {}, {}});
     data->verdict = Verdict::kFail;
     data->problems.insert(data->problems.begin(), missing.begin(), missing.end());
     ReasonFromProblems(&*data);
@@ -242,7 +262,8 @@ Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const 
   if (run) {
     for (auto& c : out.checks) {
       if (c.name == "balance") {
-        c = Conclude(BalanceCheck(*run, out.rank_blocks, static_cast<int>(out.rank_blocks.size()) == run->world()));
+        c = Conclude(BalanceCheck(*run, out.rank_blocks,
+                                  static_cast<int>(out.rank_blocks.size()) == run->world()));
       }
     }
   }
@@ -256,16 +277,20 @@ Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const 
 
 std::string GateReportToJson(const GateReport& r) {
   std::string o = "{\n";
-  o += fmt::format("  \"run\": {},\n  \"run_file\": {{\"path\": {}, \"xxh3\": \"{:016x}\"}},\n  \"overall\": \"{}\",\n"
-                   "  \"host\": {},\n  \"node_rank\": {},\n",
-                   JsonString(r.run_name), JsonString(r.run_file), r.run_xxh3, VerdictName(r.overall()), JsonString(r.host),
-                   r.node_rank);
+  o += fmt::format(
+      "  \"run\": {},\n  \"run_file\": {{\"path\": {}, \"xxh3\": \"{:016x}\"}},\n  \"overall\": "
+      "\"{}\",\n"
+      "  \"host\": {},\n  \"node_rank\": {},\n",
+      JsonString(r.run_name), JsonString(r.run_file), r.run_xxh3, VerdictName(r.overall()),
+      JsonString(r.host), r.node_rank);
   // The run's layout, which a merge needs to know every node sent a part (absent when not known).
-  if (r.nodes > 0) o += fmt::format("  \"nodes\": {},\n  \"gpus_per_node\": {},\n", r.nodes, r.gpus_per_node);
+  if (r.nodes > 0)
+    o += fmt::format("  \"nodes\": {},\n  \"gpus_per_node\": {},\n", r.nodes, r.gpus_per_node);
   o += "  \"hosts\": [";
   for (size_t i = 0; i < r.hosts.size(); ++i) o += (i ? ", " : "") + JsonString(r.hosts[i]);
   o += "],\n  \"ranks_checked\": [";
-  for (size_t i = 0; i < r.ranks_checked.size(); ++i) o += fmt::format("{}{}", i ? ", " : "", r.ranks_checked[i]);
+  for (size_t i = 0; i < r.ranks_checked.size(); ++i)
+    o += fmt::format("{}{}", i ? ", " : "", r.ranks_checked[i]);
   o += "],\n  \"rank_blocks\": {";
   bool first = true;
   for (auto [k, v] : r.rank_blocks) {
@@ -275,8 +300,8 @@ std::string GateReportToJson(const GateReport& r) {
   o += "},\n  \"checks\": [\n";
   for (size_t i = 0; i < r.checks.size(); ++i) {
     const Check& c = r.checks[i];
-    o += fmt::format("    {{\"name\": {}, \"verdict\": \"{}\", \"reason\": {}, \"numbers\": {{", JsonString(c.name),
-                     VerdictName(c.verdict), JsonString(c.reason));
+    o += fmt::format("    {{\"name\": {}, \"verdict\": \"{}\", \"reason\": {}, \"numbers\": {{",
+                     JsonString(c.name), VerdictName(c.verdict), JsonString(c.reason));
     bool f = true;
     for (const auto& [k, v] : c.numbers) {
       o += fmt::format("{}{}: {}", f ? "" : ", ", JsonString(k), v);
@@ -286,8 +311,10 @@ std::string GateReportToJson(const GateReport& r) {
     for (size_t k = 0; k < c.problems.size(); ++k) o += (k ? ", " : "") + JsonString(c.problems[k]);
     o += i + 1 < r.checks.size() ? "]},\n" : "]}\n";
   }
-  o += fmt::format("  ],\n  \"global_min_blocks\": {},\n  \"versions\": {{\"evenkeel\": {}}},\n  \"time\": {},\n  \"seconds\": {:.3f}\n}}\n",
-                   r.global_min_blocks, JsonString(r.evenkeel_version), JsonString(r.time), r.seconds);
+  o += fmt::format(
+      "  ],\n  \"global_min_blocks\": {},\n  \"versions\": {{\"evenkeel\": {}}},\n  \"time\": "
+      "{},\n  \"seconds\": {:.3f}\n}}\n",
+      r.global_min_blocks, JsonString(r.evenkeel_version), JsonString(r.time), r.seconds);
   return o;
 }
 
@@ -296,10 +323,14 @@ namespace {
 Status ReadVerdict(const JsonFields& f, Verdict* out) {
   std::string v;
   EK_RETURN_IF_ERROR(f.Str("verdict", &v));
-  if (v == "PASS") *out = Verdict::kPass;
-  else if (v == "WARN") *out = Verdict::kWarn;
-  else if (v == "FAIL") *out = Verdict::kFail;
-  else return f.Err("verdict", fmt::format("'{}' is not PASS, WARN or FAIL", v));
+  if (v == "PASS")
+    *out = Verdict::kPass;
+  else if (v == "WARN")
+    *out = Verdict::kWarn;
+  else if (v == "FAIL")
+    *out = Verdict::kFail;
+  else
+    return f.Err("verdict", fmt::format("'{}' is not PASS, WARN or FAIL", v));
   return Status::Ok();
 }
 
@@ -346,8 +377,8 @@ Result<GateReport> GateReportFromJson(std::string_view json, const std::string& 
       EK_RETURN_IF_ERROR(f.IntIn("nodes", 1, 1 << 24, &r->nodes));
       EK_RETURN_IF_ERROR(f.IntIn("gpus_per_node", 1, 1 << 24, &r->gpus_per_node));
       if (static_cast<int64_t>(r->nodes) * r->gpus_per_node > (1 << 24)) {
-        return f.Err("gpus_per_node", fmt::format("{} nodes x {} GPUs is more than {} ranks", r->nodes, r->gpus_per_node,
-                                                  1 << 24));
+        return f.Err("gpus_per_node", fmt::format("{} nodes x {} GPUs is more than {} ranks",
+                                                  r->nodes, r->gpus_per_node, 1 << 24));
       }
     }
     EK_RETURN_IF_ERROR(f.OptStr("time", &r->time));
@@ -380,7 +411,8 @@ Result<GateReport> GateReportFromJson(std::string_view json, const std::string& 
       r->checks.push_back(std::move(ch));
       return Status::Ok();
     }));
-    if (f.Has("global_min_blocks")) EK_RETURN_IF_ERROR(f.U64("global_min_blocks", &r->global_min_blocks));
+    if (f.Has("global_min_blocks"))
+      EK_RETURN_IF_ERROR(f.U64("global_min_blocks", &r->global_min_blocks));
     return Status::Ok();
   };
   GateReport r;
@@ -396,11 +428,15 @@ std::string GateReportToText(const GateReport& r, size_t max_problems) {
     if (c.problems.size() < 2) continue;  // the reason line says it all
     size_t shown = std::min(c.problems.size(), max_problems);
     for (size_t k = 0; k < shown; ++k) o += fmt::format("     - {}\n", c.problems[k]);
-    if (shown < c.problems.size()) o += fmt::format("     ... and {} more (all in the JSON log)\n", c.problems.size() - shown);
+    if (shown < c.problems.size())
+      o += fmt::format("     ... and {} more (all in the JSON log)\n", c.problems.size() - shown);
   }
-  o += fmt::format("gate: {} ({} checks in {:.2f} s{}); global_min_blocks {}\n", VerdictName(r.overall()), r.checks.size(),
-                   r.seconds, r.node_rank >= 0 ? fmt::format(", node {}", r.node_rank) : "", Thousands(r.global_min_blocks));
-  if (!r.run_file.empty()) o += fmt::format("run file: {} (xxh3 {:016x})\n", r.run_file, r.run_xxh3);
+  o += fmt::format("gate: {} ({} checks in {:.2f} s{}); global_min_blocks {}\n",
+                   VerdictName(r.overall()), r.checks.size(), r.seconds,
+                   r.node_rank >= 0 ? fmt::format(", node {}", r.node_rank) : "",
+                   Thousands(r.global_min_blocks));
+  if (!r.run_file.empty())
+    o += fmt::format("run file: {} (xxh3 {:016x})\n", r.run_file, r.run_xxh3);
   return o;
 }
 

@@ -42,7 +42,7 @@ inline constexpr size_t kTextProblems = 20;
 
 // What the gate can learn about this node's GPUs (NVML when present).
 struct GpuFacts {
-  bool available = false;     // false: no NVML here
+  bool available = false;  // false: no NVML here
   std::string why_unavailable;
   int count = 0;
   double memory_bytes = 0;    // smallest device's total memory
@@ -62,19 +62,19 @@ struct GateEnv {
 
 struct GateReport {
   std::string run_name;
-  std::string run_file;             // the run file's path and xxh3: the trainer logs the same pair
+  std::string run_file;  // the run file's path and xxh3: the trainer logs the same pair
   uint64_t run_xxh3 = 0;
   std::string host;
-  int node_rank = -1;               // -1: all nodes checked here
-  int nodes = 0;                    // the run's layout (0: not recorded, an older part)
+  int node_rank = -1;  // -1: all nodes checked here
+  int nodes = 0;       // the run's layout (0: not recorded, an older part)
   int gpus_per_node = 0;
-  std::vector<int> ranks_checked;   // ranks whose data this part verified
+  std::vector<int> ranks_checked;       // ranks whose data this part verified
   std::map<int, uint64_t> rank_blocks;  // blocks per rank from the manifest(s) seen
   std::vector<std::string> hosts;
-  std::vector<Check> checks;        // in order; for a merged report, worst per name
+  std::vector<Check> checks;  // in order; for a merged report, worst per name
   uint64_t global_min_blocks = 0;
   std::string evenkeel_version;
-  std::string time;                 // UTC ISO 8601
+  std::string time;  // UTC ISO 8601
   double seconds = 0;
   Verdict overall() const;
 };
@@ -101,7 +101,8 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
 // neither `run` nor the parts are errors. With `run`, balance is recomputed
 // over every rank the parts saw (node-local manifests each cover only their
 // node's ranks).
-Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const RunFile* run = nullptr);
+Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts,
+                                    const RunFile* run = nullptr);
 
 std::string GateReportToJson(const GateReport& r);
 Result<GateReport> GateReportFromJson(std::string_view json, const std::string& name);

@@ -2,21 +2,20 @@
 #include "gate/gate.h"
 
 #include <dirent.h>
+#include <fmt/core.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <functional>
 #include <map>
 
-#include <fmt/core.h>
-#include <gtest/gtest.h>
-
 #include "ckpt/checkpoint.h"
 #include "ckpt/test_util.h"
 #include "core/fault_env.h"
 #include "core/file.h"
-#include "packfile/manifest.h"
 #include "pack/packer.h"
+#include "packfile/manifest.h"
 #include "run/plan.h"
 #include "tokenize/tiny_tokenizer_testing.h"
 
@@ -32,7 +31,9 @@ class GateTest : public ::testing::Test {
     dir_ = ::mkdtemp(tmpl);
     ASSERT_TRUE(WriteFileAtomic(dir_ + "/tokenizer.json", tokenize::testing::TinyJson()).ok());
     std::string body;
-    for (int i = 0; i < 60; ++i) body += "{\"text\": \"hello world number " + std::to_string(i) + std::string(i % 7, 'x') + "\"}\n";
+    for (int i = 0; i < 60; ++i)
+      body += "{\"text\": \"hello world number " + std::to_string(i) + std::string(i % 7, 'x') +
+              "\"}\n";
     ASSERT_TRUE(WriteFileAtomic(dir_ + "/in.jsonl", body).ok());
     MakePack("uneven", pack::ShardMode::kContiguous);
     MakePack("even", pack::ShardMode::kBalanced);
@@ -98,7 +99,8 @@ class GateTest : public ::testing::Test {
 TEST_F(GateTest, BalancedPackPassesEverything) {
   GateReport rep = Gate(Run("even"));
   EXPECT_EQ(rep.checks.size(), 6u);
-  for (const auto& c : rep.checks) EXPECT_EQ(c.verdict, Verdict::kPass) << c.name << ": " << c.reason;
+  for (const auto& c : rep.checks)
+    EXPECT_EQ(c.verdict, Verdict::kPass) << c.name << ": " << c.reason;
   EXPECT_EQ(rep.overall(), Verdict::kPass);
   // The pass log round-trips.
   auto back = GateReportFromJson(GateReportToJson(rep), "log.json");
@@ -133,12 +135,15 @@ TEST_F(GateTest, EvenfixDropAboveMaxDropPctFailsWithTheAdvice) {
   // The default: 1%.
   const Check over = Get(Gate(r), "balance");
   EXPECT_EQ(over.verdict, Verdict::kFail) << over.reason;
-  EXPECT_NE(over.reason.find(fmt::format("({:.3f}% of the data)", pct)), std::string::npos) << over.reason;
-  EXPECT_NE(over.reason.find("more than evenfix.max_drop_pct 1%"), std::string::npos) << over.reason;
+  EXPECT_NE(over.reason.find(fmt::format("({:.3f}% of the data)", pct)), std::string::npos)
+      << over.reason;
+  EXPECT_NE(over.reason.find("more than evenfix.max_drop_pct 1%"), std::string::npos)
+      << over.reason;
   EXPECT_NE(over.reason.find("re-pack with --shard balanced"), std::string::npos) << over.reason;
   EXPECT_NE(over.reason.find("evenfix.mode = \"pad\""), std::string::npos) << over.reason;
   EXPECT_DOUBLE_EQ(over.numbers.at("evenfix_dropped_pct"), pct);
-  EXPECT_EQ(over.numbers.at("evenfix_dropped_tokens"), static_cast<double>(plan->evenfix_dropped_tokens));
+  EXPECT_EQ(over.numbers.at("evenfix_dropped_tokens"),
+            static_cast<double>(plan->evenfix_dropped_tokens));
   // Just above the drop: a WARN; just below: a FAIL.
   r.evenfix_max_drop_pct = pct + 0.001;
   EXPECT_EQ(Get(Gate(r), "balance").verdict, Verdict::kWarn);
@@ -200,7 +205,8 @@ TEST_F(GateTest, OutOfVocabularyTokenFails) {
 TEST_F(GateTest, ScheduleFailures) {
   RunFile world = Run("even");
   world.gpus_per_node = 4;  // world 8, pack world 4
-  EXPECT_NE(Get(Gate(world), "schedule").reason.find("pack was made for world 4"), std::string::npos);
+  EXPECT_NE(Get(Gate(world), "schedule").reason.find("pack was made for world 4"),
+            std::string::npos);
   RunFile zero = Run("even");
   zero.grad_accum = 1000;
   EXPECT_NE(Get(Gate(zero), "schedule").reason.find("0 steps per epoch"), std::string::npos);
@@ -247,9 +253,10 @@ TEST_F(GateTest, StoragePaths) {
 // The rule: a save writes a whole checkpoint before the oldest is pruned, so keep + 1
 // copies at the peak, less the verified ones already there as the saves prune them.
 TEST(SaveSpaceTest, KeepPlusOneLessWhatThePrunesFree) {
-  EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 2, {}), 30);         // 3 x S
-  EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 2, {10}), 20);       // (2 + 1 - 1) x S
-  EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 2, {10, 10}), 10);   // (2 + 1 - 2) x S: the first save's own copy
+  EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 2, {}), 30);    // 3 x S
+  EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 2, {10}), 20);  // (2 + 1 - 1) x S
+  EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 2, {10, 10}),
+                   10);  // (2 + 1 - 2) x S: the first save's own copy
   EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 1, {}), 20);
   EXPECT_DOUBLE_EQ(SaveSpaceNeeded(10, 3, {10, 10}), 20);
   // A large one already there is pruned only at the second save: the first two need 2 x S.
@@ -266,9 +273,12 @@ TEST_F(GateTest, StoragePlansTheCheckpointAsWrittenAndKeepPlusOneCopies) {
   ASSERT_TRUE(MakeDirs(model).ok());
   ASSERT_TRUE(WriteFileAtomic(model + "/config.json", R"({"model_type": "qwen3", "hidden_size": 64,
     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
-    "intermediate_size": 128, "vocab_size": 1000, "tie_word_embeddings": true})").ok());
+    "intermediate_size": 128, "vocab_size": 1000, "tie_word_embeddings": true})")
+                  .ok());
   // The pack's own tokenizer (so the data check passes), made 4 MB by trailing spaces.
-  ASSERT_TRUE(WriteFileAtomic(model + "/tokenizer.json", tokenize::testing::TinyJson() + std::string(4'000'000, ' ')).ok());
+  ASSERT_TRUE(WriteFileAtomic(model + "/tokenizer.json",
+                              tokenize::testing::TinyJson() + std::string(4'000'000, ' '))
+                  .ok());
   ASSERT_TRUE(WriteFileAtomic(model + "/model.safetensors", std::string(64, '\0')).ok());
   RunFile r = Run("even");
   r.params = 0;
@@ -285,8 +295,8 @@ TEST_F(GateTest, StoragePlansTheCheckpointAsWrittenAndKeepPlusOneCopies) {
   Check c = Get(Gate(r), "storage");
   EXPECT_EQ(c.verdict, Verdict::kFail);
   const std::string s = FormatBytes(size);
-  EXPECT_NE(c.reason.find(fmt::format("needs 3 x {} (keep 2 + 1 during a save) = {}, {} free", s, FormatBytes(3 * size),
-                                      FormatBytes(3 * size - 1))),
+  EXPECT_NE(c.reason.find(fmt::format("needs 3 x {} (keep 2 + 1 during a save) = {}, {} free", s,
+                                      FormatBytes(3 * size), FormatBytes(3 * size - 1))),
             std::string::npos)
       << c.reason;
   EXPECT_NE(c.reason.find("tokenizer.json 4.00 MB"), std::string::npos) << c.reason;
@@ -306,7 +316,8 @@ TEST_F(GateTest, StoragePlansTheCheckpointAsWrittenAndKeepPlusOneCopies) {
   const std::string ckpt = r.checkpoint_dir;
   ckpt::testing::WriteTrainerFiles(ckpt + "/.step-00000010.tmp-1");
   ASSERT_TRUE(ckpt::FinalizeCheckpoint(ckpt + "/.step-00000010.tmp-1", ckpt + "/step-00000010",
-                                       ckpt::testing::SampleMeta(10)).ok());
+                                       ckpt::testing::SampleMeta(10))
+                  .ok());
   ckpt::testing::WriteTrainerFiles(ckpt + "/step-00000020");  // no manifest: not verified
   auto listed = ckpt::ListCheckpoints(ckpt, ckpt::VerifyLevel::kStructure);
   ASSERT_TRUE(listed.ok());
@@ -317,9 +328,11 @@ TEST_F(GateTest, StoragePlansTheCheckpointAsWrittenAndKeepPlusOneCopies) {
   EXPECT_DOUBLE_EQ(c.numbers["checkpoints_existing"], 1);
   EXPECT_DOUBLE_EQ(c.numbers["checkpoint_existing_bytes"], existing);
   EXPECT_DOUBLE_EQ(c.numbers["checkpoint_need_bytes"], SaveSpaceNeeded(size, 2, {existing}));
-  EXPECT_DOUBLE_EQ(c.numbers["checkpoint_need_bytes"], 3 * size - existing);  // small: freed only at the third save
+  EXPECT_DOUBLE_EQ(c.numbers["checkpoint_need_bytes"],
+                   3 * size - existing);  // small: freed only at the third save
   EXPECT_EQ(c.verdict, Verdict::kPass) << c.reason;
-  EXPECT_NE(c.reason.find("less the 1 verified checkpoint(s) already there (step-00000010, "), std::string::npos)
+  EXPECT_NE(c.reason.find("less the 1 verified checkpoint(s) already there (step-00000010, "),
+            std::string::npos)
       << c.reason;
   free_bytes -= 1;
   EXPECT_EQ(Get(Gate(r), "storage").verdict, Verdict::kFail);
@@ -337,11 +350,12 @@ TEST_F(GateTest, DistributedSafetyPaths) {
   EXPECT_EQ(t.verdict, Verdict::kFail);
   EXPECT_NE(t.reason.find("below the floor"), std::string::npos);
   RunFile slow = Run("even");
-  slow.params = 2e12;        // 4 TB checkpoint
-  slow.write_gbps = 1;       // ~4000 s > 30 min
+  slow.params = 2e12;   // 4 TB checkpoint
+  slow.write_gbps = 1;  // ~4000 s > 30 min
   EXPECT_NE(Get(Gate(slow), "distributed").reason.find("checkpoint write"), std::string::npos);
   vars_.erase("TORCH_FR_BUFFER_SIZE");
-  EXPECT_NE(Get(Gate(Run("even")), "distributed").reason.find("flight recorder off"), std::string::npos);
+  EXPECT_NE(Get(Gate(Run("even")), "distributed").reason.find("flight recorder off"),
+            std::string::npos);
   vars_["TORCH_NCCL_TRACE_BUFFER_SIZE"] = "1000";
   EXPECT_EQ(Get(Gate(Run("even")), "distributed").verdict, Verdict::kPass);
   vars_["TORCH_NCCL_DUMP_ON_TIMEOUT"] = "0";
@@ -350,7 +364,8 @@ TEST_F(GateTest, DistributedSafetyPaths) {
   env_.gpus.available = true;
   env_.gpus.memory_bytes = 80e9;
   env_.gpus.foreign_processes = 2;
-  EXPECT_NE(Get(Gate(Run("even")), "distributed").reason.find("2 foreign process"), std::string::npos);
+  EXPECT_NE(Get(Gate(Run("even")), "distributed").reason.find("2 foreign process"),
+            std::string::npos);
 }
 
 TEST_F(GateTest, NodePartsMergeIntoOneVerdict) {
@@ -373,14 +388,18 @@ TEST_F(GateTest, NodePartsMergeIntoOneVerdict) {
   auto merged2 = MergeGateReports({Gate(r, 0), Gate(r, 1)}, &r);
   EXPECT_EQ(merged2->overall(), Verdict::kFail);
   EXPECT_EQ(Get(*merged2, "data").verdict, Verdict::kFail);
-  EXPECT_EQ(Get(*merged2, "data").problems, (std::vector<std::string>{"test-host: rank-00003.i32: " + f + ": No such file or directory"}));
+  EXPECT_EQ(Get(*merged2, "data").problems,
+            (std::vector<std::string>{"test-host: rank-00003.i32: " + f +
+                                      ": No such file or directory"}));
 }
 
 TEST_F(GateTest, MergeOfOneNodeOfTwoFailsNamingTheMissingNodeAndItsRanks) {
   RunFile r = Run("even");
   GateReport p0 = Gate(r, 0), p1 = Gate(r, 1);
   ASSERT_EQ(p0.overall(), Verdict::kPass);
-  for (const RunFile* rp : {static_cast<const RunFile*>(&r), static_cast<const RunFile*>(nullptr)}) {  // with the run file, and from the parts alone
+  for (const RunFile* rp :
+       {static_cast<const RunFile*>(&r),
+        static_cast<const RunFile*>(nullptr)}) {  // with the run file, and from the parts alone
     SCOPED_TRACE(rp ? "with the run file" : "from the parts");
     auto merged = MergeGateReports({p0}, rp);
     ASSERT_TRUE(merged.ok()) << merged.status().message();
@@ -398,16 +417,18 @@ TEST_F(GateTest, MergeOfOneNodeOfTwoFailsNamingTheMissingNodeAndItsRanks) {
   r.hosts = {"node-a", "node-b"};
   auto named = MergeGateReports({Gate(r, 1)}, &r);
   ASSERT_TRUE(named.ok()) << named.status().message();
-  EXPECT_EQ(Get(*named, "data").problems[0], "node 0 (ranks 0-1, host node-a) sent no gate part: 2 of 4 ranks checked");
+  EXPECT_EQ(Get(*named, "data").problems[0],
+            "node 0 (ranks 0-1, host node-a) sent no gate part: 2 of 4 ranks checked");
   // Consecutive missing nodes are one problem; every gap is named.
   r.hosts.clear();
   GateReport n1 = p1;
   n1.nodes = 5;
   auto gaps = MergeGateReports({n1});
   ASSERT_TRUE(gaps.ok()) << gaps.status().message();
-  EXPECT_EQ(Get(*gaps, "data").problems,
-            (std::vector<std::string>{"node 0 (ranks 0-1) sent no gate part: 2 of 10 ranks checked",
-                                      "nodes 2-4 (ranks 4-9) sent no gate part: 2 of 10 ranks checked"}));
+  EXPECT_EQ(
+      Get(*gaps, "data").problems,
+      (std::vector<std::string>{"node 0 (ranks 0-1) sent no gate part: 2 of 10 ranks checked",
+                                "nodes 2-4 (ranks 4-9) sent no gate part: 2 of 10 ranks checked"}));
   // Both parts: the merge is the run's.
   auto both = MergeGateReports({p1, p0}, &r);
   ASSERT_TRUE(both.ok()) << both.status().message();
@@ -428,7 +449,8 @@ TEST_F(GateTest, MergeRefusesPartsThatClaimTheSameNodeOrAnotherLayout) {
   auto dup = MergeGateReports({p0, p1, again}, &r);
   ASSERT_FALSE(dup.ok());
   EXPECT_EQ(dup.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(dup.status().message(), "gate merge: two parts claim node 0: the part of test-host and the part of other-host");
+  EXPECT_EQ(dup.status().message(),
+            "gate merge: two parts claim node 0: the part of test-host and the part of other-host");
   auto whole_and_part = MergeGateReports({Gate(r), p1}, &r);
   ASSERT_FALSE(whole_and_part.ok());
   EXPECT_NE(whole_and_part.status().message().find("two parts claim node 1"), std::string::npos);
@@ -443,21 +465,24 @@ TEST_F(GateTest, MergeRefusesPartsThatClaimTheSameNodeOrAnotherLayout) {
   auto layout = MergeGateReports({p0, bigger});
   ASSERT_FALSE(layout.ok());
   EXPECT_EQ(layout.status().message(),
-            "gate merge: the part of test-host was checked for 4 node(s) x 2 GPU(s), the part of test-host has 2 x 2");
+            "gate merge: the part of test-host was checked for 4 node(s) x 2 GPU(s), the part of "
+            "test-host has 2 x 2");
   // Parts that do not record the layout (an older evenkeel) need the run file.
   GateReport old0 = p0, old1 = p1;
   old0.nodes = old1.nodes = 0;
   old0.gpus_per_node = old1.gpus_per_node = 0;
   auto unknown = MergeGateReports({old0, old1});
   ASSERT_FALSE(unknown.ok());
-  EXPECT_NE(unknown.status().message().find("pass --run RUN.toml"), std::string::npos) << unknown.status().message();
+  EXPECT_NE(unknown.status().message().find("pass --run RUN.toml"), std::string::npos)
+      << unknown.status().message();
   EXPECT_TRUE(MergeGateReports({old0, old1}, &r).ok());
 }
 
 // A check reports every problem it found: each in the JSON log (and node
 // parts), one line each on the terminal up to a cap, with the count past it.
 TEST_F(GateTest, EveryProblemOfACheckIsInTheLogAndOnItsOwnLine) {
-  for (const char* f : {"rank-00001.i32", "rank-00003.i32"}) ::unlink((dir_ + "/even/" + f).c_str());
+  for (const char* f : {"rank-00001.i32", "rank-00003.i32"})
+    ::unlink((dir_ + "/even/" + f).c_str());
   std::string f2 = dir_ + "/even/rank-00002.i32";
   std::string data = *ReadFile(f2);
   data[5] ^= 1;
@@ -469,7 +494,9 @@ TEST_F(GateTest, EveryProblemOfACheckIsInTheLogAndOnItsOwnLine) {
   EXPECT_EQ(d.verdict, Verdict::kFail);
   ASSERT_EQ(d.problems.size(), 4u) << d.reason;
   EXPECT_EQ(d.problems[0], "the pack has seq_len 8, the run 16");
-  auto missing = [&](const char* f) { return fmt::format("{}: {}/even/{}: No such file or directory", f, dir_, f); };
+  auto missing = [&](const char* f) {
+    return fmt::format("{}: {}/even/{}: No such file or directory", f, dir_, f);
+  };
   EXPECT_EQ(d.problems[1], missing("rank-00001.i32"));
   EXPECT_NE(d.problems[2].find("rank-00002.i32"), std::string::npos) << d.problems[2];
   EXPECT_EQ(d.problems[3], missing("rank-00003.i32"));
@@ -481,11 +508,12 @@ TEST_F(GateTest, EveryProblemOfACheckIsInTheLogAndOnItsOwnLine) {
   EXPECT_EQ(Get(*back, "data").problems, d.problems);
   // Text: the reason line, then each problem on its own line.
   std::string text = GateReportToText(rep);
-  for (const auto& p : d.problems) EXPECT_NE(text.find("\n     - " + p + "\n"), std::string::npos) << text;
+  for (const auto& p : d.problems)
+    EXPECT_NE(text.find("\n     - " + p + "\n"), std::string::npos) << text;
   // Schedule: both failures, not just the first.
   RunFile two = Run("even");
-  two.gpus_per_node = 4;     // world 8, the pack's 4
-  two.warmup_steps = 100000; // longer than the run
+  two.gpus_per_node = 4;      // world 8, the pack's 4
+  two.warmup_steps = 100000;  // longer than the run
   const Check s = Get(Gate(two), "schedule");
   ASSERT_EQ(s.problems.size(), 2u) << s.reason;
   EXPECT_NE(s.problems[0].find("pack was made for world 4"), std::string::npos);
@@ -573,7 +601,8 @@ TEST(GateReportTest, MissingMistypedOrMisnestedFieldsAreNamed) {
             "p.json: ranks_checked[1]: not an integer");
   EXPECT_EQ(with("\"rank_blocks\": {\"0\": 5, \"1\": 6}", "\"rank_blocks\": [5, 6]"),
             "p.json: rank_blocks: not an object");
-  EXPECT_EQ(with("\"0\": 5", "\"0\": {\"x\": 3}"), "p.json: rank_blocks.0: not a non-negative integer");
+  EXPECT_EQ(with("\"0\": 5", "\"0\": {\"x\": 3}"),
+            "p.json: rank_blocks.0: not a non-negative integer");
   EXPECT_EQ(with("\"0\": 5", "\"x\": 3"), "p.json: rank_blocks.x: the key is not a rank number");
   EXPECT_EQ(with("\"checks\": [", "\"checks\": 3, \"old\": ["), "p.json: checks: not an array");
   EXPECT_EQ(with("{\"name\": \"data\", ", "{"), "p.json: checks[0].name: missing");
@@ -581,15 +610,20 @@ TEST(GateReportTest, MissingMistypedOrMisnestedFieldsAreNamed) {
   EXPECT_EQ(with("\"nodes\": 2,", ""), "p.json: nodes: missing");
   EXPECT_EQ(with("\"nodes\": 2", "\"nodes\": 16777216"),
             "p.json: gpus_per_node: 16777216 nodes x 2 GPUs is more than 16777216 ranks");
-  EXPECT_EQ(with("\"gpus_per_node\": 2", "\"gpus_per_node\": \"2\""), "p.json: gpus_per_node: not an integer");
-  EXPECT_EQ(with("\"problems\": [\"a\", \"b\"]", "\"problems\": \"a\""), "p.json: checks[0].problems: not an array");
+  EXPECT_EQ(with("\"gpus_per_node\": 2", "\"gpus_per_node\": \"2\""),
+            "p.json: gpus_per_node: not an integer");
+  EXPECT_EQ(with("\"problems\": [\"a\", \"b\"]", "\"problems\": \"a\""),
+            "p.json: checks[0].problems: not an array");
   EXPECT_EQ(with("\"problems\": [\"a\", \"b\"]", "\"problems\": [\"a\", 2]"),
             "p.json: checks[0].problems[1]: not a string");
   EXPECT_EQ(with("\"verdict\": \"FAIL\"", "\"verdict\": \"MAYBE\""),
             "p.json: checks[0].verdict: 'MAYBE' is not PASS, WARN or FAIL");
-  EXPECT_EQ(with("\"blocks\": 11", "\"blocks\": \"11\""), "p.json: checks[0].numbers.blocks: not a number");
-  EXPECT_EQ(with("\"numbers\": {", "\"numbers\": 1, \"n\": {"), "p.json: checks[0].numbers: not an object");
-  EXPECT_EQ(with("\"xxh3\": \"0000000000000000\"", "\"xxh3\": 7"), "p.json: run_file.xxh3: not a string");
+  EXPECT_EQ(with("\"blocks\": 11", "\"blocks\": \"11\""),
+            "p.json: checks[0].numbers.blocks: not a number");
+  EXPECT_EQ(with("\"numbers\": {", "\"numbers\": 1, \"n\": {"),
+            "p.json: checks[0].numbers: not an object");
+  EXPECT_EQ(with("\"xxh3\": \"0000000000000000\"", "\"xxh3\": 7"),
+            "p.json: run_file.xxh3: not a string");
   EXPECT_EQ(with("\"global_min_blocks\": 0", "\"global_min_blocks\": -1"),
             "p.json: global_min_blocks: not a non-negative integer");
   EXPECT_EQ(with("\"seconds\": 0.000", "\"seconds\": true"), "p.json: seconds: not a number");
@@ -649,7 +683,8 @@ TEST_F(GateTest, PassLogAndNodePartSurviveEveryWriteFault) {
       Status st = WriteGateLog(t.path, t.report, &env);
       ASSERT_FALSE(st.ok());
       EXPECT_EQ(st.message().rfind(t.what + ": " + t.path + ": ", 0), 0u) << st.message();
-      for (const auto& e : fault.expect) EXPECT_NE(st.message().find(e), std::string::npos) << st.message();
+      for (const auto& e : fault.expect)
+        EXPECT_NE(st.message().find(e), std::string::npos) << st.message();
       auto text = ReadFile(t.path);
       ASSERT_TRUE(text.ok());
       auto back = GateReportFromJson(*text, t.path);
@@ -670,7 +705,9 @@ TEST_F(GateTest, StorageProbeThatCannotBeWrittenFails) {
   env_.env = &files;
   const Check c = Get(Gate(Run("even")), "storage");
   EXPECT_EQ(c.verdict, Verdict::kFail);
-  EXPECT_NE(c.reason.find("not writable: " + dir_ + "/ckpt/.evenkeel-gate-probe"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("not writable: " + dir_ + "/ckpt/.evenkeel-gate-probe"),
+            std::string::npos)
+      << c.reason;
   EXPECT_NE(c.reason.find("No space left on device"), std::string::npos) << c.reason;
   files.Clear();
   EXPECT_EQ(Get(Gate(Run("even")), "storage").verdict, Verdict::kPass);

@@ -45,13 +45,15 @@ Result<Heartbeat> ParseHeartbeat(std::string_view text, std::string_view where) 
   EK_RETURN_IF_ERROR(f.OptStr("phase", &hb.phase));
   if (f.Has("phase_step")) EK_RETURN_IF_ERROR(f.IntIn("phase_step", -1, kMaxStep, &hb.phase_step));
   EK_RETURN_IF_ERROR(f.OptNum("phase_time", &hb.phase_time));
-  if (f.Has("total_steps")) EK_RETURN_IF_ERROR(f.IntIn("total_steps", 0, kMaxStep, &hb.total_steps));
+  if (f.Has("total_steps"))
+    EK_RETURN_IF_ERROR(f.IntIn("total_steps", 0, kMaxStep, &hb.total_steps));
   if (hb.step_time <= 0) hb.step_time = hb.time;
   return hb;
 }
 
 PhaseKind KindOfPhase(std::string_view phase) {
-  if (phase == "train" || phase == "forward" || phase == "backward" || phase == "optimizer") return PhaseKind::kTraining;
+  if (phase == "train" || phase == "forward" || phase == "backward" || phase == "optimizer")
+    return PhaseKind::kTraining;
   if (phase == "save_barrier") return PhaseKind::kBarrier;
   if (phase == "save" || phase == "checkpoint") return PhaseKind::kCheckpoint;
   if (phase == "done") return PhaseKind::kDone;
@@ -69,11 +71,13 @@ std::string HeartbeatToJson(const Heartbeat& hb) {
       "\"time\":{:.3f},\"step_time\":{:.3f},\"step_s\":{},\"tok_s\":{},\"phase\":{},"
       "\"phase_step\":{},\"phase_time\":{:.3f},\"total_steps\":{}}}",
       hb.rank, hb.local_rank, hb.pid, JsonString(hb.host), hb.step, hb.tokens, hb.time,
-      hb.step_time, hb.step_s, hb.tok_s, JsonString(hb.phase), hb.phase_step, hb.phase_time, hb.total_steps);
+      hb.step_time, hb.step_s, hb.tok_s, JsonString(hb.phase), hb.phase_step, hb.phase_time,
+      hb.total_steps);
   return out;
 }
 
-std::vector<Heartbeat> ReadHeartbeatDir(const std::string& dir, std::vector<std::string>* problems, Env* env) {
+std::vector<Heartbeat> ReadHeartbeatDir(const std::string& dir, std::vector<std::string>* problems,
+                                        Env* env) {
   std::vector<Heartbeat> out;
   auto listed = env->ListDir(dir);  // sorted
   if (!listed.ok()) return out;
@@ -92,7 +96,8 @@ std::vector<Heartbeat> ReadHeartbeatDir(const std::string& dir, std::vector<std:
     }
     out.push_back(std::move(*hb));
   }
-  std::sort(out.begin(), out.end(), [](const Heartbeat& a, const Heartbeat& b) { return a.rank < b.rank; });
+  std::sort(out.begin(), out.end(),
+            [](const Heartbeat& a, const Heartbeat& b) { return a.rank < b.rank; });
   return out;
 }
 

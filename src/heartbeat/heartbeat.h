@@ -17,17 +17,18 @@ struct Heartbeat {
   int rank = -1;        // global rank
   int local_rank = -1;  // index on its node
   int64_t pid = 0;
-  std::string host;     // the host the trainer saw (informational)
-  int64_t step = -1;    // last finished step; -1 before the first
-  int64_t tokens = 0;   // cumulative tokens this rank processed
-  double time = 0;      // wall time of the newest beat (Unix seconds, trainer's clock)
-  double step_time = 0; // wall time the step last changed
-  double step_s = 0;    // moving average of seconds per step (0: unknown yet)
-  double tok_s = 0;     // moving average of tokens/s
+  std::string host;             // the host the trainer saw (informational)
+  int64_t step = -1;            // last finished step; -1 before the first
+  int64_t tokens = 0;           // cumulative tokens this rank processed
+  double time = 0;              // wall time of the newest beat (Unix seconds, trainer's clock)
+  double step_time = 0;         // wall time the step last changed
+  double step_s = 0;            // moving average of seconds per step (0: unknown yet)
+  double tok_s = 0;             // moving average of tokens/s
   std::string phase = "train";  // see PhaseKind; the trainer's own names are kept as they are
-  int64_t phase_step = -1;      // the step the phase belongs to (forward of step 36: 36; save after 35: 35)
-  double phase_time = 0;        // wall time the phase began (trainer's clock); 0: unknown
-  int64_t total_steps = 0;      // the run's final step, when the trainer knows it
+  int64_t phase_step =
+      -1;  // the step the phase belongs to (forward of step 36: 36; save after 35: 35)
+  double phase_time = 0;    // wall time the phase began (trainer's clock); 0: unknown
+  int64_t total_steps = 0;  // the run's final step, when the trainer knows it
 };
 
 // What a phase means to the watcher. The reference trainer reports forward,

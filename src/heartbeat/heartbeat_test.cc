@@ -50,11 +50,16 @@ TEST(Heartbeat, MissingOrMistypedFieldsAreNamed) {
   EXPECT_EQ(msg(R"({"v":1,"rank":3,"time":5})"), "hb/rank-3.json: step: missing");
   EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":"1","time":5})"), "hb/rank-3.json: step: not an integer");
   EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":"5"})"), "hb/rank-3.json: time: not a number");
-  EXPECT_EQ(msg(R"({"v":1,"rank":-3,"step":1,"time":5})"), "hb/rank-3.json: rank: -3 is out of range [0, 16777216]");
-  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":5,"pid":"42"})"), "hb/rank-3.json: pid: not an integer");
-  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":5,"phase":7})"), "hb/rank-3.json: phase: not a string");
-  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":5,"tok_s":{"x":1}})"), "hb/rank-3.json: tok_s: not a number");
-  EXPECT_EQ(msg(R"({"v":2,"rank":3,"step":1,"time":5})"), "hb/rank-3.json: v: unknown heartbeat version 2");
+  EXPECT_EQ(msg(R"({"v":1,"rank":-3,"step":1,"time":5})"),
+            "hb/rank-3.json: rank: -3 is out of range [0, 16777216]");
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":5,"pid":"42"})"),
+            "hb/rank-3.json: pid: not an integer");
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":5,"phase":7})"),
+            "hb/rank-3.json: phase: not a string");
+  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":5,"tok_s":{"x":1}})"),
+            "hb/rank-3.json: tok_s: not a number");
+  EXPECT_EQ(msg(R"({"v":2,"rank":3,"step":1,"time":5})"),
+            "hb/rank-3.json: v: unknown heartbeat version 2");
   EXPECT_EQ(msg(R"([{"v":1}])"), "hb/rank-3.json: not a JSON object");
   EXPECT_EQ(msg(R"({"v":1,)"), "hb/rank-3.json: not JSON (a truncated or foreign file)");
 }
@@ -71,8 +76,9 @@ TEST(Heartbeat, StepsNearInt64MaxAreOutOfRange) {
             "hb/rank-3.json: step: 9223372036854775807 is out of range [-1, 4611686018427387904]");
   EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":-1,"time":1,"phase":"train"})"), "ok");
   EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":4611686018427387904,"time":1,"phase":"train"})"), "ok");
-  EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":1,"phase_step":-9223372036854775807})"),
-            "hb/rank-3.json: phase_step: -9223372036854775807 is out of range [-1, 4611686018427387904]");
+  EXPECT_EQ(
+      msg(R"({"v":1,"rank":3,"step":1,"time":1,"phase_step":-9223372036854775807})"),
+      "hb/rank-3.json: phase_step: -9223372036854775807 is out of range [-1, 4611686018427387904]");
   EXPECT_EQ(msg(R"({"v":1,"rank":3,"step":1,"time":1,"total_steps":-2})"),
             "hb/rank-3.json: total_steps: -2 is out of range [0, 4611686018427387904]");
 }

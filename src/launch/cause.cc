@@ -1,8 +1,9 @@
 #include "launch/cause.h"
 
+#include <fmt/core.h>
+
 #include <vector>
 
-#include <fmt/core.h>
 #include "core/jsonl.h"
 
 namespace ek::launch {
@@ -19,7 +20,8 @@ std::string_view Trim(std::string_view s) {
 std::string Bounded(std::string s) {
   if (s.size() <= kMaxCauseBytes) return s;
   size_t cut = kMaxCauseBytes;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80)
+    --cut;  // not inside a UTF-8 sequence
   return s.substr(0, cut) + "...";
 }
 
@@ -27,7 +29,8 @@ std::string Bounded(std::string s) {
 std::string FromErrorIn(std::string_view rest) {
   size_t after = rest.find(" after ");
   size_t colon = rest.find(": ", after == std::string_view::npos ? 0 : after);
-  if (after == std::string_view::npos || colon == std::string_view::npos) return std::string(Trim(rest));
+  if (after == std::string_view::npos || colon == std::string_view::npos)
+    return std::string(Trim(rest));
   std::string_view phase = rest.substr(0, after);
   return fmt::format("{} (in {})", Trim(rest.substr(colon + 2)), phase);
 }
@@ -68,7 +71,8 @@ std::string FirstError(std::string_view log, int rank) {
       if (rest.starts_with("error: ")) return Bounded(std::string(Trim(rest.substr(7))));
       if (rest.starts_with("train: error: ")) return Bounded(std::string(Trim(rest.substr(14))));
     }
-    if (traceback_end.empty() && Trim(l) == "Traceback (most recent call last):") traceback_end = TracebackEnd(lines, i);
+    if (traceback_end.empty() && Trim(l) == "Traceback (most recent call last):")
+      traceback_end = TracebackEnd(lines, i);
   }
   return Bounded(std::string(traceback_end));
 }

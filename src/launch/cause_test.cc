@@ -2,9 +2,9 @@
 // trainer prints and for a plain Python traceback.
 #include "launch/cause.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 namespace ek::launch {
 namespace {
@@ -13,12 +13,15 @@ TEST(FirstErrorTest, TheTrainersErrorLineGivesTheExceptionAndThePhase) {
   std::string log =
       "[rank 1] blocks=12 pinned=12 steps_per_epoch=6 total_steps=6 saves=3 evenfix=min\n"
       "[rank 1] warning: resuming with a different data layout\n"
-      "[rank 1] error in save (step 30) after 0.4s at step 30: OSError: [Errno 28] No space left on device: "
+      "[rank 1] error in save (step 30) after 0.4s at step 30: OSError: [Errno 28] No space left "
+      "on device: "
       "'/ckpt/.step-00000030.tmp-77/model-00001-of-00001.safetensors'\n"
       "Traceback (most recent call last):\n"
       "  File \"train.py\", line 1, in <module>\n"
-      "OSError: [Errno 28] No space left on device: '/ckpt/.step-00000030.tmp-77/model-00001-of-00001.safetensors'\n"
-      "[rank 1] error in save (step 30) after 9.0s at step 30: RuntimeError: a second, later error\n";
+      "OSError: [Errno 28] No space left on device: "
+      "'/ckpt/.step-00000030.tmp-77/model-00001-of-00001.safetensors'\n"
+      "[rank 1] error in save (step 30) after 9.0s at step 30: RuntimeError: a second, later "
+      "error\n";
   EXPECT_EQ(FirstError(log, 1),
             "OSError: [Errno 28] No space left on device: "
             "'/ckpt/.step-00000030.tmp-77/model-00001-of-00001.safetensors' (in save (step 30))");
@@ -43,10 +46,13 @@ TEST(FirstErrorTest, ATracebackPrefixedByTorchDistributedGivesItsLastLine) {
 }
 
 TEST(FirstErrorTest, ARefusalLineIsItsMessage) {
-  EXPECT_EQ(FirstError("[rank 0] run file r.toml\n[rank 0] error: /r/run.toml: data.pack_dir /p: no such directory\n", 0),
+  EXPECT_EQ(FirstError("[rank 0] run file r.toml\n[rank 0] error: /r/run.toml: data.pack_dir /p: "
+                       "no such directory\n",
+                       0),
             "/r/run.toml: data.pack_dir /p: no such directory");
-  EXPECT_EQ(FirstError("[rank 3] train: error: --grad-accum 4 contradicts train.grad_accum = 8\n", 3),
-            "--grad-accum 4 contradicts train.grad_accum = 8");
+  EXPECT_EQ(
+      FirstError("[rank 3] train: error: --grad-accum 4 contradicts train.grad_accum = 8\n", 3),
+      "--grad-accum 4 contradicts train.grad_accum = 8");
 }
 
 TEST(FirstErrorTest, APlainTracebackGivesItsLastLineAndAChainItsFirstException) {
@@ -70,7 +76,8 @@ TEST(FirstErrorTest, NoErrorIsEmptyAndAnotherRanksLineIsNotThisOnes) {
   EXPECT_EQ(FirstError("[rank 0] step 5 epoch 0 loss 1.0\n[rank 0] done steps=6\n", 0), "");
   EXPECT_EQ(FirstError("[rank 1] error: not rank 0's\n", 0), "");
   EXPECT_EQ(FirstError("[rank 12] error: rank 12's\n", 1), "");
-  EXPECT_EQ(FirstError("Traceback (most recent call last):\n  File \"t.py\"\n", 0), "") << "cut short";
+  EXPECT_EQ(FirstError("Traceback (most recent call last):\n  File \"t.py\"\n", 0), "")
+      << "cut short";
 }
 
 TEST(FirstErrorTest, ALongCauseIsBounded) {

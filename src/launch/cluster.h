@@ -16,7 +16,8 @@ namespace ek::launch {
 
 // SLURM's host-list expansion ("node[01-02]" -> node01, node02), the seam a
 // test replaces; the default runs `scontrol show hostnames LIST`.
-using NodelistExpander = std::function<Result<std::vector<std::string>>(const std::string& nodelist)>;
+using NodelistExpander =
+    std::function<Result<std::vector<std::string>>(const std::string& nodelist)>;
 Result<std::vector<std::string>> ScontrolHostnames(const std::string& nodelist);
 
 struct Cluster {
@@ -27,8 +28,8 @@ struct Cluster {
   std::string rdzv_endpoint;       // HOST:PORT; "" with standalone
   bool standalone = false;         // one node: torchrun --standalone picks a free port
   std::string run_id;
-  std::string slurm_job_id;        // "" outside SLURM
-  std::string source;              // "command line", "SLURM job 1234", "single node"
+  std::string slurm_job_id;  // "" outside SLURM
+  std::string source;        // "command line", "SLURM job 1234", "single node"
 };
 
 // `node_rank_flag` is --node-rank, -1 when not given. The environment

@@ -56,7 +56,9 @@ TEST(ClusterTest, SeveralNodesNeedARankAndAnEndpoint) {
   auto from_hosts = ResolveCluster(MakeRun(2, 2, {"a", "b"}), 1, Env({}));
   ASSERT_TRUE(from_hosts.ok());
   EXPECT_EQ(from_hosts->rdzv_endpoint, "a:29500");
-  auto from_env = ResolveCluster(MakeRun(2, 2), 1, Env({{"EVENKEEL_RDZV_ENDPOINT", "127.0.0.1:1234"}, {"EVENKEEL_RUN_ID", "x y"}}));
+  auto from_env = ResolveCluster(
+      MakeRun(2, 2), 1,
+      Env({{"EVENKEEL_RDZV_ENDPOINT", "127.0.0.1:1234"}, {"EVENKEEL_RUN_ID", "x y"}}));
   ASSERT_TRUE(from_env.ok());
   EXPECT_EQ(from_env->rdzv_endpoint, "127.0.0.1:1234");
   EXPECT_EQ(from_env->run_id, "x_y");
@@ -65,7 +67,9 @@ TEST(ClusterTest, SeveralNodesNeedARankAndAnEndpoint) {
 }
 
 TEST(ClusterTest, SlurmGivesTheNodeAndIsCheckedAgainstTheRunFile) {
-  std::map<std::string, std::string> slurm = {{"SLURM_JOB_ID", "77"}, {"SLURM_NODEID", "1"}, {"SLURM_NNODES", "2"},
+  std::map<std::string, std::string> slurm = {{"SLURM_JOB_ID", "77"},
+                                              {"SLURM_NODEID", "1"},
+                                              {"SLURM_NNODES", "2"},
                                               {"SLURM_JOB_NODELIST", "n[1-2]"}};
   auto c = ResolveCluster(MakeRun(2, 2), -1, Env(slurm, {"n1", "n2"}));
   ASSERT_TRUE(c.ok()) << c.status().message();
@@ -75,7 +79,9 @@ TEST(ClusterTest, SlurmGivesTheNodeAndIsCheckedAgainstTheRunFile) {
   EXPECT_EQ(c->source, "SLURM job 77");
   auto nodes = ResolveCluster(MakeRun(3, 2), -1, Env(slurm, {"n1", "n2"}));
   ASSERT_FALSE(nodes.ok());
-  EXPECT_NE(nodes.status().message().find("SLURM_NNODES=2 but /runs/run.toml has cluster.nodes = 3"), std::string::npos);
+  EXPECT_NE(
+      nodes.status().message().find("SLURM_NNODES=2 but /runs/run.toml has cluster.nodes = 3"),
+      std::string::npos);
   auto hosts = ResolveCluster(MakeRun(2, 2, {"x", "y"}), -1, Env(slurm, {"n1", "n2"}));
   ASSERT_FALSE(hosts.ok());
   EXPECT_NE(hosts.status().message().find("cluster.hosts"), std::string::npos);

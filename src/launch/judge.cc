@@ -1,13 +1,12 @@
 #include "launch/judge.h"
 
+#include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-
-#include <fmt/core.h>
-#include <fmt/ranges.h>
 
 #include "core/process.h"
 
@@ -15,20 +14,28 @@ namespace ek::launch {
 
 std::string_view FrVerdictName(FrVerdict v) {
   switch (v) {
-    case FrVerdict::kNotRead: return "not read";
-    case FrVerdict::kNoDumps: return "no dumps";
-    case FrVerdict::kUnreadable: return "unreadable";
-    case FrVerdict::kUndecided: return "undecided";
-    case FrVerdict::kConclusive: return "conclusive";
+    case FrVerdict::kNotRead:
+      return "not read";
+    case FrVerdict::kNoDumps:
+      return "no dumps";
+    case FrVerdict::kUnreadable:
+      return "unreadable";
+    case FrVerdict::kUndecided:
+      return "undecided";
+    case FrVerdict::kConclusive:
+      return "conclusive";
   }
   return "?";
 }
 
 std::string_view OutcomeName(Outcome o) {
   switch (o) {
-    case Outcome::kCompleted: return "completed";
-    case Outcome::kFailed: return "failed";
-    case Outcome::kCancelled: return "cancelled";
+    case Outcome::kCompleted:
+      return "completed";
+    case Outcome::kFailed:
+      return "failed";
+    case Outcome::kCancelled:
+      return "cancelled";
   }
   return "?";
 }
@@ -42,7 +49,8 @@ NodeFacts FactsOf(const NodeRecord& n) {
   f.torchrun_signal = n.torchrun_signal;
   f.cancelled = n.cancelled;
   for (const auto& r : n.ranks) {
-    f.ranks.push_back({r.rank, r.exit_code, r.signal, r.end, r.stop_signal, r.state_at_stop, r.inferred});
+    f.ranks.push_back(
+        {r.rank, r.exit_code, r.signal, r.end, r.stop_signal, r.state_at_stop, r.inferred});
   }
   f.causes = n.causes;
   f.progress = n.progress;
@@ -51,8 +59,8 @@ NodeFacts FactsOf(const NodeRecord& n) {
 
 bool EveryProcessSucceeded(const JudgeFacts& f) {
   return !f.nodes.empty() && std::all_of(f.nodes.begin(), f.nodes.end(), [](const NodeFacts& n) {
-    return n.reported && n.unreadable.empty() && n.error.empty() && !n.cancelled && n.torchrun_code == 0 &&
-           n.torchrun_signal == 0;
+    return n.reported && n.unreadable.empty() && n.error.empty() && !n.cancelled &&
+           n.torchrun_code == 0 && n.torchrun_signal == 0;
   });
 }
 
@@ -72,7 +80,8 @@ std::string ProcessFailures(const JudgeFacts& f) {
     for (const auto& r : n.ranks) {
       ExitStatus es{r.exit_code, r.signal};
       if (!es.ok()) {
-        auto c = std::find_if(n.causes.begin(), n.causes.end(), [&](const RankCause& x) { return x.rank == r.rank; });
+        auto c = std::find_if(n.causes.begin(), n.causes.end(),
+                              [&](const RankCause& x) { return x.rank == r.rank; });
         why.push_back(c != n.causes.end() ? fmt::format("rank {}: {}", r.rank, c->cause)
                                           : fmt::format("rank {} {}", r.rank, es.ToString()));
         rank_failed = true;
@@ -85,7 +94,10 @@ std::string ProcessFailures(const JudgeFacts& f) {
   }
   if (f.nodes.empty()) why.push_back("no node reported");
   if (why.empty()) return "torchrun failed";
-  return fmt::format("{}", fmt::join(why.begin(), why.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(why.size(), 6)), ", "));
+  return fmt::format(
+      "{}",
+      fmt::join(why.begin(),
+                why.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(why.size(), 6)), ", "));
 }
 
 // The trainer refused the configuration (exit 2: usage, run file, data, tokenizer)
@@ -128,7 +140,8 @@ Hang FindHang(const JudgeFacts& f) {
     if (!n.reported || !n.unreadable.empty()) continue;
     for (const auto& r : n.ranks) ranks.push_back({&r, &n});
   }
-  std::sort(ranks.begin(), ranks.end(), [](const Seen& a, const Seen& b) { return a.rank->rank < b.rank->rank; });
+  std::sort(ranks.begin(), ranks.end(),
+            [](const Seen& a, const Seen& b) { return a.rank->rank < b.rank->rank; });
   // When the others failed: the first rank to fail on its own, and whether it timed out.
   double failed_at = 0;
   int first_failed = -1;
@@ -141,7 +154,8 @@ Hang FindHang(const JudgeFacts& f) {
     }
     for (const auto& c : s.node->causes) {
       std::string lc = Lower(c.cause);
-      if (c.rank == s.rank->rank && (lc.find("timed out") != std::string::npos || lc.find("timeout") != std::string::npos)) {
+      if (c.rank == s.rank->rank &&
+          (lc.find("timed out") != std::string::npos || lc.find("timeout") != std::string::npos)) {
         timed_out = true;
       }
     }
@@ -157,7 +171,9 @@ Hang FindHang(const JudgeFacts& f) {
   if (named.empty() && timed_out && failed_dumped) {
     for (const auto& s : ranks) {
       const RankFacts& r = *s.rank;
-      if (!FailedOnItsOwn(r) && !ExitStatus{r.exit_code, r.signal}.ok() && !f.fr_dumps.count(r.rank)) named.push_back(s);
+      if (!FailedOnItsOwn(r) && !ExitStatus{r.exit_code, r.signal}.ok() &&
+          !f.fr_dumps.count(r.rank))
+        named.push_back(s);
     }
   }
   Hang h;
@@ -175,8 +191,9 @@ Hang FindHang(const JudgeFacts& f) {
       if (!have_step || hb->step < h.step) h.step = hb->step;
       have_step = true;
       if (failed_at > 0) {
-        evidence.push_back(fmt::format("last heartbeat {:.0f} s before {}", std::max(0.0, failed_at - hb->time),
-                                       timed_out ? "the others' timeout" : fmt::format("rank {} failed", first_failed)));
+        evidence.push_back(fmt::format(
+            "last heartbeat {:.0f} s before {}", std::max(0.0, failed_at - hb->time),
+            timed_out ? "the others' timeout" : fmt::format("rank {} failed", first_failed)));
       }
     } else {
       evidence.push_back("no heartbeat in this attempt");
@@ -195,10 +212,12 @@ Hang FindHang(const JudgeFacts& f) {
     }
     h.ranks.push_back(r.rank);
     if (clauses.size() < 4) {
-      clauses.push_back(fmt::format("rank {} stopped progressing {} ({})", r.rank, at, fmt::join(evidence, "; ")));
+      clauses.push_back(fmt::format("rank {} stopped progressing {} ({})", r.rank, at,
+                                    fmt::join(evidence, "; ")));
     }
   }
-  if (h.ranks.size() > clauses.size()) clauses.push_back(fmt::format("{} more", h.ranks.size() - clauses.size()));
+  if (h.ranks.size() > clauses.size())
+    clauses.push_back(fmt::format("{} more", h.ranks.size() - clauses.size()));
   h.line = fmt::format("{}", fmt::join(clauses, "; "));
   return h;
 }
@@ -211,12 +230,13 @@ namespace {
 // kind: StorageFull, message: \"No space left on device\" }") all carry.
 std::string StorageCause(const JudgeFacts& f) {
   static constexpr std::string_view kStorage[] = {"No space left on device", "Disk quota exceeded",
-                                                  "Read-only file system", "Input/output error",
+                                                  "Read-only file system",   "Input/output error",
                                                   "Operation not permitted", "Permission denied"};
   for (const auto& n : f.nodes) {
     for (const auto& c : n.causes) {
       for (std::string_view what : kStorage) {
-        if (c.cause.find(what) != std::string::npos) return fmt::format("rank {}: {}", c.rank, what);
+        if (c.cause.find(what) != std::string::npos)
+          return fmt::format("rank {}: {}", c.rank, what);
       }
     }
   }
@@ -255,22 +275,27 @@ Judgement Judge(const JudgeFacts& f) {
     if (c.step >= 0 && c.final && planned) {
       j.outcome = Outcome::kCompleted;
       j.branch = Branch::kDone;
-      j.decision = {Action::kDone, kExitCompleted,
-                    fmt::format("the final checkpoint {} (step {}) verifies with checksums", c.path, c.step), 0, 0};
+      j.decision = {
+          Action::kDone, kExitCompleted,
+          fmt::format("the final checkpoint {} (step {}) verifies with checksums", c.path, c.step),
+          0, 0};
       return j;
     }
-    const std::string plan = f.planned_steps > 0 ? fmt::format(" ({} steps planned)", f.planned_steps) : "";
+    const std::string plan =
+        f.planned_steps > 0 ? fmt::format(" ({} steps planned)", f.planned_steps) : "";
     if (c.step < 0) {
       j.failure = Failure::kNoCheckpoint;
       why = "every rank exited 0 but no checkpoint verifies";
     } else if (!c.final) {
       j.failure = Failure::kNotFinal;
-      why = fmt::format("every rank exited 0 but the newest verified checkpoint (step {}) is not the final one{}", c.step,
-                        plan);
+      why = fmt::format(
+          "every rank exited 0 but the newest verified checkpoint (step {}) is not the final one{}",
+          c.step, plan);
     } else {
       j.failure = Failure::kNotAtPlannedStep;
-      why = fmt::format("every rank exited 0 but the final checkpoint is at step {}, not the planned last step{}", c.step,
-                        plan);
+      why = fmt::format(
+          "every rank exited 0 but the final checkpoint is at step {}, not the planned last step{}",
+          c.step, plan);
     }
   } else {
     j.failure = Failure::kProcesses;
@@ -282,8 +307,9 @@ Judgement Judge(const JudgeFacts& f) {
   const bool progress = f.after.step > f.before.step;
   j.no_progress = progress ? 0 : f.no_progress + 1;
   if (ConfigurationRefused(f)) {
-    return Stop(j, Branch::kRefused, kExitBadInput,
-                "the trainer refused the configuration (exit 2; a restart would refuse again): " + why);
+    return Stop(
+        j, Branch::kRefused, kExitBadInput,
+        "the trainer refused the configuration (exit 2; a restart would refuse again): " + why);
   }
   if (f.fr == FrVerdict::kConclusive) {
     return Stop(j, Branch::kDesync, kExitDoNotRequeue,
@@ -295,26 +321,33 @@ Judgement Judge(const JudgeFacts& f) {
     // (74, "after a fix"), not a do-not-requeue.
     if (std::string storage = StorageCause(f); !storage.empty()) {
       return Stop(j, Branch::kNoProgress, kExitIoError,
-                  fmt::format("{} attempt(s) in a row without a new verified checkpoint (retry.max_no_progress = {}), "
+                  fmt::format("{} attempt(s) in a row without a new verified checkpoint "
+                              "(retry.max_no_progress = {}), "
                               "failing on storage ({}): fix the storage, then requeue; last: {}",
                               j.no_progress, f.max_no_progress, storage, why));
     }
     return Stop(j, Branch::kNoProgress, kExitDoNotRequeue,
-                fmt::format("{} attempt(s) in a row without a new verified checkpoint (retry.max_no_progress = {}); last: {}",
+                fmt::format("{} attempt(s) in a row without a new verified checkpoint "
+                            "(retry.max_no_progress = {}); last: {}",
                             j.no_progress, f.max_no_progress, why));
   }
   if (f.restarts >= f.max_restarts) {
     return Stop(j, Branch::kBudgetSpent, kExitBudgetSpent,
-                fmt::format("restart budget spent (retry.max_restarts = {}); last: {}", f.max_restarts, why));
+                fmt::format("restart budget spent (retry.max_restarts = {}); last: {}",
+                            f.max_restarts, why));
   }
   // 2^restarts may overflow to inf, which the cap takes (0 x inf would be NaN: no wait is no wait).
-  const double backoff = f.backoff_s <= 0 ? 0.0 : std::min(f.backoff_max_s, f.backoff_s * std::pow(2.0, f.restarts));
+  const double backoff =
+      f.backoff_s <= 0 ? 0.0 : std::min(f.backoff_max_s, f.backoff_s * std::pow(2.0, f.restarts));
   j.branch = Branch::kRestart;
-  j.decision = {Action::kRestart, kExitCompleted,
-                fmt::format("{}; restarting from {}{} after {:.0f} s", why,
-                            f.after.step >= 0 ? fmt::format("checkpoint step {}", f.after.step) : std::string("the start"),
-                            f.skipped.empty() ? "" : fmt::format(" ({})", fmt::join(f.skipped, "; ")), backoff),
-                f.attempt + 1, backoff};
+  j.decision = {
+      Action::kRestart, kExitCompleted,
+      fmt::format("{}; restarting from {}{} after {:.0f} s", why,
+                  f.after.step >= 0 ? fmt::format("checkpoint step {}", f.after.step)
+                                    : std::string("the start"),
+                  f.skipped.empty() ? "" : fmt::format(" ({})", fmt::join(f.skipped, "; ")),
+                  backoff),
+      f.attempt + 1, backoff};
   return j;
 }
 

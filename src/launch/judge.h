@@ -47,7 +47,8 @@ enum class FrVerdict {
   kNoDumps,     // the folder is empty: no collective timed out
   kUnreadable,  // dumps exist but none could be read
   kUndecided,   // dumps were read; no conclusive desync among them
-  kConclusive,  // a deterministic desync: different collectives, sizes or dtypes at one slot, ranks that never joined
+  kConclusive,  // a deterministic desync: different collectives, sizes or dtypes at one slot, ranks
+                // that never joined
 };
 std::string_view FrVerdictName(FrVerdict v);
 
@@ -55,20 +56,24 @@ struct RankFacts {
   int rank = -1;
   int exit_code = -1;  // -1 when it was killed by a signal
   int signal = 0;
-  double end = 0;              // when the trainer ended (Unix seconds); 0: unknown
-  int stop_signal = 0;         // the wrapper was stopped (torchrun's SIGTERM) before the trainer ended; 0: it ended first
-  std::string state_at_stop{};  // the trainer's process state then ("T", "D", "S", ...; "": unknown)
-  bool inferred = false;       // its wrapper was killed: exit_code, signal and end are the launcher's inference
+  double end = 0;       // when the trainer ended (Unix seconds); 0: unknown
+  int stop_signal = 0;  // the wrapper was stopped (torchrun's SIGTERM) before the trainer ended; 0:
+                        // it ended first
+  std::string
+      state_at_stop{};  // the trainer's process state then ("T", "D", "S", ...; "": unknown)
+  bool inferred =
+      false;  // its wrapper was killed: exit_code, signal and end are the launcher's inference
 };
 
 struct NodeFacts {
   int node = 0;
-  bool reported = false;   // its node-N.json was read
-  std::string unreadable;  // its node-N.json exists but cannot be read: the error ("file: field: what")
-  std::string error;       // its launcher could not start torchrun
+  bool reported = false;  // its node-N.json was read
+  std::string
+      unreadable;     // its node-N.json exists but cannot be read: the error ("file: field: what")
+  std::string error;  // its launcher could not start torchrun
   int torchrun_code = -1, torchrun_signal = 0;
   bool cancelled = false;
-  std::vector<RankFacts> ranks;  // the ranks that wrote a record
+  std::vector<RankFacts> ranks;   // the ranks that wrote a record
   std::vector<RankCause> causes;  // why its failed ranks failed (launch/cause.h), for the reason
   std::vector<RankProgress> progress;  // its ranks' last heartbeats in the attempt
 };
@@ -85,13 +90,13 @@ struct JudgeFacts {
   int attempt = 1;
   std::vector<NodeFacts> nodes;  // one per node of the run (cluster.nodes), in node order
   FrVerdict fr = FrVerdict::kNotRead;
-  std::string fr_line;            // the verdict line, for the reason
+  std::string fr_line;  // the verdict line, for the reason
   // The ranks whose dump was read, with their highest collective sequence id
   // (any process group); empty when none was (fr is kNotRead, kNoDumps or kUnreadable).
   std::map<int, int64_t> fr_dumps;
-  int64_t planned_steps = 0;      // the plan's total optimizer steps; 0: unknown (no pack to plan from)
-  CheckpointFacts before;         // newest structurally verified checkpoint when the attempt started
-  CheckpointFacts after;          // the same when it ended
+  int64_t planned_steps = 0;  // the plan's total optimizer steps; 0: unknown (no pack to plan from)
+  CheckpointFacts before;     // newest structurally verified checkpoint when the attempt started
+  CheckpointFacts after;      // the same when it ended
   // Newest checkpoint that verifies with checksums. Only consulted when
   // EveryProcessSucceeded(). (The launcher verifies `after` with checksums too,
   // since it is the checkpoint the next attempt is handed: it passes the same.)
@@ -99,12 +104,12 @@ struct JudgeFacts {
   // Checkpoints newer than `after` that did not verify ("step-00000020: skipped:
   // <headline>"): named where a restart says what it resumes from.
   std::vector<std::string> skipped;
-  int restarts = 0;               // restarts made before this attempt
-  int no_progress = 0;            // failed attempts in a row without a new checkpoint, before this one
-  int max_restarts = 3;           // retry.max_restarts
-  int max_no_progress = 2;        // retry.max_no_progress
-  double backoff_s = 10;          // retry.backoff_s
-  double backoff_max_s = 300;     // retry.backoff_max_s
+  int restarts = 0;            // restarts made before this attempt
+  int no_progress = 0;         // failed attempts in a row without a new checkpoint, before this one
+  int max_restarts = 3;        // retry.max_restarts
+  int max_no_progress = 2;     // retry.max_no_progress
+  double backoff_s = 10;       // retry.backoff_s
+  double backoff_max_s = 300;  // retry.backoff_max_s
 };
 
 // Ranks that stopped progressing in a failed attempt (the "hang" a collective
@@ -120,7 +125,8 @@ struct JudgeFacts {
 // per rank ("; "), at most four. Empty `ranks` when nothing points at a hang.
 struct Hang {
   std::vector<int> ranks;
-  int64_t step = -1;  // the lowest last finished step among them (-1: before the first, or no heartbeat)
+  int64_t step =
+      -1;  // the lowest last finished step among them (-1: before the first, or no heartbeat)
   std::string line;
 };
 Hang FindHang(const JudgeFacts& facts);
@@ -134,10 +140,26 @@ enum class Outcome { kCompleted, kFailed, kCancelled };
 std::string_view OutcomeName(Outcome o);  // "completed", "failed", "cancelled" (attempt.json)
 
 // Why an attempt failed (kNone when it did not).
-enum class Failure { kNone, kNoCheckpoint, kNotFinal, kNotAtPlannedStep, kProcesses, kUnreadableRecord };
+enum class Failure {
+  kNone,
+  kNoCheckpoint,
+  kNotFinal,
+  kNotAtPlannedStep,
+  kProcesses,
+  kUnreadableRecord
+};
 
 // Which of the questions above settled it; tests count that each is reached.
-enum class Branch { kCancelled, kUnreadableRecord, kDone, kRefused, kDesync, kNoProgress, kBudgetSpent, kRestart };
+enum class Branch {
+  kCancelled,
+  kUnreadableRecord,
+  kDone,
+  kRefused,
+  kDesync,
+  kNoProgress,
+  kBudgetSpent,
+  kRestart
+};
 inline constexpr int kBranchCount = 8;
 inline constexpr int kFailureCount = 6;
 
@@ -147,7 +169,7 @@ struct Judgement {
   Branch branch = Branch::kRestart;
   Decision decision;
   int no_progress = 0;  // the count after this attempt (the next attempt's JudgeFacts::no_progress)
-  Hang hang;            // a failed attempt's ranks that stopped progressing (FindHang); named in the reason
+  Hang hang;  // a failed attempt's ranks that stopped progressing (FindHang); named in the reason
 };
 
 Judgement Judge(const JudgeFacts& facts);

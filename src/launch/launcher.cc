@@ -4,6 +4,7 @@
 #include "launch/launcher.h"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -13,14 +14,12 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <memory>
-#include <limits>
 #include <optional>
 #include <random>
 #include <thread>
-
-#include <fmt/core.h>
 
 #include "ckpt/checkpoint.h"
 #include "core/clock.h"
@@ -35,6 +34,7 @@
 #include "flightrec/loader.h"
 #include "flightrec/report.h"
 #include "gate/gate.h"
+#include "heartbeat/heartbeat.h"
 #include "launch/cause.h"
 #include "launch/judge.h"
 #include "launch/launcher_internal.h"
@@ -43,7 +43,6 @@
 #include "launch/session_lock.h"
 #include "packfile/manifest.h"
 #include "run/plan.h"
-#include "heartbeat/heartbeat.h"
 
 namespace ek::launch {
 
@@ -71,7 +70,8 @@ Result<std::optional<std::string>> ReadIfExists(const std::string& path) {
   return std::optional<std::string>(std::move(text));
 }
 
-// Waits until `ready` returns true, polling every 0.2 s on `clock`; false on timeout or a stop signal.
+// Waits until `ready` returns true, polling every 0.2 s on `clock`; false on timeout or a stop
+// signal.
 bool WaitFor(Clock* clock, double timeout_s, const std::function<bool()>& ready) {
   const double deadline = clock->Monotonic() + timeout_s;
   while (true) {
@@ -91,13 +91,15 @@ std::string FindProgram(const run::RunFile& run, const std::string& value) {
 // Where FindProgram looked, for the error: "not found on PATH", or the path.
 std::string WhereLooked(const run::RunFile& run, const std::string& value) {
   if (value.find('/') == std::string::npos) return "is not on PATH";
-  return fmt::format("({}, relative to the run file) is not an executable file", run.Resolve(value));
+  return fmt::format("({}, relative to the run file) is not an executable file",
+                     run.Resolve(value));
 }
 
 // Asks `python` whether it can import the trainer module (find_spec imports
 // the evenkeel package, not the trainer: no torch start-up). NotFound naming
 // the python, why and what to install when it cannot.
-Status CheckTrainerModule(const std::string& python, const std::string& python_from, const std::string& run_path) {
+Status CheckTrainerModule(const std::string& python, const std::string& python_from,
+                          const std::string& run_path) {
   SpawnOptions so;
   so.argv = {python, "-c",
              // Finds the package without running its __init__ (which imports torch: seconds),
@@ -107,13 +109,16 @@ Status CheckTrainerModule(const std::string& python, const std::string& python_f
              "spec = importlib.util.find_spec('evenkeel')\n"
              "if spec is None:\n"
              "    raise ModuleNotFoundError(\"No module named 'evenkeel'\")\n"
-             "if not any(os.path.exists(os.path.join(d, 'train.py')) for d in spec.submodule_search_locations or []):\n"
+             "if not any(os.path.exists(os.path.join(d, 'train.py')) for d in "
+             "spec.submodule_search_locations or []):\n"
              "    print('evenkeel is installed but has no evenkeel.train (an older package)')\n"
              "    sys.exit(3)\n"};
   so.output_pipe = true;
   so.parent_death_signal = SIGKILL;
   auto child = Child::Spawn(so);
-  if (!child.ok()) return child.status().WithContext(fmt::format("launch: cannot ask {} for {}", python, kTrainerModule));
+  if (!child.ok())
+    return child.status().WithContext(
+        fmt::format("launch: cannot ask {} for {}", python, kTrainerModule));
   std::string out;
   char buf[4096];
   const double deadline = Now() + 120;
@@ -129,8 +134,9 @@ Status CheckTrainerModule(const std::string& python, const std::string& python_f
     }
     if (Now() > deadline) {
       child->Stop(1);
-      return UnavailableError(fmt::format("launch: {} did not answer within 120 s whether it can import {}", python,
-                                          kTrainerModule));
+      return UnavailableError(
+          fmt::format("launch: {} did not answer within 120 s whether it can import {}", python,
+                      kTrainerModule));
     }
   }
   ExitStatus st = child->Wait();
@@ -140,13 +146,16 @@ Status CheckTrainerModule(const std::string& python, const std::string& python_f
   size_t end = out.find_last_not_of(" \n\r\t");
   if (end != std::string::npos) {
     size_t start = out.find_last_of('\n', end);
-    why = out.substr(start == std::string::npos ? 0 : start + 1, end + 1 - (start == std::string::npos ? 0 : start + 1));
+    why = out.substr(start == std::string::npos ? 0 : start + 1,
+                     end + 1 - (start == std::string::npos ? 0 : start + 1));
   }
-  return NotFoundError(fmt::format(
-      "the reference trainer, the Python module {}, cannot be imported by {} ({}): {}; install evenkeel's Python "
-      "package into that environment (pip install EVENKEEL_SOURCE_DIR), point launch.python at a python that has it, "
-      "or set launch.trainer in {} to a training script",
-      kTrainerModule, python, python_from, why, run_path));
+  return NotFoundError(
+      fmt::format("the reference trainer, the Python module {}, cannot be imported by {} ({}): {}; "
+                  "install evenkeel's Python "
+                  "package into that environment (pip install EVENKEEL_SOURCE_DIR), point "
+                  "launch.python at a python that has it, "
+                  "or set launch.trainer in {} to a training script",
+                  kTrainerModule, python, python_from, why, run_path));
 }
 
 Status Launcher::Prepare() {
@@ -157,18 +166,21 @@ Status Launcher::Prepare() {
   EK_ASSIGN_OR_RETURN(run_, run::ReadRunFile(path));
   EK_ASSIGN_OR_RETURN(cluster_, ResolveCluster(run_, o_.node_rank, o_.files, o_.expand_nodelist));
   if (run_.checkpoint_dir.empty()) {
-    return InvalidArgumentError(fmt::format("{}: checkpoint.dir is needed to launch (checkpoints and attempt records)",
-                                            run_.path));
+    return InvalidArgumentError(fmt::format(
+        "{}: checkpoint.dir is needed to launch (checkpoints and attempt records)", run_.path));
   }
   paths_.ckpt_dir = run_.Resolve(run_.checkpoint_dir);
-  std::string root = run_.launch_dir.empty() ? paths_.ckpt_dir + "/launch" : run_.Resolve(run_.launch_dir);
+  std::string root =
+      run_.launch_dir.empty() ? paths_.ckpt_dir + "/launch" : run_.Resolve(run_.launch_dir);
   paths_.session = root + "/" + cluster_.run_id;
-  paths_.heartbeat = run_.heartbeat_dir.empty() ? fmt::format("{}/heartbeat/node-{}", paths_.session, cluster_.node_rank)
-                                                : run_.Resolve(run_.heartbeat_dir);
+  paths_.heartbeat = run_.heartbeat_dir.empty()
+                         ? fmt::format("{}/heartbeat/node-{}", paths_.session, cluster_.node_rank)
+                         : run_.Resolve(run_.heartbeat_dir);
   torchrun_ = FindProgram(run_, run_.launch_torchrun);
   if (torchrun_.empty()) {
-    return NotFoundError(fmt::format("{}: launch.torchrun '{}' {} (install PyTorch in the environment, or set launch.torchrun)",
-                                     run_.path, run_.launch_torchrun, WhereLooked(run_, run_.launch_torchrun)));
+    return NotFoundError(fmt::format(
+        "{}: launch.torchrun '{}' {} (install PyTorch in the environment, or set launch.torchrun)",
+        run_.path, run_.launch_torchrun, WhereLooked(run_, run_.launch_torchrun)));
   }
   std::string python_from;
   if (!run_.launch_python.empty()) {
@@ -187,14 +199,16 @@ Status Launcher::Prepare() {
       python_from = "python3 on PATH, none beside " + torchrun_;
     }
     if (python_.empty()) {
-      return NotFoundError(fmt::format("{}: no python beside launch.torchrun {} and no python3 on PATH (set launch.python)",
-                                       run_.path, torchrun_));
+      return NotFoundError(fmt::format(
+          "{}: no python beside launch.torchrun {} and no python3 on PATH (set launch.python)",
+          run_.path, torchrun_));
     }
   }
   if (!run_.launch_trainer.empty()) {
     std::string script = run_.Resolve(run_.launch_trainer);
     if (!FileExists(script)) {
-      return NotFoundError(fmt::format("{}: launch.trainer '{}': {} does not exist", run_.path, run_.launch_trainer, script));
+      return NotFoundError(fmt::format("{}: launch.trainer '{}': {} does not exist", run_.path,
+                                       run_.launch_trainer, script));
     }
     trainer_ = {python_, script};
   } else {
@@ -230,9 +244,11 @@ std::vector<std::pair<std::string, std::string>> Launcher::RankEnv(int attempt) 
   std::string fr = paths_.Attempt(attempt) + "/fr/rank_";
   std::string entries = std::to_string(run_.flight_recorder_entries);
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  int omp = run_.omp_threads > 0 ? run_.omp_threads : std::max(1, static_cast<int>(cores) / run_.gpus_per_node);
+  int omp = run_.omp_threads > 0 ? run_.omp_threads
+                                 : std::max(1, static_cast<int>(cores) / run_.gpus_per_node);
   return {
-      // The flight recorder the report needed to name the deadlock: on, dumped on a timeout, per attempt.
+      // The flight recorder the report needed to name the deadlock: on, dumped on a timeout, per
+      // attempt.
       // (torch >= 2.8 names; the TORCH_NCCL_* spellings are deprecated aliases.)
       {"TORCH_FR_BUFFER_SIZE", entries},
       {"TORCH_FR_DUMP_ON_TIMEOUT", "1"},
@@ -249,7 +265,8 @@ std::vector<std::pair<std::string, std::string>> Launcher::RankEnv(int attempt) 
 
 Result<bool> Launcher::Lock(std::string* refused) {
   const std::string path = LockPath(paths_.session, run_.nodes, cluster_.node_rank);
-  LockHolder me{o_.files->HostName(), static_cast<int64_t>(::getpid()), started_, cluster_.run_id, cluster_.node_rank};
+  LockHolder me{o_.files->HostName(), static_cast<int64_t>(::getpid()), started_, cluster_.run_id,
+                cluster_.node_rank};
   auto lock = SessionLock::Acquire(path, me, o_.files);
   if (!lock.ok()) {
     if (lock.status().code() != StatusCode::kUnavailable) return lock.status();
@@ -258,11 +275,14 @@ Result<bool> Launcher::Lock(std::string* refused) {
   }
   lock_ = std::move(*lock);
   if (lock_->stale()) {
-    say_(fmt::format("launch: taking over the stale lock {}: its holder, {}, is gone (it died without releasing it)",
-                     path, DescribeHolder(*lock_->stale())));
+    say_(
+        fmt::format("launch: taking over the stale lock {}: its holder, {}, is gone (it died "
+                    "without releasing it)",
+                    path, DescribeHolder(*lock_->stale())));
   } else if (!lock_->stale_unreadable().empty()) {
-    say_(fmt::format("launch: taking over the lock {}, left by a launcher that died while writing it ({})", path,
-                     lock_->stale_unreadable()));
+    say_(fmt::format(
+        "launch: taking over the lock {}, left by a launcher that died while writing it ({})", path,
+        lock_->stale_unreadable()));
   }
   return true;
 }
@@ -276,8 +296,10 @@ void Launcher::ReleaseLock() {
 void Launcher::StartAgent() {
   if (!o_.agent) return;
   SpawnOptions so;
-  so.argv = {o_.evenkeel_exe, "agent", run_.path, "--heartbeat-dir", paths_.heartbeat, "--listen", o_.agent_listen};
-  if (!cluster_.hosts.empty()) so.argv.insert(so.argv.end(), {"--host", cluster_.hosts[cluster_.node_rank]});
+  so.argv = {o_.evenkeel_exe,  "agent",    run_.path,      "--heartbeat-dir",
+             paths_.heartbeat, "--listen", o_.agent_listen};
+  if (!cluster_.hosts.empty())
+    so.argv.insert(so.argv.end(), {"--host", cluster_.hosts[cluster_.node_rank]});
   so.output_path = paths_.session + fmt::format("/agent-node-{}.log", cluster_.node_rank);
   so.parent_death_signal = SIGKILL;
   auto c = Child::Spawn(so);
@@ -285,7 +307,8 @@ void Launcher::StartAgent() {
     say_("launch: warning: agent not started: " + c.status().message());
     return;
   }
-  say_(fmt::format("launch: agent on {} (pid {}, log {})", o_.agent_listen, c->pid(), so.output_path));
+  say_(fmt::format("launch: agent on {} (pid {}, log {})", o_.agent_listen, c->pid(),
+                   so.output_path));
   agent_ = std::move(*c);
 }
 
@@ -296,12 +319,21 @@ Result<LaunchResult> Launcher::Run() {
     LaunchResult dry;
     dry.exit_code = kExitCompleted;
     JsonWriter w(JsonWriter::kSpaced);
-    w.BeginObject().Key("run").Str(run_.name).Key("run_file").Str(run_.path).Key("node").Int(cluster_.node_rank);
+    w.BeginObject()
+        .Key("run")
+        .Str(run_.name)
+        .Key("run_file")
+        .Str(run_.path)
+        .Key("node")
+        .Int(cluster_.node_rank);
     w.Key("world").Int(run_.world()).Key("torchrun").Str(torchrun_).Key("python").Str(python_);
     w.Key("trainer").BeginArray();
     for (const auto& arg : trainer_) w.Str(arg);
     w.EndArray().Key("launch_dir").Str(paths_.session);
-    w.Key("final_step").Int(has_plan_ ? static_cast<int64_t>(plan_.total_steps) : -1).Key("save_steps").BeginArray();
+    w.Key("final_step")
+        .Int(has_plan_ ? static_cast<int64_t>(plan_.total_steps) : -1)
+        .Key("save_steps")
+        .BeginArray();
     if (has_plan_) {
       for (uint64_t step : plan_.save_steps) w.Uint(step);
     }
@@ -320,18 +352,21 @@ Result<LaunchResult> Launcher::Run() {
       return busy;
     }
   }
-  say_(fmt::format("launch: run {} ({}), node {} of {} ({}), world {}, run id {}, records in {}", run_.name,
-                   run_.Identity(), cluster_.node_rank, run_.nodes, cluster_.source, run_.world(), cluster_.run_id,
-                   paths_.session));
+  say_(fmt::format("launch: run {} ({}), node {} of {} ({}), world {}, run id {}, records in {}",
+                   run_.name, run_.Identity(), cluster_.node_rank, run_.nodes, cluster_.source,
+                   run_.world(), cluster_.run_id, paths_.session));
   LaunchResult result;
-  result.summary_name = cluster_.node_rank == 0 ? paths_.session + "/summary.json"
-                                                : fmt::format("node {}'s launch summary", cluster_.node_rank);
+  result.summary_name = cluster_.node_rank == 0
+                            ? paths_.session + "/summary.json"
+                            : fmt::format("node {}'s launch summary", cluster_.node_rank);
   int attempt = 1;
   EK_ASSIGN_OR_RETURN(bool go, Gate(&attempt, &result.exit_code));
   if (!go) {
-    if (cluster_.node_rank == 0) ReadEarlierAttempts(std::numeric_limits<int>::max());  // the summary still counts them
+    if (cluster_.node_rank == 0)
+      ReadEarlierAttempts(std::numeric_limits<int>::max());  // the summary still counts them
     result.summary_json = Summary(result.exit_code, "gate refused");
-    if (cluster_.node_rank == 0) EK_RETURN_IF_ERROR(WriteRecord(paths_.session + "/summary.json", result.summary_json));
+    if (cluster_.node_rank == 0)
+      EK_RETURN_IF_ERROR(WriteRecord(paths_.session + "/summary.json", result.summary_json));
     return result;
   }
   if (cluster_.node_rank == 0) ReadEarlierAttempts(attempt);
@@ -354,13 +389,16 @@ Result<LaunchResult> Launcher::Run() {
       if (!FollowResume(attempt, &resume, &result.exit_code)) break;
       where = resume.where + ", node 0's choice";
     }
-    say_(fmt::format("launch: attempt {} ({}{})", attempt, where,
-                     restarts ? fmt::format(", restart {} of {}", restarts, run_.max_restarts) : ""));
+    say_(fmt::format(
+        "launch: attempt {} ({}{})", attempt, where,
+        restarts ? fmt::format(", restart {} of {}", restarts, run_.max_restarts) : ""));
     auto ran = RunAttempt(attempt, resume);
     if (!ran.ok()) return Fail(ran.status());
     const NodeRecord& mine = *ran;
     const std::string dir = paths_.Attempt(attempt);
-    if (Status st = WriteRecord(fmt::format("{}/node-{}.json", dir, cluster_.node_rank), NodeRecordToJson(mine)); !st.ok()) {
+    if (Status st = WriteRecord(fmt::format("{}/node-{}.json", dir, cluster_.node_rank),
+                                NodeRecordToJson(mine));
+        !st.ok()) {
       return Fail(st);
     }
     Decision decision;
@@ -380,7 +418,8 @@ Result<LaunchResult> Launcher::Run() {
           seen[n] = true;
           auto rec = text.ok() ? NodeRecordFromJson(**text, p) : Result<NodeRecord>(text.status());
           if (rec.ok() && rec->node != n) {
-            rec = CorruptError(fmt::format("{}: node: {} where node {} was expected", p, rec->node, n));
+            rec = CorruptError(
+                fmt::format("{}: node: {} where node {} was expected", p, rec->node, n));
           }
           if (rec.ok()) {
             nodes.push_back(*rec);
@@ -391,36 +430,45 @@ Result<LaunchResult> Launcher::Run() {
         }
         return static_cast<int>(seen.size()) == run_.nodes;
       });
-      std::sort(nodes.begin(), nodes.end(), [](const NodeRecord& x, const NodeRecord& y) { return x.node < y.node; });
+      std::sort(nodes.begin(), nodes.end(),
+                [](const NodeRecord& x, const NodeRecord& y) { return x.node < y.node; });
       AttemptSummary a = JudgeAttempt(attempt, facts, nodes, before, restarts, &no_progress);
       attempts_.push_back(a);
       decision = a.decision;
-      if (Status st = WriteRecord(dir + "/attempt.json", AttemptToJson(a) + "\n"); !st.ok()) return Fail(st);
-      if (Status st = WriteRecord(dir + "/decision.json", DecisionToJson(attempt, decision)); !st.ok()) return Fail(st);
+      if (Status st = WriteRecord(dir + "/attempt.json", AttemptToJson(a) + "\n"); !st.ok())
+        return Fail(st);
+      if (Status st = WriteRecord(dir + "/decision.json", DecisionToJson(attempt, decision));
+          !st.ok())
+        return Fail(st);
       if (!a.fr_verdict.empty()) say_("launch: flight recorder: " + a.fr_verdict);
-      if (!a.hang.ranks.empty()) say_(fmt::format("launch: attempt {}: hang: {}", attempt, a.hang.line));
+      if (!a.hang.ranks.empty())
+        say_(fmt::format("launch: attempt {}: hang: {}", attempt, a.hang.line));
     } else {
       const std::string p = dir + "/decision.json";
       bool got = WaitFor(o_.files->clock(), run_.stop_grace_s + 300, [&] {
         auto text = ReadIfExists(p);
         if (text.ok() && !*text) return false;  // not written yet
-        auto read = text.ok() ? DecisionFromJson(**text, p, attempt) : Result<Decision>(text.status());
+        auto read =
+            text.ok() ? DecisionFromJson(**text, p, attempt) : Result<Decision>(text.status());
         if (read.ok()) {
           decision = *read;
         } else {
           // Node 0's decision cannot be followed: stop, as for any bad input.
           say_("launch: unreadable decision: " + read.status().message());
-          decision = {Action::kStop, kExitBadInput, "unreadable decision: " + read.status().message(), 0, 0};
+          decision = {Action::kStop, kExitBadInput,
+                      "unreadable decision: " + read.status().message(), 0, 0};
         }
         return true;
       });
       if (!got) {
-        decision = {Action::kStop, mine.cancelled ? kExitCancelled : kExitError,
-                    mine.cancelled ? "cancelled by a signal" : "node 0 gave no decision for this attempt", 0, 0};
+        decision = {
+            Action::kStop, mine.cancelled ? kExitCancelled : kExitError,
+            mine.cancelled ? "cancelled by a signal" : "node 0 gave no decision for this attempt",
+            0, 0};
       }
       AttemptSummary a;
       a.attempt = attempt;
-      a.outcome = decision.action == Action::kDone           ? Outcome::kCompleted
+      a.outcome = decision.action == Action::kDone       ? Outcome::kCompleted
                   : decision.exit_code == kExitCancelled ? Outcome::kCancelled
                                                          : Outcome::kFailed;
       a.start = mine.start;
@@ -431,8 +479,10 @@ Result<LaunchResult> Launcher::Run() {
       a.gpu_hours = run_.gpus_per_node * std::max(0.0, mine.end - mine.start) / 3600;
       attempts_.push_back(a);
     }
-    for (const auto& c : attempts_.back().causes) say_(fmt::format("launch: attempt {}: rank {}: {}", attempt, c.rank, c.cause));
-    say_(fmt::format("launch: attempt {}: {}: {}", attempt, ActionName(decision.action), decision.reason));
+    for (const auto& c : attempts_.back().causes)
+      say_(fmt::format("launch: attempt {}: rank {}: {}", attempt, c.rank, c.cause));
+    say_(fmt::format("launch: attempt {}: {}: {}", attempt, ActionName(decision.action),
+                     decision.reason));
     if (decision.action != Action::kRestart) {
       result.exit_code = decision.exit_code;
       break;
@@ -446,8 +496,8 @@ Result<LaunchResult> Launcher::Run() {
     attempt = decision.next_attempt > 0 ? decision.next_attempt : attempt + 1;
   }
   if (agent_) agent_->Stop(5);
-  std::string outcome = result.exit_code == kExitCompleted     ? "completed"
-                        : result.exit_code == kExitCancelled   ? "cancelled"
+  std::string outcome = result.exit_code == kExitCompleted      ? "completed"
+                        : result.exit_code == kExitCancelled    ? "cancelled"
                         : result.exit_code == kExitDoNotRequeue ? "stopped: do not requeue"
                         : result.exit_code == kExitBudgetSpent  ? "stopped: restart budget spent"
                                                                 : "failed";
@@ -459,7 +509,8 @@ Result<LaunchResult> Launcher::Run() {
     const std::string path = paths_.session + "/summary.json";
     WaitFor(o_.files->clock(), 30, [&] {
       struct stat st;
-      if (::stat(path.c_str(), &st) != 0 || st.st_mtim.tv_sec + 1 < static_cast<time_t>(started_)) return false;
+      if (::stat(path.c_str(), &st) != 0 || st.st_mtim.tv_sec + 1 < static_cast<time_t>(started_))
+        return false;
       auto text = ReadFile(path);
       if (!text.ok()) return false;
       result.summary_json = *text;

@@ -29,16 +29,22 @@ namespace ek::launch {
 // 2/65/69/70/74 mean what they mean for every command; 75 (EX_TEMPFAIL), 93
 // and 130 are launch's own. A Status from Launch() becomes 65/69/70/74 in the
 // CLI; the codes below are the ones the launcher decides itself.
-inline constexpr int kExitCompleted = 0;     // the final checkpoint exists and verifies
-inline constexpr int kExitGateRefused = 1;   // the gate FAILed on some node (or a node never reported)
-inline constexpr int kExitUsage = 2;         // bad flags
-inline constexpr int kExitBadInput = 65;     // EX_DATAERR: run file, cluster layout, a record it cannot read
-inline constexpr int kExitError = 70;        // EX_SOFTWARE: the launcher itself failed (node 0 never decided)
-inline constexpr int kExitIoError = 74;      // EX_IOERR: the launcher could not write its records
-inline constexpr int kExitBudgetSpent = 75;  // EX_TEMPFAIL: retry.max_restarts used up while still progressing
-inline constexpr int kExitRunBusy = 75;      // EX_TEMPFAIL: another launcher holds this run's lock (launch/session_lock.h)
-inline constexpr int kExitDoNotRequeue = 93; // deterministic failure: a conclusive desync, or no progress
-inline constexpr int kExitCancelled = 130;   // SIGINT/SIGTERM/SIGHUP
+inline constexpr int kExitCompleted = 0;  // the final checkpoint exists and verifies
+inline constexpr int kExitGateRefused =
+    1;                                // the gate FAILed on some node (or a node never reported)
+inline constexpr int kExitUsage = 2;  // bad flags
+inline constexpr int kExitBadInput =
+    65;  // EX_DATAERR: run file, cluster layout, a record it cannot read
+inline constexpr int kExitError =
+    70;  // EX_SOFTWARE: the launcher itself failed (node 0 never decided)
+inline constexpr int kExitIoError = 74;  // EX_IOERR: the launcher could not write its records
+inline constexpr int kExitBudgetSpent =
+    75;  // EX_TEMPFAIL: retry.max_restarts used up while still progressing
+inline constexpr int kExitRunBusy =
+    75;  // EX_TEMPFAIL: another launcher holds this run's lock (launch/session_lock.h)
+inline constexpr int kExitDoNotRequeue =
+    93;  // deterministic failure: a conclusive desync, or no progress
+inline constexpr int kExitCancelled = 130;  // SIGINT/SIGTERM/SIGHUP
 
 struct LaunchOptions {
   std::string run_path;
@@ -47,8 +53,8 @@ struct LaunchOptions {
   bool accept_gate_fail = false;        // --accept-gate-fail: start despite a FAIL (logged, warned)
   bool agent = false;                   // --agent: run `evenkeel agent` beside the ranks
   std::string agent_listen = "127.0.0.1:0";
-  std::string evenkeel_exe;             // this binary, for launch-rank and agent
-  NodelistExpander expand_nodelist;     // SLURM's host lists; empty: scontrol (launch/cluster.h)
+  std::string evenkeel_exe;          // this binary, for launch-rank and agent
+  NodelistExpander expand_nodelist;  // SLURM's host lists; empty: scontrol (launch/cluster.h)
   // The machine (core/env.h): every write of the launcher's records goes through it
   // (tests inject faults), and the cluster's and the gate's environment variables come
   // from it. A record that cannot be written stops the launch: a Status (kIoError, exit

@@ -1,7 +1,7 @@
 // One attempt: the checkpoint it resumes from (node 0 chooses, the other nodes
 // follow) and running this node's ranks until they end.
-#include "launch/launcher_internal.h"
-
+#include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -13,21 +13,20 @@
 #include <string>
 #include <vector>
 
-#include <fmt/core.h>
-#include <fmt/ranges.h>
-
 #include "core/clock.h"
 #include "core/file.h"
 #include "core/json_out.h"
 #include "core/jsonl.h"
 #include "core/parse.h"
-#include "launch/cause.h"
-#include "launch/rank_exec.h"
 #include "heartbeat/heartbeat.h"
+#include "launch/cause.h"
+#include "launch/launcher_internal.h"
+#include "launch/rank_exec.h"
 
 namespace ek::launch::detail {
 
-Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level, std::vector<std::string>* warnings) {
+Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level,
+                            std::vector<std::string>* warnings) {
   Checkpoint c;
   auto found = ckpt::NewestVerified(ckpt_dir, level, warnings);
   if (!found.ok() || !*found) return c;
@@ -50,7 +49,8 @@ Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level
 Result<Checkpoint> ResumePoint(const std::string& ckpt_dir) {
   Checkpoint c;
   auto found = ckpt::NewestVerified(ckpt_dir, ckpt::VerifyLevel::kFull, &c.skipped);
-  if (!found.ok()) return found.status().WithContext("launch: cannot choose the checkpoint to resume from");
+  if (!found.ok())
+    return found.status().WithContext("launch: cannot choose the checkpoint to resume from");
   if (!*found) return c;
   c.step = (*found)->step;
   c.path = (*found)->path;
@@ -62,7 +62,8 @@ Result<Checkpoint> ResumePoint(const std::string& ckpt_dir) {
   // The manifest lists every file's size and hash; its digest names what was verified.
   uint64_t size = 0;
   auto digest = HashFile(c.path + "/evenkeel-checkpoint.json", &size);
-  if (!digest.ok()) return digest.status().WithContext("launch: cannot choose the checkpoint to resume from");
+  if (!digest.ok())
+    return digest.status().WithContext("launch: cannot choose the checkpoint to resume from");
   c.manifest_xxh3 = fmt::format("{:016x}", *digest);
   return c;
 }
@@ -85,7 +86,8 @@ Result<ResumeChoice> Launcher::ChooseResume(int attempt, Checkpoint* before) {
   if (std::find(o_.extra_args.begin(), o_.extra_args.end(), "--no-resume") != o_.extra_args.end()) {
     c.where = "from the start, as --no-resume asks";
   } else if (before->step >= 0) {
-    c = {before->path, before->step, before->manifest_xxh3, "resuming from " + DescribeResume(*before)};
+    c = {before->path, before->step, before->manifest_xxh3,
+         "resuming from " + DescribeResume(*before)};
   } else {
     c.where = "from " + DescribeResume(*before);
   }
@@ -108,7 +110,8 @@ bool Launcher::FollowResume(int attempt, ResumeChoice* choice, int* exit_code) {
   bool got = WaitFor(o_.files->clock(), timeout, [&] {
     auto text = ReadIfExists(p);
     if (text.ok() && !*text) return false;  // not written yet
-    auto read = text.ok() ? ResumeChoiceFromJson(**text, p, attempt) : Result<ResumeChoice>(text.status());
+    auto read =
+        text.ok() ? ResumeChoiceFromJson(**text, p, attempt) : Result<ResumeChoice>(text.status());
     if (read.ok()) {
       *choice = *read;
     } else {
@@ -117,14 +120,17 @@ bool Launcher::FollowResume(int attempt, ResumeChoice* choice, int* exit_code) {
     return true;
   });
   if (bad) {
-    // Node 0's choice cannot be followed, and no other may be made here: stop, as for any bad input.
+    // Node 0's choice cannot be followed, and no other may be made here: stop, as for any bad
+    // input.
     say_("launch: unreadable resume decision: " + bad->message());
     *exit_code = kExitBadInput;
     return false;
   }
   if (!got) {
-    say_(fmt::format("launch: node 0 handed no checkpoint for attempt {} within {:.0f} s ({}): nothing was started",
-                     attempt, timeout, p));
+    say_(
+        fmt::format("launch: node 0 handed no checkpoint for attempt {} within {:.0f} s ({}): "
+                    "nothing was started",
+                    attempt, timeout, p));
     *exit_code = StopSignalReceived() ? kExitCancelled : kExitError;
     return false;
   }
@@ -137,18 +143,20 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
   rec.host = o_.files->HostName();
   const std::string dir = paths_.Attempt(attempt);
   // The ranks' records and dumps go here: no attempt without it.
-  if (Status st = MakeDirs(dir + "/fr", o_.files); !st.ok()) return st.WithContext("launch: cannot make " + dir + "/fr");
-  std::vector<std::string> argv = {torchrun_, "--nnodes", std::to_string(run_.nodes), "--nproc-per-node",
-                                   std::to_string(run_.gpus_per_node)};
+  if (Status st = MakeDirs(dir + "/fr", o_.files); !st.ok())
+    return st.WithContext("launch: cannot make " + dir + "/fr");
+  std::vector<std::string> argv = {torchrun_, "--nnodes", std::to_string(run_.nodes),
+                                   "--nproc-per-node", std::to_string(run_.gpus_per_node)};
   if (cluster_.standalone) {
     argv.push_back("--standalone");
   } else {
-    argv.insert(argv.end(), {"--rdzv-backend", "c10d", "--rdzv-endpoint", cluster_.rdzv_endpoint, "--rdzv-id",
-                             fmt::format("{}-{}", cluster_.run_id, attempt)});
+    argv.insert(argv.end(), {"--rdzv-backend", "c10d", "--rdzv-endpoint", cluster_.rdzv_endpoint,
+                             "--rdzv-id", fmt::format("{}-{}", cluster_.run_id, attempt)});
   }
-  argv.insert(argv.end(), {"--max-restarts", "0", "--monitor-interval", "1", "--no-python", o_.evenkeel_exe,
-                           "launch-rank", "--attempt-dir", dir, "--node-rank", std::to_string(cluster_.node_rank),
-                           "--nproc-per-node", std::to_string(run_.gpus_per_node), "--"});
+  argv.insert(argv.end(), {"--max-restarts", "0", "--monitor-interval", "1", "--no-python",
+                           o_.evenkeel_exe, "launch-rank", "--attempt-dir", dir, "--node-rank",
+                           std::to_string(cluster_.node_rank), "--nproc-per-node",
+                           std::to_string(run_.gpus_per_node), "--"});
   argv.insert(argv.end(), trainer_.begin(), trainer_.end());
   argv.push_back(run_.path);
   argv.insert(argv.end(), o_.extra_args.begin(), o_.extra_args.end());
@@ -156,7 +164,8 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
   so.argv = argv;
   so.env = RankEnv(attempt);
   so.env.push_back({"EVENKEEL_RESUME_FROM", resume.resume_from});
-  if (!resume.manifest_xxh3.empty()) so.env.push_back({"EVENKEEL_RESUME_MANIFEST_XXH3", resume.manifest_xxh3});
+  if (!resume.manifest_xxh3.empty())
+    so.env.push_back({"EVENKEEL_RESUME_MANIFEST_XXH3", resume.manifest_xxh3});
   so.output_pipe = true;
   so.parent_death_signal = SIGKILL;
   const std::string log_path = fmt::format("{}/torchrun-node-{}.log", dir, cluster_.node_rank);
@@ -185,7 +194,8 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
     const size_t whole = nl == std::string::npos ? 0 : nl + 1;  // the lines complete so far
     LineSplitter lines(std::string_view(pending).substr(0, whole));
     for (TextLine line; lines.Next(&line);) {
-      if (line.text.starts_with("[rank ") || line.text.starts_with("[evenfix]")) say_(std::string(line.text));
+      if (line.text.starts_with("[rank ") || line.text.starts_with("[evenfix]"))
+        say_(std::string(line.text));
     }
     pending.erase(0, whole);
     if (all && !pending.empty()) {
@@ -196,8 +206,10 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
   std::optional<ExitStatus> st;
   while (!st) {
     if (int sig = StopSignalReceived()) {
-      say_(fmt::format("launch: {} received: stopping the ranks (grace {:.0f} s)", sigabbrev_np(sig) ? std::string("SIG") + sigabbrev_np(sig) : std::string("a signal"),
-                       run_.stop_grace_s));
+      say_(fmt::format(
+          "launch: {} received: stopping the ranks (grace {:.0f} s)",
+          sigabbrev_np(sig) ? std::string("SIG") + sigabbrev_np(sig) : std::string("a signal"),
+          run_.stop_grace_s));
       rec.cancelled = true;
       st = child->Stop(run_.stop_grace_s);
       break;
@@ -231,9 +243,11 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
   rec.end = Now();
   rec.torchrun_code = st->code;
   rec.torchrun_signal = st->signal;
-  const int first_rank = cluster_.node_rank * run_.gpus_per_node, end_rank = first_rank + run_.gpus_per_node;
+  const int first_rank = cluster_.node_rank * run_.gpus_per_node,
+            end_rank = first_rank + run_.gpus_per_node;
   // A wrapper torchrun left behind (torchrun killed, or gone first) stops its trainer within
-  // kStopGraceS and then writes its end: wait for it (even after a stop signal) before inferring one.
+  // kStopGraceS and then writes its end: wait for it (even after a stop signal) before inferring
+  // one.
   const double wait_until = Now() + kStopGraceS + 5;
   while (Now() < wait_until) {
     bool pending = false;
@@ -247,14 +261,17 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
     if (!pending) break;
     ::usleep(200000);
   }
-  // This attempt's heartbeats (an older beat is an earlier attempt's): how far each rank got, and when.
+  // This attempt's heartbeats (an older beat is an earlier attempt's): how far each rank got, and
+  // when.
   std::vector<std::string> problems;
   std::map<int, heartbeat::Heartbeat> beats;
   for (const auto& hb : heartbeat::ReadHeartbeatDir(paths_.heartbeat, &problems)) {
     rec.step_reached = std::max<int64_t>(rec.step_reached, hb.step);
-    if (hb.rank >= first_rank && hb.rank < end_rank && hb.time >= rec.start - 1) beats[hb.rank] = hb;
+    if (hb.rank >= first_rank && hb.rank < end_rank && hb.time >= rec.start - 1)
+      beats[hb.rank] = hb;
   }
-  for (const auto& [r, hb] : beats) rec.progress.push_back({r, hb.step, hb.phase, hb.phase_step, hb.time, hb.pid});
+  for (const auto& [r, hb] : beats)
+    rec.progress.push_back({r, hb.step, hb.phase, hb.phase_step, hb.time, hb.pid});
   for (int r = first_rank; r < end_rank; ++r) {
     std::string p = fmt::format("{}/rank-{}.json", dir, r);
     auto text = ReadIfExists(p);
@@ -271,7 +288,9 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
       x.start = rec.start;
       x.log = log;
       x.status = "missing";
-      x.note = "its wrapper left no record; start and end are torchrun's, the trainer is taken as killed with its wrapper";
+      x.note =
+          "its wrapper left no record; start and end are torchrun's, the trainer is taken as "
+          "killed with its wrapper";
       text = std::optional<std::string>(RankRecordToJson(x));
     }
     auto rr = text.ok() ? RankRecordFromJson(**text, p) : Result<RankRecord>(text.status());
@@ -284,11 +303,13 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
       // process group (the trainer is in it) 30 s after its SIGTERM, and a trainer outlives
       // a killed wrapper by no more than its parent-death signal, SIGKILL.
       if (rr->status != "missing") {
-        rr->note = fmt::format("its wrapper was killed while its record said \"{}\"{}: the trainer died with it "
-                               "(SIGKILL); the end is torchrun's",
-                               rr->status, rr->stop_signal ? fmt::format(" (stop signal {} at {:.3f})", rr->stop_signal,
-                                                                         rr->stop_time)
-                                                           : "");
+        rr->note = fmt::format(
+            "its wrapper was killed while its record said \"{}\"{}: the trainer died with it "
+            "(SIGKILL); the end is torchrun's",
+            rr->status,
+            rr->stop_signal
+                ? fmt::format(" (stop signal {} at {:.3f})", rr->stop_signal, rr->stop_time)
+                : "");
       }
       rr->inferred = true;
       rr->exit_code = -1;
@@ -305,7 +326,8 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
     if (es.ok()) continue;
     std::string cause;
     if (auto log = ReadIfExists(rr.log); log.ok() && *log) cause = FirstError(**log, rr.rank);
-    if (cause.empty()) cause = es.ToString() + (rr.inferred ? " (inferred: its wrapper was killed first)" : "");
+    if (cause.empty())
+      cause = es.ToString() + (rr.inferred ? " (inferred: its wrapper was killed first)" : "");
     rec.causes.push_back({rr.rank, cause});
   }
   return rec;

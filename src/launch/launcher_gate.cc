@@ -1,6 +1,7 @@
 // The gate exchange of a launch: each node's part, node 0's merge and verdict, the
 // other nodes waiting for it (docs/launch.md).
-#include "launch/launcher_internal.h"
+#include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,14 +10,12 @@
 #include <string>
 #include <vector>
 
-#include <fmt/core.h>
-#include <fmt/ranges.h>
-
 #include "core/clock.h"
 #include "core/file.h"
 #include "core/json_out.h"
 #include "core/parse.h"
 #include "gate/gate.h"
+#include "launch/launcher_internal.h"
 #include "packfile/manifest.h"
 
 namespace ek::launch::detail {
@@ -47,8 +46,10 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
   gate::GateEnv genv;
   genv.env = &rank_env;
   const bool multi = run_.nodes > 1;
-  say_(fmt::format("launch: gate ({}{})", multi ? fmt::format("node {} of {}", cluster_.node_rank, run_.nodes) : "one node",
-                   cluster_.slurm_job_id.empty() ? "" : ", SLURM job " + cluster_.slurm_job_id));
+  say_(
+      fmt::format("launch: gate ({}{})",
+                  multi ? fmt::format("node {} of {}", cluster_.node_rank, run_.nodes) : "one node",
+                  cluster_.slurm_job_id.empty() ? "" : ", SLURM job " + cluster_.slurm_job_id));
   auto part = gate::RunGate(run_, multi ? cluster_.node_rank : -1, genv);
   if (!part.ok()) {
     say_("launch: gate error: " + part.status().message());
@@ -57,7 +58,8 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
   }
   const std::string gate_dir = paths_.session + "/gate";
   const std::string verdict_path = gate_dir + "/verdict.json";
-  if (Status st = MakeDirs(gate_dir, o_.files); !st.ok()) return st.WithContext("launch: cannot make " + gate_dir);
+  if (Status st = MakeDirs(gate_dir, o_.files); !st.ok())
+    return st.WithContext("launch: cannot make " + gate_dir);
   std::string verdict_text;
   int next = 1;
   if (cluster_.node_rank == 0) {
@@ -67,7 +69,8 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
   }
   if (!multi) {
     gate::GateReport rep = *part;
-    if (Status st = gate::WriteGateLog(paths_.ckpt_dir + "/gate-log.json", rep, o_.files); !st.ok()) {
+    if (Status st = gate::WriteGateLog(paths_.ckpt_dir + "/gate-log.json", rep, o_.files);
+        !st.ok()) {
       say_("launch: warning: " + st.message());
     }
     say_(gate::GateReportToText(rep));
@@ -82,14 +85,18 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
       *exit_code = kExitGateRefused;
       return false;
     }
-    if (fail) say_("launch: warning: gate FAIL accepted (--accept-gate-fail): starting an unsafe run as asked");
+    if (fail)
+      say_(
+          "launch: warning: gate FAIL accepted (--accept-gate-fail): starting an unsafe run as "
+          "asked");
     *first_attempt = next;
     return true;
   }
   // Several nodes: parts and the verdict travel through the session directory.
   std::string part_json = gate::GateReportToJson(*part);
   // Tag the part with this launcher's nonce and start time.
-  part_json.insert(1, fmt::format("\n  \"launch_nonce\": {}, \"launch_started\": {:.3f},", JsonString(nonce_), started_));
+  part_json.insert(1, fmt::format("\n  \"launch_nonce\": {}, \"launch_started\": {:.3f},",
+                                  JsonString(nonce_), started_));
   const std::string my_part = fmt::format("{}/node-{}.json", gate_dir, cluster_.node_rank);
   if (cluster_.node_rank == 0) {
     // A new session: no verdict, no part from before this launch.
@@ -97,7 +104,8 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
     // themselves go: another node may be writing its part right now, and removing
     // its temp file would fail that node's rename (it rewrites a part removed here).
     for (const auto& name : ListNames(o_.files, gate_dir)) {
-      const bool record = name == "verdict.json" || (name.starts_with("node-") && name.ends_with(".json"));
+      const bool record =
+          name == "verdict.json" || (name.starts_with("node-") && name.ends_with(".json"));
       if (!record) continue;
       if (Status st = o_.files->RemoveFile(gate_dir + "/" + name); !st.ok()) {
         return st.WithContext("launch: cannot clear the previous launch's gate record");
@@ -106,7 +114,8 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
     EK_RETURN_IF_ERROR(WriteRecord(my_part, part_json));
     std::map<int, gate::GateReport> parts;
     std::map<int, std::string> nonces;
-    std::vector<std::string> unreadable;  // parts that exist but cannot be read: "file: field: what"
+    std::vector<std::string>
+        unreadable;  // parts that exist but cannot be read: "file: field: what"
     std::map<int, bool> done;
     bool all = WaitFor(o_.files->clock(), run_.gate_timeout_s, [&] {
       for (int n = 0; n < run_.nodes; ++n) {
@@ -114,7 +123,8 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
         std::string p = fmt::format("{}/node-{}.json", gate_dir, n);
         auto text = ReadIfExists(p);
         if (text.ok() && !*text) continue;  // not written yet
-        Result<gate::GateReport> rep = text.ok() ? gate::GateReportFromJson(**text, p) : text.status();
+        Result<gate::GateReport> rep =
+            text.ok() ? gate::GateReportFromJson(**text, p) : text.status();
         Result<std::string> nonce = rep.ok() ? GatePartNonce(**text, p) : rep.status();
         done[n] = true;
         if (!nonce.ok()) {
@@ -138,8 +148,9 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
     if (!unreadable.empty()) {
       reasons = fmt::format("unreadable gate part(s): {}", fmt::join(unreadable, " | "));
     } else if (!all) {
-      reasons = fmt::format("node(s) {} did not report a gate part within {:.0f} s{}", CompactRanges(missing),
-                            run_.gate_timeout_s, StopSignalReceived() ? " (stopped)" : "");
+      reasons = fmt::format("node(s) {} did not report a gate part within {:.0f} s{}",
+                            CompactRanges(missing), run_.gate_timeout_s,
+                            StopSignalReceived() ? " (stopped)" : "");
     } else {
       auto merged = gate::MergeGateReports(reps, &run_);
       if (!merged.ok()) {
@@ -156,15 +167,18 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
         overall = merged->overall();
         text = gate::GateReportToText(*merged);
         for (const auto& c : merged->checks) {
-          if (c.verdict == gate::Verdict::kFail) reasons += (reasons.empty() ? "" : " | ") + c.name + ": " + c.reason;
+          if (c.verdict == gate::Verdict::kFail)
+            reasons += (reasons.empty() ? "" : " | ") + c.name + ": " + c.reason;
         }
-        if (Status st = gate::WriteGateLog(paths_.ckpt_dir + "/gate-log.json", *merged, o_.files); !st.ok()) {
+        if (Status st = gate::WriteGateLog(paths_.ckpt_dir + "/gate-log.json", *merged, o_.files);
+            !st.ok()) {
           say_("launch: warning: " + st.message());
         }
       }
     }
     bool fail = overall == gate::Verdict::kFail;
-    verdict_text = GateVerdictToJson({overall, fail && o_.accept_gate_fail, next, reasons, text, nonces});
+    verdict_text =
+        GateVerdictToJson({overall, fail && o_.accept_gate_fail, next, reasons, text, nonces});
     EK_RETURN_IF_ERROR(WriteRecord(verdict_path, verdict_text));
   } else {
     Status written;
@@ -181,7 +195,8 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
     });
     EK_RETURN_IF_ERROR(written);
     if (!got) {
-      say_(fmt::format("launch: no gate verdict from node 0 within {:.0f} s: nothing was started", run_.gate_timeout_s + 30));
+      say_(fmt::format("launch: no gate verdict from node 0 within {:.0f} s: nothing was started",
+                       run_.gate_timeout_s + 30));
       *exit_code = kExitGateRefused;
       return false;
     }
@@ -190,11 +205,12 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
   if (read.ok() && multi) {
     auto mine = read->parts.find(cluster_.node_rank);
     if (mine == read->parts.end() || mine->second != nonce_) {
-      read = CorruptError(mine == read->parts.end()
-                              ? fmt::format("{}: parts.{}: missing (the verdict does not name this node's part)",
-                                            verdict_path, cluster_.node_rank)
-                              : fmt::format("{}: parts.{}: {} is not this launcher's nonce {}", verdict_path,
-                                            cluster_.node_rank, JsonString(mine->second), JsonString(nonce_)));
+      read = CorruptError(
+          mine == read->parts.end()
+              ? fmt::format("{}: parts.{}: missing (the verdict does not name this node's part)",
+                            verdict_path, cluster_.node_rank)
+              : fmt::format("{}: parts.{}: {} is not this launcher's nonce {}", verdict_path,
+                            cluster_.node_rank, JsonString(mine->second), JsonString(nonce_)));
     }
   }
   if (!read.ok()) {
@@ -207,7 +223,9 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
   if (v.overall == gate::Verdict::kFail) {
     say_("launch: gate FAIL: " + v.reasons);
     if (v.accepted) {
-      say_("launch: warning: gate FAIL accepted (--accept-gate-fail): starting an unsafe run as asked");
+      say_(
+          "launch: warning: gate FAIL accepted (--accept-gate-fail): starting an unsafe run as "
+          "asked");
     } else {
       say_("launch: the gate refused the run on every node: nothing was started");
       *exit_code = kExitGateRefused;

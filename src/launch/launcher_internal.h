@@ -7,14 +7,14 @@
 // launcher_summary.cc (summary.json).
 #pragma once
 
+#include <fmt/core.h>
+
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include <fmt/core.h>
 
 #include "ckpt/checkpoint.h"
 #include "core/process.h"
@@ -55,7 +55,8 @@ inline constexpr const char* kTrainerModule = "evenkeel.train";
 // Asks `python` whether it can import the trainer module (find_spec imports
 // the evenkeel package, not the trainer: no torch start-up). NotFound naming
 // the python, why and what to install when it cannot.
-Status CheckTrainerModule(const std::string& python, const std::string& python_from, const std::string& run_path);
+Status CheckTrainerModule(const std::string& python, const std::string& python_from,
+                          const std::string& run_path);
 
 struct Paths {
   std::string ckpt_dir;
@@ -70,14 +71,16 @@ struct Checkpoint {
   double mtime = 0;
   bool final = false;
   uint64_t tokens = 0;
-  std::vector<std::string> skipped;  // newer ones that did not verify: "step-00000020: skipped: <headline>"
+  std::vector<std::string>
+      skipped;  // newer ones that did not verify: "step-00000020: skipped: <headline>"
   // xxh3-64 of its evenkeel-checkpoint.json when it was verified with checksums (ResumePoint):
   // the trainer, handed it, checks that digest and the files' sizes instead of rehashing.
   std::string manifest_xxh3;
 };
 
 // launcher_attempt.cc
-Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level, std::vector<std::string>* warnings);
+Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level,
+                            std::vector<std::string>* warnings);
 // The checkpoint an attempt resumes from: the newest that verifies with checksums,
 // by ckpt::NewestVerified at kFull, which is what the trainer's
 // newest_verified(full=True) runs. The launcher hands it to the trainer
@@ -154,14 +157,16 @@ class Launcher {
   bool FollowResume(int attempt, ResumeChoice* choice, int* exit_code);
   // Node 0: gathers the facts of an attempt (records, checkpoints, the flight
   // recorder) and asks Judge (launch/judge.h).
-  AttemptSummary JudgeAttempt(int attempt, const std::vector<NodeFacts>& nodes, const std::vector<NodeRecord>& records,
-                              const Checkpoint& before, int restarts, int* no_progress);
+  AttemptSummary JudgeAttempt(int attempt, const std::vector<NodeFacts>& nodes,
+                              const std::vector<NodeRecord>& records, const Checkpoint& before,
+                              int restarts, int* no_progress);
   std::string Summary(int exit_code, const std::string& outcome) const;
   // Node 0: the session's attempts before `first_attempt` (earlier launchers', one
   // that died among them), for the summary's totals and list.
   void ReadEarlierAttempts(int first_attempt);
   // An earlier attempt without attempt.json (its launcher died): its times from its last records.
-  EarlierAttempt ReconstructAttempt(int attempt, const std::vector<ckpt::CheckpointEntry>& checkpoints);
+  EarlierAttempt ReconstructAttempt(int attempt,
+                                    const std::vector<ckpt::CheckpointEntry>& checkpoints);
   void StartAgent();
   // A coordination record, written whole through o_.files; an error names it.
   Status WriteRecord(const std::string& path, std::string_view data) const;
@@ -174,7 +179,8 @@ class Launcher {
   Cluster cluster_;
   Paths paths_;
   std::string torchrun_, python_;
-  std::vector<std::string> trainer_;  // the trainer's command before RUN.toml: PYTHON SCRIPT, or PYTHON -m evenkeel.train
+  std::vector<std::string> trainer_;  // the trainer's command before RUN.toml: PYTHON SCRIPT, or
+                                      // PYTHON -m evenkeel.train
   // The schedule attempts are judged by (run::MakeSchedule): from the pack's manifest,
   // or, for node-local packs, from every node's block counts in the merged gate report.
   run::Schedule plan_;

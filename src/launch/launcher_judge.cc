@@ -1,6 +1,7 @@
 // Node 0 after an attempt: its facts (every node's records, the checkpoints, the
 // flight recorder) gathered for Judge (judge.h), the pure function that decides.
-#include "launch/launcher_internal.h"
+#include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,21 +10,19 @@
 #include <string>
 #include <vector>
 
-#include <fmt/core.h>
-#include <fmt/ranges.h>
-
 #include "core/clock.h"
 #include "core/file.h"
 #include "flightrec/analyzer.h"
 #include "flightrec/loader.h"
 #include "flightrec/report.h"
 #include "launch/cause.h"
+#include "launch/launcher_internal.h"
 
 namespace ek::launch::detail {
 
 AttemptSummary Launcher::JudgeAttempt(int attempt, const std::vector<NodeFacts>& nodes,
-                                      const std::vector<NodeRecord>& records, const Checkpoint& before, int restarts,
-                                      int* no_progress) {
+                                      const std::vector<NodeRecord>& records,
+                                      const Checkpoint& before, int restarts, int* no_progress) {
   AttemptSummary a;
   a.attempt = attempt;
   a.nodes = records;
@@ -35,13 +34,15 @@ AttemptSummary Launcher::JudgeAttempt(int attempt, const std::vector<NodeFacts>&
     a.step_reached = std::max(a.step_reached, n.step_reached);
   }
   if (records.empty()) a.start = a.end = Now();
-  // The newest checkpoint that verifies with checksums: progress, done, and the next attempt's resume point.
+  // The newest checkpoint that verifies with checksums: progress, done, and the next attempt's
+  // resume point.
   Checkpoint after;
   if (auto pick = ResumePoint(paths_.ckpt_dir); pick.ok()) {
     after = *pick;
     resume_ = after;
   } else {
-    say_("launch: warning: " + pick.status().message());  // the next attempt asks again, and stops on it
+    say_("launch: warning: " +
+         pick.status().message());  // the next attempt asks again, and stops on it
   }
   auto facts_of = [](const Checkpoint& c) { return CheckpointFacts{c.step, c.final, c.path}; };
   JudgeFacts f;
@@ -72,7 +73,8 @@ AttemptSummary Launcher::JudgeAttempt(int attempt, const std::vector<NodeFacts>&
       for (const auto& d : load->dumps) {
         int64_t last = -1;
         for (const auto& e : d.entries) last = std::max(last, e.collective_seq_id);
-        if (d.rank >= 0 && d.rank <= std::numeric_limits<int>::max()) f.fr_dumps[static_cast<int>(d.rank)] = last;
+        if (d.rank >= 0 && d.rank <= std::numeric_limits<int>::max())
+          f.fr_dumps[static_cast<int>(d.rank)] = last;
       }
     } else {
       f.fr = FrVerdict::kUnreadable;

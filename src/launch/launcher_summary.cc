@@ -1,6 +1,6 @@
 // summary.json: every attempt of the session, its decision and the totals
 // (docs/launch.md).
-#include "launch/launcher_internal.h"
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,11 +9,10 @@
 #include <string>
 #include <vector>
 
-#include <fmt/core.h>
-
 #include "core/clock.h"
 #include "core/json_out.h"
 #include "core/version.h"
+#include "launch/launcher_internal.h"
 
 namespace ek::launch::detail {
 
@@ -47,13 +46,31 @@ std::string CausesToJson(const std::vector<RankCause>& causes) {
 
 std::string AttemptToJson(const AttemptSummary& a) {
   JsonWriter w(JsonWriter::kSpaced);
-  w.BeginObject().Key("attempt").Int(a.attempt).Key("start").Fixed(a.start, 3).Key("end").Fixed(a.end, 3);
+  w.BeginObject()
+      .Key("attempt")
+      .Int(a.attempt)
+      .Key("start")
+      .Fixed(a.start, 3)
+      .Key("end")
+      .Fixed(a.end, 3);
   w.Key("seconds").Fixed(a.end - a.start, 1).Key("outcome").Str(OutcomeName(a.outcome));
   w.Key("step_reached").Int(a.step_reached).Key("checkpoint_before").Int(a.checkpoint_before);
   w.Key("checkpoint_after").Int(a.checkpoint_after);
-  w.Key("flight_recorder").BeginObject().Key("verdict").Str(a.fr_verdict).Key("conclusive").Bool(a.fr_conclusive);
-  w.EndObject().Key("gpu_hours").Fixed(a.gpu_hours, 4).Key("gpu_hours_lost").Fixed(a.gpu_hours_lost, 4);
-  w.Key("decision").Raw(DecisionToJson(a.attempt, a.decision)).Key("causes").Raw(CausesToJson(a.causes));
+  w.Key("flight_recorder")
+      .BeginObject()
+      .Key("verdict")
+      .Str(a.fr_verdict)
+      .Key("conclusive")
+      .Bool(a.fr_conclusive);
+  w.EndObject()
+      .Key("gpu_hours")
+      .Fixed(a.gpu_hours, 4)
+      .Key("gpu_hours_lost")
+      .Fixed(a.gpu_hours_lost, 4);
+  w.Key("decision")
+      .Raw(DecisionToJson(a.attempt, a.decision))
+      .Key("causes")
+      .Raw(CausesToJson(a.causes));
   w.Key("hang").Raw(HangToJson(a.hang)).Key("nodes").BeginArray();
   for (const auto& n : a.nodes) w.Raw(NodeRecordToJson(n));
   w.EndArray().EndObject();
@@ -64,8 +81,8 @@ std::string AttemptToJson(const AttemptSummary& a) {
 std::string Flagged(const std::string& json, bool earlier, bool inferred) {
   std::string o = json;
   if (!o.empty() && o.front() == '{') {
-    o.insert(1, fmt::format("\"earlier_launch\": {}, \"inferred\": {}, ", earlier ? "true" : "false",
-                            inferred ? "true" : "false"));
+    o.insert(1, fmt::format("\"earlier_launch\": {}, \"inferred\": {}, ",
+                            earlier ? "true" : "false", inferred ? "true" : "false"));
   }
   return o;
 }
@@ -75,7 +92,8 @@ std::string Launcher::Summary(int exit_code, const std::string& outcome) const {
   Checkpoint final = NewestCheckpoint(paths_.ckpt_dir, ckpt::VerifyLevel::kStructure, &warnings);
   double used = 0, lost = 0, train_s = 0;
   size_t inferred = 0;
-  for (const auto& e : earlier_) {  // earlier launchers' attempts count in the totals, not in tokens/s
+  for (const auto& e :
+       earlier_) {  // earlier launchers' attempts count in the totals, not in tokens/s
     used += e.gpu_hours;
     lost += e.gpu_hours_lost;
     inferred += e.inferred;
@@ -86,18 +104,43 @@ std::string Launcher::Summary(int exit_code, const std::string& outcome) const {
     train_s += std::max(0.0, a.end - a.start);
   }
   int64_t first_ckpt = attempts_.empty() ? -1 : attempts_.front().checkpoint_before;
-  double tokens_per_step = static_cast<double>(run_.world()) * run_.micro_batch * run_.grad_accum * run_.seq_len;
-  double trained_tokens = final.step > first_ckpt ? (final.step - std::max<int64_t>(first_ckpt, 0)) * tokens_per_step : 0;
+  double tokens_per_step =
+      static_cast<double>(run_.world()) * run_.micro_batch * run_.grad_accum * run_.seq_len;
+  double trained_tokens = final.step > first_ckpt
+                              ? (final.step - std::max<int64_t>(first_ckpt, 0)) * tokens_per_step
+                              : 0;
   JsonWriter w(JsonWriter::kSpaced);
   w.BeginObject().Key("run").Str(run_.name);
-  w.Key("run_file").BeginObject().Key("path").Str(run_.path).Key("xxh3").Str(fmt::format("{:016x}", run_.xxh3));
-  w.EndObject().Key("run_id").Str(cluster_.run_id).Key("nodes").Int(run_.nodes).Key("world").Int(run_.world());
+  w.Key("run_file")
+      .BeginObject()
+      .Key("path")
+      .Str(run_.path)
+      .Key("xxh3")
+      .Str(fmt::format("{:016x}", run_.xxh3));
+  w.EndObject()
+      .Key("run_id")
+      .Str(cluster_.run_id)
+      .Key("nodes")
+      .Int(run_.nodes)
+      .Key("world")
+      .Int(run_.world());
   w.Key("outcome").Str(outcome).Key("exit_code").Int(exit_code).Key("steps").Int(final.step);
-  w.Key("planned_steps").Int(has_plan_ ? static_cast<int64_t>(plan_.total_steps) : -1).Key("tokens").Uint(final.tokens);
+  w.Key("planned_steps")
+      .Int(has_plan_ ? static_cast<int64_t>(plan_.total_steps) : -1)
+      .Key("tokens")
+      .Uint(final.tokens);
   w.Key("tokens_per_s").Fixed(train_s > 0 ? trained_tokens / train_s : 0.0, 1);
   w.Key("final_checkpoint").Str(final.final ? final.path : "");
-  w.Key("attempts").Uint(earlier_.size() + attempts_.size()).Key("attempts_this_launch").Uint(attempts_.size());
-  w.Key("attempts_inferred").Uint(inferred).Key("gpu_hours_used").Fixed(used, 4).Key("gpu_hours_lost").Fixed(lost, 4);
+  w.Key("attempts")
+      .Uint(earlier_.size() + attempts_.size())
+      .Key("attempts_this_launch")
+      .Uint(attempts_.size());
+  w.Key("attempts_inferred")
+      .Uint(inferred)
+      .Key("gpu_hours_used")
+      .Fixed(used, 4)
+      .Key("gpu_hours_lost")
+      .Fixed(lost, 4);
   w.Key("evenfix_dropped_blocks").Int(has_plan_ ? static_cast<int64_t>(plan_.dropped_blocks) : -1);
   w.Key("launch_dir").Str(paths_.session).Key("evenkeel_version").Str(kVersion);
   w.Key("attempt_records").BeginArray();
@@ -106,7 +149,14 @@ std::string Launcher::Summary(int exit_code, const std::string& outcome) const {
   // Every failed rank of every attempt, for the 3 a.m. reader: what broke, where.
   w.EndArray().Key("causes").BeginArray();
   auto cause = [&](int attempt, const RankCause& c) {
-    w.BeginObject().Key("attempt").Int(attempt).Key("rank").Int(c.rank).Key("cause").Str(c.cause).EndObject();
+    w.BeginObject()
+        .Key("attempt")
+        .Int(attempt)
+        .Key("rank")
+        .Int(c.rank)
+        .Key("cause")
+        .Str(c.cause)
+        .EndObject();
   };
   for (const auto& e : earlier_) {
     for (const auto& c : e.causes) cause(e.attempt, c);

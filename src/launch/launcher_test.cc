@@ -4,6 +4,7 @@
 // kIoError (exit 74) naming the file, through an injected Env.
 #include "launch/launcher.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -12,8 +13,6 @@
 
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/fake_clock.h"
 #include "core/fault_env.h"
@@ -39,7 +38,7 @@ class LauncherTest : public ::testing::Test {
     o_.run_path = dir_ + "/run/run.toml";
     o_.evenkeel_exe = "/bin/true";
     o_.accept_gate_fail = true;  // no data, no model: the gate FAILs; the launch goes on, as asked
-    machine_.SetVars({});  // no SLURM_* or EVENKEEL_* of the machine running the test
+    machine_.SetVars({});        // no SLURM_* or EVENKEEL_* of the machine running the test
     o_.files = &machine_;
     o_.expand_nodelist = [](const std::string&) -> Result<std::vector<std::string>> {
       return std::vector<std::string>{};
@@ -58,10 +57,13 @@ class LauncherTest : public ::testing::Test {
   }
 
   void WriteRun(const std::string& launch_keys) {
-    std::string toml = "[run]\nname = \"t\"\n[cluster]\nnodes = 1\ngpus_per_node = 1\n"
-                       "[checkpoint]\ndir = \"" + dir_ + "/ckpt\"\n"
-                       "[launch]\ngate_timeout_s = 5\nstop_grace_s = 1\n" + launch_keys +
-                       "[retry]\nmax_restarts = 0\nbackoff_s = 0\n";
+    std::string toml =
+        "[run]\nname = \"t\"\n[cluster]\nnodes = 1\ngpus_per_node = 1\n"
+        "[checkpoint]\ndir = \"" +
+        dir_ +
+        "/ckpt\"\n"
+        "[launch]\ngate_timeout_s = 5\nstop_grace_s = 1\n" +
+        launch_keys + "[retry]\nmax_restarts = 0\nbackoff_s = 0\n";
     ASSERT_TRUE(WriteFileAtomic(o_.run_path, toml).ok());
   }
 
@@ -84,7 +86,9 @@ TEST_F(LauncherTest, ABareTorchrunIsLookedUpOnPathAndThePythonBesideItRunsTheTra
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->exit_code, kExitBudgetSpent);  // torchrun failed, retry.max_restarts = 0
   std::string args = TorchrunArgs();
-  EXPECT_NE(args.find("-- " + dir_ + "/bin/python -m evenkeel.train " + o_.run_path), std::string::npos) << args;
+  EXPECT_NE(args.find("-- " + dir_ + "/bin/python -m evenkeel.train " + o_.run_path),
+            std::string::npos)
+      << args;
   auto command = ReadFile(Session() + "/attempt-001/command-node-0.txt");
   ASSERT_TRUE(command.ok());
   EXPECT_EQ(command->rfind(dir_ + "/bin/torchrun ", 0), 0u) << *command;
@@ -98,7 +102,8 @@ TEST_F(LauncherTest, TheResumeChoiceIsRecordedAndHandedToTheRanks) {
   auto env = ReadFile(dir_ + "/torchrun-env");
   ASSERT_TRUE(env.ok());
   EXPECT_NE(env->find("EVENKEEL_RESUME_FROM=none\n"), std::string::npos) << *env;
-  EXPECT_EQ(env->find("EVENKEEL_RESUME_MANIFEST_XXH3="), std::string::npos) << "no checkpoint, no digest";
+  EXPECT_EQ(env->find("EVENKEEL_RESUME_MANIFEST_XXH3="), std::string::npos)
+      << "no checkpoint, no digest";
   const std::string path = Session() + "/attempt-001/resume.json";
   auto text = ReadFile(path);
   ASSERT_TRUE(text.ok()) << text.status().message();
@@ -110,12 +115,14 @@ TEST_F(LauncherTest, TheResumeChoiceIsRecordedAndHandedToTheRanks) {
 }
 
 TEST_F(LauncherTest, ATorchrunNotOnPathIsNotFoundNamingIt) {
-  Script(dir_ + "/run/torchrun", "exit 0\n");  // beside the run file: not where a bare name is looked for
+  Script(dir_ + "/run/torchrun",
+         "exit 0\n");  // beside the run file: not where a bare name is looked for
   ::unlink((dir_ + "/bin/torchrun").c_str());
   auto r = Launch(o_, say_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(r.status().message().find("launch.torchrun 'torchrun' is not on PATH"), std::string::npos)
+  EXPECT_NE(r.status().message().find("launch.torchrun 'torchrun' is not on PATH"),
+            std::string::npos)
       << r.status().message();
 }
 
@@ -126,13 +133,15 @@ TEST_F(LauncherTest, ATorchrunWithASlashIsAPathRelativeToTheRunFile) {
   WriteRun("torchrun = \"venv/bin/torchrun\"\n");
   auto r = Launch(o_, say_);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_NE(TorchrunArgs().find("-- " + dir_ + "/run/venv/bin/python -m evenkeel.train"), std::string::npos)
+  EXPECT_NE(TorchrunArgs().find("-- " + dir_ + "/run/venv/bin/python -m evenkeel.train"),
+            std::string::npos)
       << TorchrunArgs();
   WriteRun("torchrun = \"nowhere/torchrun\"\n");
   auto missing = Launch(o_, say_);
   ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("launch.torchrun 'nowhere/torchrun' (" + dir_ +
-                                            "/run/nowhere/torchrun, relative to the run file) is not an executable file"),
+  EXPECT_NE(missing.status().message().find(
+                "launch.torchrun 'nowhere/torchrun' (" + dir_ +
+                "/run/nowhere/torchrun, relative to the run file) is not an executable file"),
             std::string::npos)
       << missing.status().message();
 }
@@ -145,18 +154,22 @@ TEST_F(LauncherTest, LaunchPythonFollowsTheSameRuleAndLaunchTrainerIsAScriptBesi
   WriteRun("python = \"py3\"\ntrainer = \"train.py\"\n");
   auto r = Launch(o_, say_);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_NE(TorchrunArgs().find("-- " + dir_ + "/other/py3 " + dir_ + "/run/train.py " + o_.run_path), std::string::npos)
+  EXPECT_NE(
+      TorchrunArgs().find("-- " + dir_ + "/other/py3 " + dir_ + "/run/train.py " + o_.run_path),
+      std::string::npos)
       << TorchrunArgs();
   WriteRun("python = \"no-such-python\"\n");
   auto no_python = Launch(o_, say_);
   ASSERT_FALSE(no_python.ok());
-  EXPECT_NE(no_python.status().message().find("launch.python 'no-such-python' is not on PATH"), std::string::npos)
+  EXPECT_NE(no_python.status().message().find("launch.python 'no-such-python' is not on PATH"),
+            std::string::npos)
       << no_python.status().message();
   WriteRun("trainer = \"gone.py\"\n");
   auto no_trainer = Launch(o_, say_);
   ASSERT_FALSE(no_trainer.ok());
   EXPECT_EQ(no_trainer.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(no_trainer.status().message().find("launch.trainer 'gone.py': " + dir_ + "/run/gone.py does not exist"),
+  EXPECT_NE(no_trainer.status().message().find("launch.trainer 'gone.py': " + dir_ +
+                                               "/run/gone.py does not exist"),
             std::string::npos)
       << no_trainer.status().message();
 }
@@ -169,8 +182,9 @@ TEST_F(LauncherTest, ATrainerModuleThePythonCannotImportIsNotFoundNamingThePytho
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   const std::string& m = r.status().message();
-  EXPECT_NE(m.find("the Python module evenkeel.train, cannot be imported by " + dir_ + "/bin/python (the python beside " +
-                   dir_ + "/bin/torchrun): ModuleNotFoundError: No module named 'evenkeel'"),
+  EXPECT_NE(m.find("the Python module evenkeel.train, cannot be imported by " + dir_ +
+                   "/bin/python (the python beside " + dir_ +
+                   "/bin/torchrun): ModuleNotFoundError: No module named 'evenkeel'"),
             std::string::npos)
       << m;
   EXPECT_NE(m.find("install evenkeel's Python package"), std::string::npos) << m;
@@ -185,7 +199,7 @@ TEST_F(LauncherTest, ARecordThatCannotBeWrittenStopsTheLaunchNamingIt) {
   struct Case {
     const char* match;  // the fault rule's path substring (a file's temp name holds its name)
     FileOp op;
-    const char* path;   // the record, under the session folder
+    const char* path;  // the record, under the session folder
   };
   const std::vector<Case> cases = {
       {"/ckpt/launch/t", FileOp::kCreateDirs, ""},
@@ -211,8 +225,10 @@ TEST_F(LauncherTest, ARecordThatCannotBeWrittenStopsTheLaunchNamingIt) {
     ASSERT_FALSE(r.ok()) << "exit " << r->exit_code;
     EXPECT_EQ(files.injected(), 1);
     EXPECT_EQ(r.status().code(), StatusCode::kIoError);
-    EXPECT_NE(r.status().message().find(Session() + c.path), std::string::npos) << r.status().message();
-    EXPECT_NE(r.status().message().find("No space left on device"), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(Session() + c.path), std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find("No space left on device"), std::string::npos)
+        << r.status().message();
     if (c.op != FileOp::kCreateDirs) {
       EXPECT_FALSE(FileExists(Session() + c.path)) << "half written";
     }
@@ -240,8 +256,11 @@ TEST_F(LauncherTest, EveryWriteFaultOfTheDecisionIsAnIoErrorAndLeavesNoHalfRecor
     auto r = Launch(o_, say_);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), StatusCode::kIoError);
-    for (const auto& want : fault.expect) EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
-    EXPECT_NE(r.status().message().find(Session() + "/attempt-001/decision.json"), std::string::npos) << r.status().message();
+    for (const auto& want : fault.expect)
+      EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+    EXPECT_NE(r.status().message().find(Session() + "/attempt-001/decision.json"),
+              std::string::npos)
+        << r.status().message();
     EXPECT_FALSE(FileExists(Session() + "/attempt-001/decision.json"));
     EXPECT_TRUE(FileExists(Session() + "/attempt-001/attempt.json"));
     EXPECT_FALSE(FileExists(Session() + "/summary.json"));
@@ -253,12 +272,15 @@ TEST_F(LauncherTest, EveryWriteFaultOfTheDecisionIsAnIoErrorAndLeavesNoHalfRecor
 // says who holds it; exit 75. Once the holder is gone it runs.
 TEST_F(LauncherTest, ASecondLauncherOfTheSameRunIsRefusedNamingTheFirst) {
   ASSERT_TRUE(MakeDirs(Session()).ok());
-  auto held = SessionLock::Acquire(Session() + "/launch.lock", {"n7", 4242, 1764586923, "t", 0}, Env::Default());
+  auto held = SessionLock::Acquire(Session() + "/launch.lock", {"n7", 4242, 1764586923, "t", 0},
+                                   Env::Default());
   ASSERT_TRUE(held.ok()) << held.status().message();
   auto r = Launch(o_, say_);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->exit_code, kExitRunBusy);
-  EXPECT_NE(r->refused.find(Session() + "/launch.lock is held by pid 4242 on host n7"), std::string::npos) << r->refused;
+  EXPECT_NE(r->refused.find(Session() + "/launch.lock is held by pid 4242 on host n7"),
+            std::string::npos)
+      << r->refused;
   EXPECT_EQ(TorchrunArgs(), "") << "nothing may start";
   EXPECT_FALSE(FileExists(Session() + "/gate/verdict.json"));
   EXPECT_FALSE(FileExists(Session() + "/summary.json"));
@@ -272,7 +294,8 @@ TEST_F(LauncherTest, ASecondLauncherOfTheSameRunIsRefusedNamingTheFirst) {
   EXPECT_EQ(*ReadFile(Session() + "/launch.lock"), "") << "released cleanly: the record is emptied";
 }
 
-// The lock's record cannot be written: an I/O error naming the lock file (exit 74), nothing started.
+// The lock's record cannot be written: an I/O error naming the lock file (exit 74), nothing
+// started.
 TEST_F(LauncherTest, ALockThatCannotBeRecordedIsAnIoError) {
   FaultInjectionEnv files(&machine_);
   files.Add(FaultRule::Fail(FileOp::kAppend, "launch.lock", ENOSPC));
@@ -280,7 +303,8 @@ TEST_F(LauncherTest, ALockThatCannotBeRecordedIsAnIoError) {
   auto r = Launch(o_, say_);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kIoError);
-  EXPECT_NE(r.status().message().find(Session() + "/launch.lock"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find(Session() + "/launch.lock"), std::string::npos)
+      << r.status().message();
   EXPECT_EQ(TorchrunArgs(), "");
 }
 
@@ -292,9 +316,12 @@ TEST_F(LauncherTest, ARankRecordItsWrapperLeftRunningIsCompletedAsInferred) {
   // torchrun: plays a wrapper killed mid-run, then fails as torchrun does.
   Script(dir_ + "/bin/torchrun",
          "while [ $# -gt 0 ]; do [ \"$1\" = --attempt-dir ] && d=\"$2\"; shift; done\n"
-         "printf '{\"rank\": 0, \"local_rank\": 0, \"node_rank\": 0, \"host\": \"h\", \"pid\": 2147483646, "
-         "\"start\": 1700000000.0, \"end\": 0, \"exit_code\": -1, \"signal\": 0, \"log\": \"%s/rank-0.log\", "
-         "\"status\": \"running\", \"stop_signal\": 0, \"stop_time\": 0, \"state_at_stop\": \"\", \"inferred\": false, "
+         "printf '{\"rank\": 0, \"local_rank\": 0, \"node_rank\": 0, \"host\": \"h\", \"pid\": "
+         "2147483646, "
+         "\"start\": 1700000000.0, \"end\": 0, \"exit_code\": -1, \"signal\": 0, \"log\": "
+         "\"%s/rank-0.log\", "
+         "\"status\": \"running\", \"stop_signal\": 0, \"stop_time\": 0, \"state_at_stop\": \"\", "
+         "\"inferred\": false, "
          "\"note\": \"\"}' \"$d\" > \"$d/rank-0.json\"\n"
          "echo 'step 3' > \"$d/rank-0.log\"\nexit 1\n");
   auto r = Launch(o_, say_);
@@ -309,8 +336,11 @@ TEST_F(LauncherTest, ARankRecordItsWrapperLeftRunningIsCompletedAsInferred) {
   EXPECT_EQ(rec->status, "running");
   EXPECT_EQ(rec->signal, SIGKILL);
   EXPECT_GT(rec->end, rec->start);
-  EXPECT_NE(rec->note.find("its wrapper was killed while its record said \"running\""), std::string::npos) << rec->note;
-  EXPECT_NE(r->summary_json.find("\"cause\": \"killed by SIGKILL (inferred: its wrapper was killed first)\""),
+  EXPECT_NE(rec->note.find("its wrapper was killed while its record said \"running\""),
+            std::string::npos)
+      << rec->note;
+  EXPECT_NE(r->summary_json.find(
+                "\"cause\": \"killed by SIGKILL (inferred: its wrapper was killed first)\""),
             std::string::npos)
       << r->summary_json;
   auto node = ReadFile(Session() + "/attempt-001/node-0.json");
@@ -340,13 +370,15 @@ TEST_F(LauncherTest, EarlierAttemptsOfTheSessionAreCountedInTheSummary) {
   ASSERT_TRUE(MakeDirs(Session() + "/attempt-001").ok());
   ASSERT_TRUE(MakeDirs(Session() + "/attempt-002").ok());
   ASSERT_TRUE(MakeDirs(Session() + "/attempt-003").ok());
-  ASSERT_TRUE(WriteFileAtomic(Session() + "/attempt-001/attempt.json",
-                              R"({"attempt": 1, "start": 10, "end": 1810, "seconds": 1800.0, "outcome": "failed", )"
-                              R"("gpu_hours": 0.5, "gpu_hours_lost": 0.25, "flight_recorder": {"verdict": "", )"
-                              R"("conclusive": false}, "decision": {"attempt": 1, "action": "restart", "reason": "r"}, )"
-                              R"("causes": [{"rank": 0, "cause": "killed by SIGKILL"}], "nodes": []})"
-                              "\n")
-                  .ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(
+          Session() + "/attempt-001/attempt.json",
+          R"({"attempt": 1, "start": 10, "end": 1810, "seconds": 1800.0, "outcome": "failed", )"
+          R"("gpu_hours": 0.5, "gpu_hours_lost": 0.25, "flight_recorder": {"verdict": "", )"
+          R"("conclusive": false}, "decision": {"attempt": 1, "action": "restart", "reason": "r"}, )"
+          R"("causes": [{"rank": 0, "cause": "killed by SIGKILL"}], "nodes": []})"
+          "\n")
+          .ok());
   RankRecord killed;
   killed.rank = 0;
   killed.local_rank = 0;
@@ -358,7 +390,8 @@ TEST_F(LauncherTest, EarlierAttemptsOfTheSessionAreCountedInTheSummary) {
   killed.stop_signal = SIGTERM;
   killed.stop_time = now - 3601;
   killed.status = "exited";
-  ASSERT_TRUE(WriteFileAtomic(Session() + "/attempt-002/rank-0.json", RankRecordToJson(killed)).ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(Session() + "/attempt-002/rank-0.json", RankRecordToJson(killed)).ok());
   ASSERT_TRUE(WriteFileAtomic(Session() + "/attempt-003/attempt.json", R"({"attempt": 3})").ok());
   std::vector<std::string> said;
   auto r = Launch(o_, [&](const std::string& line) { said.push_back(line); });
@@ -370,20 +403,38 @@ TEST_F(LauncherTest, EarlierAttemptsOfTheSessionAreCountedInTheSummary) {
   EXPECT_LT(s->gpu_hours_used, 1.51);
   EXPECT_GE(s->gpu_hours_lost, 1.25);  // attempt 2 saved nothing: all of its hour is lost
   const std::string& j = r->summary_json;
-  EXPECT_NE(j.find("{\"earlier_launch\": true, \"inferred\": false, \"attempt\": 1, "), std::string::npos) << j;
-  EXPECT_NE(j.find("{\"earlier_launch\": true, \"inferred\": true, \"attempt\": 2, "), std::string::npos) << j;
-  EXPECT_NE(j.find("\"seconds\": 3600.0, \"outcome\": \"interrupted\", \"gpu_hours\": 1.0000"), std::string::npos) << j;
-  EXPECT_NE(j.find("start from rank-0.json start, end from rank-0.json end"), std::string::npos) << j;
-  EXPECT_NE(j.find("{\"earlier_launch\": false, \"inferred\": false, \"attempt\": 4, "), std::string::npos) << j;
-  EXPECT_NE(j.find("\"attempts_this_launch\": 1, \"attempts_inferred\": 2"), std::string::npos) << j;
-  EXPECT_NE(j.find("{\"attempt\": 1, \"rank\": 0, \"cause\": \"killed by SIGKILL\"}"), std::string::npos) << j;
-  EXPECT_NE(j.find("{\"attempt\": 2, \"rank\": 0, \"cause\": \"killed by SIGTERM\"}"), std::string::npos) << j;
+  EXPECT_NE(j.find("{\"earlier_launch\": true, \"inferred\": false, \"attempt\": 1, "),
+            std::string::npos)
+      << j;
+  EXPECT_NE(j.find("{\"earlier_launch\": true, \"inferred\": true, \"attempt\": 2, "),
+            std::string::npos)
+      << j;
+  EXPECT_NE(j.find("\"seconds\": 3600.0, \"outcome\": \"interrupted\", \"gpu_hours\": 1.0000"),
+            std::string::npos)
+      << j;
+  EXPECT_NE(j.find("start from rank-0.json start, end from rank-0.json end"), std::string::npos)
+      << j;
+  EXPECT_NE(j.find("{\"earlier_launch\": false, \"inferred\": false, \"attempt\": 4, "),
+            std::string::npos)
+      << j;
+  EXPECT_NE(j.find("\"attempts_this_launch\": 1, \"attempts_inferred\": 2"), std::string::npos)
+      << j;
+  EXPECT_NE(j.find("{\"attempt\": 1, \"rank\": 0, \"cause\": \"killed by SIGKILL\"}"),
+            std::string::npos)
+      << j;
+  EXPECT_NE(j.find("{\"attempt\": 2, \"rank\": 0, \"cause\": \"killed by SIGTERM\"}"),
+            std::string::npos)
+      << j;
   bool warned = false, counted = false;
   for (const auto& line : said) {
-    warned |= line.find("attempt-003/attempt.json: start: missing; counting the attempt from its other records") !=
-              std::string::npos;
-    counted |= line.find("launch: attempt 2 of an earlier launch has no attempt.json (its launcher died): counted as "
-                         "3600 s from its last records (1.0000 GPU-hours, inferred)") != std::string::npos;
+    warned |= line.find(
+                  "attempt-003/attempt.json: start: missing; counting the attempt from its other "
+                  "records") != std::string::npos;
+    counted |=
+        line.find(
+            "launch: attempt 2 of an earlier launch has no attempt.json (its launcher died): "
+            "counted as "
+            "3600 s from its last records (1.0000 GPU-hours, inferred)") != std::string::npos;
   }
   EXPECT_TRUE(warned);
   EXPECT_TRUE(counted);
@@ -393,10 +444,13 @@ TEST_F(LauncherTest, EarlierAttemptsOfTheSessionAreCountedInTheSummary) {
 // not a temp file another node is writing its part through: removing that would
 // fail the other node's rename (seen: node 1 exited 74 with "rename ... No such file").
 TEST_F(LauncherTest, NodeZeroClearsStaleGateRecordsButNotAPartBeingWritten) {
-  std::string toml = "[run]\nname = \"t\"\n[cluster]\nnodes = 2\ngpus_per_node = 1\n"
-                     "[checkpoint]\ndir = \"" + dir_ + "/ckpt\"\n"
-                     "[launch]\ngate_timeout_s = 1\nstop_grace_s = 1\n"
-                     "[retry]\nmax_restarts = 0\nbackoff_s = 0\n";
+  std::string toml =
+      "[run]\nname = \"t\"\n[cluster]\nnodes = 2\ngpus_per_node = 1\n"
+      "[checkpoint]\ndir = \"" +
+      dir_ +
+      "/ckpt\"\n"
+      "[launch]\ngate_timeout_s = 1\nstop_grace_s = 1\n"
+      "[retry]\nmax_restarts = 0\nbackoff_s = 0\n";
   ASSERT_TRUE(WriteFileAtomic(o_.run_path, toml).ok());
   o_.node_rank = 0;
   o_.accept_gate_fail = false;

@@ -1,8 +1,10 @@
 #include "launch/rank_exec.h"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <poll.h>
 #include <signal.h>
+#include <simdjson.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -11,9 +13,6 @@
 #include <cstdlib>
 #include <limits>
 #include <memory>
-
-#include <fmt/core.h>
-#include <simdjson.h>
 
 #include "core/clock.h"
 #include "core/file.h"
@@ -29,7 +28,9 @@ namespace {
 Result<int> EnvInt(Env* env, const char* name) {
   const std::optional<std::string> value = env->GetVar(name);
   const char* v = value ? value->c_str() : nullptr;
-  if (!v || !*v) return InvalidArgumentError(fmt::format("launch-rank: {} is not set (run under torchrun)", name));
+  if (!v || !*v)
+    return InvalidArgumentError(
+        fmt::format("launch-rank: {} is not set (run under torchrun)", name));
   char* end = nullptr;
   errno = 0;
   long n = std::strtol(v, &end, 10);
@@ -47,10 +48,35 @@ double Now() {
 
 std::string RankRecordToJson(const RankRecord& r) {
   JsonWriter w(JsonWriter::kSpaced);
-  w.BeginObject().Key("rank").Int(r.rank).Key("local_rank").Int(r.local_rank).Key("node_rank").Int(r.node_rank);
-  w.Key("host").Str(r.host).Key("pid").Int(r.pid).Key("start").Fixed(r.start, 3).Key("end").Fixed(r.end, 3);
-  w.Key("exit_code").Int(r.exit_code).Key("signal").Int(r.signal).Key("log").Str(r.log).Key("status").Str(r.status);
-  w.Key("stop_signal").Int(r.stop_signal).Key("stop_time").Fixed(r.stop_time, 3).Key("state_at_stop").Str(r.state_at_stop);
+  w.BeginObject()
+      .Key("rank")
+      .Int(r.rank)
+      .Key("local_rank")
+      .Int(r.local_rank)
+      .Key("node_rank")
+      .Int(r.node_rank);
+  w.Key("host")
+      .Str(r.host)
+      .Key("pid")
+      .Int(r.pid)
+      .Key("start")
+      .Fixed(r.start, 3)
+      .Key("end")
+      .Fixed(r.end, 3);
+  w.Key("exit_code")
+      .Int(r.exit_code)
+      .Key("signal")
+      .Int(r.signal)
+      .Key("log")
+      .Str(r.log)
+      .Key("status")
+      .Str(r.status);
+  w.Key("stop_signal")
+      .Int(r.stop_signal)
+      .Key("stop_time")
+      .Fixed(r.stop_time, 3)
+      .Key("state_at_stop")
+      .Str(r.state_at_stop);
   w.Key("inferred").Bool(r.inferred).Key("note").Str(r.note).EndObject();
   return w.Line();
 }
@@ -67,10 +93,13 @@ Result<RankRecord> RankRecordFromFields(const JsonFields& f) {
   EK_RETURN_IF_ERROR(f.Int("exit_code", &r.exit_code));
   EK_RETURN_IF_ERROR(f.Int("signal", &r.signal));
   EK_RETURN_IF_ERROR(f.Str("log", &r.log));
-  // Written since the record is kept from the start; absent in older records (docs/launch.md "Records").
+  // Written since the record is kept from the start; absent in older records (docs/launch.md
+  // "Records").
   EK_RETURN_IF_ERROR(f.OptStr("status", &r.status));
-  if (r.status != "running" && r.status != "stopping" && r.status != "exited" && r.status != "missing") {
-    return f.Err("status", fmt::format("{} is not running, stopping, exited or missing", JsonString(r.status)));
+  if (r.status != "running" && r.status != "stopping" && r.status != "exited" &&
+      r.status != "missing") {
+    return f.Err("status", fmt::format("{} is not running, stopping, exited or missing",
+                                       JsonString(r.status)));
   }
   EK_RETURN_IF_ERROR(f.OptInt("stop_signal", &r.stop_signal));
   EK_RETURN_IF_ERROR(f.OptNum("stop_time", &r.stop_time));
@@ -93,7 +122,9 @@ std::string ProcessState(long long pid) {
 std::string DescribeProcessState(const std::string& state) {
   if (state == "T") return "process stopped (state T: a stop signal such as SIGSTOP)";
   if (state == "t") return "process stopped by a tracer (state t)";
-  if (state == "D") return "process in uninterruptible sleep (state D: blocked in the kernel, e.g. on a device or I/O)";
+  if (state == "D")
+    return "process in uninterruptible sleep (state D: blocked in the kernel, e.g. on a device or "
+           "I/O)";
   if (state == "Z") return "process already exited";
   if (state == "R") return "process running (state R)";
   if (state == "S") return "process alive, sleeping (state S)";
@@ -112,10 +143,12 @@ Result<int> RunRankExec(const RankExecOptions& o) {
   const pid_t parent = ::getppid();
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
   if (o.command.empty()) return InvalidArgumentError("launch-rank: no trainer command after --");
-  if (o.nproc_per_node < 1 || o.node_rank < 0) return InvalidArgumentError("launch-rank: bad node rank or nproc");
+  if (o.nproc_per_node < 1 || o.node_rank < 0)
+    return InvalidArgumentError("launch-rank: bad node rank or nproc");
   EK_ASSIGN_OR_RETURN(int local_rank, EnvInt(o.env, "LOCAL_RANK"));
   if (local_rank >= o.nproc_per_node) {
-    return InvalidArgumentError(fmt::format("launch-rank: LOCAL_RANK {} >= nproc_per_node {}", local_rank, o.nproc_per_node));
+    return InvalidArgumentError(fmt::format("launch-rank: LOCAL_RANK {} >= nproc_per_node {}",
+                                            local_rank, o.nproc_per_node));
   }
   RankRecord rec;
   rec.local_rank = local_rank;
@@ -128,8 +161,10 @@ Result<int> RunRankExec(const RankExecOptions& o) {
 
   SpawnOptions so;
   so.argv = o.command;
-  so.env = {{"RANK", std::to_string(rec.rank)}, {"GROUP_RANK", std::to_string(o.node_rank)},
-            {"ROLE_RANK", std::to_string(rec.rank)}, {"EVENKEEL_NODE_RANK", std::to_string(o.node_rank)}};
+  so.env = {{"RANK", std::to_string(rec.rank)},
+            {"GROUP_RANK", std::to_string(o.node_rank)},
+            {"ROLE_RANK", std::to_string(rec.rank)},
+            {"EVENKEEL_NODE_RANK", std::to_string(o.node_rank)}};
   so.output_pipe = true;
   so.new_process_group = false;
   so.parent_death_signal = SIGKILL;

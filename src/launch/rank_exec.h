@@ -64,7 +64,7 @@ struct RankRecord {
   double end = 0;
   int exit_code = -1;
   int signal = 0;
-  std::string log;   // the rank's log file
+  std::string log;  // the rank's log file
   // "running" (written at start), "stopping" (a stop signal arrived, the trainer
   // had not ended), "exited" (end, exit_code and signal are the trainer's); the
   // launcher's reconstruction of a record whose wrapper was killed keeps the
@@ -75,8 +75,10 @@ struct RankRecord {
   std::string status = "exited";
   int stop_signal = 0;        // the stop signal the wrapper got (torchrun's SIGTERM), 0: none
   double stop_time = 0;       // when (Unix seconds); 0: none
-  std::string state_at_stop;  // the trainer's /proc state letter then ("T": stopped, "D", "S", "R", "Z"); "": unknown
-  bool inferred = false;      // end, exit_code and signal are the launcher's inference, not the wrapper's observation
+  std::string state_at_stop;  // the trainer's /proc state letter then ("T": stopped, "D", "S", "R",
+                              // "Z"); "": unknown
+  bool inferred = false;      // end, exit_code and signal are the launcher's inference, not the
+                              // wrapper's observation
   std::string note;           // why, when inferred
 };
 std::string RankRecordToJson(const RankRecord& r);

@@ -1,9 +1,9 @@
 #include "launch/records.h"
 
-#include <limits>
-
 #include <fmt/core.h>
 #include <simdjson.h>
+
+#include <limits>
 
 #include "core/json_check.h"
 #include "core/json_fields.h"
@@ -21,9 +21,12 @@ constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 
 std::string_view ActionName(Action a) {
   switch (a) {
-    case Action::kDone: return "done";
-    case Action::kRestart: return "restart";
-    case Action::kStop: return "stop";
+    case Action::kDone:
+      return "done";
+    case Action::kRestart:
+      return "restart";
+    case Action::kStop:
+      return "stop";
   }
   return "?";
 }
@@ -37,7 +40,13 @@ std::string RankCauseToJson(const RankCause& c) {
 std::string RankProgressToJson(const RankProgress& p) {
   JsonWriter w(JsonWriter::kSpaced);
   w.BeginObject().Key("rank").Int(p.rank).Key("step").Int(p.step).Key("phase").Str(p.phase);
-  w.Key("phase_step").Int(p.phase_step).Key("time").Fixed(p.time, 3).Key("pid").Int(p.pid).EndObject();
+  w.Key("phase_step")
+      .Int(p.phase_step)
+      .Key("time")
+      .Fixed(p.time, 3)
+      .Key("pid")
+      .Int(p.pid)
+      .EndObject();
   return w.str();
 }
 
@@ -45,8 +54,19 @@ std::string NodeRecordToJson(const NodeRecord& n) {
   JsonWriter w(JsonWriter::kSpaced);
   w.BeginObject().Key("node").Int(n.node).Key("host").Str(n.host).Key("start").Fixed(n.start, 3);
   w.Key("end").Fixed(n.end, 3);
-  w.Key("torchrun").BeginObject().Key("exit_code").Int(n.torchrun_code).Key("signal").Int(n.torchrun_signal).EndObject();
-  w.Key("cancelled").Bool(n.cancelled).Key("step_reached").Int(n.step_reached).Key("error").Str(n.error);
+  w.Key("torchrun")
+      .BeginObject()
+      .Key("exit_code")
+      .Int(n.torchrun_code)
+      .Key("signal")
+      .Int(n.torchrun_signal)
+      .EndObject();
+  w.Key("cancelled")
+      .Bool(n.cancelled)
+      .Key("step_reached")
+      .Int(n.step_reached)
+      .Key("error")
+      .Str(n.error);
   w.Key("ranks").BeginArray();
   for (const auto& r : n.ranks) w.Raw(RankRecordToJson(r));
   w.EndArray().Key("causes").BeginArray();
@@ -114,8 +134,19 @@ Result<AttemptAccount> AttemptAccountFromJson(std::string_view json, const std::
 
 std::string DecisionToJson(int attempt, const Decision& d) {
   JsonWriter w(JsonWriter::kSpaced);
-  w.BeginObject().Key("attempt").Int(attempt).Key("action").Str(ActionName(d.action)).Key("exit_code").Int(d.exit_code);
-  w.Key("reason").Str(d.reason).Key("next_attempt").Int(d.next_attempt).Key("backoff_s").Fixed(d.backoff_s, 1);
+  w.BeginObject()
+      .Key("attempt")
+      .Int(attempt)
+      .Key("action")
+      .Str(ActionName(d.action))
+      .Key("exit_code")
+      .Int(d.exit_code);
+  w.Key("reason")
+      .Str(d.reason)
+      .Key("next_attempt")
+      .Int(d.next_attempt)
+      .Key("backoff_s")
+      .Fixed(d.backoff_s, 1);
   w.EndObject();
   return w.Line();
 }
@@ -126,7 +157,8 @@ Result<Decision> DecisionFromJson(std::string_view json, const std::string& name
   Decision d;
   int64_t about = 0;
   EK_RETURN_IF_ERROR(f.Int("attempt", 1, kIntMax, &about));
-  if (about != attempt) return f.Err("attempt", fmt::format("{}, but the file is attempt {}'s", about, attempt));
+  if (about != attempt)
+    return f.Err("attempt", fmt::format("{}, but the file is attempt {}'s", about, attempt));
   std::string action;
   EK_RETURN_IF_ERROR(f.Str("action", &action));
   if (action == "done") {
@@ -148,24 +180,33 @@ Result<Decision> DecisionFromJson(std::string_view json, const std::string& name
 
 std::string ResumeChoiceToJson(int attempt, const ResumeChoice& c) {
   JsonWriter w(JsonWriter::kSpaced);
-  w.BeginObject().Key("attempt").Int(attempt).Key("resume_from").Str(c.resume_from).Key("step").Int(c.step);
+  w.BeginObject()
+      .Key("attempt")
+      .Int(attempt)
+      .Key("resume_from")
+      .Str(c.resume_from)
+      .Key("step")
+      .Int(c.step);
   w.Key("manifest_xxh3").Str(c.manifest_xxh3).Key("where").Str(c.where).EndObject();
   return w.Line();
 }
 
-Result<ResumeChoice> ResumeChoiceFromJson(std::string_view json, const std::string& name, int attempt) {
+Result<ResumeChoice> ResumeChoiceFromJson(std::string_view json, const std::string& name,
+                                          int attempt) {
   JsonDocument doc;
   EK_ASSIGN_OR_RETURN(JsonFields f, doc.Parse(json, name));
   ResumeChoice c;
   int64_t about = 0;
   EK_RETURN_IF_ERROR(f.Int("attempt", 1, kIntMax, &about));
-  if (about != attempt) return f.Err("attempt", fmt::format("{}, but the file is attempt {}'s", about, attempt));
+  if (about != attempt)
+    return f.Err("attempt", fmt::format("{}, but the file is attempt {}'s", about, attempt));
   EK_RETURN_IF_ERROR(f.Str("resume_from", &c.resume_from));
   EK_RETURN_IF_ERROR(f.Int("step", -1, kI64Max, &c.step));
   EK_RETURN_IF_ERROR(f.Str("manifest_xxh3", &c.manifest_xxh3));
   EK_RETURN_IF_ERROR(f.Str("where", &c.where));
   const bool none = c.resume_from == "none";
-  if (c.resume_from.empty()) return f.Err("resume_from", "empty (a checkpoint directory or \"none\")");
+  if (c.resume_from.empty())
+    return f.Err("resume_from", "empty (a checkpoint directory or \"none\")");
   if (none != (c.step < 0)) {
     return f.Err("step", none ? fmt::format("{} with resume_from \"none\"", c.step)
                               : fmt::format("{} for the checkpoint {}", c.step, c.resume_from));
@@ -173,8 +214,9 @@ Result<ResumeChoice> ResumeChoiceFromJson(std::string_view json, const std::stri
   const bool hex16 = c.manifest_xxh3.size() == 16 &&
                      c.manifest_xxh3.find_first_not_of("0123456789abcdef") == std::string::npos;
   if (none ? !c.manifest_xxh3.empty() : !hex16) {
-    return f.Err("manifest_xxh3", none ? "set with resume_from \"none\""
-                                       : fmt::format("{} is not 16 hex digits", JsonString(c.manifest_xxh3)));
+    return f.Err("manifest_xxh3",
+                 none ? "set with resume_from \"none\""
+                      : fmt::format("{} is not 16 hex digits", JsonString(c.manifest_xxh3)));
   }
   return c;
 }

@@ -34,10 +34,10 @@ using RankCause = run::RankCause;  // run/rank_cause.h: the one reader of a caus
 // launcher read it after the attempt: what the judge names a hung rank by.
 struct RankProgress {
   int rank = -1;
-  int64_t step = -1;         // last finished step; -1 before the first
-  std::string phase;         // the trainer's phase then (forward, save_barrier, ...)
+  int64_t step = -1;  // last finished step; -1 before the first
+  std::string phase;  // the trainer's phase then (forward, save_barrier, ...)
   int64_t phase_step = -1;
-  double time = 0;           // the newest beat (Unix seconds, the trainer's clock)
+  double time = 0;  // the newest beat (Unix seconds, the trainer's clock)
   int64_t pid = 0;
 };
 
@@ -50,9 +50,10 @@ struct NodeRecord {
   bool cancelled = false;
   int64_t step_reached = -1;  // the newest step this node's ranks beat
   std::vector<RankRecord> ranks;
-  std::string error;  // the launcher could not start torchrun
+  std::string error;              // the launcher could not start torchrun
   std::vector<RankCause> causes;  // this node's ranks that failed, in rank order
-  std::vector<RankProgress> progress;  // this node's ranks' last heartbeats of this attempt, in rank order
+  std::vector<RankProgress>
+      progress;  // this node's ranks' last heartbeats of this attempt, in rank order
 };
 std::string RankProgressToJson(const RankProgress& p);
 std::string RankCauseToJson(const RankCause& c);
@@ -82,13 +83,15 @@ Result<Decision> DecisionFromJson(std::string_view json, const std::string& name
 struct ResumeChoice {
   std::string resume_from = "none";  // a checkpoint directory, or "none": from the start
   int64_t step = -1;                 // its step; -1 with "none"
-  std::string manifest_xxh3;         // 16 hex digits: xxh3-64 of its evenkeel-checkpoint.json; "" with "none"
-  std::string where;                 // node 0's words for it: "resuming from checkpoint step 10 (...)"
+  std::string
+      manifest_xxh3;  // 16 hex digits: xxh3-64 of its evenkeel-checkpoint.json; "" with "none"
+  std::string where;  // node 0's words for it: "resuming from checkpoint step 10 (...)"
 };
 std::string ResumeChoiceToJson(int attempt, const ResumeChoice& c);
 // `attempt` is the attempt the file must be about. A path with a step of -1 (or
 // "none" with a step), or a digest that is not 16 hex digits, is an error naming it.
-Result<ResumeChoice> ResumeChoiceFromJson(std::string_view json, const std::string& name, int attempt);
+Result<ResumeChoice> ResumeChoiceFromJson(std::string_view json, const std::string& name,
+                                          int attempt);
 // What summary.json counts of an attempt an earlier launcher of the session
 // judged (its attempt-NNN/attempt.json, read strictly): the fields the totals
 // need. The record itself is kept as written (`json`).
@@ -105,10 +108,10 @@ Result<AttemptAccount> AttemptAccountFromJson(std::string_view json, const std::
 // Node 0's gate verdict (gate/verdict.json): every node starts or stops by it.
 struct GateVerdict {
   gate::Verdict overall = gate::Verdict::kFail;  // on disk "PASS", "WARN", "FAIL"
-  bool accepted = false;  // a FAIL started anyway (--accept-gate-fail)
+  bool accepted = false;                         // a FAIL started anyway (--accept-gate-fail)
   int first_attempt = 1;
-  std::string reasons;  // the FAIL checks' reasons (several nodes)
-  std::string text;     // the merged report for people (several nodes)
+  std::string reasons;               // the FAIL checks' reasons (several nodes)
+  std::string text;                  // the merged report for people (several nodes)
   std::map<int, std::string> parts;  // node -> the nonce of the part merged
 };
 std::string GateVerdictToJson(const GateVerdict& v);

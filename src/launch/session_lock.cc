@@ -1,6 +1,7 @@
 #include "launch/session_lock.h"
 
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -8,8 +9,6 @@
 
 #include <cerrno>
 #include <limits>
-
-#include <fmt/core.h>
 
 #include "core/file.h"
 #include "core/json_fields.h"
@@ -80,7 +79,9 @@ std::string HeldBy(Env* env, const std::string& path) {
     auto text = env->ReadFile(path);
     if (text.ok() && !Blank(*text)) {
       auto h = LockHolderFromJson(*text, path);
-      if (h.ok()) return fmt::format("{}, launching run {} (node {})", DescribeHolder(*h), h->run_id, h->node);
+      if (h.ok())
+        return fmt::format("{}, launching run {} (node {})", DescribeHolder(*h), h->run_id,
+                           h->node);
       why = h.status().message();
     } else {
       why = text.ok() ? "the holder has not written its record yet" : text.status().message();
@@ -92,7 +93,8 @@ std::string HeldBy(Env* env, const std::string& path) {
 
 }  // namespace
 
-Result<SessionLock> SessionLock::Acquire(const std::string& path, const LockHolder& me, Env* files) {
+Result<SessionLock> SessionLock::Acquire(const std::string& path, const LockHolder& me,
+                                         Env* files) {
   while (true) {
     EK_ASSIGN_OR_RETURN(int fd, OpenLockFile(path, files));
     int rc;
@@ -104,7 +106,8 @@ Result<SessionLock> SessionLock::Acquire(const std::string& path, const LockHold
       ::close(fd);
       if (err == EWOULDBLOCK) {
         return UnavailableError(
-            fmt::format("{} is held by {}: another evenkeel launch of this run is running (one launcher per run and "
+            fmt::format("{} is held by {}: another evenkeel launch of this run is running (one "
+                        "launcher per run and "
                         "node); wait for it to end, or stop it",
                         path, HeldBy(files, path)));
       }
@@ -113,8 +116,8 @@ Result<SessionLock> SessionLock::Acquire(const std::string& path, const LockHold
     // The file may have been replaced (removed and created again) between the open and
     // the lock: then this lock is on an inode nobody else will look at. Try again.
     struct stat locked, named;
-    if (::fstat(fd, &locked) != 0 || ::stat(path.c_str(), &named) != 0 || locked.st_ino != named.st_ino ||
-        locked.st_dev != named.st_dev) {
+    if (::fstat(fd, &locked) != 0 || ::stat(path.c_str(), &named) != 0 ||
+        locked.st_ino != named.st_ino || locked.st_dev != named.st_dev) {
       ::close(fd);
       continue;
     }
@@ -166,7 +169,10 @@ Status SessionLock::Release() {
   Status st = Overwrite(files_, path_, "");
   ::close(fd_);
   fd_ = -1;
-  return st.ok() ? st : st.WithContext("launch: cannot clear the lock's record (the next launch will call it stale)");
+  return st.ok()
+             ? st
+             : st.WithContext(
+                   "launch: cannot clear the lock's record (the next launch will call it stale)");
 }
 
 }  // namespace ek::launch

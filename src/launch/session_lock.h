@@ -78,7 +78,8 @@ class SessionLock {
   Status Release();
 
  private:
-  SessionLock(std::string path, int fd, Env* files) : path_(std::move(path)), fd_(fd), files_(files) {}
+  SessionLock(std::string path, int fd, Env* files)
+      : path_(std::move(path)), fd_(fd), files_(files) {}
   std::string path_;
   int fd_ = -1;
   Env* files_ = nullptr;

@@ -2,15 +2,14 @@
 // holder SIGKILLed in another process), an unreadable record, write faults.
 #include "launch/session_lock.h"
 
+#include <fmt/core.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
-
-#include <fmt/core.h>
-#include <gtest/gtest.h>
 
 #include "core/fault_env.h"
 #include "core/file.h"
@@ -62,8 +61,11 @@ TEST_F(SessionLockTest, AHeldLockIsRefusedNamingTheHolder) {
   ASSERT_FALSE(second.ok());
   EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
   const std::string& m = second.status().message();
-  EXPECT_NE(m.find(path_ + " is held by pid 4242 on host n1 (started 2025-12-01 11:02:03 UTC), launching run run-7"),
-            std::string::npos)
+  EXPECT_NE(
+      m.find(
+          path_ +
+          " is held by pid 4242 on host n1 (started 2025-12-01 11:02:03 UTC), launching run run-7"),
+      std::string::npos)
       << m;
   EXPECT_NE(m.find("one launcher per run"), std::string::npos) << m;
   // The refused launcher wrote nothing: the record is still the holder's.
@@ -88,7 +90,8 @@ TEST_F(SessionLockTest, AStaleLockOfAKilledProcessIsTakenOverNamingItsPid) {
   ASSERT_EQ(c, 'y');
   auto refused = SessionLock::Acquire(path_, Me(::getpid()), Env::Default());
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find(fmt::format("held by pid {} on host n1", child)), std::string::npos)
+  EXPECT_NE(refused.status().message().find(fmt::format("held by pid {} on host n1", child)),
+            std::string::npos)
       << refused.status().message();
   ASSERT_EQ(::kill(child, SIGKILL), 0);
   int status = 0;
@@ -97,8 +100,10 @@ TEST_F(SessionLockTest, AStaleLockOfAKilledProcessIsTakenOverNamingItsPid) {
   ASSERT_TRUE(taken.ok()) << taken.status().message();
   ASSERT_TRUE(taken->stale());
   EXPECT_EQ(taken->stale()->pid, child);
-  EXPECT_NE(DescribeHolder(*taken->stale()).find(fmt::format("pid {} on host n1", child)), std::string::npos);
-  EXPECT_EQ(LockHolderFromJson(*ReadFile(path_), path_)->pid, ::getpid()) << "the record names the new holder";
+  EXPECT_NE(DescribeHolder(*taken->stale()).find(fmt::format("pid {} on host n1", child)),
+            std::string::npos);
+  EXPECT_EQ(LockHolderFromJson(*ReadFile(path_), path_)->pid, ::getpid())
+      << "the record names the new holder";
   ::close(ready[0]);
   ::close(ready[1]);
 }
@@ -112,12 +117,14 @@ TEST_F(SessionLockTest, AFreeLockWithAnUnreadableRecordIsTakenOverSayingWhy) {
 }
 
 TEST_F(SessionLockTest, TheRecordIsReadStrictly) {
-  EXPECT_EQ(LockHolderFromJson("{\"host\": \"n1\", \"pid\": 3, \"start\": 1, \"run_id\": \"r\"}", "x.lock")
+  EXPECT_EQ(LockHolderFromJson("{\"host\": \"n1\", \"pid\": 3, \"start\": 1, \"run_id\": \"r\"}",
+                               "x.lock")
                 .status()
                 .message(),
             "x.lock: node: missing");
-  EXPECT_EQ(LockHolderFromJson("{\"host\": \"n1\", \"pid\": \"3\", \"start\": 1, \"run_id\": \"r\", \"node\": 0}",
-                               "x.lock")
+  EXPECT_EQ(LockHolderFromJson(
+                "{\"host\": \"n1\", \"pid\": \"3\", \"start\": 1, \"run_id\": \"r\", \"node\": 0}",
+                "x.lock")
                 .status()
                 .message(),
             "x.lock: pid: not an integer");
@@ -139,7 +146,8 @@ TEST_F(SessionLockTest, AWriteFaultIsAnIoErrorNamingTheLockFile) {
     EXPECT_EQ(lock.status().code(), StatusCode::kIoError);
     EXPECT_NE(lock.status().message().find(path_), std::string::npos) << lock.status().message();
     auto again = SessionLock::Acquire(path_, Me(::getpid()), Env::Default());
-    ASSERT_TRUE(again.ok()) << "the failed try must not keep the lock: " << again.status().message();
+    ASSERT_TRUE(again.ok()) << "the failed try must not keep the lock: "
+                            << again.status().message();
   }
 }
 

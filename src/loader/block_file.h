@@ -22,7 +22,8 @@ class BlockFile {
   // missing, or its size is not the manifest's blocks * seq_len * 4.
   static Result<BlockFile> Open(const std::string& pack_dir, int rank);
   // As above with a manifest the caller already read from `pack_dir`.
-  static Result<BlockFile> Open(const std::string& pack_dir, const pack::Manifest& manifest, int rank);
+  static Result<BlockFile> Open(const std::string& pack_dir, const pack::Manifest& manifest,
+                                int rank);
 
   BlockFile() = default;
   BlockFile(BlockFile&&) noexcept = default;

@@ -31,9 +31,11 @@ class BlockFileTest : public ::testing::Test {
         for (int t = 0; t < 4; ++t) tokens.push_back(static_cast<int32_t>(r * 1000 + b * 10 + t));
       }
       ASSERT_TRUE(WriteFileAtomic(dir_ + "/" + pack::RankFileName(r),
-                                  std::string_view(reinterpret_cast<const char*>(tokens.data()), tokens.size() * 4))
+                                  std::string_view(reinterpret_cast<const char*>(tokens.data()),
+                                                   tokens.size() * 4))
                       .ok());
-      manifest_.ranks.push_back({r, 1, blocks[r] * 4, blocks[r], blocks[r] * 16, 0, 0, pack::RankFileName(r)});
+      manifest_.ranks.push_back(
+          {r, 1, blocks[r] * 4, blocks[r], blocks[r] * 16, 0, 0, pack::RankFileName(r)});
     }
     ASSERT_TRUE(pack::WriteManifest(dir_, manifest_).ok());
   }
@@ -51,7 +53,8 @@ TEST_F(BlockFileTest, MapsTheRanksBlocks) {
   EXPECT_EQ(f->size_bytes(), 80u);
   EXPECT_EQ(f->path(), dir_ + "/rank-00001.i32");
   auto b = f->Block(3);
-  EXPECT_EQ(std::vector<int32_t>(b.begin(), b.end()), (std::vector<int32_t>{1030, 1031, 1032, 1033}));
+  EXPECT_EQ(std::vector<int32_t>(b.begin(), b.end()),
+            (std::vector<int32_t>{1030, 1031, 1032, 1033}));
   EXPECT_EQ(b.data(), f->data() + 12);  // a view into the mapping, not a copy
 }
 
@@ -69,7 +72,8 @@ TEST_F(BlockFileTest, TruncatedFileIsCorruptAndNamed) {
   auto f = BlockFile::Open(dir_, 1);
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kCorrupt);
-  EXPECT_NE(f.status().message().find(dir_ + "/rank-00001.i32: 78 bytes"), std::string::npos) << f.status().message();
+  EXPECT_NE(f.status().message().find(dir_ + "/rank-00001.i32: 78 bytes"), std::string::npos)
+      << f.status().message();
   EXPECT_NE(f.status().message().find("truncated"), std::string::npos);
 }
 
@@ -78,7 +82,8 @@ TEST_F(BlockFileTest, LongerFileIsCorrupt) {
   ASSERT_EQ(::truncate((dir_ + "/rank-00000.i32").c_str(), 64), 0);
   auto f = BlockFile::Open(dir_, 0);
   ASSERT_FALSE(f.ok());
-  EXPECT_NE(f.status().message().find("longer than the manifest"), std::string::npos) << f.status().message();
+  EXPECT_NE(f.status().message().find("longer than the manifest"), std::string::npos)
+      << f.status().message();
 }
 
 TEST_F(BlockFileTest, MissingFileIsNamed) {
@@ -87,13 +92,15 @@ TEST_F(BlockFileTest, MissingFileIsNamed) {
   auto f = BlockFile::Open(dir_, 0);
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(f.status().message().find(dir_ + "/rank-00000.i32"), std::string::npos) << f.status().message();
+  EXPECT_NE(f.status().message().find(dir_ + "/rank-00000.i32"), std::string::npos)
+      << f.status().message();
 }
 
 TEST_F(BlockFileTest, MissingManifestAndBadRankAreErrors) {
   auto none = BlockFile::Open(dir_, 0);
   ASSERT_FALSE(none.ok());
-  EXPECT_NE(none.status().message().find(dir_ + "/manifest.json"), std::string::npos) << none.status().message();
+  EXPECT_NE(none.status().message().find(dir_ + "/manifest.json"), std::string::npos)
+      << none.status().message();
   MakePack({3, 5});
   auto outside = BlockFile::Open(dir_, 2);
   ASSERT_FALSE(outside.ok());
@@ -108,7 +115,8 @@ TEST_F(BlockFileTest, RankMissingFromAPartialManifestIsNotFound) {
   auto f = BlockFile::Open(dir_, 0);
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(f.status().message().find("rank 0 is not in this pack"), std::string::npos) << f.status().message();
+  EXPECT_NE(f.status().message().find("rank 0 is not in this pack"), std::string::npos)
+      << f.status().message();
 }
 
 }  // namespace

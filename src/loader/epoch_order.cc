@@ -49,8 +49,8 @@ std::vector<uint64_t> Permutation(uint64_t seed, uint64_t epoch, uint64_t n, boo
   return p;
 }
 
-Result<EpochOrder> EpochOrder::Make(uint64_t seed, uint64_t epoch, uint64_t local_blocks, uint64_t count,
-                                    bool shuffle) {
+Result<EpochOrder> EpochOrder::Make(uint64_t seed, uint64_t epoch, uint64_t local_blocks,
+                                    uint64_t count, bool shuffle) {
   if (count > 0 && local_blocks == 0) {
     return InvalidArgumentError(
         fmt::format("loader: cannot fill {} positions from a rank with no blocks", count));
@@ -68,16 +68,18 @@ std::vector<uint64_t> EpochOrder::Blocks() const {
   return out;
 }
 
-Result<ResumePoint> Resume(const EpochOrder& order, uint64_t step, uint64_t micro_batch, uint64_t grad_accum) {
+Result<ResumePoint> Resume(const EpochOrder& order, uint64_t step, uint64_t micro_batch,
+                           uint64_t grad_accum) {
   if (micro_batch == 0 || grad_accum == 0) {
     return InvalidArgumentError(
-        fmt::format("loader: resume: micro_batch ({}) and grad_accum ({}) must be positive", micro_batch, grad_accum));
+        fmt::format("loader: resume: micro_batch ({}) and grad_accum ({}) must be positive",
+                    micro_batch, grad_accum));
   }
   unsigned __int128 position = static_cast<unsigned __int128>(step) * micro_batch * grad_accum;
   if (position > order.count()) {
     return InvalidArgumentError(fmt::format(
-        "loader: resume: step {} of epoch {} at {} blocks/step is past the epoch's {} blocks", step, order.epoch(),
-        micro_batch * grad_accum, order.count()));
+        "loader: resume: step {} of epoch {} at {} blocks/step is past the epoch's {} blocks", step,
+        order.epoch(), micro_batch * grad_accum, order.count()));
   }
   ResumePoint point;
   point.position = static_cast<uint64_t>(position);

@@ -38,8 +38,8 @@ std::vector<uint64_t> Permutation(uint64_t seed, uint64_t epoch, uint64_t n, boo
 class EpochOrder {
  public:
   // Fails when count > 0 and local_blocks == 0 (nothing to repeat).
-  static Result<EpochOrder> Make(uint64_t seed, uint64_t epoch, uint64_t local_blocks, uint64_t count,
-                                 bool shuffle);
+  static Result<EpochOrder> Make(uint64_t seed, uint64_t epoch, uint64_t local_blocks,
+                                 uint64_t count, bool shuffle);
 
   uint64_t count() const { return count_; }
   uint64_t epoch() const { return epoch_; }
@@ -65,6 +65,7 @@ struct ResumePoint {
 
 // Fails on a zero micro_batch or grad_accum, on overflow, and when the steps
 // consumed more blocks than the epoch has.
-Result<ResumePoint> Resume(const EpochOrder& order, uint64_t step, uint64_t micro_batch, uint64_t grad_accum);
+Result<ResumePoint> Resume(const EpochOrder& order, uint64_t step, uint64_t micro_batch,
+                           uint64_t grad_accum);
 
 }  // namespace ek::loader

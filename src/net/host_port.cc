@@ -1,6 +1,7 @@
 #include "net/host_port.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,9 +11,6 @@
 #include <cstring>
 
 #include "core/parse.h"
-
-#include <fmt/format.h>
-
 
 namespace ek::net {
 

@@ -2,6 +2,7 @@
 #include "net/http_client.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <httplib.h>
 #include <netdb.h>
 #include <poll.h>
@@ -11,8 +12,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace ek::net {
 
@@ -48,15 +47,20 @@ std::string Explain(httplib::Error error, const std::string& url, double timeout
     case httplib::Error::Connection:
     case httplib::Error::ConnectionTimeout: {
       std::string why = DescribeConnectFailure(url, timeout_s);
-      return why.empty() ? fmt::format("cannot connect to {} (a second attempt connected)", where) : why;
+      return why.empty() ? fmt::format("cannot connect to {} (a second attempt connected)", where)
+                         : why;
     }
     case httplib::Error::Read:
-      return fmt::format("{} accepted the connection but sent no complete response within {:.1f} s (read timed out or "
-                         "the connection was closed)",
-                         where, timeout_s);
+      return fmt::format(
+          "{} accepted the connection but sent no complete response within {:.1f} s (read timed "
+          "out or "
+          "the connection was closed)",
+          where, timeout_s);
     case httplib::Error::Write:
-      return fmt::format("{} accepted the connection but the request could not be sent within {:.1f} s (write failed)",
-                         where, timeout_s);
+      return fmt::format(
+          "{} accepted the connection but the request could not be sent within {:.1f} s (write "
+          "failed)",
+          where, timeout_s);
     case httplib::Error::BindIPAddress:
       return fmt::format("cannot bind a local address to reach {}", where);
     case httplib::Error::SSLConnection:
@@ -68,18 +72,20 @@ std::string Explain(httplib::Error error, const std::string& url, double timeout
   }
 }
 
-
 class HttplibClient : public HttpClient {
  public:
-  Result<HttpResponse> Send(const std::string& method, const std::string& url, const std::string& body,
-                            const HttpHeaders& headers, double timeout_s) override {
+  Result<HttpResponse> Send(const std::string& method, const std::string& url,
+                            const std::string& body, const HttpHeaders& headers,
+                            double timeout_s) override {
     size_t a = url.find("://");
-    if (a == std::string::npos) return InvalidArgumentError(fmt::format("{} {}: not a URL (no scheme)", method, url));
+    if (a == std::string::npos)
+      return InvalidArgumentError(fmt::format("{} {}: not a URL (no scheme)", method, url));
     size_t slash = url.find('/', a + 3);
     std::string base = url.substr(0, slash);
     std::string path = slash == std::string::npos ? "/" : url.substr(slash);
     httplib::Client client(base);
-    if (!client.is_valid()) return InvalidArgumentError(fmt::format("{} {}: unsupported URL", method, url));
+    if (!client.is_valid())
+      return InvalidArgumentError(fmt::format("{} {}: unsupported URL", method, url));
     auto sec = static_cast<time_t>(timeout_s);
     auto usec = static_cast<time_t>((timeout_s - std::floor(timeout_s)) * 1e6);
     client.set_connection_timeout(sec, usec);
@@ -87,8 +93,11 @@ class HttplibClient : public HttpClient {
     client.set_write_timeout(sec, usec);
     httplib::Headers h;
     for (const auto& [k, v] : headers) h.emplace(k, v);
-    httplib::Result res = method == "POST" ? client.Post(path, h, body, "application/json") : client.Get(path, h);
-    if (!res) return UnavailableError(fmt::format("{} {}: {}", method, url, Explain(res.error(), url, timeout_s)));
+    httplib::Result res =
+        method == "POST" ? client.Post(path, h, body, "application/json") : client.Get(path, h);
+    if (!res)
+      return UnavailableError(
+          fmt::format("{} {}: {}", method, url, Explain(res.error(), url, timeout_s)));
     return HttpResponse{res->status, std::move(res->body)};
   }
 };
@@ -100,7 +109,8 @@ Result<std::string> HttpClient::Get(const std::string& url, double timeout_s) {
   if (r.status != 200) {
     std::string_view reason = ReasonPhrase(r.status);
     return UnavailableError(fmt::format("GET {}: HTTP {}{} from {}", url, r.status,
-                                        reason.empty() ? "" : fmt::format(" ({})", reason), AuthorityOf(url).authority));
+                                        reason.empty() ? "" : fmt::format(" ({})", reason),
+                                        AuthorityOf(url).authority));
   }
   return std::move(r.body);
 }
@@ -121,36 +131,57 @@ UrlAuthority AuthorityOf(std::string_view url) {
     host = authority.substr(0, colon);
     port = std::string(authority.substr(colon + 1));
   }
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   out.host = std::string(host);
   out.port = port;
-  out.authority = colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket)
-                      ? std::string(authority)
-                      : fmt::format("{}:{}", authority, port);
+  out.authority =
+      colon != std::string_view::npos && (bracket == std::string_view::npos || colon > bracket)
+          ? std::string(authority)
+          : fmt::format("{}:{}", authority, port);
   return out;
 }
 
 std::string_view ReasonPhrase(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 414: return "URI Too Long";
-    case 429: return "Too Many Requests";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    case 505: return "HTTP Version Not Supported";
-    default: return "";
+    case 200:
+      return "OK";
+    case 301:
+      return "Moved Permanently";
+    case 302:
+      return "Found";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Content Too Large";
+    case 414:
+      return "URI Too Long";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "";
   }
 }
 
@@ -161,7 +192,8 @@ std::string DescribeConnectFailure(const std::string& url, double timeout_s) {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   if (int rc = ::getaddrinfo(where.host.c_str(), where.port.c_str(), &hints, &res); rc != 0) {
-    return fmt::format("cannot resolve {}: {}", where.host, rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc));
+    return fmt::format("cannot resolve {}: {}", where.host,
+                       rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc));
   }
   int err = EHOSTUNREACH;
   for (addrinfo* ai = res; ai; ai = ai->ai_next) {
@@ -171,7 +203,8 @@ std::string DescribeConnectFailure(const std::string& url, double timeout_s) {
   ::freeaddrinfo(res);
   if (err == 0) return "";
   if (err == ETIMEDOUT) {
-    return fmt::format("no answer from {} within {:.1f} s (connect timed out)", where.authority, timeout_s);
+    return fmt::format("no answer from {} within {:.1f} s (connect timed out)", where.authority,
+                       timeout_s);
   }
   return fmt::format("cannot connect to {}: {}", where.authority, std::strerror(err));
 }

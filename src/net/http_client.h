@@ -8,8 +8,8 @@
 //   GET http://n1:9464/status: cannot connect to n1:9464: Connection refused
 //   GET http://n1:9464/status: cannot resolve n1: Name or service not known
 //   GET http://n1:9464/status: no answer from n1:9464 within 2.0 s (connect timed out)
-//   GET http://n1:9464/status: n1:9464 accepted the connection but sent no response within 2.0 s (read timed out)
-//   GET http://n1:9400/metrics: HTTP 503 (Service Unavailable) from n1:9400
+//   GET http://n1:9464/status: n1:9464 accepted the connection but sent no response within 2.0 s
+//   (read timed out) GET http://n1:9400/metrics: HTTP 503 (Service Unavailable) from n1:9400
 #pragma once
 
 #include <memory>
@@ -38,8 +38,9 @@ class HttpClient {
   // read and write each. A transport failure is Unavailable, its message as
   // above; any HTTP status comes back as a response. A URL that cannot be
   // used (no scheme, https without TLS support) is InvalidArgument.
-  virtual Result<HttpResponse> Send(const std::string& method, const std::string& url, const std::string& body,
-                                    const HttpHeaders& headers, double timeout_s) = 0;
+  virtual Result<HttpResponse> Send(const std::string& method, const std::string& url,
+                                    const std::string& body, const HttpHeaders& headers,
+                                    double timeout_s) = 0;
   // GET `url`: the body on 200; any other status is Unavailable naming the URL,
   // the status and host:port.
   Result<std::string> Get(const std::string& url, double timeout_s);

@@ -45,8 +45,8 @@ TEST(HttpClient, AClosedPortIsConnectionRefusedNamingHostAndPort) {
   auto r = http->Send("GET", url, "", {}, 2);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
-  EXPECT_EQ(r.status().message(),
-            "GET " + url + ": cannot connect to 127.0.0.1:" + std::to_string(port) + ": Connection refused");
+  EXPECT_EQ(r.status().message(), "GET " + url + ": cannot connect to 127.0.0.1:" +
+                                      std::to_string(port) + ": Connection refused");
   auto g = http->Get(url, 2);
   ASSERT_FALSE(g.ok());
   EXPECT_EQ(g.status().message(), r.status().message());
@@ -65,7 +65,8 @@ TEST(HttpClient, AServerThatStallsIsATimeoutNamingHostPortAndSeconds) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
   EXPECT_EQ(r.status().message().substr(0, url.size() + 6), "GET " + url + ": ");
-  EXPECT_NE(r.status().message().find(where + " accepted the connection but sent no complete response within 0.5 s"),
+  EXPECT_NE(r.status().message().find(
+                where + " accepted the connection but sent no complete response within 0.5 s"),
             std::string::npos)
       << r.status().message();
   EXPECT_LT(took, 3.0);
@@ -80,7 +81,8 @@ TEST(HttpClient, AnHttpErrorStatusIsNamedWithHostAndPort) {
     if (c < 0) return;
     char buf[4096];
     (void)::recv(c, buf, sizeof buf, 0);
-    std::string reply = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbusy";
+    std::string reply =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbusy";
     (void)::send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
     ::shutdown(c, SHUT_WR);
     (void)::recv(c, buf, sizeof buf, 0);
@@ -91,7 +93,8 @@ TEST(HttpClient, AnHttpErrorStatusIsNamedWithHostAndPort) {
   auto r = http->Get("http://" + where + "/metrics", 2);
   server.join();
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().message(), "GET http://" + where + "/metrics: HTTP 503 (Service Unavailable) from " + where);
+  EXPECT_EQ(r.status().message(),
+            "GET http://" + where + "/metrics: HTTP 503 (Service Unavailable) from " + where);
 }
 
 TEST(HttpClient, ABadUrlIsInvalidArgument) {

@@ -1,10 +1,9 @@
 // One file over 600 lines: one HTTP/1.1 server; its head parser and poll loop share one state.
 #include "net/http_server.h"
 
-#include "net/http_client.h"
-
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -20,9 +19,8 @@
 #include <cmath>
 #include <cstring>
 
-#include <fmt/format.h>
-
 #include "net/host_port.h"
+#include "net/http_client.h"
 
 // Sections: request parsing (RFC 9112's request line and header fields, as far
 // as GET needs them), requests and responses, then the connection state
@@ -466,8 +464,8 @@ void HttpServer::AcceptAll(double now) {
   while (true) {
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
-    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len,
-                       SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd =
+        ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&ss), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
@@ -560,10 +558,12 @@ HttpServer::Parsed HttpServer::ParseRequest(std::string_view in, const HttpServe
     return p;
   }
   size_t end = FindHeaderEnd(in);
-  if (end == kNpos ? in.size() > limits.max_header_bytes : end > limits.max_header_bytes) return refuse(431);
+  if (end == kNpos ? in.size() > limits.max_header_bytes : end > limits.max_header_bytes)
+    return refuse(431);
   if (end == kNpos) return p;
   Head head;
-  if (int bad = ParseHead(in.substr(0, end), limits.max_headers, &p.request, &head)) return refuse(bad);
+  if (int bad = ParseHead(in.substr(0, end), limits.max_headers, &p.request, &head))
+    return refuse(bad);
   if (p.request.method != "GET" && p.request.method != "HEAD") return refuse(405);
   if (head.body) return refuse(413);  // GET-only endpoints: no body is read, ever
   p.kind = Parsed::Kind::kRequest;
@@ -589,7 +589,8 @@ void HttpServer::ProcessInput(Conn& c, double now) {
     req.peer = c.peer;
     counters_.requests.fetch_add(1);
     ++c.requests;
-    bool keep_alive = p.keep_alive && c.requests < limits_.max_requests_per_connection && !c.peer_done;
+    bool keep_alive =
+        p.keep_alive && c.requests < limits_.max_requests_per_connection && !c.peer_done;
     Response res;
     std::optional<Response> filtered = filter_ ? filter_(req) : std::nullopt;
     if (filtered) {
@@ -629,14 +630,29 @@ void HttpServer::Refuse(Conn& c, int status, double now) {
   if (status != 503) counters_.bad_requests.fetch_add(1);
   std::string why;
   switch (status) {
-    case 400: why = "bad request: not an HTTP/1.1 request line or header\n"; break;
-    case 405: why = "read-only: GET or HEAD only\n"; break;
-    case 408: why = "request not complete in time\n"; break;
-    case 413: why = "no request body accepted: these endpoints are GET-only\n"; break;
-    case 414: why = fmt::format("request line over {} bytes\n", limits_.max_request_line); break;
-    case 431: why = fmt::format("request headers over {} bytes\n", limits_.max_header_bytes); break;
-    case 503: why = fmt::format("too many connections from {}\n", c.peer); break;
-    default: why = std::string(StatusText(status)) + "\n";
+    case 400:
+      why = "bad request: not an HTTP/1.1 request line or header\n";
+      break;
+    case 405:
+      why = "read-only: GET or HEAD only\n";
+      break;
+    case 408:
+      why = "request not complete in time\n";
+      break;
+    case 413:
+      why = "no request body accepted: these endpoints are GET-only\n";
+      break;
+    case 414:
+      why = fmt::format("request line over {} bytes\n", limits_.max_request_line);
+      break;
+    case 431:
+      why = fmt::format("request headers over {} bytes\n", limits_.max_header_bytes);
+      break;
+    case 503:
+      why = fmt::format("too many connections from {}\n", c.peer);
+      break;
+    default:
+      why = std::string(StatusText(status)) + "\n";
   }
   Response r = Response::Text(status, std::move(why));
   if (status == 405) r.headers.emplace_back("Allow", "GET, HEAD");

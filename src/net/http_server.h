@@ -94,10 +94,10 @@ class HttpServer {
       kRefuse,      // answer `status` and stop reading
     };
     Kind kind = Kind::kEmpty;
-    size_t skipped = 0;  // blank lines before the request: consumed whatever the kind
-    size_t length = 0;   // kRequest: its bytes after `skipped` (request line to blank line)
-    int status = 0;      // kRefuse: 400, 405, 413, 414, 431 or 505
-    Request request;     // kRequest (all but `peer`)
+    size_t skipped = 0;       // blank lines before the request: consumed whatever the kind
+    size_t length = 0;        // kRequest: its bytes after `skipped` (request line to blank line)
+    int status = 0;           // kRefuse: 400, 405, 413, 414, 431 or 505
+    Request request;          // kRequest (all but `peer`)
     bool keep_alive = false;  // kRequest: what the client asked for (version, Connection)
   };
   // Parses the request at the front of `in` (bytes as they arrived, possibly

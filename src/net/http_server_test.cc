@@ -24,7 +24,9 @@
 namespace ek::net {
 namespace {
 
-double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double Now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 // A blocking TCP connection to 127.0.0.1:port from `source` (any 127.x.y.z:
 // Linux routes all of 127/8 to loopback, so tests can be many client addresses).
@@ -79,7 +81,8 @@ Reply ReadReply(int fd, double timeout_s, bool head_only = false, std::string* r
       r.head = buf.substr(0, end + 4);
       r.status = std::atoi(r.head.c_str() + 9);
       size_t cl = r.head.find("Content-Length: ");
-      size_t len = cl == std::string::npos ? 0 : std::strtoull(r.head.c_str() + cl + 16, nullptr, 10);
+      size_t len =
+          cl == std::string::npos ? 0 : std::strtoull(r.head.c_str() + cl + 16, nullptr, 10);
       need = end + 4 + (head_only ? 0 : len);
     }
     if (need != std::string::npos && buf.size() >= need) {
@@ -148,7 +151,8 @@ class ServerFixture {
 
   // Waits until the server holds `n` connections (accepted), up to 2 s.
   bool WaitForConnections(int n) {
-    for (int i = 0; i < 200 && server_.connections() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 200 && server_.connections() < n; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return server_.connections() >= n;
   }
 
@@ -229,23 +233,31 @@ TEST(HttpServerTest, JunkIsAnsweredAtOnceAndClosed) {
   for (int i = 0; i < 512; ++i) binary.push_back(static_cast<char>((i * 151 + 7) & 0xff));
   const JunkCase cases[] = {
       {"binary bytes", binary, 400},
-      {"TLS hello on the plain port", std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11), 400},
-      {"100 KB request line", "GET /" + std::string(100000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n", 414},
-      {"10 KB of headers", "GET /metrics HTTP/1.1\r\nX-Junk: " + std::string(10000, 'b') + "\r\n\r\n", 431},
-      {"200 headers", [] {
+      {"TLS hello on the plain port",
+       std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11), 400},
+      {"100 KB request line", "GET /" + std::string(100000, 'a') + " HTTP/1.1\r\nHost: x\r\n\r\n",
+       414},
+      {"10 KB of headers",
+       "GET /metrics HTTP/1.1\r\nX-Junk: " + std::string(10000, 'b') + "\r\n\r\n", 431},
+      {"200 headers",
+       [] {
          std::string r = "GET /metrics HTTP/1.1\r\n";
          for (int i = 0; i < 200; ++i) r += "X-" + std::to_string(i) + ": 1\r\n";
          return r + "\r\n";
-       }(), 431},
-      {"huge Content-Length", "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999\r\n\r\n", 413},
-      {"chunked body", "GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 413},
+       }(),
+       431},
+      {"huge Content-Length",
+       "GET /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999\r\n\r\n", 413},
+      {"chunked body",
+       "GET /metrics HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 413},
       {"POST", "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 405},
-      {"POST with a body", "POST /metrics HTTP/1.1\r\nContent-Length: 90000\r\n\r\n" + std::string(90000, 'x'),
-       405},
+      {"POST with a body",
+       "POST /metrics HTTP/1.1\r\nContent-Length: 90000\r\n\r\n" + std::string(90000, 'x'), 405},
       {"DELETE", "DELETE /metrics HTTP/1.1\r\n\r\n", 405},
       {"HTTP/2.0", "GET /metrics HTTP/2.0\r\n\r\n", 505},
       {"no version", "GET /metrics\r\n\r\n", 400},
-      {"control byte in a header", std::string("GET /metrics HTTP/1.1\r\nX-A: a\x01z\r\n\r\n"), 400},
+      {"control byte in a header", std::string("GET /metrics HTTP/1.1\r\nX-A: a\x01z\r\n\r\n"),
+       400},
       {"folded header", "GET /metrics HTTP/1.1\r\nX-A: a\r\n  b\r\n\r\n", 400},
       {"bad Content-Length", "GET /metrics HTTP/1.1\r\nContent-Length: 12abc\r\n\r\n", 400},
   };
@@ -320,8 +332,10 @@ TEST(HttpServerTest, IdleAndSlowConnectionsAreClosedOnTime) {
   double slow_s = clock.Monotonic() - t0;
   EXPECT_EQ(r.status, 408);
   EXPECT_TRUE(ClosedWithin(slow, 1.5));
-  std::printf("idle connection closed after %.2f s (timeout 0.5 s); slow request answered 408 after %.2f s "
-              "(timeout 1 s), on the fake clock\n", idle_s, slow_s);
+  std::printf(
+      "idle connection closed after %.2f s (timeout 0.5 s); slow request answered 408 after %.2f s "
+      "(timeout 1 s), on the fake clock\n",
+      idle_s, slow_s);
   EXPECT_GE(f.server().counters().idle_closed, 2u);
   ::close(idle);
   ::close(used);
@@ -341,7 +355,8 @@ TEST(HttpServerTest, AClientAddressIsCapped) {
   EXPECT_TRUE(r.status == 503 || r.closed) << r.head;
   EXPECT_TRUE(r.closed || ClosedWithin(extra, 1.5));
   EXPECT_LT(dt, 1.0);
-  std::printf("33rd connection from one address refused in %.1f ms (status %d)\n", dt * 1e3, r.status);
+  std::printf("33rd connection from one address refused in %.1f ms (status %d)\n", dt * 1e3,
+              r.status);
   EXPECT_EQ(f.server().counters().refused, 1u);
   // Another address is served, and so is this one once it closes some.
   int status = 0;
@@ -388,8 +403,8 @@ TEST(HttpServerTest, TwoThousandRequestsFromTwentyThreadsAllSucceed) {
   }
   for (auto& th : threads) th.join();
   double dt = Now() - t0;
-  std::printf("2000 requests from 20 threads: %d ok, %d failed, %.2f s (%.0f requests/s)\n", ok.load(),
-              failed.load(), dt, 2000 / dt);
+  std::printf("2000 requests from 20 threads: %d ok, %d failed, %.2f s (%.0f requests/s)\n",
+              ok.load(), failed.load(), dt, 2000 / dt);
   ::testing::Test::RecordProperty("throughput_rps", static_cast<int>(2000 / dt));
   EXPECT_EQ(ok.load(), 2000);
   EXPECT_EQ(failed.load(), 0);
@@ -439,12 +454,14 @@ TEST(HttpServerTest, ABigBodyToAClientThatDoesNotReadBlocksNoOne) {
 TEST(HttpServerTest, FilterQueryAndSecrets) {
   HttpServer server;
   server.SetFilter([](const HttpServer::Request& req) -> std::optional<HttpServer::Response> {
-    if (ConstantTimeEquals(req.QueryParam("token"), "a b/c") || req.Header("authorization") == "Bearer x") {
+    if (ConstantTimeEquals(req.QueryParam("token"), "a b/c") ||
+        req.Header("authorization") == "Bearer x") {
       return std::nullopt;
     }
     return HttpServer::Response::Text(401, "no\n");
   });
-  server.Get("/metrics", [](const HttpServer::Request&) { return HttpServer::Response::Text(200, "ok\n"); });
+  server.Get("/metrics",
+             [](const HttpServer::Request&) { return HttpServer::Response::Text(200, "ok\n"); });
   auto port = server.Bind("127.0.0.1:0");
   ASSERT_TRUE(port.ok());
   std::thread t([&] { (void)server.Serve(); });
@@ -470,7 +487,8 @@ TEST(HttpServerTest, BindErrorsNameTheAddress) {
   ASSERT_TRUE(port.ok());
   auto clash = b.Bind("127.0.0.1:" + std::to_string(*port));
   ASSERT_FALSE(clash.ok());
-  EXPECT_NE(clash.status().message().find("Address already in use"), std::string::npos) << clash.status().message();
+  EXPECT_NE(clash.status().message().find("Address already in use"), std::string::npos)
+      << clash.status().message();
   EXPECT_FALSE(b.Bind("127.0.0.1:99999").ok());
   HttpServer unbound;
   EXPECT_FALSE(unbound.Serve().ok());

@@ -1,5 +1,7 @@
 #include "pack/packer.h"
 
+#include <fmt/core.h>
+#include <simdjson.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -9,9 +11,6 @@
 #include <ctime>
 #include <filesystem>
 #include <memory>
-
-#include <fmt/core.h>
-#include <simdjson.h>
 
 #include "core/clock.h"
 #include "core/file.h"
@@ -42,7 +41,8 @@ std::string ConfigBeside(const std::string& tokenizer_path) {
   return ((dir.empty() ? std::filesystem::path(".") : dir) / "tokenizer_config.json").string();
 }
 
-void MaskFromSpans(const std::vector<uint32_t>& ends, const std::vector<std::pair<size_t, size_t>>& spans,
+void MaskFromSpans(const std::vector<uint32_t>& ends,
+                   const std::vector<std::pair<size_t, size_t>>& spans,
                    std::vector<uint8_t>* mask) {
   size_t sp = 0, start = 0;
   for (uint32_t end : ends) {
@@ -67,10 +67,14 @@ Result<std::string> EosFromConfig(const std::string& tokenizer_path) {
   simdjson::ondemand::value eos;
   if (parser.iterate(padded).get(doc)) return InvalidArgumentError(path + ": malformed JSON");
   auto err = doc.find_field_unordered("eos_token").get(eos);
-  if (err == simdjson::NO_SUCH_FIELD) return NotFoundError(fmt::format("{} has no eos_token; pass --eos TOKEN", path));
-  if (err) return InvalidArgumentError(fmt::format("{}: malformed JSON ({})", path, simdjson::error_message(err)));
+  if (err == simdjson::NO_SUCH_FIELD)
+    return NotFoundError(fmt::format("{} has no eos_token; pass --eos TOKEN", path));
+  if (err)
+    return InvalidArgumentError(
+        fmt::format("{}: malformed JSON ({})", path, simdjson::error_message(err)));
   std::string_view s;
-  if (eos.is_null()) return NotFoundError(fmt::format("{}: eos_token is null; pass --eos TOKEN", path));
+  if (eos.is_null())
+    return NotFoundError(fmt::format("{}: eos_token is null; pass --eos TOKEN", path));
   if (eos.type().value_unsafe() == simdjson::ondemand::json_type::string) {
     if (!eos.get_string().get(s)) return std::string(s);
   } else if (eos.type().value_unsafe() == simdjson::ondemand::json_type::object) {
@@ -84,8 +88,8 @@ namespace {
 // One rank's block file: full blocks are appended (buffered) and hashed.
 class RankWriter {
  public:
-  static Result<std::unique_ptr<RankWriter>> Open(Env* env, const std::string& dir, int rank, int seq_len,
-                                                  bool masks) {
+  static Result<std::unique_ptr<RankWriter>> Open(Env* env, const std::string& dir, int rank,
+                                                  int seq_len, bool masks) {
     auto w = std::unique_ptr<RankWriter>(new RankWriter());
     w->rank_ = rank;
     w->seq_len_ = static_cast<size_t>(seq_len);
@@ -197,9 +201,9 @@ struct LineRef {
 };
 
 struct TaskOut {
-  std::vector<int32_t> ids;     // each record's ids, EOS included
-  std::vector<uint8_t> mask;    // loss masks: one byte per id
-  uint64_t chat = 0;            // records rendered from messages
+  std::vector<int32_t> ids;       // each record's ids, EOS included
+  std::vector<uint8_t> mask;      // loss masks: one byte per id
+  uint64_t chat = 0;              // records rendered from messages
   std::vector<uint64_t> offsets;  // per line of the task: start in ids (end = next start)
   std::vector<std::pair<size_t, Status>> errors;  // (line index in chunk, error)
   uint64_t replaced = 0;
@@ -228,14 +232,16 @@ void NormalizeWithSpans(RenderedRecord* r, std::string* scratch) {
 
 }  // namespace
 
-Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const PackProgress&)>& progress) {
+Result<Manifest> Pack(const PackOptions& opt,
+                      const std::function<void(const PackProgress&)>& progress) {
   auto t_start = std::chrono::steady_clock::now();
   if (opt.world <= 0) return InvalidArgumentError("--world must be positive");
   if (opt.seq_len <= 0) return InvalidArgumentError("--seq-len must be positive");
   if (opt.inputs.empty()) return InvalidArgumentError("no inputs");
   int lo = opt.rank_lo, hi = opt.rank_hi < 0 ? opt.world - 1 : opt.rank_hi;
   if (lo < 0 || hi >= opt.world || lo > hi) {
-    return InvalidArgumentError(fmt::format("--ranks {}-{} is not inside 0-{}", lo, hi, opt.world - 1));
+    return InvalidArgumentError(
+        fmt::format("--ranks {}-{} is not inside 0-{}", lo, hi, opt.world - 1));
   }
   EK_ASSIGN_OR_RETURN(auto tok, tokenize::Tokenizer::FromFile(opt.tokenizer_path));
   std::string eos_token;
@@ -245,7 +251,8 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
     EK_ASSIGN_OR_RETURN(eos_token, EosFromConfig(opt.tokenizer_path));
   }
   auto eos = tok->TokenToId(eos_token);
-  if (!eos) return InvalidArgumentError(fmt::format("EOS token '{}' is not in the tokenizer", eos_token));
+  if (!eos)
+    return InvalidArgumentError(fmt::format("EOS token '{}' is not in the tokenizer", eos_token));
   const int32_t eos_id = *eos;
 
   Manifest m;
@@ -274,20 +281,23 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
   m.chat_template = std::string(ChatModeName(opt.chat.mode));
   const std::string config = ConfigBeside(opt.tokenizer_path);
   if (opt.chat.mode == ChatMode::kJinja) {
-    EK_ASSIGN_OR_RETURN(tmpl::ChatTemplate t,
-                        tmpl::ChatTemplate::FromFile(opt.chat.file, FileExists(config) ? config : std::string()));
+    EK_ASSIGN_OR_RETURN(
+        tmpl::ChatTemplate t,
+        tmpl::ChatTemplate::FromFile(opt.chat.file, FileExists(config) ? config : std::string()));
     m.chat_template_path = opt.chat.file;
     rec.jinja = std::make_shared<const tmpl::ChatTemplate>(std::move(t));
   } else if (opt.chat.mode == ChatMode::kAuto) {
     m.chat_template = "none";
     if (!FileExists(config)) {
       rec.no_template = fmt::format(
-          "record has \"messages\" but there is no chat template: {} does not exist; pass --chat-template "
+          "record has \"messages\" but there is no chat template: {} does not exist; pass "
+          "--chat-template "
           "FILE.jinja, chatml or llama3",
           config);
     } else if (auto t = tmpl::ChatTemplate::FromTokenizerConfig(config); !t.ok()) {
       rec.no_template = fmt::format(
-          "record has \"messages\" but the chat template of {} cannot be used ({}); pass --chat-template "
+          "record has \"messages\" but the chat template of {} cannot be used ({}); pass "
+          "--chat-template "
           "FILE.jinja, chatml or llama3",
           config, t.status().message());
     } else {
@@ -296,7 +306,8 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
       rec.jinja = std::make_shared<const tmpl::ChatTemplate>(std::move(*t));
     }
   }
-  if (rec.jinja) m.chat_template_xxh3 = XXH3_64bits(rec.jinja->source().data(), rec.jinja->source().size());
+  if (rec.jinja)
+    m.chat_template_xxh3 = XXH3_64bits(rec.jinja->source().data(), rec.jinja->source().size());
 
   // Pass 1: sizes, hashes, record counts (sharding needs the total up front).
   for (const std::string& path : opt.inputs) {
@@ -321,7 +332,8 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
   RemoveStaleTemps(opt.env, opt.out_dir);
   std::vector<std::unique_ptr<RankWriter>> writers(static_cast<size_t>(opt.world));
   for (int r = lo; r <= hi; ++r) {
-    EK_ASSIGN_OR_RETURN(writers[static_cast<size_t>(r)], RankWriter::Open(opt.env, opt.out_dir, r, opt.seq_len, masks));
+    EK_ASSIGN_OR_RETURN(writers[static_cast<size_t>(r)],
+                        RankWriter::Open(opt.env, opt.out_dir, r, opt.seq_len, masks));
   }
   std::vector<RankInfo> stats(static_cast<size_t>(opt.world));
   for (int r = 0; r < opt.world; ++r) {
@@ -355,7 +367,8 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
         if (block_index % W == 0) {
           for (size_t k = 0; k < W; ++k) {
             stats[k].tokens += seq;
-            if (writers[k]) EK_RETURN_IF_ERROR(writers[k]->WriteBlock(round[k].data(), round_mask[k].data()));
+            if (writers[k])
+              EK_RETURN_IF_ERROR(writers[k]->WriteBlock(round[k].data(), round_mask[k].data()));
             stats[k].blocks += 1;
           }
         }
@@ -373,7 +386,8 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
     std::string nfc;
   };
   std::vector<WorkerScratch> scratch(pool.size());
-  for (size_t i = 0; i < pool.size(); ++i) renderers.push_back(std::make_unique<RecordRenderer>(rec));
+  for (size_t i = 0; i < pool.size(); ++i)
+    renderers.push_back(std::make_unique<RecordRenderer>(rec));
   uint64_t global_index = 0, tokens_done = 0, bytes_done = 0;
   std::vector<LineRef> lines;
   for (size_t input_no = 0; input_no < opt.inputs.size(); ++input_no) {
@@ -409,7 +423,8 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
           Status st = renderers[worker]->Render(lines[i].text, &rr, &replaced);
           out.replaced += replaced;
           if (st.ok() && masks) {
-            if (rr.chat && tok->normalizes_nfc() && !tokenize::IsNfcQuick(rr.text)) NormalizeWithSpans(&rr, &ws.nfc);
+            if (rr.chat && tok->normalizes_nfc() && !tokenize::IsNfcQuick(rr.text))
+              NormalizeWithSpans(&rr, &ws.nfc);
             ws.ends.clear();
             st = tok->EncodeWithOffsets(rr.text, &out.ids, &ws.ends);
             if (st.ok() && rr.chat) {
@@ -446,11 +461,13 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
           const LineRef& ref = lines[i];
           if (!ref.needed) continue;
           if (next_err < out.errors.size() && out.errors[next_err].first == i) {
-            Status st = out.errors[next_err++].second.WithContext(fmt::format("{}:{}", path, ref.line_no));
+            Status st =
+                out.errors[next_err++].second.WithContext(fmt::format("{}:{}", path, ref.line_no));
             if (!opt.skip_bad) return st;
             ++m.skipped_bad;
             ++m.inputs[input_no].skipped_bad;
-            if (m.bad_examples.size() < 10) m.bad_examples.push_back({path, ref.line_no, st.message()});
+            if (m.bad_examples.size() < 10)
+              m.bad_examples.push_back({path, ref.line_no, st.message()});
             continue;
           }
           const int32_t* ids = out.ids.data() + out.offsets[i - a];
@@ -476,7 +493,8 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
         p.records_total = total;
         p.tokens = tokens_done;
         p.bytes = bytes_done;
-        p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+        p.seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
         progress(p);
       }
     }
@@ -508,11 +526,13 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
     uint64_t blocks = 0;
     for (const auto& s : stats) blocks += s.blocks;
     return InvalidArgumentError(fmt::format(
-        "rank{} {} of a world of {} would get no block: too little data for the world ({} record(s), {} "
-        "token(s) with EOS, make {} block(s) of {} tokens; {} ranks need at least {} tokens, more with "
+        "rank{} {} of a world of {} would get no block: too little data for the world ({} "
+        "record(s), {} "
+        "token(s) with EOS, make {} block(s) of {} tokens; {} ranks need at least {} tokens, more "
+        "with "
         "--shard contiguous or strided); give more data, a smaller --world or a shorter --seq-len",
-        empty.size() == 1 ? "" : "s", CompactRanges(empty), opt.world, global_index - m.skipped_bad, tokens_done,
-        blocks, seq, opt.world, static_cast<uint64_t>(opt.world) * seq));
+        empty.size() == 1 ? "" : "s", CompactRanges(empty), opt.world, global_index - m.skipped_bad,
+        tokens_done, blocks, seq, opt.world, static_cast<uint64_t>(opt.world) * seq));
   }
 
   // Publish: flush and fsync every rank (a failure so far leaves the old pack
@@ -524,7 +544,8 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
     EK_RETURN_IF_ERROR(w.Sync());
     RankInfo& s = stats[static_cast<size_t>(r)];
     if (w.blocks() != s.blocks) {
-      return InternalError(fmt::format("rank {}: wrote {} blocks, expected {}", r, w.blocks(), s.blocks));
+      return InternalError(
+          fmt::format("rank {}: wrote {} blocks, expected {}", r, w.blocks(), s.blocks));
     }
     s.xxh3 = w.digest();
     if (w.has_mask()) {
@@ -534,7 +555,9 @@ Result<Manifest> Pack(const PackOptions& opt, const std::function<void(const Pac
     }
   }
   std::string manifest_path = opt.out_dir + "/manifest.json";
-  if (Status st = opt.env->RemoveFile(manifest_path); !st.ok() && st.code() != StatusCode::kNotFound) return st;
+  if (Status st = opt.env->RemoveFile(manifest_path);
+      !st.ok() && st.code() != StatusCode::kNotFound)
+    return st;
   for (int r = lo; r <= hi; ++r) EK_RETURN_IF_ERROR(writers[static_cast<size_t>(r)]->Commit());
   if (!masks) {  // a previous pack's masks would not match these blocks
     for (int r = lo; r <= hi; ++r) {

@@ -16,8 +16,8 @@
 
 #include "core/env.h"
 #include "core/status.h"
-#include "packfile/manifest.h"
 #include "pack/record.h"
+#include "packfile/manifest.h"
 
 namespace ek::pack {
 
@@ -27,8 +27,9 @@ struct PackOptions {
   std::string out_dir;
   int world = 0;
   int seq_len = 2048;
-  ShardMode shard = ShardMode::kBalanced;  // spread 0: evenfix drops nothing (contiguous/strided: as datasets.shard)
-  RecordOptions record;  // its chat template is loaded by Pack from `chat`
+  ShardMode shard = ShardMode::kBalanced;  // spread 0: evenfix drops nothing (contiguous/strided:
+                                           // as datasets.shard)
+  RecordOptions record;                    // its chat template is loaded by Pack from `chat`
   ChatChoice chat;
   LossMask loss_mask = LossMask::kNone;
   std::optional<std::string> eos_token;  // default: eos_token of tokenizer_config.json
@@ -67,7 +68,7 @@ std::string ConfigBeside(const std::string& tokenizer_path);
 // [ends[k-1], ends[k]) overlap one of `spans` (sorted, disjoint), else 0; as
 // transformers marks assistant tokens (from the token holding a span's first
 // character to the token holding its last).
-void MaskFromSpans(const std::vector<uint32_t>& ends, const std::vector<std::pair<size_t, size_t>>& spans,
-                   std::vector<uint8_t>* mask);
+void MaskFromSpans(const std::vector<uint32_t>& ends,
+                   const std::vector<std::pair<size_t, size_t>>& spans, std::vector<uint8_t>* mask);
 
 }  // namespace ek::pack

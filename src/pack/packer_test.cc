@@ -1,12 +1,11 @@
 #include "pack/packer.h"
 
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 #include <zstd.h>
 
 #include <set>
-
-#include <gtest/gtest.h>
 
 #include "core/fault_env.h"
 #include "core/file.h"
@@ -36,7 +35,8 @@ class PackerTest : public ::testing::Test {
     return path;
   }
 
-  PackOptions Options(const std::vector<std::string>& inputs, const std::string& out, int world, int seq) {
+  PackOptions Options(const std::vector<std::string>& inputs, const std::string& out, int world,
+                      int seq) {
     PackOptions o;
     o.tokenizer_path = tok_path_;
     o.inputs = inputs;
@@ -56,7 +56,8 @@ class PackerTest : public ::testing::Test {
   }
 
   // The reference packer: tokens of each record + EOS, concatenated.
-  std::vector<int32_t> Stream(const std::vector<std::string>& texts, const std::vector<size_t>& which) {
+  std::vector<int32_t> Stream(const std::vector<std::string>& texts,
+                              const std::vector<size_t>& which) {
     std::vector<int32_t> s;
     for (size_t i : which) {
       auto ids = tok_->Encode(texts[i]);
@@ -129,7 +130,8 @@ TEST_F(PackerTest, BalancedHasZeroSpread) {
   size_t blocks = stream.size() / 8 / 3 * 3;
   for (int r = 0; r < 3; ++r) {
     std::vector<int32_t> expect;
-    for (size_t b = r; b < blocks; b += 3) expect.insert(expect.end(), stream.begin() + b * 8, stream.begin() + (b + 1) * 8);
+    for (size_t b = r; b < blocks; b += 3)
+      expect.insert(expect.end(), stream.begin() + b * 8, stream.begin() + (b + 1) * 8);
     EXPECT_EQ(ReadRank("bal", r), expect);
   }
   EXPECT_EQ(m->total_dropped_tokens, stream.size() - blocks * 8);
@@ -155,7 +157,8 @@ TEST_F(PackerTest, NodeRangesAreByteIdenticalAndMerge) {
   auto texts = Texts(50);
   std::string in = WriteInput("a.jsonl", texts);
   for (ShardMode mode : {ShardMode::kContiguous, ShardMode::kStrided, ShardMode::kBalanced}) {
-    PackOptions full = Options({in}, "full", 4, 8), n0 = Options({in}, "n0", 4, 8), n1 = Options({in}, "n1", 4, 8);
+    PackOptions full = Options({in}, "full", 4, 8), n0 = Options({in}, "n0", 4, 8),
+                n1 = Options({in}, "n1", 4, 8);
     full.shard = n0.shard = n1.shard = mode;
     n0.rank_lo = 0, n0.rank_hi = 1;
     n1.rank_lo = 2, n1.rank_hi = 3;
@@ -175,8 +178,9 @@ TEST_F(PackerTest, NodeRangesAreByteIdenticalAndMerge) {
 TEST_F(PackerTest, BadRecordPublishesNothing) {
   std::string path = dir_ + "/bad.jsonl";
   // Line 3 is bad; line 4 gives rank 1 its block when line 3 is skipped.
-  ASSERT_TRUE(WriteFileAtomic(path, "{\"text\": \"ok\"}\n{\"text\": \"ok\"}\n{\"txt\": 1}\n"
-                                    "{\"text\": \"a record long enough for a block of its own\"}\n")
+  ASSERT_TRUE(WriteFileAtomic(path,
+                              "{\"text\": \"ok\"}\n{\"text\": \"ok\"}\n{\"txt\": 1}\n"
+                              "{\"text\": \"a record long enough for a block of its own\"}\n")
                   .ok());
   auto m = Pack(Options({path}, "bad", 2, 4));
   ASSERT_FALSE(m.ok());
@@ -202,7 +206,8 @@ TEST_F(PackerTest, RerunAfterAKilledRunFinishesTheJob) {
   EXPECT_FALSE(ReadManifest(o.out_dir).ok());  // does not look complete
   auto again = Pack(o);
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(List("kill"), (std::set<std::string>{"manifest.json", "rank-00000.i32", "rank-00001.i32"}));
+  EXPECT_EQ(List("kill"),
+            (std::set<std::string>{"manifest.json", "rank-00000.i32", "rank-00001.i32"}));
   EXPECT_EQ(again->ranks[0].xxh3, first->ranks[0].xxh3);
   EXPECT_TRUE(Inspect(o.out_dir)->ok());
 }
@@ -213,7 +218,8 @@ TEST_F(PackerTest, EdgeCases) {
   auto e = Pack(Options({empty}, "empty", 2, 8));
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(e.status().message().find("ranks 0-1 of a world of 2 would get no block: too little data for the world"),
+  EXPECT_NE(e.status().message().find(
+                "ranks 0-1 of a world of 2 would get no block: too little data for the world"),
             std::string::npos)
       << e.status().message();
   EXPECT_FALSE(ReadManifest(dir_ + "/empty").ok());
@@ -230,7 +236,8 @@ TEST_F(PackerTest, EdgeCases) {
   fo.shard = ShardMode::kContiguous;
   auto f = Pack(fo);
   ASSERT_FALSE(f.ok());
-  EXPECT_NE(f.status().message().find("ranks 2-4 of a world of 5 would get no block"), std::string::npos)
+  EXPECT_NE(f.status().message().find("ranks 2-4 of a world of 5 would get no block"),
+            std::string::npos)
       << f.status().message();
   EXPECT_NE(f.status().message().find("2 record(s)"), std::string::npos) << f.status().message();
 }
@@ -357,7 +364,8 @@ TEST_F(PackerTest, FaultBeforePublishKeepsTheOldPack) {
     EXPECT_EQ(left->ranks[0].xxh3, old_pack->ranks[0].xxh3);
     EXPECT_EQ(left->ranks[1].xxh3, old_pack->ranks[1].xxh3);
     EXPECT_TRUE(Inspect(o.out_dir)->ok());
-    EXPECT_EQ(List("keep"), (std::set<std::string>{"manifest.json", "rank-00000.i32", "rank-00001.i32"}));
+    EXPECT_EQ(List("keep"),
+              (std::set<std::string>{"manifest.json", "rank-00000.i32", "rank-00001.i32"}));
   }
 }
 
@@ -369,7 +377,8 @@ TEST_F(PackerTest, OutputDirectoryThatCannotBeMadeIsNamed) {
   o.env = &env;
   auto m = Pack(o);
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find(o.out_dir + ": create directory: Permission denied"), std::string::npos)
+  EXPECT_NE(m.status().message().find(o.out_dir + ": create directory: Permission denied"),
+            std::string::npos)
       << m.status().message();
 }
 

@@ -10,9 +10,12 @@ namespace ek::pack {
 Result<ChatChoice> ParseChatTemplate(std::string_view name) {
   ChatChoice c;
   if (name.empty() || name == "auto") return c;
-  if (name == "none") c.mode = ChatMode::kNone;
-  else if (name == "chatml") c.mode = ChatMode::kChatml;
-  else if (name == "llama3") c.mode = ChatMode::kLlama3;
+  if (name == "none")
+    c.mode = ChatMode::kNone;
+  else if (name == "chatml")
+    c.mode = ChatMode::kChatml;
+  else if (name == "llama3")
+    c.mode = ChatMode::kLlama3;
   else {
     c.mode = ChatMode::kJinja;
     c.file = std::string(name);
@@ -22,11 +25,16 @@ Result<ChatChoice> ParseChatTemplate(std::string_view name) {
 
 std::string_view ChatModeName(ChatMode mode) {
   switch (mode) {
-    case ChatMode::kNone: return "none";
-    case ChatMode::kAuto: return "auto";
-    case ChatMode::kChatml: return "chatml";
-    case ChatMode::kLlama3: return "llama3";
-    case ChatMode::kJinja: return "jinja";
+    case ChatMode::kNone:
+      return "none";
+    case ChatMode::kAuto:
+      return "auto";
+    case ChatMode::kChatml:
+      return "chatml";
+    case ChatMode::kLlama3:
+      return "llama3";
+    case ChatMode::kJinja:
+      return "jinja";
   }
   return "none";
 }
@@ -37,7 +45,9 @@ Result<LossMask> ParseLossMask(std::string_view name) {
   return InvalidArgumentError(fmt::format("--loss-mask '{}': expected none or assistant", name));
 }
 
-std::string_view LossMaskName(LossMask m) { return m == LossMask::kAssistant ? "assistant" : "none"; }
+std::string_view LossMaskName(LossMask m) {
+  return m == LossMask::kAssistant ? "assistant" : "none";
+}
 
 bool IsBlankLine(std::string_view line) {
   for (char c : line) {
@@ -70,13 +80,15 @@ std::string_view Trim(std::string_view s) {
 
 }  // namespace
 
-Status PrefixSpans(const tmpl::ChatTemplate& chat, const tmpl::Value& messages, const tmpl::Value& tools,
-                   const std::string& full, std::vector<std::pair<size_t, size_t>>* spans) {
+Status PrefixSpans(const tmpl::ChatTemplate& chat, const tmpl::Value& messages,
+                   const tmpl::Value& tools, const std::string& full,
+                   std::vector<std::pair<size_t, size_t>>* spans) {
   using tmpl::Value;
   const tmpl::List& all = messages.list();
   auto broken = [&](size_t i, std::string_view what) {
     return InvalidArgumentError(fmt::format(
-        "chat template {} is not prefix-preserving at messages[{}] ({}), so the assistant's tokens cannot be "
+        "chat template {} is not prefix-preserving at messages[{}] ({}), so the assistant's tokens "
+        "cannot be "
         "found by rendering growing prefixes; use a template with {{% generation %}} blocks "
         "(--chat-template FILE.jinja, e.g. TRL's training templates) or --loss-mask none",
         chat.tmpl().name(), i, what));
@@ -86,22 +98,31 @@ Status PrefixSpans(const tmpl::ChatTemplate& chat, const tmpl::Value& messages, 
     if (!m.is_dict()) continue;
     const Value* role = m.dict().Find("role");
     if (!role || !role->is_string() || role->str() != "assistant") continue;
-    auto prompt = chat.Apply(Value::MakeList(tmpl::List(all.begin(), all.begin() + static_cast<ptrdiff_t>(i))),
-                             tools, true);
+    auto prompt = chat.Apply(
+        Value::MakeList(tmpl::List(all.begin(), all.begin() + static_cast<ptrdiff_t>(i))), tools,
+        true);
     if (!prompt.ok()) return prompt.status().WithContext(fmt::format("rendering messages[:{}]", i));
-    auto upto = chat.Apply(Value::MakeList(tmpl::List(all.begin(), all.begin() + static_cast<ptrdiff_t>(i) + 1)),
-                           tools, false);
+    auto upto = chat.Apply(
+        Value::MakeList(tmpl::List(all.begin(), all.begin() + static_cast<ptrdiff_t>(i) + 1)),
+        tools, false);
     if (!upto.ok()) return upto.status().WithContext(fmt::format("rendering messages[:{}]", i + 1));
     const std::string& p = prompt->text;
     const std::string& f = upto->text;
     if (f.compare(0, p.size(), p) != 0) {
-      return broken(i, fmt::format("messages[:{}] with the generation prompt is not a prefix of messages[:{}]", i, i + 1));
+      return broken(
+          i,
+          fmt::format("messages[:{}] with the generation prompt is not a prefix of messages[:{}]",
+                      i, i + 1));
     }
     if (full.compare(0, f.size(), f) != 0) {
-      return broken(i, fmt::format("messages[:{}] is not a prefix of the whole conversation", i + 1));
+      return broken(i,
+                    fmt::format("messages[:{}] is not a prefix of the whole conversation", i + 1));
     }
     if (!spans->empty() && p.size() < spans->back().second) {
-      return broken(i, fmt::format("messages[:{}] with the generation prompt ends inside the previous assistant turn", i));
+      return broken(
+          i, fmt::format(
+                 "messages[:{}] with the generation prompt ends inside the previous assistant turn",
+                 i));
     }
     if (f.size() > p.size()) spans->emplace_back(p.size(), f.size());
   }
@@ -118,7 +139,8 @@ Status RecordRenderer::Render(std::string_view line, RenderedRecord* out, size_t
   if (!err) err = doc.get_object().get(obj);
   auto malformed = [&](simdjson::error_code e) {
     std::string where = LocateJsonError(line);
-    return InvalidArgumentError("malformed JSON: " + (where.empty() ? std::string(simdjson::error_message(e)) : where));
+    return InvalidArgumentError("malformed JSON: " +
+                                (where.empty() ? std::string(simdjson::error_message(e)) : where));
   };
   if (err) return malformed(err);
   out->text.clear();
@@ -135,7 +157,8 @@ Status RecordRenderer::Render(std::string_view line, RenderedRecord* out, size_t
     if (opt_.chat == ChatMode::kChatml || opt_.chat == ChatMode::kLlama3) {
       simdjson::ondemand::array messages;
       if (auto e = field.get_array().get(messages); e) {
-        if (e == simdjson::INCORRECT_TYPE) return InvalidArgumentError("\"messages\" is not an array");
+        if (e == simdjson::INCORRECT_TYPE)
+          return InvalidArgumentError("\"messages\" is not an array");
         return malformed(e);
       }
       return RenderFixed(messages, out);
@@ -145,11 +168,13 @@ Status RecordRenderer::Render(std::string_view line, RenderedRecord* out, size_t
   if (field.error() != simdjson::NO_SUCH_FIELD) return malformed(field.error());
   auto text = obj.find_field_unordered(opt_.text_field);
   if (text.error() == simdjson::NO_SUCH_FIELD) {
-    return InvalidArgumentError(fmt::format("record has no \"{}\" field and no \"messages\"", opt_.text_field));
+    return InvalidArgumentError(
+        fmt::format("record has no \"{}\" field and no \"messages\"", opt_.text_field));
   }
   std::string_view v;
   if (auto e = text.get_string().get(v); e) {
-    if (e == simdjson::INCORRECT_TYPE) return InvalidArgumentError(fmt::format("\"{}\" is not a string", opt_.text_field));
+    if (e == simdjson::INCORRECT_TYPE)
+      return InvalidArgumentError(fmt::format("\"{}\" is not a string", opt_.text_field));
     return malformed(e);
   }
   out->text.assign(v);
@@ -161,10 +186,12 @@ Status RecordRenderer::RenderJinja(RenderedRecord* out, std::string_view line) {
   simdjson::dom::element root;
   if (auto e = dom_.parse(padded_.data(), line.size(), false).get(root); e) {
     std::string where = LocateJsonError(line);
-    return InvalidArgumentError("malformed JSON: " + (where.empty() ? std::string(simdjson::error_message(e)) : where));
+    return InvalidArgumentError("malformed JSON: " +
+                                (where.empty() ? std::string(simdjson::error_message(e)) : where));
   }
   simdjson::dom::element messages_json, tools_json;
-  if (root["messages"].get(messages_json) != simdjson::SUCCESS || !messages_json.is_array()) return InvalidArgumentError("\"messages\" is not an array");
+  if (root["messages"].get(messages_json) != simdjson::SUCCESS || !messages_json.is_array())
+    return InvalidArgumentError("\"messages\" is not an array");
   EK_ASSIGN_OR_RETURN(tmpl::Value messages, tmpl::ValueFromJson(messages_json));
   tmpl::Value tools = tmpl::Value::None();
   if (!root["tools"].get(tools_json) && !tools_json.is_null()) {
@@ -189,15 +216,20 @@ Status RecordRenderer::RenderFixed(simdjson::ondemand::array messages, RenderedR
   size_t i = 0;
   for (auto m : messages) {
     simdjson::ondemand::object msg;
-    if (m.get_object().get(msg)) return InvalidArgumentError(fmt::format("messages[{}] is not an object", i));
+    if (m.get_object().get(msg))
+      return InvalidArgumentError(fmt::format("messages[{}] is not an object", i));
     std::string_view role, content;
     auto r = msg.find_field_unordered("role");
-    if (r.error() == simdjson::NO_SUCH_FIELD) return InvalidArgumentError(fmt::format("messages[{}] has no \"role\"", i));
-    if (r.get_string().get(role)) return InvalidArgumentError(fmt::format("messages[{}].role is not a string", i));
+    if (r.error() == simdjson::NO_SUCH_FIELD)
+      return InvalidArgumentError(fmt::format("messages[{}] has no \"role\"", i));
+    if (r.get_string().get(role))
+      return InvalidArgumentError(fmt::format("messages[{}].role is not a string", i));
     std::string role_copy(role);  // the next field lookup may reuse the buffer
     auto c = msg.find_field_unordered("content");
-    if (c.error() == simdjson::NO_SUCH_FIELD) return InvalidArgumentError(fmt::format("messages[{}] has no \"content\"", i));
-    if (c.get_string().get(content)) return InvalidArgumentError(fmt::format("messages[{}].content is not a string", i));
+    if (c.error() == simdjson::NO_SUCH_FIELD)
+      return InvalidArgumentError(fmt::format("messages[{}] has no \"content\"", i));
+    if (c.get_string().get(content))
+      return InvalidArgumentError(fmt::format("messages[{}].content is not a string", i));
     size_t start;
     if (!llama3) {
       text->append("<|im_start|>").append(role_copy).append("\n");

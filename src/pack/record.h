@@ -90,8 +90,9 @@ class RecordRenderer {
 // conversation's rendering; the span is what message i adds. A template that
 // breaks the rule (Qwen3's drops earlier turns' reasoning) is an error naming
 // the message and suggesting a template with {% generation %} blocks.
-Status PrefixSpans(const tmpl::ChatTemplate& chat, const tmpl::Value& messages, const tmpl::Value& tools,
-                   const std::string& full, std::vector<std::pair<size_t, size_t>>* spans);
+Status PrefixSpans(const tmpl::ChatTemplate& chat, const tmpl::Value& messages,
+                   const tmpl::Value& tools, const std::string& full,
+                   std::vector<std::pair<size_t, size_t>>* spans);
 
 // True for lines that hold only whitespace (skipped, not records).
 bool IsBlankLine(std::string_view line);

@@ -52,7 +52,8 @@ TEST(RecordTest, ChatmlAndLlama3MarkAssistantContentAndEndOfTurn) {
   RecordOptions opt;
   opt.chat = ChatMode::kChatml;
   opt.spans = true;
-  std::string line = R"({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": " yo "}]})";
+  std::string line =
+      R"({"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": " yo "}]})";
   RenderedRecord r = RenderRecord(opt, line);
   EXPECT_EQ(r.text, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n yo <|im_end|>\n");
   EXPECT_TRUE(r.chat);
@@ -71,7 +72,8 @@ TEST(RecordTest, MixedCorpusTextPassesThroughAndMessagesRender) {
   RecordOptions opt;
   opt.chat = ChatMode::kChatml;
   EXPECT_EQ(Render(opt, R"({"text": "plain"})"), "plain");
-  EXPECT_EQ(Render(opt, R"({"messages": [{"role": "user", "content": "q"}]})"), "<|im_start|>user\nq<|im_end|>\n");
+  EXPECT_EQ(Render(opt, R"({"messages": [{"role": "user", "content": "q"}]})"),
+            "<|im_start|>user\nq<|im_end|>\n");
   // A record with both is a conversation.
   EXPECT_EQ(Render(opt, R"({"text": "t", "messages": []})"), "");
   EXPECT_TRUE(RenderRecord(opt, R"({"text": "t", "messages": []})").chat);
@@ -81,7 +83,8 @@ TEST(RecordTest, BadRecordsSayWhy) {
   RecordOptions opt;
   Status st;
   Render(opt, R"({"txt": "x"})", &st);
-  EXPECT_NE(st.message().find("no \"text\" field and no \"messages\""), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("no \"text\" field and no \"messages\""), std::string::npos)
+      << st.message();
   Render(opt, R"({"text": 5})", &st);
   EXPECT_NE(st.message().find("not a string"), std::string::npos);
   Render(opt, R"({"text": "x")", &st);
@@ -112,7 +115,10 @@ TEST(RecordTest, BadRecordsSayWhy) {
 TEST(RecordTest, ReplaceMode) {
   RecordOptions opt;
   opt.invalid_utf8 = InvalidUtf8Policy::kReplace;
-  EXPECT_EQ(Render(opt, "{\"text\": \"a\xff" "b\"}"), "a\uFFFDb");
+  EXPECT_EQ(Render(opt,
+                   "{\"text\": \"a\xff"
+                   "b\"}"),
+            "a\uFFFDb");
   EXPECT_EQ(Render(opt, R"({"text": "a\ud800b\ud83d\ude00"})"), "a\uFFFDb\U0001F600");
 }
 
@@ -155,7 +161,8 @@ TEST(RecordTest, JinjaWithoutGenerationBlocksUsesGrowingPrefixes) {
   EXPECT_EQ(Covered(r), (std::vector<std::string>{" yo <|im_end|>\n", "ok<|im_end|>\n"}));
   // Tools reach the template.
   opt.jinja = Jinja("{% if tools %}T{{ tools | length }}|{% endif %}" + std::string(kChatmlJinja));
-  r = RenderRecord(opt, R"({"messages": [{"role": "assistant", "content": "a"}], "tools": [{"name": "f"}]})");
+  r = RenderRecord(
+      opt, R"({"messages": [{"role": "assistant", "content": "a"}], "tools": [{"name": "f"}]})");
   EXPECT_EQ(r.text, "T1|<|im_start|>assistant\na<|im_end|>\n");
   EXPECT_EQ(Covered(r), std::vector<std::string>{"a<|im_end|>\n"});
 }
@@ -166,27 +173,34 @@ TEST(RecordTest, APrefixBreakingTemplateIsAnErrorNamingTheMessage) {
   opt.spans = true;
   // Like Qwen3's: only the last assistant turn keeps its reasoning.
   opt.jinja = Jinja(
-      "{% for m in messages %}{{ m.role }}:{% if m.role == 'assistant' and loop.last %}<think>{{ m.reasoning_content }}"
-      "</think>{% endif %}{{ m.content }};{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}");
+      "{% for m in messages %}{{ m.role }}:{% if m.role == 'assistant' and loop.last %}<think>{{ "
+      "m.reasoning_content }}"
+      "</think>{% endif %}{{ m.content }};{% endfor %}{% if add_generation_prompt %}assistant:{% "
+      "endif %}");
   Status st;
-  RenderRecord(opt,
-               R"({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "reasoning_content": "r"},)"
-               R"( {"role": "user", "content": "q2"}, {"role": "assistant", "content": "b", "reasoning_content": "s"}]})",
-               &st);
+  RenderRecord(
+      opt,
+      R"({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "reasoning_content": "r"},)"
+      R"( {"role": "user", "content": "q2"}, {"role": "assistant", "content": "b", "reasoning_content": "s"}]})",
+      &st);
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("not prefix-preserving at messages[1]"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("not prefix-preserving at messages[1]"), std::string::npos)
+      << st.message();
   EXPECT_NE(st.message().find("{% generation %}"), std::string::npos) << st.message();
   // Without masks the same record renders.
   opt.spans = false;
-  EXPECT_EQ(Render(opt,
-                   R"({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "reasoning_content": "r"}]})"),
-            "user:q;assistant:<think>r</think>a;");
+  EXPECT_EQ(
+      Render(
+          opt,
+          R"({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "reasoning_content": "r"}]})"),
+      "user:q;assistant:<think>r</think>a;");
 }
 
 TEST(RecordTest, JinjaErrorsComeBackAsErrors) {
   RecordOptions opt;
   opt.chat = ChatMode::kJinja;
-  opt.jinja = Jinja("{% if messages[0].role != 'system' %}{{ raise_exception('system first') }}{% endif %}x");
+  opt.jinja = Jinja(
+      "{% if messages[0].role != 'system' %}{{ raise_exception('system first') }}{% endif %}x");
   Status st;
   Render(opt, R"({"messages": [{"role": "user", "content": "q"}]})", &st);
   EXPECT_NE(st.message().find("system first"), std::string::npos) << st.message();

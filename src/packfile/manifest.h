@@ -29,10 +29,10 @@ struct RankInfo {
   uint64_t records = 0;  // records assigned (balanced: records that start in this rank's blocks)
   uint64_t tokens = 0;   // tokens routed to this rank, EOS included, before dropping
   uint64_t blocks = 0;
-  uint64_t bytes = 0;    // file size = blocks * seq_len * 4
+  uint64_t bytes = 0;  // file size = blocks * seq_len * 4
   uint64_t dropped_tokens = 0;
-  uint64_t xxh3 = 0;     // xxh3-64 of the block file
-  std::string file;      // "rank-00003.i32"
+  uint64_t xxh3 = 0;  // xxh3-64 of the block file
+  std::string file;   // "rank-00003.i32"
   // Loss masks (--loss-mask assistant): rank-NNNNN.mask, one byte per token of
   // the block file (1: the token counts in the loss), and its xxh3-64.
   std::string mask_file;  // empty: no mask
@@ -51,7 +51,8 @@ struct Manifest {
   std::string evenkeel_version;
   std::string tokenizer_path;
   uint64_t tokenizer_xxh3 = 0;
-  uint64_t tokenizer_vocab_xxh3 = 0;  // packfile/vocab_fingerprint.h; 0 in packs made before it existed
+  uint64_t tokenizer_vocab_xxh3 =
+      0;  // packfile/vocab_fingerprint.h; 0 in packs made before it existed
   int64_t vocab_size = 0;
   int seq_len = 2048;
   int world = 0;
@@ -59,10 +60,10 @@ struct Manifest {
   int64_t eos_id = 0;
   std::string eos_token;
   std::string chat_template = "none";  // none, chatml, llama3, jinja
-  std::string chat_template_path;      // jinja: the template's file (tokenizer_config.json or a .jinja)
-  uint64_t chat_template_xxh3 = 0;     // jinja: xxh3-64 of the template's source text
-  uint64_t chat_records = 0;           // records rendered from messages
-  std::string loss_mask = "none";      // none, assistant (then every rank has a mask file)
+  std::string chat_template_path;  // jinja: the template's file (tokenizer_config.json or a .jinja)
+  uint64_t chat_template_xxh3 = 0;  // jinja: xxh3-64 of the template's source text
+  uint64_t chat_records = 0;        // records rendered from messages
+  std::string loss_mask = "none";   // none, assistant (then every rank has a mask file)
   std::string text_field = "text";
   std::vector<InputInfo> inputs;
   std::vector<RankInfo> ranks;  // sorted by rank; all of [0, world) when complete
@@ -88,6 +89,7 @@ Status WriteManifest(const std::string& dir, const Manifest& m, Env* env = Env::
 
 // Combines node manifests (each covering some ranks) into one, checking that
 // they describe the same pack and cover every rank exactly once.
-Result<Manifest> MergeManifests(const std::vector<Manifest>& parts, const std::vector<std::string>& names);
+Result<Manifest> MergeManifests(const std::vector<Manifest>& parts,
+                                const std::vector<std::string>& names);
 
 }  // namespace ek::pack

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-
 namespace ek::pack {
 namespace {
 
@@ -17,7 +16,8 @@ Manifest Sample(int lo, int hi) {
   m.eos_token = "<eos>";
   m.eos_id = 99;
   m.inputs.push_back({"a.jsonl", 10, 0x1234, 5, 0});
-  for (int r = lo; r <= hi; ++r) m.ranks.push_back({r, 1, 10, 2, 32, 2, 0x42u + r, RankFileName(r)});
+  for (int r = lo; r <= hi; ++r)
+    m.ranks.push_back({r, 1, 10, 2, 32, 2, 0x42u + r, RankFileName(r)});
   return m;
 }
 

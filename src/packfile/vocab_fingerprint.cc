@@ -1,5 +1,6 @@
 #include "packfile/vocab_fingerprint.h"
 
+#include <fmt/core.h>
 #include <simdjson.h>
 #include <xxhash.h>
 
@@ -8,8 +9,6 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
-
-#include <fmt/core.h>
 
 #include "core/file.h"
 #include "core/json_check.h"
@@ -119,18 +118,21 @@ class VocabReader {
       return Unsupported("model.type", "'" + type + "' (only byte-level BPE is supported)");
     }
     simdjson::dom::object vocab;
-    if (model["vocab"].get(vocab) != simdjson::SUCCESS) return Err("model.vocab", "missing or not an object");
+    if (model["vocab"].get(vocab) != simdjson::SUCCESS)
+      return Err("model.vocab", "missing or not an object");
     int64_t max_id = -1, count = 0;
     for (auto field : vocab) {
       int64_t id;
       if (field.value.get(id) != simdjson::SUCCESS || id < 0 || id > (1 << 30)) {
-        return Err(fmt::format("model.vocab[{}]", field.key.substr(0, 40)), "id is not a non-negative integer");
+        return Err(fmt::format("model.vocab[{}]", field.key.substr(0, 40)),
+                   "id is not a non-negative integer");
       }
       max_id = std::max(max_id, id);
       ++count;
     }
     if (max_id >= 2 * count + 65536) {
-      return Err("model.vocab", fmt::format("ids are too sparse: the largest is {} for {} entries", max_id, count));
+      return Err("model.vocab", fmt::format("ids are too sparse: the largest is {} for {} entries",
+                                            max_id, count));
     }
     const size_t n = static_cast<size_t>(max_id + 1);
     tokens_.assign(n, std::string());
@@ -171,7 +173,8 @@ class VocabReader {
       std::string where = fmt::format("added_tokens[{}]", i++);
       int64_t id;
       std::string_view content;
-      if (e["id"].get(id) != simdjson::SUCCESS || id < 0 || id > (1 << 30)) return Err(where, "bad id");
+      if (e["id"].get(id) != simdjson::SUCCESS || id < 0 || id > (1 << 30))
+        return Err(where, "bad id");
       if (e["content"].get(content) != simdjson::SUCCESS) return Err(where, "bad content");
       listed.push_back({static_cast<int32_t>(id), std::string(content)});
     }

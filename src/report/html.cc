@@ -17,8 +17,10 @@ void ReplaceOnce(std::string* s, std::string_view marker, const std::string& wit
 
 std::string AssembleHtml(std::string_view model_json) {
   std::string page(assets::kPageHtml);
-  std::string style = "<style>\n" + std::string(assets::kUplotCss) + "\n" + std::string(assets::kPageCss) + "\n</style>";
-  std::string script = "<script>\n" + std::string(assets::kUplotJs) + "\n" + std::string(assets::kPageJs) + "\n</script>";
+  std::string style = "<style>\n" + std::string(assets::kUplotCss) + "\n" +
+                      std::string(assets::kPageCss) + "\n</style>";
+  std::string script = "<script>\n" + std::string(assets::kUplotJs) + "\n" +
+                       std::string(assets::kPageJs) + "\n</script>";
   std::string data = "<script id=\"ek-data\" type=\"application/json\">";
   data.reserve(model_json.size() + 64);
   for (char c : model_json) {

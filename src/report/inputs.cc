@@ -1,6 +1,9 @@
 // One file over 600 lines: the readers of a run's inputs fill one shared model (Input, HostData).
 #include "report/inputs.h"
 
+#include <fmt/core.h>
+#include <simdjson.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -9,14 +12,11 @@
 #include <mutex>
 #include <optional>
 
-#include <fmt/core.h>
-#include <simdjson.h>
-
 #include "ckpt/checkpoint.h"
-#include "core/jsonl.h"
 #include "core/file.h"
 #include "core/json_check.h"
 #include "core/json_fields.h"
+#include "core/jsonl.h"
 #include "core/thread_pool.h"
 #include "run/rank_cause.h"
 #include "run/run_file.h"
@@ -105,18 +105,22 @@ void AddAttemptIncidents(const std::vector<double>& lost, Recorder* rec) {
     inc.source = "launcher";
     inc.kind = a.outcome == "cancelled" ? "cancelled" : "attempt failed";
     inc.summary = fmt::format("attempt {} {}: {}", a.attempt, a.outcome, a.decision);
-    if (a.decision != "restart" && a.exit_code >= 0) inc.summary += fmt::format(", exit {}", a.exit_code);
+    if (a.decision != "restart" && a.exit_code >= 0)
+      inc.summary += fmt::format(", exit {}", a.exit_code);
     if (!a.reason.empty()) inc.summary += ": " + a.reason;
     std::vector<std::string> evidence;
     for (const auto& c : a.causes) {
-      if (std::find(inc.ranks.begin(), inc.ranks.end(), c.rank) == inc.ranks.end()) inc.ranks.push_back(c.rank);
+      if (std::find(inc.ranks.begin(), inc.ranks.end(), c.rank) == inc.ranks.end())
+        inc.ranks.push_back(c.rank);
       if (c.rank < static_cast<int>(rec->ranks().size())) {
         const std::string& host = rec->ranks()[c.rank].host;
-        if (std::find(inc.hosts.begin(), inc.hosts.end(), host) == inc.hosts.end()) inc.hosts.push_back(host);
+        if (std::find(inc.hosts.begin(), inc.hosts.end(), host) == inc.hosts.end())
+          inc.hosts.push_back(host);
       }
       evidence.push_back(fmt::format("rank {}: {}", c.rank, c.cause));
     }
-    if (!a.causes_recorded) evidence.push_back("no causes recorded (the launcher that wrote summary.json reads none)");
+    if (!a.causes_recorded)
+      evidence.push_back("no causes recorded (the launcher that wrote summary.json reads none)");
     if (!a.flight_recorder.empty()) evidence.push_back("flight recorder: " + a.flight_recorder);
     inc.evidence = Join(evidence, "\n");
     inc.since = a.end;
@@ -139,9 +143,13 @@ Status ReadLaunch(const std::string& dir, Recorder* rec) {
   EK_RETURN_IF_ERROR(s.Str("final_checkpoint", &final_ckpt));
   if (!outcome.empty()) m.outcome = outcome;
   if (!final_ckpt.empty()) m.final_checkpoint = final_ckpt;  // "": none verifies as final
-  for (auto [out, key] : {std::pair{&m.steps, "steps"}, {&m.planned_steps, "planned_steps"}, {&m.tokens, "tokens"},
-                          {&m.tokens_per_s, "tokens_per_s"}, {&m.attempts, "attempts"},
-                          {&m.gpu_hours_used, "gpu_hours_used"}, {&m.gpu_hours_lost, "gpu_hours_lost"},
+  for (auto [out, key] : {std::pair{&m.steps, "steps"},
+                          {&m.planned_steps, "planned_steps"},
+                          {&m.tokens, "tokens"},
+                          {&m.tokens_per_s, "tokens_per_s"},
+                          {&m.attempts, "attempts"},
+                          {&m.gpu_hours_used, "gpu_hours_used"},
+                          {&m.gpu_hours_lost, "gpu_hours_lost"},
                           {&m.evenfix_dropped_blocks, "evenfix_dropped_blocks"}}) {
     double v = -1;
     EK_RETURN_IF_ERROR(s.Num(key, &v));
@@ -187,7 +195,8 @@ Status ForEachJsonLine(const std::string& path, std::vector<std::string>* proble
     std::string where = fmt::format("{}:{}", path, line.number);
     auto fields = doc.Parse(line.text, where);
     if (!fields.ok()) {
-      problems->push_back(fmt::format("{}: not JSON (skipped): {}", where, fields.status().message()));
+      problems->push_back(
+          fmt::format("{}: not JSON (skipped): {}", where, fields.status().message()));
       continue;
     }
     EK_RETURN_IF_ERROR(fn(*fields, where));
@@ -201,7 +210,8 @@ Status ReadMetrics(const std::string& path, Recorder* rec, std::vector<std::stri
   return ForEachJsonLine(path, problems, [&](const JsonFields& f, const std::string&) -> Status {
     double t = 0;
     EK_RETURN_IF_ERROR(f.Num("time", &t));
-    for (auto [series, key] : {std::pair{Recorder::Series::kTokensPerS, "tok_s"}, {Recorder::Series::kStep, "step"},
+    for (auto [series, key] : {std::pair{Recorder::Series::kTokensPerS, "tok_s"},
+                               {Recorder::Series::kStep, "step"},
                                {Recorder::Series::kLoss, "loss"}}) {
       if (!f.Has(key)) continue;
       double v = 0;
@@ -293,7 +303,8 @@ Result<HostData> ParseTelemetryFile(const Input& input, double interval_s) {
     per_gpu[s.gpu].push_back({s.time, s.util_pct ? static_cast<float>(*s.util_pct) : NAN,
                               s.power_w ? static_cast<float>(*s.power_w) : NAN});
   };
-  const std::string default_host = input.file.host.empty() ? telemetry::HostFromPath(path) : input.file.host;
+  const std::string default_host =
+      input.file.host.empty() ? telemetry::HostFromPath(path) : input.file.host;
   if (dcgm) {
     const std::string& host = default_host;
     EK_ASSIGN_OR_RETURN(auto samples, ParseDcgmRecording(text, host, path, &d.problems));
@@ -315,25 +326,28 @@ Result<HostData> ParseTelemetryFile(const Input& input, double interval_s) {
     parser.ParseLine(line.text, &row, &d.problems);
     if (row.empty()) continue;
     any = true;
-    auto it = aligner_for != aligners.end() && aligner_for->first == row[0].host ? aligner_for
-                                                                                : aligners.find(row[0].host);
+    auto it = aligner_for != aligners.end() && aligner_for->first == row[0].host
+                  ? aligner_for
+                  : aligners.find(row[0].host);
     if (it == aligners.end()) {
-      it = aligners.emplace(row[0].host, telemetry::HostTimeAligner(interval_s, telemetry::ReplayOptions().clock_jump_s))
+      it = aligners
+               .emplace(row[0].host, telemetry::HostTimeAligner(
+                                         interval_s, telemetry::ReplayOptions().clock_jump_s))
                .first;
     }
     aligner_for = it;
     aligned.clear();
-    it->second.Add(std::move(row[0]), telemetry::HostTimeAligner::Row{file, parser.line_number()}, &aligned,
-                   &d.problems);
+    it->second.Add(std::move(row[0]), telemetry::HostTimeAligner::Row{file, parser.line_number()},
+                   &aligned, &d.problems);
     for (const auto& s : aligned) add(s);
   }
   for (auto& [host, a] : aligners) a.Finish(&d.problems);
   d.host_column = parser.has_host_column();
   if (d.host_column && !input.file.host.empty()) {
-    return InvalidArgumentError(fmt::format("{} {}={}: {} has a host column (hosts: {}); HOST=FILE is for a file "
-                                            "without one: pass {} {}",
-                                            input.flag(), input.file.host, path, path, HostList(d.hosts),
-                                            input.flag(), path));
+    return InvalidArgumentError(fmt::format(
+        "{} {}={}: {} has a host column (hosts: {}); HOST=FILE is for a file "
+        "without one: pass {} {}",
+        input.flag(), input.file.host, path, path, HostList(d.hosts), input.flag(), path));
   }
   if (!any && d.hosts.empty() && !parser.has_host_column()) {
     d.hosts.push_back(default_host);
@@ -342,15 +356,15 @@ Result<HostData> ParseTelemetryFile(const Input& input, double interval_s) {
   return d;
 }
 
-
 // The rank layout the report's rows follow, with every file's hosts and GPU
 // indices checked against it. With a run file it is the run's topology: each
 // host of the telemetry must be one of the run's (or, when the run names none,
 // there may be at most cluster.nodes of them, taken in order) and each GPU index
 // below gpus_per_node. Without one, the hosts come from the files in order of
 // appearance and the widest host sets the GPUs per host.
-Result<run::Topology> Layout(const std::vector<Input>& inputs, const std::vector<const HostData*>& data,
-                             const run::RunFile* run, std::vector<std::string>* notes) {
+Result<run::Topology> Layout(const std::vector<Input>& inputs,
+                             const std::vector<const HostData*>& data, const run::RunFile* run,
+                             std::vector<std::string>* notes) {
   std::vector<std::string> found;  // in order of appearance
   int widest = 0;
   for (const HostData* d : data) {
@@ -374,12 +388,14 @@ Result<run::Topology> Layout(const std::vector<Input>& inputs, const std::vector
       }
       if (foreign.empty()) continue;
       if (data[i]->host_column) {
-        errors.push_back(fmt::format("telemetry {}: its host column names {}, not {} of {} (hosts: {})", in.file.path,
-                                     HostList(foreign), foreign.size() == 1 ? "a host" : "hosts", run_name,
-                                     HostList(topo.hosts())));
+        errors.push_back(
+            fmt::format("telemetry {}: its host column names {}, not {} of {} (hosts: {})",
+                        in.file.path, HostList(foreign), foreign.size() == 1 ? "a host" : "hosts",
+                        run_name, HostList(topo.hosts())));
       } else if (!in.file.host.empty()) {
-        errors.push_back(fmt::format("telemetry {}={}: {} is not a host of {} (hosts: {})", in.file.host,
-                                     in.file.path, in.file.host, run_name, HostList(topo.hosts())));
+        errors.push_back(fmt::format("telemetry {}={}: {} is not a host of {} (hosts: {})",
+                                     in.file.host, in.file.path, in.file.host, run_name,
+                                     HostList(topo.hosts())));
       } else {
         by_name.push_back(i);
       }
@@ -400,22 +416,25 @@ Result<run::Topology> Layout(const std::vector<Input>& inputs, const std::vector
         hint += free[k] + "=" + in.file.path;
       }
       const bool one = by_name.size() == 1;
-      std::string msg = fmt::format("telemetry {} match{} no host of {} (hosts: {})", Join(names), one ? "es" : "",
-                                    run_name, HostList(topo.hosts()));
+      std::string msg = fmt::format("telemetry {} match{} no host of {} (hosts: {})", Join(names),
+                                    one ? "es" : "", run_name, HostList(topo.hosts()));
       if (!free.empty()) {
-        msg += fmt::format("; name {} after {} host ({}{}) or pass {}", one ? "it" : "each", one ? "its" : "their",
-                           free[0], inputs[by_name[0]].dcgm ? ".prom" : ".csv", hint);
+        msg += fmt::format("; name {} after {} host ({}{}) or pass {}", one ? "it" : "each",
+                           one ? "its" : "their", free[0],
+                           inputs[by_name[0]].dcgm ? ".prom" : ".csv", hint);
       } else {
         msg += "; every host of the run already has telemetry";
       }
       errors.insert(errors.begin(), msg);
     }
   } else if (static_cast<int>(found.size()) > topo.nodes()) {
-    errors.push_back(fmt::format("the telemetry names {} hosts ({}) but {} has {} node{} (cluster.nodes)", found.size(),
-                                 HostList(found), run_name, topo.nodes(), topo.nodes() == 1 ? "" : "s"));
+    errors.push_back(fmt::format(
+        "the telemetry names {} hosts ({}) but {} has {} node{} (cluster.nodes)", found.size(),
+        HostList(found), run_name, topo.nodes(), topo.nodes() == 1 ? "" : "s"));
   } else if (!found.empty()) {
-    notes->push_back(fmt::format("{} names no cluster.hosts: node ranks follow the telemetry's order ({})", run_name,
-                                 HostList(found)));
+    notes->push_back(
+        fmt::format("{} names no cluster.hosts: node ranks follow the telemetry's order ({})",
+                    run_name, HostList(found)));
     topo = run::Topology(run->nodes, run->gpus_per_node, found);
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -423,9 +442,10 @@ Result<run::Topology> Layout(const std::vector<Input>& inputs, const std::vector
     for (size_t h = 0; h < d.hosts.size(); ++h) {
       const int gpus = static_cast<int>(d.raw[h].size());
       if (gpus > topo.gpus_per_node()) {
-        errors.push_back(fmt::format("telemetry {}: {} has GPU index {}, but {} has gpus_per_node = {} (indices 0-{})",
-                                     inputs[i].file.path, d.hosts[h], gpus - 1, run_name, topo.gpus_per_node(),
-                                     topo.gpus_per_node() - 1));
+        errors.push_back(fmt::format(
+            "telemetry {}: {} has GPU index {}, but {} has gpus_per_node = {} (indices 0-{})",
+            inputs[i].file.path, d.hosts[h], gpus - 1, run_name, topo.gpus_per_node(),
+            topo.gpus_per_node() - 1));
       }
     }
   }
@@ -433,9 +453,10 @@ Result<run::Topology> Layout(const std::vector<Input>& inputs, const std::vector
   for (int node = 0; node < topo.nodes(); ++node) {
     const std::string host = topo.HostOf(node);
     if (std::find(found.begin(), found.end(), host) != found.end()) continue;
-    notes->push_back(fmt::format("no telemetry for {} (ranks {}-{}): its rows are empty (missing data, which "
-                                 "triage calls UNKNOWN)",
-                                 host, topo.FirstRank(node), topo.EndRank(node) - 1));
+    notes->push_back(
+        fmt::format("no telemetry for {} (ranks {}-{}): its rows are empty (missing data, which "
+                    "triage calls UNKNOWN)",
+                    host, topo.FirstRank(node), topo.EndRank(node) - 1));
   }
   return topo;
 }
@@ -450,14 +471,15 @@ Result<TelemetryFile> ParseTelemetryArg(const std::string& arg) {
   }
   TelemetryFile f{arg.substr(eq + 1), arg.substr(0, eq)};
   if (f.host.empty() || f.path.empty()) {
-    return InvalidArgumentError(fmt::format("telemetry '{}': want FILE or HOST=FILE, with neither empty", arg));
+    return InvalidArgumentError(
+        fmt::format("telemetry '{}': want FILE or HOST=FILE, with neither empty", arg));
   }
   return f;
 }
 
-Result<std::vector<telemetry::Sample>> ParseDcgmRecording(std::string_view text, const std::string& host,
-                                                          const std::string& where,
-                                                          std::vector<telemetry::Problem>* problems) {
+Result<std::vector<telemetry::Sample>> ParseDcgmRecording(
+    std::string_view text, const std::string& host, const std::string& where,
+    std::vector<telemetry::Problem>* problems) {
   std::vector<telemetry::Sample> out;
   constexpr std::string_view kMark = "# evenkeel-scrape ";
   std::optional<double> time;
@@ -465,7 +487,7 @@ Result<std::vector<telemetry::Sample>> ParseDcgmRecording(std::string_view text,
   auto flush = [&](size_t end) {
     if (time && end > block) {
       auto s = telemetry::ParseDcgmExposition(text.substr(block, end - block), host, *time,
-                                               fmt::format("{}:{}", where, block_line), problems);
+                                              fmt::format("{}:{}", where, block_line), problems);
       out.insert(out.end(), s.begin(), s.end());
     }
   };
@@ -476,26 +498,32 @@ Result<std::vector<telemetry::Sample>> ParseDcgmRecording(std::string_view text,
       flush(line.offset);
       any_mark = true;
       time = telemetry::ParseTimestamp(line.text.substr(kMark.size()));
-      if (!time) problems->push_back({fmt::format("{}:{}", where, line.number), "bad scrape time (scrape skipped)"});
+      if (!time)
+        problems->push_back(
+            {fmt::format("{}:{}", where, line.number), "bad scrape time (scrape skipped)"});
       block = line.offset + line.text.size() + 1;
       block_line = line.number + 1;
     }
   }
   flush(text.size());
   if (!any_mark && !text.empty()) {
-    return InvalidArgumentError(fmt::format("{}: no '# evenkeel-scrape UNIX_TIME' line: not a recorded scrape "
-                                            "(docs/report.md says how to record one)", where));
+    return InvalidArgumentError(
+        fmt::format("{}: no '# evenkeel-scrape UNIX_TIME' line: not a recorded scrape "
+                    "(docs/report.md says how to record one)",
+                    where));
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.time < b.time; });
   return out;
 }
 
-Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in, std::vector<std::string>* problems) {
+Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in,
+                                                std::vector<std::string>* problems) {
   RunInfo run;
   std::string ckpt_dir = in.checkpoint_dir, launch_dir = in.launch_dir, metrics = in.metrics;
   // A folder the user named must be one: a file or a missing path given here is bad
   // input, not a page that quietly lacks the run's attempts or checkpoints.
-  if (!in.launch_dir.empty()) EK_RETURN_IF_ERROR(CheckDirectory(in.launch_dir).WithContext("report: --launch-dir"));
+  if (!in.launch_dir.empty())
+    EK_RETURN_IF_ERROR(CheckDirectory(in.launch_dir).WithContext("report: --launch-dir"));
   if (!in.checkpoint_dir.empty()) {
     EK_RETURN_IF_ERROR(CheckDirectory(in.checkpoint_dir).WithContext("report: --checkpoints"));
   }
@@ -522,8 +550,11 @@ Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in, std::vec
   for (const auto& f : in.dcgm) files.push_back({f, true});
   std::vector<Result<HostData>> parsed(files.size(), Result<HostData>(InternalError("not parsed")));
   {
-    ThreadPool pool(std::min<size_t>(std::max<size_t>(1, files.size()), in.threads ? in.threads : 0));
-    pool.ParallelFor(files.size(), [&](size_t i, size_t) { parsed[i] = ParseTelemetryFile(files[i], in.interval_s); });
+    ThreadPool pool(
+        std::min<size_t>(std::max<size_t>(1, files.size()), in.threads ? in.threads : 0));
+    pool.ParallelFor(files.size(), [&](size_t i, size_t) {
+      parsed[i] = ParseTelemetryFile(files[i], in.interval_s);
+    });
   }
   std::vector<const HostData*> data;
   for (size_t i = 0; i < files.size(); ++i) {
@@ -538,7 +569,8 @@ Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in, std::vec
   }
   // One row per rank of the layout: never more rows than the world.
   std::vector<RankInfo> ranks;
-  for (int r = 0; r < topo.world(); ++r) ranks.push_back({r, topo.HostOf(topo.NodeOf(r)), topo.LocalRank(r)});
+  for (int r = 0; r < topo.world(); ++r)
+    ranks.push_back({r, topo.HostOf(topo.NodeOf(r)), topo.LocalRank(r)});
   auto rec = std::make_unique<Recorder>(ranks);
   rec->run = run;
   rec->run.world = topo.world();
@@ -548,8 +580,9 @@ Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in, std::vec
   rec->notes = std::move(layout_notes);
 
   if (files.empty()) {
-    rec->notes.push_back("no GPU telemetry given (--telemetry nvidia-smi CSV, --dcgm recorded scrapes): "
-                         "the heatmaps and triage verdicts are left out");
+    rec->notes.push_back(
+        "no GPU telemetry given (--telemetry nvidia-smi CSV, --dcgm recorded scrapes): "
+        "the heatmaps and triage verdicts are left out");
   } else {
     // Per rank at full precision, time-sorted, for the classifier; the recorder keeps bytes.
     std::vector<std::vector<Raw>> raw(ranks.size());
@@ -573,9 +606,11 @@ Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in, std::vec
     for (size_t r = 0; r < raw.size(); ++r) {
       auto& v = raw[r];
       auto earlier = [](const Raw& a, const Raw& b) { return a.t < b.t; };
-      if (!std::is_sorted(v.begin(), v.end(), earlier)) std::stable_sort(v.begin(), v.end(), earlier);
+      if (!std::is_sorted(v.begin(), v.end(), earlier))
+        std::stable_sort(v.begin(), v.end(), earlier);
       for (const Raw& x : v) {
-        rec->AddReading(static_cast<int>(r), x.t, std::isnan(x.util) ? std::nullopt : std::optional<double>(x.util),
+        rec->AddReading(static_cast<int>(r), x.t,
+                        std::isnan(x.util) ? std::nullopt : std::optional<double>(x.util),
                         std::isnan(x.power) ? std::nullopt : std::optional<double>(x.power));
       }
       if (!v.empty()) first = std::min(first, v.front().t), last = std::max(last, v.back().t);
@@ -590,7 +625,8 @@ Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in, std::vec
       std::vector<size_t> cursor(raw.size(), 0);
       telemetry::Sample s;
       const double slack = 1e-6;
-      for (double tick = first + in.interval_s; tick <= last + in.interval_s + slack; tick += in.interval_s) {
+      for (double tick = first + in.interval_s; tick <= last + in.interval_s + slack;
+           tick += in.interval_s) {
         for (size_t r = 0; r < raw.size(); ++r) {
           auto& v = raw[r];
           size_t& c = cursor[r];
@@ -614,16 +650,19 @@ Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in, std::vec
   if (!metrics.empty()) {
     EK_RETURN_IF_ERROR(ReadMetrics(metrics, rec.get(), problems));
   } else {
-    rec->notes.push_back("no trainer metrics (CHECKPOINT_DIR/train-metrics.jsonl, --metrics): tokens/s, step and "
-                         "loss are left out");
+    rec->notes.push_back(
+        "no trainer metrics (CHECKPOINT_DIR/train-metrics.jsonl, --metrics): tokens/s, step and "
+        "loss are left out");
   }
   if (!launch_dir.empty() && FileExists(launch_dir + "/summary.json")) {
     EK_RETURN_IF_ERROR(ReadLaunch(launch_dir, rec.get()));
   } else {
-    rec->notes.push_back(launch_dir.empty() ? "no launch records (evenkeel launch, --launch-dir): attempts and the "
-                                              "run summary are left out"
-                                            : "no summary.json in " + launch_dir + ": attempts and the run summary are "
-                                                                                    "left out");
+    rec->notes.push_back(
+        launch_dir.empty() ? "no launch records (evenkeel launch, --launch-dir): attempts and the "
+                             "run summary are left out"
+                           : "no summary.json in " + launch_dir +
+                                 ": attempts and the run summary are "
+                                 "left out");
   }
   if (!ckpt_dir.empty() && IsDir(ckpt_dir)) {
     auto list = ckpt::ListCheckpoints(ckpt_dir, ckpt::VerifyLevel::kStructure);
@@ -634,12 +673,14 @@ Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in, std::vec
       }
     }
   } else {
-    rec->notes.push_back("no checkpoint directory (run file, --checkpoints): checkpoint markers are left out");
+    rec->notes.push_back(
+        "no checkpoint directory (run file, --checkpoints): checkpoint markers are left out");
   }
   if (!in.watch_log.empty()) {
     EK_RETURN_IF_ERROR(ReadWatchLog(in.watch_log, rec.get(), problems));
   } else {
-    rec->notes.push_back("no watcher log (--watch-log): incidents come from the triage verdicts alone");
+    rec->notes.push_back(
+        "no watcher log (--watch-log): incidents come from the triage verdicts alone");
   }
   return rec;
 }

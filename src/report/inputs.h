@@ -30,24 +30,27 @@ struct TelemetryFile {
 Result<TelemetryFile> ParseTelemetryArg(const std::string& arg);
 
 struct ReportInputs {
-  std::string run_file;                  // the rank layout; finds checkpoints, launch records, metrics
+  std::string run_file;  // the rank layout; finds checkpoints, launch records, metrics
   std::vector<TelemetryFile> telemetry;  // nvidia-smi CSV (see TelemetryFile)
-  std::vector<TelemetryFile> dcgm;       // recorded scrapes: "# evenkeel-scrape UNIX_TIME" before each scrape
-  std::string watch_log;               // evenkeel watch --log (JSON lines)
-  std::string launch_dir;              // a launch session (CHECKPOINT_DIR/launch/RUN_ID)
+  std::vector<TelemetryFile>
+      dcgm;                // recorded scrapes: "# evenkeel-scrape UNIX_TIME" before each scrape
+  std::string watch_log;   // evenkeel watch --log (JSON lines)
+  std::string launch_dir;  // a launch session (CHECKPOINT_DIR/launch/RUN_ID)
   std::string checkpoint_dir;
-  std::string metrics;                 // the trainer's train-metrics.jsonl
-  std::string profile = "B300";        // triage power profile
-  double interval_s = 1;               // the telemetry's sampling interval
-  size_t threads = 0;                  // parsing threads; 0: all cores
+  std::string metrics;           // the trainer's train-metrics.jsonl
+  std::string profile = "B300";  // triage power profile
+  double interval_s = 1;         // the telemetry's sampling interval
+  size_t threads = 0;            // parsing threads; 0: all cores
 };
 
 // Reads everything; errors only for inputs that were named and cannot be read
 // or parsed (naming the file and line); parts not given are notes.
-Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& inputs, std::vector<std::string>* problems);
+Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& inputs,
+                                                std::vector<std::string>* problems);
 
 // Parses recorded dcgm-exporter scrapes of one host (see ReportInputs::dcgm).
-Result<std::vector<telemetry::Sample>> ParseDcgmRecording(std::string_view text, const std::string& host,
-                                                          const std::string& where, std::vector<telemetry::Problem>* problems);
+Result<std::vector<telemetry::Sample>> ParseDcgmRecording(
+    std::string_view text, const std::string& host, const std::string& where,
+    std::vector<telemetry::Problem>* problems);
 
 }  // namespace ek::report

@@ -1,11 +1,10 @@
 #include "report/inputs.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
-
-#include <fmt/core.h>
 
 #include "core/file.h"
 
@@ -94,8 +93,9 @@ TEST_F(HostsTest, FilesNotNamedAfterTheRunsHostsAreAnErrorNamingThemAndTheHosts)
   ASSERT_FALSE(rec.ok());
   EXPECT_EQ(rec.status().code(), StatusCode::kInvalidArgument);
   const std::string& m = rec.status().message();
-  EXPECT_NE(m.find("telemetry " + a + ", " + b + " match no host of " + in.run_file + " (hosts: n1, n2)"),
-            std::string::npos)
+  EXPECT_NE(
+      m.find("telemetry " + a + ", " + b + " match no host of " + in.run_file + " (hosts: n1, n2)"),
+      std::string::npos)
       << m;
   EXPECT_NE(m.find("--telemetry n1=" + a + " n2=" + b), std::string::npos) << m;
   // One file alone: "matches", and the hint pairs it with the first host without telemetry.
@@ -104,7 +104,8 @@ TEST_F(HostsTest, FilesNotNamedAfterTheRunsHostsAreAnErrorNamingThemAndTheHosts)
   ASSERT_FALSE(rec.ok());
   EXPECT_NE(rec.status().message().find("telemetry " + b + " matches no host of " + in.run_file +
                                         " (hosts: n1, n2); name it after its host (n2.csv) or pass "
-                                        "--telemetry n2=" + b),
+                                        "--telemetry n2=" +
+                                        b),
             std::string::npos)
       << rec.status().message();
 }
@@ -128,7 +129,8 @@ TEST_F(HostsTest, HostEqualsFileGivesTheRunsRanksAndTheDeadlock) {
   ASSERT_TRUE(dl);
   EXPECT_EQ(dl->ranks, std::vector<int>{3});
   EXPECT_EQ(dl->hosts, std::vector<std::string>{"n1"});
-  EXPECT_NE(dl->evidence.find("rank 3 at <= 5% while ranks 0-2,4-15 at >= 80%"), std::string::npos) << dl->evidence;
+  EXPECT_NE(dl->evidence.find("rank 3 at <= 5% while ranks 0-2,4-15 at >= 80%"), std::string::npos)
+      << dl->evidence;
   EXPECT_NE(dl->evidence.find("suspected deadlock"), std::string::npos) << dl->evidence;
 }
 
@@ -154,8 +156,8 @@ TEST_F(HostsTest, AHostColumnAssignsRowsToTheRunsHosts) {
   for (int t = 0; t < 5; ++t) {
     for (const char* h : {"n2", "n1"}) {
       for (int g = 0; g < 2; ++g) {
-        csv += fmt::format("{}, 2026/11/29 10:00:0{}.000, {}, {} %, {} W\n", h, t, g, h[1] == '2' && g == 1 ? 0 : 100,
-                           h[1] == '2' && g == 1 ? 150 : 990);
+        csv += fmt::format("{}, 2026/11/29 10:00:0{}.000, {}, {} %, {} W\n", h, t, g,
+                           h[1] == '2' && g == 1 ? 0 : 100, h[1] == '2' && g == 1 ? 150 : 990);
       }
     }
   }
@@ -174,8 +176,8 @@ TEST_F(HostsTest, AHostColumnAssignsRowsToTheRunsHosts) {
   in.run_file = Run(2, 2, "\"n1\", \"n3\"");
   rec = BuildRecorder(in, &problems);
   ASSERT_FALSE(rec.ok());
-  EXPECT_NE(rec.status().message().find("all.csv: its host column names n2, not a host of " + in.run_file +
-                                        " (hosts: n1, n3)"),
+  EXPECT_NE(rec.status().message().find("all.csv: its host column names n2, not a host of " +
+                                        in.run_file + " (hosts: n1, n3)"),
             std::string::npos)
       << rec.status().message();
   // HOST=FILE is for files without a host column.
@@ -193,7 +195,8 @@ TEST_F(HostsTest, HostEqualsANameThatIsNoHostOfTheRunIsAnError) {
   std::vector<std::string> problems;
   auto rec = BuildRecorder(in, &problems);
   ASSERT_FALSE(rec.ok());
-  EXPECT_NE(rec.status().message().find("n9 is not a host of " + in.run_file + " (hosts: n1, n2)"), std::string::npos)
+  EXPECT_NE(rec.status().message().find("n9 is not a host of " + in.run_file + " (hosts: n1, n2)"),
+            std::string::npos)
       << rec.status().message();
 }
 
@@ -205,9 +208,10 @@ TEST_F(HostsTest, GpuIndicesBeyondGpusPerNodeAreAnError) {
   auto rec = BuildRecorder(in, &problems);
   ASSERT_FALSE(rec.ok());
   EXPECT_EQ(rec.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(rec.status().message().find("telemetry " + kDeadlockA + ": node-a has GPU index 7, but " + in.run_file +
-                                        " has gpus_per_node = 4 (indices 0-3)"),
-            std::string::npos)
+  EXPECT_NE(
+      rec.status().message().find("telemetry " + kDeadlockA + ": node-a has GPU index 7, but " +
+                                  in.run_file + " has gpus_per_node = 4 (indices 0-3)"),
+      std::string::npos)
       << rec.status().message();
 }
 
@@ -218,8 +222,8 @@ TEST_F(HostsTest, ARunWithoutHostsTakesAtMostItsNodesFromTheTelemetry) {
   std::vector<std::string> problems;
   auto rec = BuildRecorder(in, &problems);
   ASSERT_FALSE(rec.ok());
-  EXPECT_NE(rec.status().message().find("the telemetry names 2 hosts (node-a, node-b) but " + in.run_file +
-                                        " has 1 node (cluster.nodes)"),
+  EXPECT_NE(rec.status().message().find("the telemetry names 2 hosts (node-a, node-b) but " +
+                                        in.run_file + " has 1 node (cluster.nodes)"),
             std::string::npos)
       << rec.status().message();
   in.run_file = Run(3, 8, "");
@@ -231,7 +235,8 @@ TEST_F(HostsTest, ARunWithoutHostsTakesAtMostItsNodesFromTheTelemetry) {
   EXPECT_EQ((*rec)->ranks()[16].host, "node-2");
   std::string notes;
   for (const auto& n : (*rec)->notes) notes += n + "\n";
-  EXPECT_NE(notes.find("names no cluster.hosts: node ranks follow the telemetry's order (node-a, node-b)"),
+  EXPECT_NE(notes.find(
+                "names no cluster.hosts: node ranks follow the telemetry's order (node-a, node-b)"),
             std::string::npos)
       << notes;
   EXPECT_NE(notes.find("no telemetry for node-2 (ranks 16-23)"), std::string::npos) << notes;
@@ -249,7 +254,8 @@ TEST_F(HostsTest, AHostWithoutTelemetryKeepsItsRowsAndTheRowsNeverExceedTheWorld
   std::string json = (*rec)->ToJson(ModelOptions{});
   EXPECT_EQ(json.find("\"rank\":16"), std::string::npos);
   bool noted = false;
-  for (const auto& n : (*rec)->notes) noted |= n.find("no telemetry for node-b (ranks 8-15)") != std::string::npos;
+  for (const auto& n : (*rec)->notes)
+    noted |= n.find("no telemetry for node-b (ranks 8-15)") != std::string::npos;
   EXPECT_TRUE(noted);
 }
 
@@ -266,8 +272,9 @@ TEST_F(HostsTest, DcgmRecordingsFollowTheSameRules) {
   std::vector<std::string> problems;
   auto rec = BuildRecorder(in, &problems);
   ASSERT_FALSE(rec.ok());
-  EXPECT_NE(rec.status().message().find("telemetry " + z + " matches no host of " + in.run_file +
-                                        " (hosts: n1, n2); name it after its host (n1.prom) or pass --dcgm n1=" + z),
+  EXPECT_NE(rec.status().message().find(
+                "telemetry " + z + " matches no host of " + in.run_file +
+                " (hosts: n1, n2); name it after its host (n1.prom) or pass --dcgm n1=" + z),
             std::string::npos)
       << rec.status().message();
   in.dcgm = Files({"n2=" + z});
@@ -322,7 +329,8 @@ TEST(InputsTest, TheDeadlockFixtureGetsTheClassifiersVerdicts) {
 }
 
 TEST(InputsTest, DcgmRecordingsAndWatcherLogs) {
-  std::string dir = std::filesystem::temp_directory_path() / ("ek_report_" + std::to_string(::getpid()));
+  std::string dir =
+      std::filesystem::temp_directory_path() / ("ek_report_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::string prom;
   for (int t = 0; t < 5; ++t) {
@@ -333,17 +341,26 @@ TEST(InputsTest, DcgmRecordingsAndWatcherLogs) {
   ASSERT_TRUE(WriteFileAtomic(dir + "/node-z.prom", prom).ok());
   // The watcher's log lines as watch/sinks.cc's IncidentJson writes them (times in RFC 3339).
   const std::string incident =
-      "\"id\":\"r-deadlock-1\",\"run\":\"r\",\"kind\":\"deadlock\",\"status\":\"firing\",\"severity\":\"critical\","
-      "\"summary\":\"rank 3 in save_barrier\",\"ranks\":[3],\"ranks_compact\":\"3\",\"hosts\":[\"node-a\"],"
+      "\"id\":\"r-deadlock-1\",\"run\":\"r\",\"kind\":\"deadlock\",\"status\":\"firing\","
+      "\"severity\":\"critical\","
+      "\"summary\":\"rank 3 in "
+      "save_barrier\",\"ranks\":[3],\"ranks_compact\":\"3\",\"hosts\":[\"node-a\"],"
       "\"since\":\"2026-11-30T00:53:21.500Z\",\"opened\":\"2026-11-30T00:53:25.000Z\",";
-  ASSERT_TRUE(WriteFileAtomic(dir + "/watch.jsonl",
-                              "{\"time\":\"2026-11-30T00:53:25.000Z\",\"event\":\"agent_up\",\"run\":\"r\"}\n"
-                              "{\"time\":\"2026-11-30T00:53:25.000Z\",\"event\":\"incident_opened\",\"run\":\"r\","
-                              "\"incident\":{" + incident + "\"evidence\":\"e\",\"gpu_hours\":0.500}}\nnot json\n"
-                              "{\"time\":\"2026-11-30T00:53:41.000Z\",\"event\":\"incident_resolved\",\"run\":\"r\","
-                              "\"incident\":{" + incident + "\"resolved\":\"2026-11-30T00:53:40.000Z\","
-                              "\"evidence\":\"e\",\"gpu_hours\":0.500}}\n")
-                  .ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(
+          dir + "/watch.jsonl",
+          "{\"time\":\"2026-11-30T00:53:25.000Z\",\"event\":\"agent_up\",\"run\":\"r\"}\n"
+          "{\"time\":\"2026-11-30T00:53:25.000Z\",\"event\":\"incident_opened\",\"run\":\"r\","
+          "\"incident\":{" +
+              incident +
+              "\"evidence\":\"e\",\"gpu_hours\":0.500}}\nnot json\n"
+              "{\"time\":\"2026-11-30T00:53:41.000Z\",\"event\":\"incident_resolved\",\"run\":"
+              "\"r\","
+              "\"incident\":{" +
+              incident +
+              "\"resolved\":\"2026-11-30T00:53:40.000Z\","
+              "\"evidence\":\"e\",\"gpu_hours\":0.500}}\n")
+          .ok());
   ReportInputs in;
   in.dcgm = Files({dir + "/node-z.prom"});
   in.watch_log = dir + "/watch.jsonl";
@@ -361,14 +378,15 @@ TEST(InputsTest, DcgmRecordingsAndWatcherLogs) {
   EXPECT_EQ((*rec)->incidents[0].evidence, "e");
   EXPECT_DOUBLE_EQ((*rec)->incidents[0].gpu_hours, 0.5);
   ASSERT_EQ(problems.size(), 1u);
-  EXPECT_NE(problems[0].find("watch.jsonl:3: not JSON (skipped)"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find("watch.jsonl:3: not JSON (skipped)"), std::string::npos)
+      << problems[0];
   // A field missing or mistyped is an error naming the file, line and field, never a 0.
   for (auto [line, want] : std::vector<std::pair<std::string, std::string>>{
-           {"{\"time\":\"2026-11-30T00:53:25Z\",\"event\":\"incident_opened\",\"incident\":{" + incident +
-                "\"gpu_hours\":0.5}}",
+           {"{\"time\":\"2026-11-30T00:53:25Z\",\"event\":\"incident_opened\",\"incident\":{" +
+                incident + "\"gpu_hours\":0.5}}",
             "watch.jsonl:1: incident.evidence: missing"},
-           {"{\"time\":\"2026-11-30T00:53:25Z\",\"event\":\"incident_opened\",\"incident\":{" + incident +
-                "\"evidence\":\"e\",\"gpu_hours\":\"half\"}}",
+           {"{\"time\":\"2026-11-30T00:53:25Z\",\"event\":\"incident_opened\",\"incident\":{" +
+                incident + "\"evidence\":\"e\",\"gpu_hours\":\"half\"}}",
             "watch.jsonl:1: incident.gpu_hours: not a number"},
            {"{\"time\":\"yesterday\",\"event\":\"incident_opened\",\"incident\":{}}",
             "watch.jsonl:1: time: 'yesterday' is not a time"},
@@ -383,14 +401,18 @@ TEST(InputsTest, DcgmRecordingsAndWatcherLogs) {
   }
   // The trainer's metrics: time required, the values optional but numbers when present.
   ASSERT_TRUE(
-      WriteFileAtomic(dir + "/m.jsonl", "{\"time\":1.5,\"step\":1,\"loss\":2.0}\n{\"time\":2.5,\"tok_s\":9}\n").ok());
+      WriteFileAtomic(dir + "/m.jsonl",
+                      "{\"time\":1.5,\"step\":1,\"loss\":2.0}\n{\"time\":2.5,\"tok_s\":9}\n")
+          .ok());
   ReportInputs with_metrics;
   with_metrics.metrics = dir + "/m.jsonl";
   auto m = BuildRecorder(with_metrics, &problems);
   ASSERT_TRUE(m.ok()) << m.status().message();
   std::string mj = (*m)->ToJson(ModelOptions{});
-  EXPECT_NE(mj.find("\"series\":{\"tokens_per_s\":[[2.500,9]],\"step\":[[1.500,1]],\"loss\":[[1.500,2]]}"),
-            std::string::npos)
+  EXPECT_NE(
+      mj.find(
+          "\"series\":{\"tokens_per_s\":[[2.500,9]],\"step\":[[1.500,1]],\"loss\":[[1.500,2]]}"),
+      std::string::npos)
       << mj;
   for (auto [line, want] : std::vector<std::pair<std::string, std::string>>{
            {"{\"step\":1}", "m.jsonl:1: time: missing"},
@@ -405,7 +427,8 @@ TEST(InputsTest, DcgmRecordingsAndWatcherLogs) {
   in.dcgm = Files({dir + "/bad.prom"});
   auto bad = BuildRecorder(in, &problems);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("bad.prom: no '# evenkeel-scrape UNIX_TIME' line"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("bad.prom: no '# evenkeel-scrape UNIX_TIME' line"),
+            std::string::npos);
   std::filesystem::remove_all(dir);
 }
 
@@ -414,26 +437,32 @@ TEST(InputsTest, DcgmRecordingsAndWatcherLogs) {
 std::string AttemptRecord(int attempt, double start, double end, const std::string& outcome,
                           const std::string& decision, const std::string& causes) {
   return fmt::format(
-      "{{\"attempt\": {0}, \"start\": {1:.3f}, \"end\": {2:.3f}, \"seconds\": {3:.1f}, \"outcome\": \"{4}\", "
-      "\"step_reached\": 7, \"checkpoint_before\": -1, \"checkpoint_after\": 6, \"flight_recorder\": {{\"verdict\": "
-      "\"no flight-recorder dumps\", \"conclusive\": false}}, \"gpu_hours\": 0.0400, \"gpu_hours_lost\": 0.0125, "
+      "{{\"attempt\": {0}, \"start\": {1:.3f}, \"end\": {2:.3f}, \"seconds\": {3:.1f}, "
+      "\"outcome\": \"{4}\", "
+      "\"step_reached\": 7, \"checkpoint_before\": -1, \"checkpoint_after\": 6, "
+      "\"flight_recorder\": {{\"verdict\": "
+      "\"no flight-recorder dumps\", \"conclusive\": false}}, \"gpu_hours\": 0.0400, "
+      "\"gpu_hours_lost\": 0.0125, "
       "\"decision\": {5}{6}, \"nodes\": []}}",
       attempt, start, end, end - start, outcome, decision, causes);
 }
 
 // summary.json's totals as the launcher writes them (launch/launcher_summary.cc Summary).
 const std::string kSummaryHead =
-    "{\"run\": \"r\", \"run_file\": {\"path\": \"r.toml\", \"xxh3\": \"0123456789abcdef\"}, \"run_id\": \"1\", "
-    "\"nodes\": 2, \"world\": 4, \"outcome\": \"completed\", \"exit_code\": 0, \"steps\": 12, \"planned_steps\": 12, "
+    "{\"run\": \"r\", \"run_file\": {\"path\": \"r.toml\", \"xxh3\": \"0123456789abcdef\"}, "
+    "\"run_id\": \"1\", "
+    "\"nodes\": 2, \"world\": 4, \"outcome\": \"completed\", \"exit_code\": 0, \"steps\": 12, "
+    "\"planned_steps\": 12, "
     "\"tokens\": 4096, \"tokens_per_s\": 30.5, \"final_checkpoint\": \"\", \"attempts\": 2, "
-    "\"attempts_this_launch\": 2, \"attempts_inferred\": 0, \"gpu_hours_used\": 0.0800, \"gpu_hours_lost\": 0.0125, "
+    "\"attempts_this_launch\": 2, \"attempts_inferred\": 0, \"gpu_hours_used\": 0.0800, "
+    "\"gpu_hours_lost\": 0.0125, "
     "\"evenfix_dropped_blocks\": -1, \"launch_dir\": \"launch\", \"evenkeel_version\": \"0\", ";
 
 class LaunchRecordsTest : public HostsTest {
  protected:
   Result<std::unique_ptr<Recorder>> Build(const std::string& records) {
-    Write("launch/summary.json",
-          kSummaryHead + "\"attempt_records\": [" + records + "], \"causes\": [], \"hangs\": []}\n");
+    Write("launch/summary.json", kSummaryHead + "\"attempt_records\": [" + records +
+                                     "], \"causes\": [], \"hangs\": []}\n");
     ReportInputs in;
     in.run_file = Run(2, 2, "\"n1\", \"n2\"");
     in.launch_dir = dir_ + "/launch";
@@ -446,14 +475,17 @@ class LaunchRecordsTest : public HostsTest {
   }
 };
 
-const std::string kRestart = "{\"attempt\": 1, \"action\": \"restart\", \"exit_code\": 0, \"reason\": "
-                             "\"rank 2: OSError: [Errno 28] No space left on device; restarting from "
-                             "checkpoint step 6 after 0 s\", "
-                             "\"next_attempt\": 2, \"backoff_s\": 0.0}";
-const std::string kDone = "{\"attempt\": 2, \"action\": \"done\", \"exit_code\": 0, \"reason\": \"final\", "
-                          "\"next_attempt\": 0, \"backoff_s\": 0.0}";
-const std::string kCause = "OSError: [Errno 28] No space left on device: '/c/.step-00000008.tmp-7/model-00001-of-00001."
-                           "safetensors' (in save (step 8))";
+const std::string kRestart =
+    "{\"attempt\": 1, \"action\": \"restart\", \"exit_code\": 0, \"reason\": "
+    "\"rank 2: OSError: [Errno 28] No space left on device; restarting from "
+    "checkpoint step 6 after 0 s\", "
+    "\"next_attempt\": 2, \"backoff_s\": 0.0}";
+const std::string kDone =
+    "{\"attempt\": 2, \"action\": \"done\", \"exit_code\": 0, \"reason\": \"final\", "
+    "\"next_attempt\": 0, \"backoff_s\": 0.0}";
+const std::string kCause =
+    "OSError: [Errno 28] No space left on device: '/c/.step-00000008.tmp-7/model-00001-of-00001."
+    "safetensors' (in save (step 8))";
 
 TEST_F(LaunchRecordsTest, EachAttemptsDecisionAndCausesAreReadAndAFailedOneIsALauncherIncident) {
   auto rec = Build(AttemptRecord(1, 100, 160, "failed", kRestart,
@@ -486,16 +518,21 @@ TEST_F(LaunchRecordsTest, EachAttemptsDecisionAndCausesAreReadAndAFailedOneIsALa
   // The data model carries them for the page.
   std::string json = (*rec)->ToJson(ModelOptions{});
   EXPECT_NE(json.find("\"decision\":\"restart\",\"exit_code\":0,"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"causes\":[{\"rank\":2,\"cause\":\"OSError: [Errno 28] No space left on device: "),
-            std::string::npos)
+  EXPECT_NE(
+      json.find(
+          "\"causes\":[{\"rank\":2,\"cause\":\"OSError: [Errno 28] No space left on device: "),
+      std::string::npos)
       << json;
   EXPECT_NE(json.find("\"decision\":\"done\",\"exit_code\":0,"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"flight_recorder\":\"no flight-recorder dumps\",\"causes\":[]}"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"flight_recorder\":\"no flight-recorder dumps\",\"causes\":[]}"),
+            std::string::npos)
+      << json;
 }
 
 TEST_F(LaunchRecordsTest, AStopsExitCodeIsInTheIncidentsSummary) {
-  const std::string stop = "{\"attempt\": 1, \"action\": \"stop\", \"exit_code\": 93, \"reason\": \"desync\", "
-                           "\"next_attempt\": 0, \"backoff_s\": 0.0}";
+  const std::string stop =
+      "{\"attempt\": 1, \"action\": \"stop\", \"exit_code\": 93, \"reason\": \"desync\", "
+      "\"next_attempt\": 0, \"backoff_s\": 0.0}";
   auto rec = Build(AttemptRecord(1, 100, 160, "failed", stop, ", \"causes\": []"));
   ASSERT_TRUE(rec.ok()) << rec.status().message();
   ASSERT_EQ((*rec)->incidents.size(), 1u);
@@ -525,15 +562,19 @@ TEST_F(LaunchRecordsTest, AMissingOrMistypedFieldIsAnErrorNamingTheFileAndTheFie
                           "{\"attempt\": 1, \"action\": \"restart\", \"reason\": \"r\"}", causes),
             "launch/summary.json: attempt_records[0].decision.exit_code: missing"},
            {AttemptRecord(1, 100, 160, "failed",
-                          "{\"attempt\": 1, \"action\": \"restart\", \"exit_code\": \"0\", \"reason\": \"r\"}", causes),
+                          "{\"attempt\": 1, \"action\": \"restart\", \"exit_code\": \"0\", "
+                          "\"reason\": \"r\"}",
+                          causes),
             "launch/summary.json: attempt_records[0].decision.exit_code: not an integer"},
-           {AttemptRecord(1, 100, 160, "failed", kRestart, ", \"causes\": [{\"rank\": \"2\", \"cause\": \"x\"}]"),
+           {AttemptRecord(1, 100, 160, "failed", kRestart,
+                          ", \"causes\": [{\"rank\": \"2\", \"cause\": \"x\"}]"),
             "launch/summary.json: attempt_records[0].causes[0].rank: not an integer"},
            {AttemptRecord(1, 100, 160, "failed", kRestart, ", \"causes\": [{\"rank\": 2}]"),
             "launch/summary.json: attempt_records[0].causes[0].cause: missing"},
            {AttemptRecord(1, 100, 160, "failed", kRestart, ", \"causes\": \"rank 2\""),
             "launch/summary.json: attempt_records[0].causes: not an array"},
-           {std::string("{\"attempt\": 1, \"start\": 1, \"end\": 2, \"outcome\": \"failed\", \"flight_recorder\": "
+           {std::string("{\"attempt\": 1, \"start\": 1, \"end\": 2, \"outcome\": \"failed\", "
+                        "\"flight_recorder\": "
                         "{\"verdict\": \"\"}, \"decision\": ") +
                 kRestart + "}",
             "launch/summary.json: attempt_records[0].gpu_hours_lost: missing"}}) {
@@ -556,7 +597,8 @@ TEST_F(LaunchRecordsTest, AMissingSummaryTotalIsAnErrorNamingIt) {
     std::vector<std::string> problems;
     return BuildRecorder(in, &problems);
   };
-  for (std::string key : {"steps", "tokens", "gpu_hours_lost", "outcome", "final_checkpoint", "evenfix_dropped_blocks"}) {
+  for (std::string key : {"steps", "tokens", "gpu_hours_lost", "outcome", "final_checkpoint",
+                          "evenfix_dropped_blocks"}) {
     std::string head = kSummaryHead;
     const size_t at = head.find("\"" + key + "\": ");
     ASSERT_NE(at, std::string::npos) << key;
@@ -564,13 +606,15 @@ TEST_F(LaunchRecordsTest, AMissingSummaryTotalIsAnErrorNamingIt) {
     auto rec = build(head + "\"attempt_records\": [" + record + "]}\n");
     ASSERT_FALSE(rec.ok()) << key;
     EXPECT_EQ(rec.status().code(), StatusCode::kCorrupt) << rec.status().message();
-    EXPECT_NE(rec.status().message().find("launch/summary.json: " + key + ": missing"), std::string::npos)
+    EXPECT_NE(rec.status().message().find("launch/summary.json: " + key + ": missing"),
+              std::string::npos)
         << rec.status().message();
   }
   // attempt_records too: a summary without it is not the launcher's.
   auto rec = build(kSummaryHead + "\"causes\": []}\n");
   ASSERT_FALSE(rec.ok());
-  EXPECT_NE(rec.status().message().find("launch/summary.json: attempt_records: missing"), std::string::npos)
+  EXPECT_NE(rec.status().message().find("launch/summary.json: attempt_records: missing"),
+            std::string::npos)
       << rec.status().message();
 }
 

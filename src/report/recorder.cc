@@ -1,10 +1,10 @@
 #include "report/recorder.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
-
-#include <fmt/core.h>
 
 #include "core/clock.h"
 #include "core/json_out.h"
@@ -19,13 +19,20 @@ constexpr uint8_t kMissing = 255;
 // Severity for the band: the most severe verdict in a column wins.
 int Severity(uint8_t v) {
   switch (static_cast<triage::Verdict>(v)) {
-    case triage::Verdict::kDeadlockSuspect: return 7;
-    case triage::Verdict::kStarvation: return 6;
-    case triage::Verdict::kCommunication: return 5;
-    case triage::Verdict::kUnknown: return 4;
-    case triage::Verdict::kCheckpoint: return 3;
-    case triage::Verdict::kIdle: return 2;
-    case triage::Verdict::kHealthy: return 1;
+    case triage::Verdict::kDeadlockSuspect:
+      return 7;
+    case triage::Verdict::kStarvation:
+      return 6;
+    case triage::Verdict::kCommunication:
+      return 5;
+    case triage::Verdict::kUnknown:
+      return 4;
+    case triage::Verdict::kCheckpoint:
+      return 3;
+    case triage::Verdict::kIdle:
+      return 2;
+    case triage::Verdict::kHealthy:
+      return 1;
   }
   return 0;
 }
@@ -77,10 +84,12 @@ std::string StrArray(const std::vector<std::string>& v) {
 
 std::string IncidentJson(const Incident& inc) {
   return fmt::format(
-      "{{\"source\":{},\"kind\":{},\"summary\":{},\"ranks\":{},\"hosts\":{},\"since\":{},\"until\":{},"
+      "{{\"source\":{},\"kind\":{},\"summary\":{},\"ranks\":{},\"hosts\":{},\"since\":{},\"until\":"
+      "{},"
       "\"evidence\":{},\"gpu_hours\":{}}}",
-      JsonString(inc.source), JsonString(inc.kind), JsonString(inc.summary), IntArray(inc.ranks), StrArray(inc.hosts),
-      Time(inc.since), inc.until ? Time(*inc.until) : "null", JsonString(inc.evidence), Num(inc.gpu_hours));
+      JsonString(inc.source), JsonString(inc.kind), JsonString(inc.summary), IntArray(inc.ranks),
+      StrArray(inc.hosts), Time(inc.since), inc.until ? Time(*inc.until) : "null",
+      JsonString(inc.evidence), Num(inc.gpu_hours));
 }
 
 }  // namespace
@@ -88,9 +97,10 @@ std::string IncidentJson(const Incident& inc) {
 const std::vector<std::string>& VerdictNames() {
   static const std::vector<std::string> kNames = [] {
     std::vector<std::string> n;
-    for (auto v : {triage::Verdict::kHealthy, triage::Verdict::kCheckpoint, triage::Verdict::kDeadlockSuspect,
-                   triage::Verdict::kStarvation, triage::Verdict::kCommunication, triage::Verdict::kIdle,
-                   triage::Verdict::kUnknown}) {
+    for (auto v :
+         {triage::Verdict::kHealthy, triage::Verdict::kCheckpoint,
+          triage::Verdict::kDeadlockSuspect, triage::Verdict::kStarvation,
+          triage::Verdict::kCommunication, triage::Verdict::kIdle, triage::Verdict::kUnknown}) {
       n.emplace_back(triage::VerdictName(v));
     }
     return n;
@@ -112,7 +122,8 @@ std::string VerdictColor(const std::string& name) {
 Recorder::Recorder(std::vector<RankInfo> ranks, double power_max_w)
     : ranks_(std::move(ranks)), power_max_w_(power_max_w), by_rank_(ranks_.size()) {}
 
-void Recorder::AddReading(int rank, double time, std::optional<double> util_pct, std::optional<double> power_w) {
+void Recorder::AddReading(int rank, double time, std::optional<double> util_pct,
+                          std::optional<double> power_w) {
   if (rank < 0 || rank >= static_cast<int>(by_rank_.size()) || !std::isfinite(time)) return;
   if (!has_base_) {
     base_ = time;
@@ -123,11 +134,13 @@ void Recorder::AddReading(int rank, double time, std::optional<double> util_pct,
   last_ = std::max(last_, time);
   Reading r;
   r.dt = static_cast<float>(time - base_);
-  r.util = util_pct && std::isfinite(*util_pct) ? static_cast<uint8_t>(std::clamp(std::lround(*util_pct), 0L, 100L))
-                                                : kMissing;
-  r.power = power_w && std::isfinite(*power_w)
-                ? static_cast<uint8_t>(std::clamp(std::lround(*power_w / power_max_w_ * 254), 0L, 254L))
-                : kMissing;
+  r.util = util_pct && std::isfinite(*util_pct)
+               ? static_cast<uint8_t>(std::clamp(std::lround(*util_pct), 0L, 100L))
+               : kMissing;
+  r.power =
+      power_w && std::isfinite(*power_w)
+          ? static_cast<uint8_t>(std::clamp(std::lround(*power_w / power_max_w_ * 254), 0L, 254L))
+          : kMissing;
   by_rank_[rank].push_back(r);
   readings_++;
 }
@@ -150,7 +163,8 @@ void Recorder::AddAssessment(const triage::Assessment& a) {
 }
 
 void Recorder::AddPoint(Series series, double time, double value) {
-  if (std::isfinite(time) && std::isfinite(value)) series_[static_cast<int>(series)].emplace_back(time, value);
+  if (std::isfinite(time) && std::isfinite(value))
+    series_[static_cast<int>(series)].emplace_back(time, value);
 }
 
 std::vector<int> Recorder::RanksOf(size_t first, size_t last) const {
@@ -197,8 +211,11 @@ std::vector<Incident> Recorder::TriageIncidents() const {
       inc.since = windows_[i].time;
       if (j + 1 < windows_.size()) inc.until = windows_[j + 1].time;
       double end = inc.until.value_or(windows_[j].time);
-      inc.summary = fmt::format("{} for {:.0f} s{}", name, end - inc.since,
-                                inc.ranks.empty() ? "" : fmt::format(" (rank(s) {})", CompactRanges({inc.ranks.begin(), inc.ranks.end()})));
+      inc.summary = fmt::format(
+          "{} for {:.0f} s{}", name, end - inc.since,
+          inc.ranks.empty()
+              ? ""
+              : fmt::format(" (rank(s) {})", CompactRanges({inc.ranks.begin(), inc.ranks.end()})));
       inc.evidence = windows_[i].reason;
       inc.gpu_hours = world * (end - inc.since) / 3600;
       out.push_back(std::move(inc));
@@ -215,10 +232,12 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
   j += ",\"evenkeel_version\":";
   AppendJsonString(&j, kVersion);
   j += fmt::format(",\"live\":{},\"poll_s\":{}", o.live ? "true" : "false", Num(o.poll_s));
-  j += fmt::format(",\"run\":{{\"name\":{},\"run_file\":{},\"xxh3\":{},\"world\":{},\"nodes\":{},\"gpus_per_node\":{},"
-                   "\"hosts\":{}}}",
-                   JsonString(run.name), JsonString(run.run_file), JsonString(run.xxh3), run.world, run.nodes,
-                   run.gpus_per_node, StrArray(run.hosts));
+  j += fmt::format(
+      ",\"run\":{{\"name\":{},\"run_file\":{},\"xxh3\":{},\"world\":{},\"nodes\":{},\"gpus_per_"
+      "node\":{},"
+      "\"hosts\":{}}}",
+      JsonString(run.name), JsonString(run.run_file), JsonString(run.xxh3), run.world, run.nodes,
+      run.gpus_per_node, StrArray(run.hosts));
   j += ",\"notes\":" + StrArray(notes);
   // Summary: only what is known.
   j += ",\"summary\":{";
@@ -235,7 +254,8 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
   if (summary.attempts) field("attempts", Num(*summary.attempts));
   if (summary.gpu_hours_used) field("gpu_hours_used", Num(*summary.gpu_hours_used));
   if (summary.gpu_hours_lost) field("gpu_hours_lost", Num(*summary.gpu_hours_lost));
-  if (summary.evenfix_dropped_blocks) field("evenfix_dropped_blocks", Num(*summary.evenfix_dropped_blocks));
+  if (summary.evenfix_dropped_blocks)
+    field("evenfix_dropped_blocks", Num(*summary.evenfix_dropped_blocks));
   if (summary.final_checkpoint) field("final_checkpoint", JsonString(*summary.final_checkpoint));
   j += "}";
 
@@ -252,13 +272,14 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
     for (const auto& [t, v] : s) widen(t);
   for (const auto& c : checkpoints) widen(c.time);
   for (const auto& a : attempts) widen(a.start), widen(a.end);
-  j += any ? fmt::format(",\"time\":{{\"start\":{},\"end\":{}}}", Time(t_start), Time(t_end + o.interval_s))
+  j += any ? fmt::format(",\"time\":{{\"start\":{},\"end\":{}}}", Time(t_start),
+                         Time(t_end + o.interval_s))
            : ",\"time\":null";
 
   j += ",\"ranks\":[";
   for (int r = 0; r < world; ++r) {
-    j += fmt::format("{}{{\"rank\":{},\"host\":{},\"gpu\":{}}}", r ? "," : "", ranks_[r].rank, JsonString(ranks_[r].host),
-                     ranks_[r].gpu);
+    j += fmt::format("{}{{\"rank\":{},\"host\":{},\"gpu\":{}}}", r ? "," : "", ranks_[r].rank,
+                     JsonString(ranks_[r].host), ranks_[r].gpu);
   }
   j += "]";
 
@@ -267,7 +288,8 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
   if (has_base_ && world > 0) {
     // The finest grid is the sampling interval itself from the first reading (two hosts'
     // samplers a fraction of a second apart share a column); coarser ones divide the same span.
-    const int64_t ticks = static_cast<int64_t>(std::floor((last_ - first_) / o.interval_s + 1e-9)) + 1;
+    const int64_t ticks =
+        static_cast<int64_t>(std::floor((last_ - first_) / o.interval_s + 1e-9)) + 1;
     const double span = ticks * o.interval_s;
     std::vector<int64_t> cols_list;
     int64_t cols = std::min<int64_t>(o.max_cols, ticks);
@@ -284,7 +306,8 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
     for (int64_t c : cols_list) {
       const double dt = span / c;
       const size_t n = static_cast<size_t>(world) * c;
-      std::vector<uint8_t> umin(n, kMissing), umax(n, kMissing), pmin(n, kMissing), pmax(n, kMissing);
+      std::vector<uint8_t> umin(n, kMissing), umax(n, kMissing), pmin(n, kMissing),
+          pmax(n, kMissing);
       for (int r = 0; r < world; ++r) {
         const size_t row = static_cast<size_t>(r) * c;
         for (const Reading& x : by_rank_[r]) {
@@ -306,17 +329,22 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
         // A window's verdict is about the readings up to its tick: the column holding the tick.
         int64_t col = static_cast<int64_t>(std::floor((w.time - first_) / dt));
         col = std::clamp<int64_t>(col, 0, c - 1);
-        if (band[col] == kMissing || Severity(w.verdict) > Severity(band[col])) band[col] = w.verdict;
+        if (band[col] == kMissing || Severity(w.verdict) > Severity(band[col]))
+          band[col] = w.verdict;
       }
-      levels += fmt::format("{}{{\"cols\":{},\"t0\":{},\"dt\":{},\"util_min\":\"{}\",\"util_max\":\"{}\",\"power_min\":\"{}\","
-                            "\"power_max\":\"{}\"}}",
-                            levels.empty() ? "" : ",", c, Time(first_), Num(dt), Base64(umin), Base64(umax), Base64(pmin),
-                            Base64(pmax));
-      bands += fmt::format("{}{{\"cols\":{},\"t0\":{},\"dt\":{},\"values\":\"{}\"}}", bands.empty() ? "" : ",", c,
-                           Time(first_), Num(dt), Base64(band));
+      levels += fmt::format(
+          "{}{{\"cols\":{},\"t0\":{},\"dt\":{},\"util_min\":\"{}\",\"util_max\":\"{}\",\"power_"
+          "min\":\"{}\","
+          "\"power_max\":\"{}\"}}",
+          levels.empty() ? "" : ",", c, Time(first_), Num(dt), Base64(umin), Base64(umax),
+          Base64(pmin), Base64(pmax));
+      bands += fmt::format("{}{{\"cols\":{},\"t0\":{},\"dt\":{},\"values\":\"{}\"}}",
+                           bands.empty() ? "" : ",", c, Time(first_), Num(dt), Base64(band));
     }
-    j += fmt::format(",\"heatmap\":{{\"scale\":{{\"util_max\":100,\"power_max_w\":{}}},\"missing\":255,\"levels\":[{}]}}",
-                     Num(power_max_w_), levels);
+    j += fmt::format(
+        ",\"heatmap\":{{\"scale\":{{\"util_max\":100,\"power_max_w\":{}}},\"missing\":255,"
+        "\"levels\":[{}]}}",
+        Num(power_max_w_), levels);
   } else {
     j += ",\"heatmap\":null";
   }
@@ -324,16 +352,18 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
   // Verdicts: segments and the band.
   j += ",\"verdicts\":{\"names\":" + StrArray(VerdictNames()) + ",\"colors\":{";
   for (size_t i = 0; i < VerdictNames().size(); ++i) {
-    j += fmt::format("{}{}:{}", i ? "," : "", JsonString(VerdictNames()[i]), JsonString(VerdictColor(VerdictNames()[i])));
+    j += fmt::format("{}{}:{}", i ? "," : "", JsonString(VerdictNames()[i]),
+                     JsonString(VerdictColor(VerdictNames()[i])));
   }
   j += "},\"segments\":[";
   for (size_t i = 0, n = 0; i < windows_.size(); ++n) {
     size_t k = i;
     while (k + 1 < windows_.size() && windows_[k + 1].verdict == windows_[i].verdict) ++k;
     std::vector<int> rv = RanksOf(i, k);
-    j += fmt::format("{}{{\"t0\":{},\"t1\":{},\"verdict\":{},\"ranks\":{},\"reason\":{}}}", n ? "," : "",
-                     Time(windows_[i].time), Time(windows_[k].time + o.interval_s),
-                     JsonString(VerdictNames()[windows_[i].verdict]), IntArray(rv), JsonString(windows_[i].reason));
+    j += fmt::format("{}{{\"t0\":{},\"t1\":{},\"verdict\":{},\"ranks\":{},\"reason\":{}}}",
+                     n ? "," : "", Time(windows_[i].time), Time(windows_[k].time + o.interval_s),
+                     JsonString(VerdictNames()[windows_[i].verdict]), IntArray(rv),
+                     JsonString(windows_[i].reason));
     i = k + 1;
   }
   j += "],\"band\":[" + bands + "]}";
@@ -344,7 +374,8 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
   for (int s = 0; s < 3; ++s) {
     j += fmt::format("{}\"{}\":[", s ? "," : "", kSeries[s]);
     for (size_t i = 0; i < series_[s].size(); ++i) {
-      j += fmt::format("{}[{},{}]", i ? "," : "", Time(series_[s][i].first), Num(series_[s][i].second));
+      j += fmt::format("{}[{},{}]", i ? "," : "", Time(series_[s][i].first),
+                       Num(series_[s][i].second));
     }
     j += "]";
   }
@@ -353,17 +384,20 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
   j += ",\"checkpoints\":[";
   for (size_t i = 0; i < checkpoints.size(); ++i) {
     const auto& c = checkpoints[i];
-    j += fmt::format("{}{{\"step\":{},\"time\":{},\"path\":{},\"ok\":{},\"verdict\":{}}}", i ? "," : "", c.step,
-                     Time(c.time), JsonString(c.path), c.ok ? "true" : "false", JsonString(c.verdict));
+    j += fmt::format("{}{{\"step\":{},\"time\":{},\"path\":{},\"ok\":{},\"verdict\":{}}}",
+                     i ? "," : "", c.step, Time(c.time), JsonString(c.path),
+                     c.ok ? "true" : "false", JsonString(c.verdict));
   }
   j += "],\"attempts\":[";
   for (size_t i = 0; i < attempts.size(); ++i) {
     const auto& a = attempts[i];
-    j += fmt::format("{}{{\"attempt\":{},\"start\":{},\"end\":{},\"outcome\":{},\"decision\":{},\"exit_code\":{},"
-                     "\"reason\":{},\"flight_recorder\":{}",
-                     i ? "," : "", a.attempt, Time(a.start), Time(a.end), JsonString(a.outcome), JsonString(a.decision),
-                     a.exit_code >= 0 ? std::to_string(a.exit_code) : "null", JsonString(a.reason),
-                     JsonString(a.flight_recorder));
+    j += fmt::format(
+        "{}{{\"attempt\":{},\"start\":{},\"end\":{},\"outcome\":{},\"decision\":{},\"exit_code\":{}"
+        ","
+        "\"reason\":{},\"flight_recorder\":{}",
+        i ? "," : "", a.attempt, Time(a.start), Time(a.end), JsonString(a.outcome),
+        JsonString(a.decision), a.exit_code >= 0 ? std::to_string(a.exit_code) : "null",
+        JsonString(a.reason), JsonString(a.flight_recorder));
     // Absent when the launcher recorded none (an older one); [] when no rank failed.
     if (a.causes_recorded) {
       j += ",\"causes\":[";
@@ -378,7 +412,8 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
   j += "],\"incidents\":[";
   std::vector<Incident> all = incidents;
   for (auto& inc : TriageIncidents()) all.push_back(std::move(inc));
-  std::stable_sort(all.begin(), all.end(), [](const Incident& a, const Incident& b) { return a.since < b.since; });
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Incident& a, const Incident& b) { return a.since < b.since; });
   for (size_t i = 0; i < all.size(); ++i) j += (i ? "," : "") + IncidentJson(all[i]);
   j += "]}";
   return j;

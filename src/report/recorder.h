@@ -34,8 +34,8 @@ struct RunInfo {
 // Every field optional: what the launcher's summary and the checkpoints say.
 struct Summary {
   std::optional<std::string> outcome, final_checkpoint;
-  std::optional<double> steps, planned_steps, tokens, tokens_per_s, attempts, gpu_hours_used, gpu_hours_lost,
-      evenfix_dropped_blocks;
+  std::optional<double> steps, planned_steps, tokens, tokens_per_s, attempts, gpu_hours_used,
+      gpu_hours_lost, evenfix_dropped_blocks;
 };
 
 struct CheckpointMark {
@@ -55,7 +55,8 @@ struct AttemptMark {
   int attempt = 0;
   double start = 0, end = 0;
   std::string outcome, decision, reason, flight_recorder;
-  int exit_code = -1;  // the decision's: the launch's exit code when it ended there (done, stop); -1 not known
+  int exit_code =
+      -1;  // the decision's: the launch's exit code when it ended there (done, stop); -1 not known
   // false: the launcher that wrote the records read no causes (older than "The cause, named").
   bool causes_recorded = false;
   std::vector<AttemptCause> causes;  // in rank order
@@ -89,7 +90,8 @@ class Recorder {
   const std::vector<RankInfo>& ranks() const { return ranks_; }
   // One reading of one rank; times of one rank should arrive in order (they
   // are sorted before output otherwise). Absent values are "missing", never 0.
-  void AddReading(int rank, double time, std::optional<double> util_pct, std::optional<double> power_w);
+  void AddReading(int rank, double time, std::optional<double> util_pct,
+                  std::optional<double> power_w);
   // The triage classifier's assessment of one window, in time order.
   void AddAssessment(const triage::Assessment& a);
   enum class Series { kTokensPerS, kStep, kLoss };

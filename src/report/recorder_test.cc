@@ -1,18 +1,18 @@
 #include "report/recorder.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
-
-#include <fmt/core.h>
 
 namespace ek::report {
 namespace {
 
 std::vector<RankInfo> Ranks(int n) {
   std::vector<RankInfo> r;
-  for (int i = 0; i < n; ++i) r.push_back({i, i < n / 2 ? "node-a" : "node-b", i % (n / 2 > 0 ? n / 2 : 1)});
+  for (int i = 0; i < n; ++i)
+    r.push_back({i, i < n / 2 ? "node-a" : "node-b", i % (n / 2 > 0 ? n / 2 : 1)});
   return r;
 }
 
@@ -114,13 +114,14 @@ TEST(RecorderTest, VerdictSegmentsBandAndIncidents) {
   EXPECT_DOUBLE_EQ(inc[0].since, 1061);
   EXPECT_FALSE(inc[0].until.has_value());
   std::string json = rec.ToJson(ModelOptions{});
-  EXPECT_NE(json.find("\"verdict\":\"HEALTHY\",\"ranks\":[]"), std::string::npos) << "all ranks: said as none";
+  EXPECT_NE(json.find("\"verdict\":\"HEALTHY\",\"ranks\":[]"), std::string::npos)
+      << "all ranks: said as none";
   EXPECT_NE(json.find("\"verdict\":\"DEADLOCK_SUSPECT\",\"ranks\":[3]"), std::string::npos);
   size_t band = json.find("\"band\":[");
   auto values = Unbase64(Field(json, "values", band));
   ASSERT_EQ(values.size(), 100u);
-  EXPECT_EQ(values[59], 0);   // HEALTHY
-  EXPECT_EQ(values[61], 2);   // DEADLOCK_SUSPECT
+  EXPECT_EQ(values[59], 0);  // HEALTHY
+  EXPECT_EQ(values[61], 2);  // DEADLOCK_SUSPECT
   EXPECT_NE(json.find("\"colors\":{\"HEALTHY\":\"#009E73\""), std::string::npos);
 }
 
@@ -139,7 +140,8 @@ TEST(RecorderTest, EveryTriageIncidentCarriesTheClassifiersReasonAsEvidence) {
       rec.AddAssessment(a);
     };
     for (int k = 0; k < 5; ++k) add(triage::Verdict::kHealthy, {0, 1, 2, 3}, "healthy");
-    for (int k = 0; k < len; ++k) add(triage::Verdict::kDeadlockSuspect, {3}, fmt::format("rank 3 at 0% for {} s", k));
+    for (int k = 0; k < len; ++k)
+      add(triage::Verdict::kDeadlockSuspect, {3}, fmt::format("rank 3 at 0% for {} s", k));
     for (int k = 0; k < 5; ++k) add(triage::Verdict::kHealthy, {0, 1, 2, 3}, "healthy");
     for (int k = 0; k < len; ++k) add(triage::Verdict::kUnknown, {1}, k ? "" : "rank 1 missing");
     auto inc = rec.TriageIncidents();

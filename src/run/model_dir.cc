@@ -1,10 +1,9 @@
 #include "run/model_dir.h"
 
+#include <fmt/core.h>
 #include <simdjson.h>
 #include <sys/stat.h>
 #include <xxhash.h>
-
-#include <fmt/core.h>
 
 #include "core/file.h"
 #include "core/json_check.h"
@@ -57,7 +56,8 @@ Result<ModelDir> ReadModelDir(const std::string& path) {
     return f.Err("vocab_size", present ? "null, and there is no text_config.vocab_size"
                                        : "missing (and there is no text_config.vocab_size)");
   }
-  if (m.vocab_size <= 0) return holder->Err("vocab_size", fmt::format("{} is not positive", m.vocab_size));
+  if (m.vocab_size <= 0)
+    return holder->Err("vocab_size", fmt::format("{} is not positive", m.vocab_size));
   EK_RETURN_IF_ERROR(f.OptStr("model_type", &m.model_type));
   if (IsFile(path + "/model.safetensors.index.json")) {
     m.weights = "model.safetensors.index.json";
@@ -72,33 +72,41 @@ Result<ModelDir> ReadModelDir(const std::string& path) {
   return m;
 }
 
-Status CheckTokenizerMatch(const pack::Manifest& manifest, const std::string& pack_dir, const ModelDir& model) {
+Status CheckTokenizerMatch(const pack::Manifest& manifest, const std::string& pack_dir,
+                           const ModelDir& model) {
   const std::string pack_name = pack_dir + "/manifest.json";
   if (manifest.vocab_size > model.vocab_size) {
-    return FailedPreconditionError(fmt::format(
-        "the pack's ids go up to {} ({}), but the model's embedding has {} rows ({}/config.json vocab_size)",
-        manifest.vocab_size - 1, pack_name, model.vocab_size, model.path));
+    return FailedPreconditionError(
+        fmt::format("the pack's ids go up to {} ({}), but the model's embedding has {} rows "
+                    "({}/config.json vocab_size)",
+                    manifest.vocab_size - 1, pack_name, model.vocab_size, model.path));
   }
   if (model.tokenizer_path.empty()) {
-    return FailedPreconditionError(fmt::format(
-        "{} has no tokenizer.json: cannot tell whether the pack's ids ({}, tokenizer {}) mean this model's tokens",
-        model.path, pack_name, manifest.tokenizer_path));
+    return FailedPreconditionError(
+        fmt::format("{} has no tokenizer.json: cannot tell whether the pack's ids ({}, tokenizer "
+                    "{}) mean this model's tokens",
+                    model.path, pack_name, manifest.tokenizer_path));
   }
   if (model.tokenizer_xxh3 == manifest.tokenizer_xxh3) return Status::Ok();
   if (manifest.tokenizer_vocab_xxh3 == 0) {
-    return FailedPreconditionError(fmt::format(
-        "{} (xxh3 {:016x}) differs from the pack's tokenizer {} (xxh3 {:016x}, {}), and the pack predates "
-        "vocabulary fingerprints: re-pack with the model's tokenizer.json",
-        model.tokenizer_path, model.tokenizer_xxh3, manifest.tokenizer_path, manifest.tokenizer_xxh3, pack_name));
+    return FailedPreconditionError(
+        fmt::format("{} (xxh3 {:016x}) differs from the pack's tokenizer {} (xxh3 {:016x}, {}), "
+                    "and the pack predates "
+                    "vocabulary fingerprints: re-pack with the model's tokenizer.json",
+                    model.tokenizer_path, model.tokenizer_xxh3, manifest.tokenizer_path,
+                    manifest.tokenizer_xxh3, pack_name));
   }
   auto vocab = pack::VocabFingerprintOfFile(model.tokenizer_path);
   if (!vocab.ok()) return vocab.status().WithContext("model tokenizer");
   const uint64_t fp = *vocab;
   if (fp != manifest.tokenizer_vocab_xxh3) {
-    return FailedPreconditionError(fmt::format(
-        "the pack was tokenized with a different vocabulary: {} (vocabulary {:016x}) vs the pack's {} "
-        "(vocabulary {:016x}, {}): its ids would mean other tokens to this model; re-pack with the model's tokenizer",
-        model.tokenizer_path, fp, manifest.tokenizer_path, manifest.tokenizer_vocab_xxh3, pack_name));
+    return FailedPreconditionError(
+        fmt::format("the pack was tokenized with a different vocabulary: {} (vocabulary {:016x}) "
+                    "vs the pack's {} "
+                    "(vocabulary {:016x}, {}): its ids would mean other tokens to this model; "
+                    "re-pack with the model's tokenizer",
+                    model.tokenizer_path, fp, manifest.tokenizer_path,
+                    manifest.tokenizer_vocab_xxh3, pack_name));
   }
   return Status::Ok();
 }

@@ -13,11 +13,11 @@ namespace ek::run {
 
 struct ModelDir {
   std::string path;
-  int64_t vocab_size = 0;        // config.json's vocab_size: rows of the embedding
-  std::string model_type;        // config.json's model_type ("qwen3", "llama", ...)
-  std::string weights;           // "model.safetensors.index.json", "model.safetensors" or ""
-  std::string tokenizer_path;    // path/tokenizer.json, "" when absent
-  uint64_t tokenizer_xxh3 = 0;   // of tokenizer.json's bytes
+  int64_t vocab_size = 0;       // config.json's vocab_size: rows of the embedding
+  std::string model_type;       // config.json's model_type ("qwen3", "llama", ...)
+  std::string weights;          // "model.safetensors.index.json", "model.safetensors" or ""
+  std::string tokenizer_path;   // path/tokenizer.json, "" when absent
+  uint64_t tokenizer_xxh3 = 0;  // of tokenizer.json's bytes
 };
 
 // Reads what the checks need; a missing directory or config.json is an error
@@ -30,6 +30,7 @@ Result<ModelDir> ReadModelDir(const std::string& path);
 // tokenizer.json bytes, or the same vocabulary (every id the same token bytes,
 // packfile/vocab_fingerprint.h), and every id of the pack is a row of the
 // model's embedding. Otherwise an error saying which and naming both files.
-Status CheckTokenizerMatch(const pack::Manifest& manifest, const std::string& pack_dir, const ModelDir& model);
+Status CheckTokenizerMatch(const pack::Manifest& manifest, const std::string& pack_dir,
+                           const ModelDir& model);
 
 }  // namespace ek::run

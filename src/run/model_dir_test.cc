@@ -24,7 +24,9 @@ class ModelDirTest : public ::testing::Test {
     model_ = (dir_ / "model").string();
     tokenizer_ = tokenize::testing::TinyJson();
     ASSERT_TRUE(WriteFileAtomic(model_ + "/tokenizer.json", tokenizer_).ok());
-    ASSERT_TRUE(WriteFileAtomic(model_ + "/config.json", R"({"model_type": "qwen3", "vocab_size": 300})").ok());
+    ASSERT_TRUE(
+        WriteFileAtomic(model_ + "/config.json", R"({"model_type": "qwen3", "vocab_size": 300})")
+            .ok());
     ASSERT_TRUE(WriteFileAtomic(model_ + "/model.safetensors", "x").ok());
     auto tok = tokenize::Tokenizer::FromJson(tokenizer_, "tiny");
     ASSERT_TRUE(tok.ok());
@@ -96,7 +98,8 @@ TEST_F(ModelDirTest, BadDirectoriesNameThePath) {
   ASSERT_TRUE(WriteFileAtomic(model_ + "/config.json", "{\"vocab_size\": ").ok());
   auto bad = ReadModelDir(model_);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("config.json: malformed JSON"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("config.json: malformed JSON"), std::string::npos)
+      << bad.status().message();
   ASSERT_TRUE(WriteFileAtomic(model_ + "/config.json", R"({"vocab_size": "many"})").ok());
   auto typed = ReadModelDir(model_);
   ASSERT_FALSE(typed.ok());
@@ -117,15 +120,23 @@ TEST_F(ModelDirTest, ABadConfigFieldIsAnErrorNamingItAndTheFile) {
             config + ": vocab_size: missing (and there is no text_config.vocab_size)");
   EXPECT_EQ(error_for(R"({"vocab_size": 0})"), config + ": vocab_size: 0 is not positive");
   EXPECT_EQ(error_for(R"({"vocab_size": 300.5})"), config + ": vocab_size: not an integer");
-  EXPECT_EQ(error_for(R"({"vocab_size": 300, "model_type": 3})"), config + ": model_type: not a string");
-  EXPECT_EQ(error_for(R"({"text_config": {"hidden_size": 8}})"), config + ": text_config.vocab_size: missing");
+  EXPECT_EQ(error_for(R"({"vocab_size": 300, "model_type": 3})"),
+            config + ": model_type: not a string");
+  EXPECT_EQ(error_for(R"({"text_config": {"hidden_size": 8}})"),
+            config + ": text_config.vocab_size: missing");
   EXPECT_EQ(error_for(R"({"text_config": [300]})"), config + ": text_config: not an object");
-  EXPECT_EQ(error_for(R"({"vocab_size": null})"), config + ": vocab_size: null, and there is no text_config.vocab_size");
-  EXPECT_EQ(error_for(R"({"text_config": {"vocab_size": "300"}})"), config + ": text_config.vocab_size: not an integer");
+  EXPECT_EQ(error_for(R"({"vocab_size": null})"),
+            config + ": vocab_size: null, and there is no text_config.vocab_size");
+  EXPECT_EQ(error_for(R"({"text_config": {"vocab_size": "300"}})"),
+            config + ": text_config.vocab_size: not an integer");
   EXPECT_EQ(error_for("[300]"), config + ": not a JSON object");
   // Composite configs: the text model's vocab_size (a null one at the top is "not here").
-  ASSERT_TRUE(WriteFileAtomic(config, R"({"model_type": "gemma3", "vocab_size": null, "text_config": {"vocab_size": 262208},
-                                         "vision_config": {"hidden_size": 1152}, "architectures": ["X"]})").ok());
+  ASSERT_TRUE(
+      WriteFileAtomic(
+          config,
+          R"({"model_type": "gemma3", "vocab_size": null, "text_config": {"vocab_size": 262208},
+                                         "vision_config": {"hidden_size": 1152}, "architectures": ["X"]})")
+          .ok());
   auto composite = ReadModelDir(model_);
   ASSERT_TRUE(composite.ok()) << composite.status().message();
   EXPECT_EQ(composite->vocab_size, 262208);

@@ -1,12 +1,11 @@
 #include "run/plan.h"
 
+#include <fmt/core.h>
 #include <simdjson.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
-
-#include <fmt/core.h>
 
 #include "ckpt/manifest.h"
 #include "core/file.h"
@@ -28,7 +27,8 @@ Result<ModelShape> ModelFromConfigJson(std::string_view json, const std::string&
     if (*out < 1) return f.Err(key, fmt::format("{} is not positive", *out));
     return Status::Ok();
   };
-  // Optional sizes may be null: Hugging Face writes None so ("head_dim": null), meaning the default.
+  // Optional sizes may be null: Hugging Face writes None so ("head_dim": null), meaning the
+  // default.
   auto optional = [&](const char* key, int64_t* out) -> Status {
     if (f.AbsentOrNull(key)) return Status::Ok();
     return size(key, out);
@@ -64,8 +64,9 @@ Result<ModelShape> ModelForRun(const RunFile& run) {
     EK_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
     EK_ASSIGN_OR_RETURN(m, ModelFromConfigJson(text, path));
   } else if (run.params <= 0) {
-    return InvalidArgumentError(fmt::format("{}: model.path, model.config or model.params is needed for a plan",
-                                            run.path.empty() ? "run" : run.path));
+    return InvalidArgumentError(
+        fmt::format("{}: model.path, model.config or model.params is needed for a plan",
+                    run.path.empty() ? "run" : run.path));
   } else {
     m.params = run.params;
   }
@@ -95,9 +96,11 @@ namespace {
 // summary over the ranks a node or a part has seen); MakeSchedule insists on the world.
 Result<Schedule> ScheduleOver(const RunFile& run, const std::vector<uint64_t>& rank_blocks) {
   const std::string name = run.path.empty() ? "run" : run.path;
-  if (rank_blocks.empty()) return InvalidArgumentError(fmt::format("{}: a schedule needs block counts", name));
+  if (rank_blocks.empty())
+    return InvalidArgumentError(fmt::format("{}: a schedule needs block counts", name));
   if (run.micro_batch < 1 || run.grad_accum < 1 || run.epochs < 1 || run.seq_len < 1) {
-    return InvalidArgumentError(fmt::format("{}: micro_batch, grad_accum, epochs and seq_len must be positive", name));
+    return InvalidArgumentError(
+        fmt::format("{}: micro_batch, grad_accum, epochs and seq_len must be positive", name));
   }
   Schedule s;
   s.world = run.world();
@@ -114,16 +117,19 @@ Result<Schedule> ScheduleOver(const RunFile& run, const std::vector<uint64_t>& r
   s.target_blocks = pad ? s.global_max_blocks : s.global_min_blocks;
   s.steps_per_epoch = s.target_blocks / s.blocks_per_step;
   s.total_steps = s.steps_per_epoch * static_cast<uint64_t>(run.epochs);
-  if (run.max_steps > 0) s.total_steps = std::min<uint64_t>(s.total_steps, static_cast<uint64_t>(run.max_steps));
+  if (run.max_steps > 0)
+    s.total_steps = std::min<uint64_t>(s.total_steps, static_cast<uint64_t>(run.max_steps));
   for (int e = 0; e < run.epochs; ++e) {
     uint64_t base = s.steps_per_epoch * e;
-    s.epoch_steps.push_back(s.total_steps > base ? std::min(s.steps_per_epoch, s.total_steps - base) : 0);
+    s.epoch_steps.push_back(s.total_steps > base ? std::min(s.steps_per_epoch, s.total_steps - base)
+                                                 : 0);
   }
   const uint64_t every = run.save_every > 0 ? static_cast<uint64_t>(run.save_every) : 0;
   auto saves = [every](uint64_t steps_per_epoch, uint64_t total) {
     std::vector<uint64_t> out;
     for (uint64_t step = 1; step <= total; ++step) {
-      if ((every && step % every == 0) || step % steps_per_epoch == 0 || step == total) out.push_back(step);
+      if ((every && step % every == 0) || step % steps_per_epoch == 0 || step == total)
+        out.push_back(step);
     }
     return out;
   };
@@ -147,7 +153,8 @@ Result<Schedule> ScheduleOver(const RunFile& run, const std::vector<uint64_t>& r
       s.dropped_blocks += b - s.global_min_blocks;
     }
   }
-  if (run.evenfix == EvenfixMode::kOff) s.dropped_blocks = 0;  // nothing pinned: each rank trains its own
+  if (run.evenfix == EvenfixMode::kOff)
+    s.dropped_blocks = 0;  // nothing pinned: each rank trains its own
   s.dropped_tokens = s.dropped_blocks * s.seq_len;
   s.dropped_fraction = total_blocks ? static_cast<double>(s.dropped_blocks) / total_blocks : 0;
   return s;
@@ -169,7 +176,8 @@ struct PlannedTensor {
 // The tensors of a Llama / Qwen / Mistral decoder as transformers names them;
 // their element counts add up to ModelFromConfigJson's parameter count.
 std::vector<PlannedTensor> DecoderTensors(const ModelShape& m) {
-  const int64_t h = m.hidden, q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim, i = m.intermediate;
+  const int64_t h = m.hidden, q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim,
+                i = m.intermediate;
   std::vector<PlannedTensor> t;
   t.push_back({"model.embed_tokens.weight", {m.vocab, h}});
   for (int64_t l = 0; l < m.layers; ++l) {
@@ -246,9 +254,12 @@ void PlanCheckpoint(const RunFile& run, const ModelShape& model, Plan* p) {
       }
       // "NAME":{"dtype":"BF16","shape":[A,B],"data_offsets":[BEGIN,END]},
       std::string dims;
-      for (size_t k = 0; k < t.shape.size(); ++k) dims += (k ? "," : "") + std::to_string(t.shape[k]);
-      header.back() += fmt::format(R"("{}":{{"dtype":"BF16","shape":[{}],"data_offsets":[{},{}]}},)", t.name, dims,
-                                   data.back(), data.back() + bytes).size();
+      for (size_t k = 0; k < t.shape.size(); ++k)
+        dims += (k ? "," : "") + std::to_string(t.shape[k]);
+      header.back() +=
+          fmt::format(R"("{}":{{"dtype":"BF16","shape":[{}],"data_offsets":[{},{}]}},)", t.name,
+                      dims, data.back(), data.back() + bytes)
+              .size();
       data.back() += bytes;
       used += bytes;
       index.emplace_back(t.name, data.size() - 1);
@@ -268,16 +279,23 @@ void PlanCheckpoint(const RunFile& run, const ModelShape& model, Plan* p) {
     header.assign(listed, meta_header);
   }
   const uint64_t count = static_cast<uint64_t>(shards);
-  auto shard_name = [count](size_t k) { return fmt::format("model-{:05d}-of-{:05d}.safetensors", k + 1, count); };
+  auto shard_name = [count](size_t k) {
+    return fmt::format("model-{:05d}-of-{:05d}.safetensors", k + 1, count);
+  };
   std::vector<CheckpointFile> files;
-  for (size_t k = 0; k < data.size() && k < kListedShards; ++k) files.push_back({shard_name(k), padded(header[k]) + data[k]});
+  for (size_t k = 0; k < data.size() && k < kListedShards; ++k)
+    files.push_back({shard_name(k), padded(header[k]) + data[k]});
   const double unlisted = shards - static_cast<double>(files.size());
-  // {"metadata": {"total_size": N}, "weight_map": {NAME: SHARD, ...}}, indent 2, a newline at the end.
-  uint64_t index_bytes =
-      fmt::format("{{\n  \"metadata\": {{\n    \"total_size\": {:.0f}\n  }},\n  \"weight_map\": {{\n  }}\n}}\n", weight_data)
-          .size();
+  // {"metadata": {"total_size": N}, "weight_map": {NAME: SHARD, ...}}, indent 2, a newline at the
+  // end.
+  uint64_t index_bytes = fmt::format(
+                             "{{\n  \"metadata\": {{\n    \"total_size\": {:.0f}\n  }},\n  "
+                             "\"weight_map\": {{\n  }}\n}}\n",
+                             weight_data)
+                             .size();
   // A line per tensor: `    "NAME": "SHARD",`.
-  for (const auto& [name, k] : index) index_bytes += 4 + (name.size() + 2) + 2 + (shard_name(k).size() + 2) + 2;
+  for (const auto& [name, k] : index)
+    index_bytes += 4 + (name.size() + 2) + 2 + (shard_name(k).size() + 2) + 2;
   files.push_back({"model.safetensors.index.json", index_bytes});
   for (const CheckpointFile& f : model.copied_files) files.push_back(f);
   auto by_name = [](const auto& a, const auto& b) { return a.name < b.name; };
@@ -289,23 +307,29 @@ void PlanCheckpoint(const RunFile& run, const ModelShape& model, Plan* p) {
   meta.created = "2026-01-01T00:00:00Z";
   meta.evenkeel_version = kVersion;
   for (const CheckpointFile& f : files) meta.files.push_back(PlannedRecord(f.name, f.bytes));
-  double manifest_bytes = static_cast<double>(ckpt::CheckpointManifestToJson(meta).size() + kManifestExtraBytes);
+  double manifest_bytes =
+      static_cast<double>(ckpt::CheckpointManifestToJson(meta).size() + kManifestExtraBytes);
   if (unlisted > 0) {
     // Each shard past the listed ones adds a record like the last listed shard's.
     const size_t before = ckpt::CheckpointManifestToJson(meta).size();
-    meta.files.push_back(PlannedRecord(shard_name(kListedShards - 1), padded(header.back()) + data.back()));
-    manifest_bytes += unlisted * static_cast<double>(ckpt::CheckpointManifestToJson(meta).size() - before);
+    meta.files.push_back(
+        PlannedRecord(shard_name(kListedShards - 1), padded(header.back()) + data.back()));
+    manifest_bytes +=
+        unlisted * static_cast<double>(ckpt::CheckpointManifestToJson(meta).size() - before);
   }
   files.push_back({std::string(ckpt::kManifestName), static_cast<uint64_t>(manifest_bytes)});
   std::sort(files.begin(), files.end(), by_name);
   double extra = 0;
   for (const CheckpointFile& f : files) {
-    if (f.name.rfind("model-", 0) != 0) extra += static_cast<double>(f.bytes);  // the shards are the weights
+    if (f.name.rfind("model-", 0) != 0)
+      extra += static_cast<double>(f.bytes);  // the shards are the weights
   }
   p->checkpoint_weight_bytes = weights;
   p->checkpoint_extra_bytes = extra;
-  p->checkpoint_state_bytes = 0;  // weights only today; 12 x params once checkpoints hold the optimizer (issue 22)
-  p->checkpoint_bytes = p->checkpoint_weight_bytes + p->checkpoint_extra_bytes + p->checkpoint_state_bytes;
+  p->checkpoint_state_bytes =
+      0;  // weights only today; 12 x params once checkpoints hold the optimizer (issue 22)
+  p->checkpoint_bytes =
+      p->checkpoint_weight_bytes + p->checkpoint_extra_bytes + p->checkpoint_state_bytes;
   p->checkpoint_shards = static_cast<int64_t>(shards);
   p->checkpoint_copies_measured = !model.model_dir.empty();
   p->checkpoint_files = std::move(files);
@@ -315,8 +339,9 @@ void PlanCheckpoint(const RunFile& run, const ModelShape& model, Plan* p) {
 
 Result<Schedule> MakeSchedule(const RunFile& run, const std::vector<uint64_t>& rank_blocks) {
   if (static_cast<int>(rank_blocks.size()) != run.world()) {
-    return InvalidArgumentError(fmt::format("{}: a schedule needs the block count of each of the {} ranks, got {}",
-                                            run.path.empty() ? "run" : run.path, run.world(), rank_blocks.size()));
+    return InvalidArgumentError(
+        fmt::format("{}: a schedule needs the block count of each of the {} ranks, got {}",
+                    run.path.empty() ? "run" : run.path, run.world(), rank_blocks.size()));
   }
   return ScheduleOver(run, rank_blocks);
 }
@@ -335,21 +360,24 @@ Result<Schedule> MakeSchedule(const RunFile& run, const pack::Manifest& manifest
   }
   const std::string name = run.path.empty() ? "run" : run.path;
   if (!missing.empty()) {
-    return FailedPreconditionError(fmt::format(
-        "{}: the pack manifest has no block count for rank(s) {} of world {} (a node-local pack: merge the "
-        "nodes' manifests with `evenkeel pack merge`, or give every rank's count)",
-        name, CompactRanges(missing), manifest.world));
+    return FailedPreconditionError(
+        fmt::format("{}: the pack manifest has no block count for rank(s) {} of world {} (a "
+                    "node-local pack: merge the "
+                    "nodes' manifests with `evenkeel pack merge`, or give every rank's count)",
+                    name, CompactRanges(missing), manifest.world));
   }
   if (manifest.world != run.world()) {
-    return FailedPreconditionError(fmt::format("{}: world {} = {} nodes x {} GPUs, but the pack was made for world {}",
-                                               name, run.world(), run.nodes, run.gpus_per_node, manifest.world));
+    return FailedPreconditionError(
+        fmt::format("{}: world {} = {} nodes x {} GPUs, but the pack was made for world {}", name,
+                    run.world(), run.nodes, run.gpus_per_node, manifest.world));
   }
   return MakeSchedule(run, blocks);
 }
 
 Result<Schedule> ScheduleForRun(const RunFile& run) {
   if (run.pack_dir.empty()) {
-    return InvalidArgumentError(fmt::format("{}: data.pack_dir is needed for a schedule", run.path.empty() ? "run" : run.path));
+    return InvalidArgumentError(fmt::format("{}: data.pack_dir is needed for a schedule",
+                                            run.path.empty() ? "run" : run.path));
   }
   EK_ASSIGN_OR_RETURN(pack::Manifest m, pack::ReadManifest(run.Resolve(run.pack_dir)));
   return MakeSchedule(run, m);
@@ -367,16 +395,21 @@ std::string ScheduleToJson(const Schedule& s) {
     return o + "]";
   };
   return fmt::format(
-      "{{\"world\":{},\"epochs\":{},\"max_steps\":{},\"evenfix\":{},\"blocks_per_step\":{},\"seq_len\":{},"
-      "\"global_min_blocks\":{},\"global_max_blocks\":{},\"target_blocks\":{},\"steps_per_epoch\":{},"
-      "\"total_steps\":{},\"epoch_steps\":{},\"save_steps\":{},\"warmup_steps\":{},\"decay_end_step\":{},"
+      "{{\"world\":{},\"epochs\":{},\"max_steps\":{},\"evenfix\":{},\"blocks_per_step\":{},\"seq_"
+      "len\":{},"
+      "\"global_min_blocks\":{},\"global_max_blocks\":{},\"target_blocks\":{},\"steps_per_epoch\":{"
+      "},"
+      "\"total_steps\":{},\"epoch_steps\":{},\"save_steps\":{},\"warmup_steps\":{},\"decay_end_"
+      "step\":{},"
       "\"tokens_per_step\":{},\"dropped_blocks\":{},\"dropped_tokens\":{},\"padded_blocks\":{},"
-      "\"dropped_fraction\":{:.9g},\"rank_blocks\":{},\"rank_steps_per_epoch\":{},\"rank_total_steps\":{},\"rank_save_steps\":{}}}",
-      s.world, s.epochs, s.max_steps, JsonString(EvenfixModeName(s.evenfix)), s.blocks_per_step, s.seq_len,
-      s.global_min_blocks, s.global_max_blocks, s.target_blocks, s.steps_per_epoch, s.total_steps, list(s.epoch_steps),
-      list(s.save_steps), s.warmup_steps, s.decay_end_step, s.tokens_per_step, s.dropped_blocks, s.dropped_tokens,
-      s.padded_blocks, s.dropped_fraction, list(s.rank_blocks), list(s.rank_steps_per_epoch),
-      list(s.rank_total_steps), lists(s.rank_save_steps));
+      "\"dropped_fraction\":{:.9g},\"rank_blocks\":{},\"rank_steps_per_epoch\":{},\"rank_total_"
+      "steps\":{},\"rank_save_steps\":{}}}",
+      s.world, s.epochs, s.max_steps, JsonString(EvenfixModeName(s.evenfix)), s.blocks_per_step,
+      s.seq_len, s.global_min_blocks, s.global_max_blocks, s.target_blocks, s.steps_per_epoch,
+      s.total_steps, list(s.epoch_steps), list(s.save_steps), s.warmup_steps, s.decay_end_step,
+      s.tokens_per_step, s.dropped_blocks, s.dropped_tokens, s.padded_blocks, s.dropped_fraction,
+      list(s.rank_blocks), list(s.rank_steps_per_epoch), list(s.rank_total_steps),
+      lists(s.rank_save_steps));
 }
 
 Result<Plan> MakePlan(const RunFile& run, const ModelShape& model, const pack::Manifest* manifest,
@@ -385,7 +418,8 @@ Result<Plan> MakePlan(const RunFile& run, const ModelShape& model, const pack::M
   p.world = run.world();
   p.params = model.params;
   const double seq = run.seq_len, mb = run.micro_batch;
-  p.tokens_per_step = static_cast<uint64_t>(p.world) * run.micro_batch * run.grad_accum * run.seq_len;
+  p.tokens_per_step =
+      static_cast<uint64_t>(p.world) * run.micro_batch * run.grad_accum * run.seq_len;
   p.state_bytes = 16.0 * model.params;
   p.state_bytes_per_gpu = p.state_bytes / p.world;
   if (model.has_shape) {
@@ -399,7 +433,8 @@ Result<Plan> MakePlan(const RunFile& run, const ModelShape& model, const pack::M
     p.activation_bytes_ckpt = 2.0 * h * model.layers * seq * mb + per_token_layer * seq * mb;
     p.has_activations = true;
     // Two layers all-gathered in bf16 (compute + prefetch) and the fp32 logits with their gradient.
-    double layer_params = (model.params - model.vocab * h * (model.tied_embeddings ? 1 : 2)) / model.layers;
+    double layer_params =
+        (model.params - model.vocab * h * (model.tied_embeddings ? 1 : 2)) / model.layers;
     p.transient_bytes = 2 * 2 * layer_params + 2 * 4.0 * model.vocab * seq * mb;
   }
   double act = run.gradient_checkpointing ? p.activation_bytes_ckpt : p.activation_bytes;
@@ -430,7 +465,8 @@ Result<Plan> MakePlan(const RunFile& run, const ModelShape& model, const pack::M
     p.evenfix_padded_blocks = sch.padded_blocks;
     p.evenfix_dropped_fraction = sch.dropped_fraction;
     p.save_count = sch.save_steps.size();
-    p.save_steps.assign(sch.save_steps.begin(), sch.save_steps.begin() + std::min<size_t>(64, sch.save_steps.size()));
+    p.save_steps.assign(sch.save_steps.begin(),
+                        sch.save_steps.begin() + std::min<size_t>(64, sch.save_steps.size()));
     p.schedule = std::move(sch);
   }
   return p;
@@ -469,10 +505,12 @@ std::string CheckpointSizeText(const Plan& p) {
       copied.push_back(f);
     }
   }
-  std::stable_sort(copied.begin(), copied.end(), [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
+  std::stable_sort(copied.begin(), copied.end(),
+                   [](const auto& a, const auto& b) { return a.bytes > b.bytes; });
   std::string beside;
   for (size_t i = 0; i < copied.size() && i < 3; ++i) {
-    beside += fmt::format("{}{} {}", i ? ", " : "", copied[i].name, FormatBytes(static_cast<double>(copied[i].bytes)));
+    beside += fmt::format("{}{} {}", i ? ", " : "", copied[i].name,
+                          FormatBytes(static_cast<double>(copied[i].bytes)));
   }
   if (copied.size() > 3) beside += fmt::format(" and {} more", copied.size() - 3);
   if (!p.checkpoint_copies_measured) {
@@ -480,24 +518,29 @@ std::string CheckpointSizeText(const Plan& p) {
   } else if (copied.empty()) {
     beside = "model.path has none of the files a save copies";
   }
-  std::string o = fmt::format("{} = weights {} (bf16, 2 B/param, {} shard{}) + {} beside them ({}; index and manifest {})",
-                              FormatBytes(p.checkpoint_bytes), FormatBytes(p.checkpoint_weight_bytes),
-                              p.checkpoint_shards, p.checkpoint_shards == 1 ? "" : "s",
-                              FormatBytes(p.checkpoint_extra_bytes), beside, FormatBytes(small));
-  if (p.checkpoint_state_bytes > 0) o += fmt::format(" + training state {}", FormatBytes(p.checkpoint_state_bytes));
+  std::string o = fmt::format(
+      "{} = weights {} (bf16, 2 B/param, {} shard{}) + {} beside them ({}; index and manifest {})",
+      FormatBytes(p.checkpoint_bytes), FormatBytes(p.checkpoint_weight_bytes), p.checkpoint_shards,
+      p.checkpoint_shards == 1 ? "" : "s", FormatBytes(p.checkpoint_extra_bytes), beside,
+      FormatBytes(small));
+  if (p.checkpoint_state_bytes > 0)
+    o += fmt::format(" + training state {}", FormatBytes(p.checkpoint_state_bytes));
   return o;
 }
 
 std::string PlanToText(const RunFile& run, const Plan& p) {
   std::string o;
-  o += fmt::format("run {}: {} node(s) x {} GPU(s) = world {}\n", run.name, run.nodes, run.gpus_per_node, p.world);
-  o += fmt::format("model: {:.2f}B parameters{}\n", p.params / 1e9, run.model_name.empty() ? "" : " (" + run.model_name + ")");
+  o += fmt::format("run {}: {} node(s) x {} GPU(s) = world {}\n", run.name, run.nodes,
+                   run.gpus_per_node, p.world);
+  o += fmt::format("model: {:.2f}B parameters{}\n", p.params / 1e9,
+                   run.model_name.empty() ? "" : " (" + run.model_name + ")");
   o += fmt::format("model states (16 B/param): {} total, {} per GPU (FULL_SHARD over {})\n",
                    FormatBytes(p.state_bytes), FormatBytes(p.state_bytes_per_gpu), p.world);
   if (p.has_activations) {
-    o += fmt::format("activations per micro-batch (estimate): {} without gradient checkpointing, {} with{}\n",
-                     FormatBytes(p.activation_bytes), FormatBytes(p.activation_bytes_ckpt),
-                     run.gradient_checkpointing ? " (on)" : " (off)");
+    o += fmt::format(
+        "activations per micro-batch (estimate): {} without gradient checkpointing, {} with{}\n",
+        FormatBytes(p.activation_bytes), FormatBytes(p.activation_bytes_ckpt),
+        run.gradient_checkpointing ? " (on)" : " (off)");
     o += fmt::format("transient (gathered layers, logits): {}\n", FormatBytes(p.transient_bytes));
   } else {
     o += "activations: not estimated (give model.config, the model's config.json)\n";
@@ -509,22 +552,28 @@ std::string PlanToText(const RunFile& run, const Plan& p) {
   }
   o += "\n";
   o += fmt::format("tokens per step: {} ({} x micro-batch {} x accumulation {} x seq {})\n",
-                   Thousands(p.tokens_per_step), p.world, run.micro_batch, run.grad_accum, run.seq_len);
+                   Thousands(p.tokens_per_step), p.world, run.micro_batch, run.grad_accum,
+                   run.seq_len);
   if (p.has_pack) {
     o += fmt::format("blocks per rank: min {}, max {}, spread {}\n", Thousands(p.global_min_blocks),
-                     Thousands(p.global_max_blocks), Thousands(p.global_max_blocks - p.global_min_blocks));
-    const bool capped = run.max_steps > 0 && p.total_steps < p.steps_per_epoch * static_cast<uint64_t>(run.epochs);
-    o += fmt::format("steps per epoch: {} (from {} blocks, evenfix {}), {} epoch(s): {} steps{}\n",
-                     Thousands(p.steps_per_epoch), Thousands(p.evenfix_target_blocks), EvenfixModeName(run.evenfix),
-                     run.epochs, Thousands(p.total_steps),
-                     capped ? fmt::format(" (capped by max_steps = {} of {})", run.max_steps,
-                                          Thousands(p.steps_per_epoch * static_cast<uint64_t>(run.epochs)))
-                            : "");
+                     Thousands(p.global_max_blocks),
+                     Thousands(p.global_max_blocks - p.global_min_blocks));
+    const bool capped =
+        run.max_steps > 0 && p.total_steps < p.steps_per_epoch * static_cast<uint64_t>(run.epochs);
+    o += fmt::format(
+        "steps per epoch: {} (from {} blocks, evenfix {}), {} epoch(s): {} steps{}\n",
+        Thousands(p.steps_per_epoch), Thousands(p.evenfix_target_blocks),
+        EvenfixModeName(run.evenfix), run.epochs, Thousands(p.total_steps),
+        capped ? fmt::format(" (capped by max_steps = {} of {})", run.max_steps,
+                             Thousands(p.steps_per_epoch * static_cast<uint64_t>(run.epochs)))
+               : "");
     if (run.evenfix == EvenfixMode::kPad) {
-      o += fmt::format("evenfix pad: {} blocks repeated so no data is dropped\n", Thousands(p.evenfix_padded_blocks));
+      o += fmt::format("evenfix pad: {} blocks repeated so no data is dropped\n",
+                       Thousands(p.evenfix_padded_blocks));
     } else {
-      o += fmt::format("evenfix drops {} blocks = {} tokens ({:.3f}% of the data)\n", Thousands(p.evenfix_dropped_blocks),
-                       Thousands(p.evenfix_dropped_tokens), 100 * p.evenfix_dropped_fraction);
+      o += fmt::format("evenfix drops {} blocks = {} tokens ({:.3f}% of the data)\n",
+                       Thousands(p.evenfix_dropped_blocks), Thousands(p.evenfix_dropped_tokens),
+                       100 * p.evenfix_dropped_fraction);
     }
   } else {
     o += "steps: no pack manifest (data.pack_dir) yet\n";
@@ -535,45 +584,56 @@ std::string PlanToText(const RunFile& run, const Plan& p) {
     const auto& saves = p.schedule.save_steps;
     std::string at;
     for (size_t i = 0; i < saves.size() && i < 12; ++i) at += (i ? ", " : "") + Thousands(saves[i]);
-    if (saves.size() > 12) at += fmt::format(", ... {} ({} in all)", Thousands(saves.back()), saves.size());
-    o += fmt::format("checkpoints: {} (every {} steps, at each epoch end and at the final step), {} kept: at {}\n",
-                     Thousands(p.save_count), run.save_every, run.keep, at.empty() ? "none" : at);
-    o += fmt::format("learning rate: warmup {} steps, cosine decay to step {}\n", Thousands(p.schedule.warmup_steps),
-                     Thousands(p.schedule.decay_end_step));
+    if (saves.size() > 12)
+      at += fmt::format(", ... {} ({} in all)", Thousands(saves.back()), saves.size());
+    o += fmt::format(
+        "checkpoints: {} (every {} steps, at each epoch end and at the final step), {} kept: at "
+        "{}\n",
+        Thousands(p.save_count), run.save_every, run.keep, at.empty() ? "none" : at);
+    o += fmt::format("learning rate: warmup {} steps, cosine decay to step {}\n",
+                     Thousands(p.schedule.warmup_steps), Thousands(p.schedule.decay_end_step));
   }
   return o;
 }
 
 std::string PlanToJson(const RunFile& run, const Plan& p) {
   std::string o = "{";
-  o += fmt::format("\"run\":{},\"world\":{},\"params\":{:.0f},\"tokens_per_step\":{},", JsonString(run.name), p.world,
-                   p.params, p.tokens_per_step);
-  o += fmt::format("\"state_bytes\":{:.0f},\"state_bytes_per_gpu\":{:.0f},", p.state_bytes, p.state_bytes_per_gpu);
+  o += fmt::format("\"run\":{},\"world\":{},\"params\":{:.0f},\"tokens_per_step\":{},",
+                   JsonString(run.name), p.world, p.params, p.tokens_per_step);
+  o += fmt::format("\"state_bytes\":{:.0f},\"state_bytes_per_gpu\":{:.0f},", p.state_bytes,
+                   p.state_bytes_per_gpu);
   if (p.has_activations) {
-    o += fmt::format("\"activation_bytes\":{:.0f},\"activation_bytes_ckpt\":{:.0f},\"transient_bytes\":{:.0f},",
-                     p.activation_bytes, p.activation_bytes_ckpt, p.transient_bytes);
+    o += fmt::format(
+        "\"activation_bytes\":{:.0f},\"activation_bytes_ckpt\":{:.0f},\"transient_bytes\":{:.0f},",
+        p.activation_bytes, p.activation_bytes_ckpt, p.transient_bytes);
   }
-  o += fmt::format("\"gradient_checkpointing\":{},\"per_gpu_bytes\":{:.0f},\"gpu_memory_bytes\":{:.0f},",
-                   run.gradient_checkpointing ? "true" : "false", p.per_gpu_bytes, p.gpu_memory_bytes);
-  o += fmt::format("\"checkpoint_bytes\":{:.0f},\"checkpoint_weight_bytes\":{:.0f},\"checkpoint_extra_bytes\":{:.0f},"
-                   "\"checkpoint_state_bytes\":{:.0f},\"checkpoint_shards\":{},\"checkpoint_copies_measured\":{},"
-                   "\"checkpoint_files\":[",
-                   p.checkpoint_bytes, p.checkpoint_weight_bytes, p.checkpoint_extra_bytes, p.checkpoint_state_bytes,
-                   p.checkpoint_shards, p.checkpoint_copies_measured ? "true" : "false");
+  o += fmt::format(
+      "\"gradient_checkpointing\":{},\"per_gpu_bytes\":{:.0f},\"gpu_memory_bytes\":{:.0f},",
+      run.gradient_checkpointing ? "true" : "false", p.per_gpu_bytes, p.gpu_memory_bytes);
+  o += fmt::format(
+      "\"checkpoint_bytes\":{:.0f},\"checkpoint_weight_bytes\":{:.0f},\"checkpoint_extra_bytes\":{:"
+      ".0f},"
+      "\"checkpoint_state_bytes\":{:.0f},\"checkpoint_shards\":{},\"checkpoint_copies_measured\":{}"
+      ","
+      "\"checkpoint_files\":[",
+      p.checkpoint_bytes, p.checkpoint_weight_bytes, p.checkpoint_extra_bytes,
+      p.checkpoint_state_bytes, p.checkpoint_shards,
+      p.checkpoint_copies_measured ? "true" : "false");
   for (size_t i = 0; i < p.checkpoint_files.size(); ++i) {
-    o += fmt::format("{}{{\"name\":{},\"bytes\":{}}}", i ? "," : "", JsonString(p.checkpoint_files[i].name),
-                     p.checkpoint_files[i].bytes);
+    o += fmt::format("{}{{\"name\":{},\"bytes\":{}}}", i ? "," : "",
+                     JsonString(p.checkpoint_files[i].name), p.checkpoint_files[i].bytes);
   }
   o += fmt::format("],\"checkpoint_write_s\":{:.1f},", p.checkpoint_write_s);
   if (p.has_pack) {
-    o += fmt::format("\"global_min_blocks\":{},\"global_max_blocks\":{},\"spread\":{},\"evenfix\":{},"
-                     "\"evenfix_target_blocks\":{},\"steps_per_epoch\":{},\"total_steps\":{},"
-                     "\"evenfix_dropped_blocks\":{},\"evenfix_dropped_tokens\":{},\"evenfix_padded_blocks\":{},"
-                     "\"save_count\":{},",
-                     p.global_min_blocks, p.global_max_blocks, p.global_max_blocks - p.global_min_blocks,
-                     JsonString(EvenfixModeName(run.evenfix)), p.evenfix_target_blocks, p.steps_per_epoch,
-                     p.total_steps, p.evenfix_dropped_blocks, p.evenfix_dropped_tokens, p.evenfix_padded_blocks,
-                     p.save_count);
+    o += fmt::format(
+        "\"global_min_blocks\":{},\"global_max_blocks\":{},\"spread\":{},\"evenfix\":{},"
+        "\"evenfix_target_blocks\":{},\"steps_per_epoch\":{},\"total_steps\":{},"
+        "\"evenfix_dropped_blocks\":{},\"evenfix_dropped_tokens\":{},\"evenfix_padded_blocks\":{},"
+        "\"save_count\":{},",
+        p.global_min_blocks, p.global_max_blocks, p.global_max_blocks - p.global_min_blocks,
+        JsonString(EvenfixModeName(run.evenfix)), p.evenfix_target_blocks, p.steps_per_epoch,
+        p.total_steps, p.evenfix_dropped_blocks, p.evenfix_dropped_tokens, p.evenfix_padded_blocks,
+        p.save_count);
     o += "\"schedule\":" + ScheduleToJson(p.schedule) + ",";
   }
   o += "\"has_pack\":";

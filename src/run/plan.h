@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/status.h"
-#include "run/run_file.h"
 #include "packfile/manifest.h"
+#include "run/run_file.h"
 
 namespace ek::run {
 
@@ -25,17 +25,24 @@ struct CheckpointFile {
 // checkpoint when present: python/evenkeel/checkpoint.py's CheckpointWriter
 // (config.json rewritten with dtype and use_cache, generation_config.json and
 // TOKENIZER_FILES, which it reads from this list through the binding).
-inline constexpr const char* kCheckpointCopiedFiles[] = {
-    "config.json",           "generation_config.json", "tokenizer.json",      "tokenizer_config.json",
-    "special_tokens_map.json", "vocab.json",           "merges.txt",          "chat_template.jinja",
-    "chat_template.json",    "added_tokens.json"};
+inline constexpr const char* kCheckpointCopiedFiles[] = {"config.json",
+                                                         "generation_config.json",
+                                                         "tokenizer.json",
+                                                         "tokenizer_config.json",
+                                                         "special_tokens_map.json",
+                                                         "vocab.json",
+                                                         "merges.txt",
+                                                         "chat_template.jinja",
+                                                         "chat_template.json",
+                                                         "added_tokens.json"};
 
 // What the plan needs of a model; from a Hugging Face config.json, or just a
 // parameter count (then has_shape is false and activations are not estimated).
 struct ModelShape {
   double params = 0;
   bool has_shape = false;
-  int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, intermediate = 0, vocab = 0;
+  int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, intermediate = 0,
+          vocab = 0;
   bool tied_embeddings = false;
   bool qk_norm = false;  // per-head q/k RMSNorms (Qwen3)
   // The run's model directory (model.path) and the files of it a checkpoint copies
@@ -78,16 +85,17 @@ struct Schedule {
   uint64_t global_min_blocks = 0, global_max_blocks = 0;
   uint64_t target_blocks = 0;
   uint64_t steps_per_epoch = 0;
-  uint64_t total_steps = 0;            // the final step; 0: nothing to train
-  std::vector<uint64_t> epoch_steps;   // steps trained in each epoch (the cap may end one early, later ones 0)
-  std::vector<uint64_t> save_steps;    // ascending; the final step last (when total_steps > 0)
+  uint64_t total_steps = 0;  // the final step; 0: nothing to train
+  std::vector<uint64_t>
+      epoch_steps;  // steps trained in each epoch (the cap may end one early, later ones 0)
+  std::vector<uint64_t> save_steps;  // ascending; the final step last (when total_steps > 0)
   uint64_t warmup_steps = 0;
-  uint64_t decay_end_step = 0;         // cosine decay ends here (the final step)
-  uint64_t tokens_per_step = 0;        // world x blocks per step x seq_len
+  uint64_t decay_end_step = 0;   // cosine decay ends here (the final step)
+  uint64_t tokens_per_step = 0;  // world x blocks per step x seq_len
   uint64_t seq_len = 0;
   uint64_t dropped_blocks = 0, dropped_tokens = 0, padded_blocks = 0;
-  double dropped_fraction = 0;         // dropped blocks / all blocks (min mode)
-  std::vector<uint64_t> rank_blocks;   // by rank, from the manifest
+  double dropped_fraction = 0;        // dropped blocks / all blocks (min mode)
+  std::vector<uint64_t> rank_blocks;  // by rank, from the manifest
   // By rank: a full epoch's steps and the last step. Equal to steps_per_epoch and
   // total_steps unless evenfix is off (then each rank runs its own count: unsafe
   // with any spread, which is what "off" exists to show).
@@ -136,21 +144,25 @@ struct Plan {
   uint64_t evenfix_padded_blocks = 0;
   double evenfix_dropped_fraction = 0;
   // Checkpoints: one save as the trainer writes it (docs/run_format.md, "The checkpoint").
-  double checkpoint_bytes = 0;         // weight + extra + state bytes: what one save puts on disk
-  double checkpoint_weight_bytes = 0;  // bf16 safetensors shards: 2 B/param (tied embeddings once) + headers
-  double checkpoint_extra_bytes = 0;   // beside them: the copied model files, the index, evenkeel-checkpoint.json
+  double checkpoint_bytes = 0;  // weight + extra + state bytes: what one save puts on disk
+  double checkpoint_weight_bytes =
+      0;  // bf16 safetensors shards: 2 B/param (tied embeddings once) + headers
+  double checkpoint_extra_bytes =
+      0;  // beside them: the copied model files, the index, evenkeel-checkpoint.json
   // The training state (fp32 master weights, Adam m and v): 0 while checkpoints hold
   // weights only. When they hold it (issue 22, DCP) it is 12 B/param in all, written
   // sharded (each rank its 12 x params / world), so 12 x params on a shared checkpoint.dir.
   double checkpoint_state_bytes = 0;
   int64_t checkpoint_shards = 0;
-  bool checkpoint_copies_measured = false;       // the copied files' sizes are model.path's (else not counted)
-  std::vector<CheckpointFile> checkpoint_files;  // every file of one save, by name, with its planned size
-                                                 // (at most 4,096 shards listed; checkpoint_shards counts them all)
-  double checkpoint_write_s = 0;    // checkpoint_bytes / write_gbps
-  std::vector<uint64_t> save_steps; // global steps at which a checkpoint is written (capped list)
+  bool checkpoint_copies_measured =
+      false;  // the copied files' sizes are model.path's (else not counted)
+  std::vector<CheckpointFile>
+      checkpoint_files;  // every file of one save, by name, with its planned size
+                         // (at most 4,096 shards listed; checkpoint_shards counts them all)
+  double checkpoint_write_s = 0;     // checkpoint_bytes / write_gbps
+  std::vector<uint64_t> save_steps;  // global steps at which a checkpoint is written (capped list)
   uint64_t save_count = 0;
-  Schedule schedule;                // has_pack: the whole schedule (the fields above are its summary)
+  Schedule schedule;  // has_pack: the whole schedule (the fields above are its summary)
 };
 
 // `manifest` may be null (no pack yet); `gpu_memory_bytes` overrides the run
@@ -163,8 +175,8 @@ Result<Plan> MakePlan(const RunFile& run, const ModelShape& model, const pack::M
 // cannot be stat'ed is not copied: it counts 0).
 Result<ModelShape> ModelForRun(const RunFile& run);
 
-std::string FormatBytes(double bytes);    // "525 GB" (decimal, 3 significant digits)
-std::string Thousands(uint64_t v);        // "30,835"
+std::string FormatBytes(double bytes);  // "525 GB" (decimal, 3 significant digits)
+std::string Thousands(uint64_t v);      // "30,835"
 // "17.4 MB = weights 8.26 MB (bf16, 2 B/param, 1 shard) + 9.13 MB beside them
 // (tokenizer.json 7.03 MB, ...; index and manifest 4.10 KB)": the plan's and the gate's.
 std::string CheckpointSizeText(const Plan& p);

@@ -1,14 +1,12 @@
 #include "run/plan.h"
 
+#include <fmt/core.h>
+#include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <cmath>
 #include <filesystem>
 #include <set>
-
-#include <gtest/gtest.h>
-
-#include <fmt/core.h>
 
 #include "core/file.h"
 
@@ -94,10 +92,11 @@ class CheckpointPlanTest : public ::testing::Test {
     Put("config.json", R"({"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 2,
       "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128,
       "vocab_size": 1000, "tie_word_embeddings": true})");
-    Put("tokenizer.json", "{\"model\": {}}" + std::string(3'000'000, ' '));  // 3 MB: a real vocabulary's size
+    Put("tokenizer.json",
+        "{\"model\": {}}" + std::string(3'000'000, ' '));  // 3 MB: a real vocabulary's size
     Put("tokenizer_config.json", std::string(9675, ' '));
     Put("model.safetensors", std::string(4096, '\0'));  // the model's own weights: not copied
-    Put("README.md", std::string(50'000, 'x'));           // not copied
+    Put("README.md", std::string(50'000, 'x'));         // not copied
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   void Put(const std::string& name, const std::string& text) {
@@ -129,8 +128,10 @@ TEST_F(CheckpointPlanTest, TheCheckpointIsPlannedAsWrittenWithTheCopiedFiles) {
   // model files the writer copies (not the model's own weights, not README.md).
   std::set<std::string> names;
   for (const auto& f : p->checkpoint_files) names.insert(f.name);
-  EXPECT_EQ(names, (std::set<std::string>{"config.json", "evenkeel-checkpoint.json", "model-00001-of-00001.safetensors",
-                                          "model.safetensors.index.json", "tokenizer.json", "tokenizer_config.json"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{
+                "config.json", "evenkeel-checkpoint.json", "model-00001-of-00001.safetensors",
+                "model.safetensors.index.json", "tokenizer.json", "tokenizer_config.json"}));
   EXPECT_TRUE(p->checkpoint_copies_measured);
   // The copied files at their real sizes, the weights at 2 B/param (tied embeddings once)
   // plus a header of about 100 bytes a tensor.
@@ -142,7 +143,8 @@ TEST_F(CheckpointPlanTest, TheCheckpointIsPlannedAsWrittenWithTheCopiedFiles) {
   const double header = p->checkpoint_weight_bytes - 2 * params;
   EXPECT_GT(header, 24 * 60.0);  // 24 tensors
   EXPECT_LT(header, 24 * 140.0);
-  EXPECT_EQ(header + 2 * params, static_cast<double>(Planned(*p, "model-00001-of-00001.safetensors")));
+  EXPECT_EQ(header + 2 * params,
+            static_cast<double>(Planned(*p, "model-00001-of-00001.safetensors")));
   // Beside the weights: the copies, and a few KB of index and manifest.
   const double copies = 3'000'013 + 9675 + Planned(*p, "config.json");
   EXPECT_GT(p->checkpoint_extra_bytes, copies);
@@ -152,12 +154,14 @@ TEST_F(CheckpointPlanTest, TheCheckpointIsPlannedAsWrittenWithTheCopiedFiles) {
   // The save time is the whole checkpoint's, and the text and JSON say what it is made of.
   EXPECT_DOUBLE_EQ(p->checkpoint_write_s, p->checkpoint_bytes / 1e9);
   const std::string text = PlanToText(run, *p);
-  EXPECT_NE(text.find("checkpoint as written: 3.") , std::string::npos) << text;
+  EXPECT_NE(text.find("checkpoint as written: 3."), std::string::npos) << text;
   EXPECT_NE(text.find("tokenizer.json 3.00 MB"), std::string::npos) << text;
   const std::string json = PlanToJson(run, *p);
-  EXPECT_NE(json.find("\"checkpoint_files\":[{\"name\":\"config.json\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"checkpoint_files\":[{\"name\":\"config.json\""), std::string::npos)
+      << json;
   EXPECT_NE(json.find("\"checkpoint_state_bytes\":0,"), std::string::npos) << json;
-  EXPECT_NE(json.find(fmt::format("\"checkpoint_extra_bytes\":{:.0f},", p->checkpoint_extra_bytes)), std::string::npos);
+  EXPECT_NE(json.find(fmt::format("\"checkpoint_extra_bytes\":{:.0f},", p->checkpoint_extra_bytes)),
+            std::string::npos);
 }
 
 TEST_F(CheckpointPlanTest, UntiedEmbeddingsAddTheHeadAndShardsSplitAsTheWriterSplits) {
@@ -171,8 +175,9 @@ TEST_F(CheckpointPlanTest, UntiedEmbeddingsAddTheHeadAndShardsSplitAsTheWriterSp
   ASSERT_TRUE(p.ok());
   const double layer = 64 * 64 + 2 * 64 * 32 + 64 * 64 + 3 * 64 * 128 + 2 * 64;
   EXPECT_DOUBLE_EQ(p->params, 2 * 1000 * 64 + 2 * layer + 64);
-  // embed (128,000 B) | layer 0 + layer 1's attention (90,368 B) | layer 1's MLP and norms + the final
-  // norm (49,536 B) | lm_head (128,000 B), as _plan_shards fills them in named_parameters order
+  // embed (128,000 B) | layer 0 + layer 1's attention (90,368 B) | layer 1's MLP and norms + the
+  // final norm (49,536 B) | lm_head (128,000 B), as _plan_shards fills them in named_parameters
+  // order
   EXPECT_EQ(p->checkpoint_shards, 4);
   EXPECT_GT(Planned(*p, "model-00001-of-00004.safetensors"), 128'000u);
   EXPECT_LT(Planned(*p, "model-00001-of-00004.safetensors"), 128'200u);
@@ -189,7 +194,8 @@ TEST_F(CheckpointPlanTest, WithoutAModelDirectoryTheCopiesAreNotCountedAndTheTex
   auto p = MakePlan(run, *ModelForRun(run), nullptr);
   ASSERT_TRUE(p.ok());
   EXPECT_FALSE(p->checkpoint_copies_measured);
-  EXPECT_NE(PlanToText(run, *p).find("not counted: the run names no model.path"), std::string::npos);
+  EXPECT_NE(PlanToText(run, *p).find("not counted: the run names no model.path"),
+            std::string::npos);
   // An absurd parameter count is counted, not listed shard by shard.
   run.params = 1e17;
   p = MakePlan(run, *ModelForRun(run), nullptr);
@@ -234,20 +240,29 @@ TEST(PlanTest, ABadConfigFieldIsAnErrorNamingItAndTheFile) {
   EXPECT_EQ(m->head_dim, 16);
   EXPECT_FALSE(m->tied_embeddings);
   // HF writes None as null: the default.
-  auto nulls = ModelFromConfigJson(good + R"(, "head_dim": null, "num_key_value_heads": null})", "model/config.json");
+  auto nulls = ModelFromConfigJson(good + R"(, "head_dim": null, "num_key_value_heads": null})",
+                                   "model/config.json");
   ASSERT_TRUE(nulls.ok()) << nulls.status().message();
   EXPECT_EQ(nulls->head_dim, 16);
   EXPECT_EQ(nulls->kv_heads, 4);
   EXPECT_DOUBLE_EQ(nulls->params, m->params);
 
-  EXPECT_EQ(error_for(R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 300})"),
-            "model/config.json: intermediate_size: missing");
-  EXPECT_EQ(error_for(R"({"hidden_size": "64"})"), "model/config.json: hidden_size: not an integer");
-  EXPECT_EQ(error_for(R"({"text_config": {"hidden_size": 64}})"), "model/config.json: hidden_size: missing");
-  EXPECT_EQ(error_for(good + R"(, "num_key_value_heads": "2"})"), "model/config.json: num_key_value_heads: not an integer");
-  EXPECT_EQ(error_for(good + R"(, "head_dim": 0})"), "model/config.json: head_dim: 0 is not positive");
-  EXPECT_EQ(error_for(good + R"(, "tie_word_embeddings": "yes"})"), "model/config.json: tie_word_embeddings: not true or false");
-  EXPECT_EQ(error_for(good + R"(, "model_type": ["qwen3"]})"), "model/config.json: model_type: not a string");
+  EXPECT_EQ(
+      error_for(
+          R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 300})"),
+      "model/config.json: intermediate_size: missing");
+  EXPECT_EQ(error_for(R"({"hidden_size": "64"})"),
+            "model/config.json: hidden_size: not an integer");
+  EXPECT_EQ(error_for(R"({"text_config": {"hidden_size": 64}})"),
+            "model/config.json: hidden_size: missing");
+  EXPECT_EQ(error_for(good + R"(, "num_key_value_heads": "2"})"),
+            "model/config.json: num_key_value_heads: not an integer");
+  EXPECT_EQ(error_for(good + R"(, "head_dim": 0})"),
+            "model/config.json: head_dim: 0 is not positive");
+  EXPECT_EQ(error_for(good + R"(, "tie_word_embeddings": "yes"})"),
+            "model/config.json: tie_word_embeddings: not true or false");
+  EXPECT_EQ(error_for(good + R"(, "model_type": ["qwen3"]})"),
+            "model/config.json: model_type: not a string");
   EXPECT_EQ(error_for("[1]"), "model/config.json: not a JSON object");
   std::string bad = error_for(R"({"hidden_size": 64,)");
   EXPECT_EQ(bad.rfind("model/config.json: malformed JSON: ", 0), 0u) << bad;
@@ -333,7 +348,8 @@ TEST(ScheduleTest, SavesMatchTheLonghandRuleOverManyShapes) {
           uint64_t spe = 21 / ga, full = spe * epochs;
           uint64_t total = cap > 0 ? std::min<uint64_t>(full, cap) : full;
           EXPECT_EQ(s->total_steps, total);
-          EXPECT_EQ(s->save_steps, SavesLonghand(spe, epochs, total, every)) << every << " " << epochs << " " << cap;
+          EXPECT_EQ(s->save_steps, SavesLonghand(spe, epochs, total, every))
+              << every << " " << epochs << " " << cap;
           uint64_t sum = 0;
           for (uint64_t n : s->epoch_steps) sum += n;
           EXPECT_EQ(sum, total);
@@ -369,7 +385,8 @@ TEST(ScheduleTest, ANodeLocalManifestNamesTheRanksItLacks) {
   pack::Manifest m = TenBlocksEach(4, 2);  // a node-local manifest: ranks 0-1 of 4
   auto s = MakeSchedule(run, m);
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("rank(s) 2-3 of world 4"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("rank(s) 2-3 of world 4"), std::string::npos)
+      << s.status().message();
   auto wrong = MakeSchedule(run, std::vector<uint64_t>{1, 2});
   EXPECT_FALSE(wrong.ok());
 }
@@ -385,7 +402,8 @@ TEST(ScheduleTest, ThePlanCarriesTheScheduleAndItsJson) {
   EXPECT_EQ(p->save_count, p->schedule.save_steps.size());
   std::string json = PlanToJson(run, *p);
   EXPECT_NE(json.find("\"save_steps\":[3,5,6,7]"), std::string::npos) << json;
-  EXPECT_NE(PlanToText(run, *p).find("capped by max_steps = 7 of 10"), std::string::npos) << PlanToText(run, *p);
+  EXPECT_NE(PlanToText(run, *p).find("capped by max_steps = 7 of 10"), std::string::npos)
+      << PlanToText(run, *p);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #define TOML_EXCEPTIONS 0
 #include "run/run_file.h"
 
+#include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 #include <xxhash.h>
 
@@ -9,9 +11,6 @@
 #include <limits>
 #include <set>
 #include <variant>
-
-#include <fmt/core.h>
-#include <fmt/ranges.h>
 
 #include "core/file.h"
 #include "core/json_out.h"
@@ -27,9 +26,12 @@ Result<EvenfixMode> ParseEvenfixMode(std::string_view s) {
 
 std::string_view EvenfixModeName(EvenfixMode m) {
   switch (m) {
-    case EvenfixMode::kMin: return "min";
-    case EvenfixMode::kPad: return "pad";
-    case EvenfixMode::kOff: return "off";
+    case EvenfixMode::kMin:
+      return "min";
+    case EvenfixMode::kPad:
+      return "pad";
+    case EvenfixMode::kOff:
+      return "off";
   }
   return "min";
 }
@@ -53,7 +55,8 @@ namespace {
 
 // One key of the file: where it lives in RunFile, and how it is read and shown.
 using Member = std::variant<int RunFile::*, int64_t RunFile::*, double RunFile::*, bool RunFile::*,
-                            std::string RunFile::*, std::vector<std::string> RunFile::*, EvenfixMode RunFile::*>;
+                            std::string RunFile::*, std::vector<std::string> RunFile::*,
+                            EvenfixMode RunFile::*>;
 struct Key {
   const char* section;
   const char* name;
@@ -172,7 +175,8 @@ struct Reader {
   Status operator()(const Key& k, const toml::node& n, double RunFile::*m) const {
     auto v = n.value<double>();
     if (!n.is_number() || !v || !std::isfinite(*v)) return Type(k, n, "a number");
-    if (*v < k.lo || *v > k.hi) return Type(k, n, fmt::format("a number in [{}, {}], not {}", k.lo, k.hi, *v));
+    if (*v < k.lo || *v > k.hi)
+      return Type(k, n, fmt::format("a number in [{}, {}], not {}", k.lo, k.hi, *v));
     r->*m = *v;
     return Status::Ok();
   }
@@ -253,7 +257,8 @@ void AppendValue(std::string* o, const RunFile& r, const Key& k) {
 Status CheckTomlppHazards(std::string_view t, const std::string& name) {
   int line = 1;
   auto refuse = [&](std::string_view where) {
-    return InvalidArgumentError(fmt::format("{}: line {}: a non-ASCII character {}", name, line, where));
+    return InvalidArgumentError(
+        fmt::format("{}: line {}: a non-ASCII character {}", name, line, where));
   };
   size_t i = t.starts_with("\xEF\xBB\xBF") ? 3 : 0;  // a UTF-8 byte order mark
   char prev = '\n';  // the last character outside strings that was not a space
@@ -268,7 +273,8 @@ Status CheckTomlppHazards(std::string_view t, const std::string& name) {
     } else if (c == '#') {
       while (i < t.size() && t[i] != '\n') ++i;
       continue;
-    } else if ((c == '"' || c == '\'') && std::string_view("\n=[{,.").find(prev) != std::string_view::npos) {
+    } else if ((c == '"' || c == '\'') &&
+               std::string_view("\n=[{,.").find(prev) != std::string_view::npos) {
       bool multi = i + 2 < t.size() && t[i + 1] == c && t[i + 2] == c;
       i += multi ? 3 : 1;
       while (i < t.size()) {
@@ -279,7 +285,8 @@ Status CheckTomlppHazards(std::string_view t, const std::string& name) {
         if (c == '"' && t[i] == '\\') {
           size_t j = i + 1;
           if (j < t.size() && static_cast<unsigned char>(t[j]) >= 0x80) {
-            return refuse("after a backslash in a string (not an escape)");  // toml++ tests it for whitespace
+            return refuse(
+                "after a backslash in a string (not an escape)");  // toml++ tests it for whitespace
           }
           while (multi && j < t.size() && (t[j] == ' ' || t[j] == '\t')) ++j;
           if (multi && j < t.size() && (t[j] == '\n' || t[j] == '\r')) {
@@ -386,7 +393,8 @@ Status ValidateRunFile(const RunFile& r) {
   if (r.grad_accum < 1) return bad("train.grad_accum must be positive");
   if (r.epochs < 1) return bad("train.epochs must be positive");
   if (r.max_steps < 0) return bad("train.max_steps must be >= 0 (0: no cap)");
-  if (r.warmup_steps < 0 || r.save_every < 0) return bad("train.warmup_steps and train.save_every must be >= 0");
+  if (r.warmup_steps < 0 || r.save_every < 0)
+    return bad("train.warmup_steps and train.save_every must be >= 0");
   if (r.lr <= 0) return bad("train.lr must be positive");
   if (r.weight_decay < 0) return bad("train.weight_decay must be >= 0");
   if (r.min_lr_ratio < 0 || r.min_lr_ratio > 1) return bad("train.min_lr_ratio must be in [0, 1]");
@@ -404,22 +412,27 @@ Status ValidateRunFile(const RunFile& r) {
     return bad("evenfix.max_drop_pct must be in [0, 100]");
   }
   if (r.params < 0 || r.memory_gb < 0) return bad("model.params and gpu.memory_gb must be >= 0");
-  if (r.backend != "nccl" && r.backend != "gloo") return bad("distributed.backend must be nccl or gloo");
+  if (r.backend != "nccl" && r.backend != "gloo")
+    return bad("distributed.backend must be nccl or gloo");
   if (r.watchdog_timeout_min <= 0) return bad("distributed.watchdog_timeout_min must be positive");
   if (r.watch_poll_s <= 0 || r.stale_after_s <= 0 || r.agent_timeout_s <= 0) {
     return bad("watch.poll_s, watch.stale_after_s and watch.agent_timeout_s must be positive");
   }
   if (r.hang_floor_s <= 0 || r.hang_factor <= 0 || r.checkpoint_allowance_s < 0) {
-    return bad("watch.hang_floor_s and watch.hang_factor must be positive, checkpoint_allowance_s >= 0");
+    return bad(
+        "watch.hang_floor_s and watch.hang_factor must be positive, checkpoint_allowance_s >= 0");
   }
   if (r.throughput_floor_tok_s < 0 || r.throughput_samples < 1 || r.final_step < 0) {
-    return bad("watch.throughput_floor_tok_s and watch.final_step must be >= 0, throughput_samples >= 1");
+    return bad(
+        "watch.throughput_floor_tok_s and watch.final_step must be >= 0, throughput_samples >= 1");
   }
-  if (r.alert_backoff_s <= 0 || r.alert_backoff_max_s < r.alert_backoff_s || r.alert_resend_s <= 0) {
+  if (r.alert_backoff_s <= 0 || r.alert_backoff_max_s < r.alert_backoff_s ||
+      r.alert_resend_s <= 0) {
     return bad("alert.backoff_s and alert.resend_s must be positive, backoff_max_s >= backoff_s");
   }
   if (r.desync_s <= 0) return bad("watch.desync_s must be positive");
-  if (r.rdzv_port < 1 || r.rdzv_port > 65535) return bad("launch.rdzv_port must be a port (1-65535)");
+  if (r.rdzv_port < 1 || r.rdzv_port > 65535)
+    return bad("launch.rdzv_port must be a port (1-65535)");
   if (r.gate_timeout_s <= 0 || r.stop_grace_s < 0) {
     return bad("launch.gate_timeout_s must be positive and launch.stop_grace_s >= 0");
   }
@@ -442,8 +455,9 @@ Result<RunFile> ParseRunFile(std::string_view text, const std::string& name,
   toml::parse_result parsed = toml::parse(text, name);
   if (!parsed) {
     const auto& err = parsed.error();
-    return InvalidArgumentError(fmt::format("{}: line {}, column {}: {}", name, err.source().begin.line,
-                                            err.source().begin.column, err.description()));
+    return InvalidArgumentError(fmt::format("{}: line {}, column {}: {}", name,
+                                            err.source().begin.line, err.source().begin.column,
+                                            err.description()));
   }
   const toml::table& root = parsed.table();
   RunFile r;
@@ -453,17 +467,19 @@ Result<RunFile> ParseRunFile(std::string_view text, const std::string& name,
   for (const Key& k : kKeys) sections.insert(k.section);
   for (const auto& [k, v] : root) {
     if (!sections.count(std::string(k.str()))) {
-      return InvalidArgumentError(fmt::format("{}: unknown key {} (line {})", name, k.str(), v.source().begin.line));
+      return InvalidArgumentError(
+          fmt::format("{}: unknown key {} (line {})", name, k.str(), v.source().begin.line));
     }
     const toml::table* t = v.as_table();
     if (!t) {
-      return InvalidArgumentError(fmt::format("{}: {} (line {}) must be a table", name, k.str(), v.source().begin.line));
+      return InvalidArgumentError(
+          fmt::format("{}: {} (line {}) must be a table", name, k.str(), v.source().begin.line));
     }
     for (const auto& [key, node] : *t) {
       const Key* found = FindKey(k.str(), key.str());
       if (!found) {
-        return InvalidArgumentError(fmt::format("{}: unknown key {}.{} (line {})", name, k.str(), key.str(),
-                                                node.source().begin.line));
+        return InvalidArgumentError(fmt::format("{}: unknown key {}.{} (line {})", name, k.str(),
+                                                key.str(), node.source().begin.line));
       }
       EK_RETURN_IF_ERROR(ReadKey(*found, node, Reader{name, &r}));
     }

@@ -19,8 +19,8 @@ Result<EvenfixMode> ParseEvenfixMode(std::string_view s);
 std::string_view EvenfixModeName(EvenfixMode m);
 
 struct RunFile {
-  std::string path;    // where it was read from; "" when built from flags
-  uint64_t xxh3 = 0;   // xxh3-64 of the file's bytes: the run's identity in logs and checkpoints
+  std::string path;   // where it was read from; "" when built from flags
+  uint64_t xxh3 = 0;  // xxh3-64 of the file's bytes: the run's identity in logs and checkpoints
   // "section.key=value" overrides applied on top of the file (the trainer's --set), in
   // order; xxh3 stays the file's, so a run with overrides records them beside it.
   std::vector<std::string> overrides;
@@ -45,25 +45,26 @@ struct RunFile {
   int micro_batch = 1;
   int grad_accum = 1;
   int epochs = 1;
-  int64_t max_steps = 0;    // 0: no cap
+  int64_t max_steps = 0;  // 0: no cap
   int warmup_steps = 0;
-  int save_every = 0;       // 0: only at epoch end
+  int save_every = 0;  // 0: only at epoch end
   double lr = 1e-5;
   double weight_decay = 0.0;
-  double min_lr_ratio = 0.0;  // the cosine decays to lr x this
-  double max_grad_norm = 1.0; // 0: no clipping
+  double min_lr_ratio = 0.0;   // the cosine decays to lr x this
+  double max_grad_norm = 1.0;  // 0: no clipping
   int64_t seed = 0;
   bool shuffle = true;
   std::string precision = "auto";  // auto (bf16 on CUDA, fp32 on CPU) | bf16 | fp32
   int log_every = 1;
   // [checkpoint]
   std::string checkpoint_dir;
-  int keep = 2;             // checkpoints kept on disk
-  double write_gbps = 1.0;  // planned write bandwidth, GB/s, for the save time
-  double shard_size_gb = 5; // largest safetensors shard, GB (10^9 bytes)
+  int keep = 2;              // checkpoints kept on disk
+  double write_gbps = 1.0;   // planned write bandwidth, GB/s, for the save time
+  double shard_size_gb = 5;  // largest safetensors shard, GB (10^9 bytes)
   // [evenfix]
   EvenfixMode evenfix = EvenfixMode::kMin;
-  double evenfix_max_drop_pct = 1.0;  // the gate FAILs when evenfix min would drop more of the tokens
+  double evenfix_max_drop_pct =
+      1.0;  // the gate FAILs when evenfix min would drop more of the tokens
   // [distributed]
   std::string backend = "nccl";
   double watchdog_timeout_min = 30;
@@ -80,36 +81,40 @@ struct RunFile {
   double throughput_floor_tok_s = 0;
   int throughput_samples = 5;
   double stale_after_s = 10;
-  std::string heartbeat_dir;       // where ranks' Heartbeat files are (agent, trainer)
+  std::string heartbeat_dir;           // where ranks' Heartbeat files are (agent, trainer)
   std::string watch_profile = "B300";  // triage power profile (watcher's deadlock/starvation)
-  int64_t final_step = 0;          // the run's last step; 0: from the heartbeats' total_steps
-  double agent_timeout_s = 2;      // one agent's poll, connect and read together
-  double desync_s = 10;            // a rank in a barrier/save phase this long while others train: deadlock
-  std::string watch_state_dir;     // watcher state and spool; "" = <run name>.watch beside the run file
+  int64_t final_step = 0;              // the run's last step; 0: from the heartbeats' total_steps
+  double agent_timeout_s = 2;          // one agent's poll, connect and read together
+  double desync_s = 10;  // a rank in a barrier/save phase this long while others train: deadlock
+  std::string
+      watch_state_dir;  // watcher state and spool; "" = <run name>.watch beside the run file
   // [alert] (used by evenkeel watch)
-  std::string alertmanager_url;    // e.g. http://127.0.0.1:9093
-  std::string webhook_url;         // JSON {"text": ...} (Slack-compatible)
-  std::string alert_command;       // run with /bin/sh -c, the alert as JSON on stdin
-  double alert_backoff_s = 1;      // first retry delay; doubles per failure
+  std::string alertmanager_url;  // e.g. http://127.0.0.1:9093
+  std::string webhook_url;       // JSON {"text": ...} (Slack-compatible)
+  std::string alert_command;     // run with /bin/sh -c, the alert as JSON on stdin
+  double alert_backoff_s = 1;    // first retry delay; doubles per failure
   double alert_backoff_max_s = 60;
-  double alert_resend_s = 60;      // Alertmanager: re-post firing alerts (its resolve_timeout is 5m)
+  double alert_resend_s = 60;  // Alertmanager: re-post firing alerts (its resolve_timeout is 5m)
 
   // [launch] (evenkeel launch)
-  std::string launch_torchrun = "torchrun";  // a name on PATH, or a path (it has a '/') relative to the run file
-  std::string launch_python;       // the trainer's interpreter, the same way; "": the python beside torchrun, else python3
-  std::string launch_trainer;      // a training script; "": evenkeel's reference trainer, python -m evenkeel.train
-  std::string rdzv_endpoint;       // c10d rendezvous HOST:PORT; "": environment, SLURM, first host
-  int rdzv_port = 29500;           // the port when the endpoint is derived
-  std::string run_id;              // rendezvous id; "": environment, SLURM_JOB_ID, run name
-  std::string launch_dir;          // attempt records; "": CHECKPOINT_DIR/launch
-  double gate_timeout_s = 300;     // how long node 0 waits for every node's gate part
+  std::string launch_torchrun =
+      "torchrun";               // a name on PATH, or a path (it has a '/') relative to the run file
+  std::string launch_python;    // the trainer's interpreter, the same way; "": the python beside
+                                // torchrun, else python3
+  std::string launch_trainer;   // a training script; "": evenkeel's reference trainer, python -m
+                                // evenkeel.train
+  std::string rdzv_endpoint;    // c10d rendezvous HOST:PORT; "": environment, SLURM, first host
+  int rdzv_port = 29500;        // the port when the endpoint is derived
+  std::string run_id;           // rendezvous id; "": environment, SLURM_JOB_ID, run name
+  std::string launch_dir;       // attempt records; "": CHECKPOINT_DIR/launch
+  double gate_timeout_s = 300;  // how long node 0 waits for every node's gate part
   int flight_recorder_entries = 2000;  // TORCH_FR_BUFFER_SIZE for the ranks
-  int omp_threads = 0;             // OMP_NUM_THREADS per rank; 0: cores / processes per node
-  double stop_grace_s = 30;        // SIGTERM to SIGKILL when stopping the ranks
+  int omp_threads = 0;                 // OMP_NUM_THREADS per rank; 0: cores / processes per node
+  double stop_grace_s = 30;            // SIGTERM to SIGKILL when stopping the ranks
   // [retry]
-  int max_restarts = 3;            // attempts after the first
-  int max_no_progress = 2;         // attempts in a row without a new verified checkpoint: stop
-  double retry_backoff_s = 10;     // first wait before a restart; doubles per restart
+  int max_restarts = 3;         // attempts after the first
+  int max_no_progress = 2;      // attempts in a row without a new verified checkpoint: stop
+  double retry_backoff_s = 10;  // first wait before a restart; doubles per restart
   double retry_backoff_max_s = 300;
 
   int world() const { return nodes * gpus_per_node; }

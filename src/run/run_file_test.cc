@@ -33,7 +33,8 @@ mode = "pad"
 watchdog_timeout_min = 30
 [gpu]
 memory_gb = 275
-)", "/runs/run.toml");
+)",
+                        "/runs/run.toml");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->world(), 16);
   EXPECT_EQ(r->evenfix, EvenfixMode::kPad);
@@ -49,22 +50,31 @@ TEST(RunFileTest, NonAsciiWhereTomlppWouldHitUndefinedBehaviourIsAnError) {
   // unreachable program point"); they are refused before it sees them.
   auto out = ParseRunFile("[run]\nname = \"r\"\n\xc2\xa1 = 1\n", "run.toml");
   ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().message(), "run.toml: line 3: a non-ASCII character outside a string or comment");
-  auto junk = ParseRunFile("_s = 1'=aaaa\xcd\x93k\n", "run.toml");  // a quote inside a bad value starts no string
+  EXPECT_EQ(out.status().message(),
+            "run.toml: line 3: a non-ASCII character outside a string or comment");
+  auto junk = ParseRunFile("_s = 1'=aaaa\xcd\x93k\n",
+                           "run.toml");  // a quote inside a bad value starts no string
   ASSERT_FALSE(junk.ok());
-  EXPECT_EQ(junk.status().message(), "run.toml: line 1: a non-ASCII character outside a string or comment");
+  EXPECT_EQ(junk.status().message(),
+            "run.toml: line 1: a non-ASCII character outside a string or comment");
   auto cont = ParseRunFile("[run]\nname = \"\"\"\\\n  \xc2\xa7\"\"\"\n", "run.toml");
   ASSERT_FALSE(cont.ok());
   EXPECT_EQ(cont.status().message(),
-            "run.toml: line 3: a non-ASCII character after a line-ending backslash in a \"\"\" string (not supported)");
-  auto esc = ParseRunFile("s = \"\"\"\n\\\xc2\xa7\"\"\"\n", "run.toml");  // fuzz_run_file, in CI's 3 s
+            "run.toml: line 3: a non-ASCII character after a line-ending backslash in a \"\"\" "
+            "string (not supported)");
+  auto esc =
+      ParseRunFile("s = \"\"\"\n\\\xc2\xa7\"\"\"\n", "run.toml");  // fuzz_run_file, in CI's 3 s
   ASSERT_FALSE(esc.ok());
-  EXPECT_EQ(esc.status().message(), "run.toml: line 2: a non-ASCII character after a backslash in a string (not an escape)");
-  // Non-ASCII where TOML allows it still reads: strings of every kind, quoted keys, comments, a BOM.
-  auto ok = ParseRunFile("\xef\xbb\xbf# caf\xc3\xa9\n[run]  # \xc3\xa9\nname = \"caf\xc3\xa9 \\\"\xc2\xa1\\\" \"\n"
-                         "[train]\n\"lr\" = 3e-4\n[data]\npack_dir = '\xc2\xa1p'\n"
-                         "[model]\nparams = 1e9\npath = \"\"\"m\xc2\xa1\"\"\"\"\"\n",
-                         "run.toml");
+  EXPECT_EQ(
+      esc.status().message(),
+      "run.toml: line 2: a non-ASCII character after a backslash in a string (not an escape)");
+  // Non-ASCII where TOML allows it still reads: strings of every kind, quoted keys, comments, a
+  // BOM.
+  auto ok = ParseRunFile(
+      "\xef\xbb\xbf# caf\xc3\xa9\n[run]  # \xc3\xa9\nname = \"caf\xc3\xa9 \\\"\xc2\xa1\\\" \"\n"
+      "[train]\n\"lr\" = 3e-4\n[data]\npack_dir = '\xc2\xa1p'\n"
+      "[model]\nparams = 1e9\npath = \"\"\"m\xc2\xa1\"\"\"\"\"\n",
+      "run.toml");
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ(ok->name, "caf\xc3\xa9 \"\xc2\xa1\" ");
   EXPECT_EQ(ok->pack_dir, "\xc2\xa1p");
@@ -73,7 +83,8 @@ TEST(RunFileTest, NonAsciiWhereTomlppWouldHitUndefinedBehaviourIsAnError) {
 TEST(RunFileTest, UnknownKeysAreNamed) {
   auto r = ParseRunFile("[train]\nseq_len = 2048\nmicro_bach = 1\n", "run.toml");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("unknown key train.micro_bach (line 3)"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("unknown key train.micro_bach (line 3)"), std::string::npos)
+      << r.status().message();
   auto t = ParseRunFile("[trian]\n", "run.toml");
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("unknown key trian"), std::string::npos);
@@ -82,13 +93,16 @@ TEST(RunFileTest, UnknownKeysAreNamed) {
 TEST(RunFileTest, WrongTypesAreNamed) {
   auto r = ParseRunFile("[cluster]\nnodes = \"two\"\n", "run.toml");
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("cluster.nodes (line 2) must be an integer"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("cluster.nodes (line 2) must be an integer"),
+            std::string::npos)
+      << r.status().message();
   auto m = ParseRunFile("[evenfix]\nmode = \"maybe\"\n", "run.toml");
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("evenfix.mode"), std::string::npos);
   auto s = ParseRunFile("[train\n", "run.toml");
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("run.toml: line 1"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("run.toml: line 1"), std::string::npos)
+      << s.status().message();
 }
 
 TEST(RunFileTest, CrossFieldChecks) {
@@ -113,7 +127,8 @@ command = "logger -t evenkeel"
 backoff_s = 0.5
 backoff_max_s = 30
 resend_s = 45
-)", "run.toml");
+)",
+                        "run.toml");
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_DOUBLE_EQ(r->watch_poll_s, 0.5);
   EXPECT_EQ(r->heartbeat_dir, "/run/evenkeel/hb");
@@ -174,31 +189,36 @@ shard_size_gb = 0.5
 }
 
 TEST(RunFileTest, BadTrainerValuesAreRefused) {
-  for (const char* bad : {"[train]\nprecision = \"fp8\"\n", "[train]\nlr = 0\n", "[train]\nmin_lr_ratio = 2.0\n",
-                          "[checkpoint]\nshard_size_gb = 0\n", "[train]\nmax_steps = -1\n", "[train]\nlr = nan\n",
-                          "[train]\nseq_len = 99999999999\n"}) {
+  for (const char* bad :
+       {"[train]\nprecision = \"fp8\"\n", "[train]\nlr = 0\n", "[train]\nmin_lr_ratio = 2.0\n",
+        "[checkpoint]\nshard_size_gb = 0\n", "[train]\nmax_steps = -1\n", "[train]\nlr = nan\n",
+        "[train]\nseq_len = 99999999999\n"}) {
     auto r = ParseRunFile(bad, "run.toml");
     EXPECT_FALSE(r.ok()) << bad;
   }
   auto m = ParseRunFile("[evenfix]\nmode = \"maybe\"\n", "run.toml");
   ASSERT_FALSE(m.ok());
-  EXPECT_NE(m.status().message().find("evenfix.mode (line 2)"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("evenfix.mode (line 2)"), std::string::npos)
+      << m.status().message();
 }
 
 TEST(RunFileTest, EvenfixMaxDropPct) {
   auto def = ParseRunFile("[run]\nname = \"x\"\n", "run.toml");
   ASSERT_TRUE(def.ok()) << def.status().message();
   EXPECT_DOUBLE_EQ(def->evenfix_max_drop_pct, 1.0);
-  EXPECT_NE(RunFileToJson(*def).find("\"max_drop_pct\": 1"), std::string::npos) << RunFileToJson(*def);
+  EXPECT_NE(RunFileToJson(*def).find("\"max_drop_pct\": 1"), std::string::npos)
+      << RunFileToJson(*def);
   auto set = ParseRunFile("[evenfix]\nmode = \"min\"\nmax_drop_pct = 0.25\n", "run.toml");
   ASSERT_TRUE(set.ok()) << set.status().message();
   EXPECT_DOUBLE_EQ(set->evenfix_max_drop_pct, 0.25);
   auto over = ParseRunFile("[evenfix]\nmode = \"min\"\nmax_drop_pct = 150\n", "run.toml");
   ASSERT_FALSE(over.ok());
-  EXPECT_EQ(over.status().message(), "run.toml: evenfix.max_drop_pct (line 3) must be a number in [0, 100], not 150");
+  EXPECT_EQ(over.status().message(),
+            "run.toml: evenfix.max_drop_pct (line 3) must be a number in [0, 100], not 150");
   auto neg = ParseRunFile("[evenfix]\nmax_drop_pct = -1\n", "run.toml");
   ASSERT_FALSE(neg.ok());
-  EXPECT_EQ(neg.status().message(), "run.toml: evenfix.max_drop_pct (line 2) must be a number in [0, 100], not -1");
+  EXPECT_EQ(neg.status().message(),
+            "run.toml: evenfix.max_drop_pct (line 2) must be a number in [0, 100], not -1");
   auto type = ParseRunFile("[evenfix]\nmax_drop_pct = \"1%\"\n", "run.toml");
   ASSERT_FALSE(type.ok());
   EXPECT_EQ(type.status().message(), "run.toml: evenfix.max_drop_pct (line 2) must be a number");

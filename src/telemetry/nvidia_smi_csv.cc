@@ -31,9 +31,12 @@ void SplitFields(std::string_view line, std::vector<std::string_view>* fields) {
 
 // A value DropAbsurdValues would drop: only then is the row's location formatted.
 bool AnyAbsurd(const Sample& s) {
-  auto out = [](const std::optional<double>& v, double lo, double hi) { return v && !(*v >= lo && *v <= hi); };
-  return out(s.util_pct, 0, 100) || out(s.power_w, 0, kMaxPowerW) || out(s.mem_used_mib, 0, kMaxMemMiB) ||
-         out(s.energy_j, 0, 1e15) || out(s.sm_active, 0, 1) || out(s.sm_clock_mhz, 0, 10000);
+  auto out = [](const std::optional<double>& v, double lo, double hi) {
+    return v && !(*v >= lo && *v <= hi);
+  };
+  return out(s.util_pct, 0, 100) || out(s.power_w, 0, kMaxPowerW) ||
+         out(s.mem_used_mib, 0, kMaxMemMiB) || out(s.energy_j, 0, 1e15) || out(s.sm_active, 0, 1) ||
+         out(s.sm_clock_mhz, 0, 10000);
 }
 
 // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).

@@ -15,12 +15,12 @@ namespace ek::telemetry {
 
 // One device's reading; a field NVML does not support on the device is absent.
 struct NvmlReading {
-  std::optional<double> power_w;       // nvmlDeviceGetPowerUsage (instant)
-  std::optional<double> energy_j;      // nvmlDeviceGetTotalEnergyConsumption (since driver load)
-  std::optional<double> util_pct;      // nvmlDeviceGetUtilizationRates().gpu
-  std::optional<double> mem_used_mib;  // nvmlDeviceGetMemoryInfo().used
+  std::optional<double> power_w;        // nvmlDeviceGetPowerUsage (instant)
+  std::optional<double> energy_j;       // nvmlDeviceGetTotalEnergyConsumption (since driver load)
+  std::optional<double> util_pct;       // nvmlDeviceGetUtilizationRates().gpu
+  std::optional<double> mem_used_mib;   // nvmlDeviceGetMemoryInfo().used
   std::optional<double> mem_total_mib;  // nvmlDeviceGetMemoryInfo().total
-  std::optional<double> sm_clock_mhz;  // nvmlDeviceGetClockInfo(NVML_CLOCK_SM)
+  std::optional<double> sm_clock_mhz;   // nvmlDeviceGetClockInfo(NVML_CLOCK_SM)
   std::optional<uint64_t> throttle_reasons;  // nvmlDeviceGetCurrentClocksThrottleReasons
   std::optional<int> processes;              // nvmlDeviceGetComputeRunningProcesses_v3
 };

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+
 #include "core/jsonl.h"
 
 namespace ek::telemetry {
@@ -219,7 +220,8 @@ Status PrometheusSource::Poll(double deadline, Batch* out) {
   std::vector<Result<std::string>> bodies(urls_.size(), Result<std::string>(std::string()));
   // Bounded fan-out through the core pool: kScrapeThreads in flight, however many nodes.
   if (!pool_) pool_ = std::make_unique<ThreadPool>(std::min(urls_.size(), kScrapeThreads));
-  pool_->ParallelFor(urls_.size(), [&](size_t i, size_t) { bodies[i] = http_->Get(urls_[i], timeout); });
+  pool_->ParallelFor(urls_.size(),
+                     [&](size_t i, size_t) { bodies[i] = http_->Get(urls_[i], timeout); });
   double received = clock_->Now();
   for (size_t i = 0; i < urls_.size(); ++i) {
     if (!bodies[i].ok()) {

@@ -1,6 +1,7 @@
 #include "telemetry/prometheus.h"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
@@ -8,8 +9,6 @@
 #include <unistd.h>
 
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "core/fake_clock.h"
 
@@ -145,8 +144,10 @@ TEST(Prometheus, ScrapesManyNodesAtOnceOverLoopback) {
   ASSERT_EQ(batch.problems.size(), 1u);
   EXPECT_NE(batch.problems[0].where.find(std::to_string(port_c)), std::string::npos);
   // The whole connection error, not httplib's one word ("Connection").
-  EXPECT_EQ(batch.problems[0].what, fmt::format("GET http://127.0.0.1:{}/metrics: cannot connect to 127.0.0.1:{}: "
-                                                "Connection refused", port_c, port_c));
+  EXPECT_EQ(batch.problems[0].what,
+            fmt::format("GET http://127.0.0.1:{}/metrics: cannot connect to 127.0.0.1:{}: "
+                        "Connection refused",
+                        port_c, port_c));
 }
 
 }  // namespace

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "core/jsonl.h"
 #include "core/file.h"
+#include "core/jsonl.h"
 #include "telemetry/nvidia_smi_csv.h"
 
 namespace ek::telemetry {
@@ -16,7 +16,8 @@ std::string HostTimeAligner::Row::ToString() const {
   return line > 0 ? fmt::format("{}:{}", file, line) : std::string(file);
 }
 
-void HostTimeAligner::Accept(Sample s, const Row& where, std::vector<Sample>* out, std::vector<Problem>* problems) {
+void HostTimeAligner::Accept(Sample s, const Row& where, std::vector<Sample>* out,
+                             std::vector<Problem>* problems) {
   size_t g = static_cast<size_t>(s.gpu);
   if (g >= gpu_last_.size()) gpu_last_.resize(g + 1, -INFINITY);
   if (s.time < gpu_last_[g]) {
@@ -31,7 +32,8 @@ void HostTimeAligner::Accept(Sample s, const Row& where, std::vector<Sample>* ou
   out->push_back(std::move(s));
 }
 
-void HostTimeAligner::Add(Sample s, Row where, std::vector<Sample>* out, std::vector<Problem>* problems) {
+void HostTimeAligner::Add(Sample s, Row where, std::vector<Sample>* out,
+                          std::vector<Problem>* problems) {
   double raw = s.time;
   s.time = raw + offset_;
   if (!last_ || std::fabs(s.time - *last_) <= clock_jump_s_) {
@@ -109,7 +111,8 @@ void ReplaySource::AddFile(const std::string& name, std::string_view text,
       aligners_.emplace_back(s.host, HostTimeAligner(options.interval_s, options.clock_jump_s));
       it = aligners_.end() - 1;
     }
-    it->second.Add(std::move(s), HostTimeAligner::Row{where, row_line[i]}, &batch_.samples, &batch_.problems);
+    it->second.Add(std::move(s), HostTimeAligner::Row{where, row_line[i]}, &batch_.samples,
+                   &batch_.problems);
   }
 }
 

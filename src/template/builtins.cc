@@ -19,12 +19,16 @@ namespace ek::tmpl {
 namespace builtin {
 
 Status Undef(const Value& v) {
-  return InvalidArgumentError(fmt::format("'{}' is undefined", v.name().empty() ? "value" : v.name()));
+  return InvalidArgumentError(
+      fmt::format("'{}' is undefined", v.name().empty() ? "value" : v.name()));
 }
 
-bool IsInt(const Value& v) { return v.kind() == Value::Kind::kInt || v.kind() == Value::Kind::kBool; }
+bool IsInt(const Value& v) {
+  return v.kind() == Value::Kind::kInt || v.kind() == Value::Kind::kBool;
+}
 
-Result<std::string_view> StrArg(const CallArgs& a, size_t i, std::string_view name, std::string_view fn) {
+Result<std::string_view> StrArg(const CallArgs& a, size_t i, std::string_view name,
+                                std::string_view fn) {
   const Value* v = a.Get(i, name);
   if (!v || !v->is_string()) {
     return InvalidArgumentError(fmt::format("{}: argument '{}' must be a string", fn, name));
@@ -37,14 +41,17 @@ Result<std::optional<std::string_view>> OptStr(const CallArgs& a, size_t i, std:
                                                std::string_view fn) {
   const Value* v = a.Get(i, name);
   if (!v || v->is_none() || v->is_undefined()) return std::optional<std::string_view>();
-  if (!v->is_string()) return InvalidArgumentError(fmt::format("{}: argument '{}' must be str or None", fn, name));
+  if (!v->is_string())
+    return InvalidArgumentError(fmt::format("{}: argument '{}' must be str or None", fn, name));
   return std::optional<std::string_view>(v->str());
 }
 
-Result<int64_t> IntArg(const CallArgs& a, size_t i, std::string_view name, int64_t dflt, std::string_view fn) {
+Result<int64_t> IntArg(const CallArgs& a, size_t i, std::string_view name, int64_t dflt,
+                       std::string_view fn) {
   const Value* v = a.Get(i, name);
   if (!v || v->is_none()) return dflt;
-  if (!IsInt(*v)) return InvalidArgumentError(fmt::format("{}: argument '{}' must be an integer", fn, name));
+  if (!IsInt(*v))
+    return InvalidArgumentError(fmt::format("{}: argument '{}' must be an integer", fn, name));
   return v->integer();
 }
 
@@ -99,10 +106,12 @@ using namespace builtin;
 Status CheckPrintable(const Value& v) {
   if (v.kind() == Value::Kind::kGenerator) {
     return UnsupportedError(
-        "unsupported: printing a generator (what map, select, reject, selectattr, rejectattr, unique, items and "
+        "unsupported: printing a generator (what map, select, reject, selectattr, rejectattr, "
+        "unique, items and "
         "reverse return; Python prints its address): add |list");
   }
-  if (v.is_list() && v.seq() == Seq::kRange) return UnsupportedError("unsupported: printing a range(): add |list");
+  if (v.is_list() && v.seq() == Seq::kRange)
+    return UnsupportedError("unsupported: printing a range(): add |list");
   if (v.kind() == Value::Kind::kCallable || v.kind() == Value::Kind::kLoop) {
     return UnsupportedError(fmt::format("unsupported: printing a {}", v.TypeName()));
   }
@@ -111,18 +120,25 @@ Status CheckPrintable(const Value& v) {
 
 Result<int64_t> Length(const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return 0;
-    case Value::Kind::kString: return static_cast<int64_t>(CodePoints(v.str()));
-    case Value::Kind::kList: return static_cast<int64_t>(v.list().size());
-    case Value::Kind::kDict: return static_cast<int64_t>(v.dict().items.size());
-    default: return InvalidArgumentError(fmt::format("object of type '{}' has no len()", v.TypeName()));
+    case Value::Kind::kUndefined:
+      return 0;
+    case Value::Kind::kString:
+      return static_cast<int64_t>(CodePoints(v.str()));
+    case Value::Kind::kList:
+      return static_cast<int64_t>(v.list().size());
+    case Value::Kind::kDict:
+      return static_cast<int64_t>(v.dict().items.size());
+    default:
+      return InvalidArgumentError(fmt::format("object of type '{}' has no len()", v.TypeName()));
   }
 }
 
 Result<std::shared_ptr<const List>> Iterate(const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::kList: return v.list_ref();
-    case Value::Kind::kUndefined: return std::make_shared<const List>();
+    case Value::Kind::kList:
+      return v.list_ref();
+    case Value::Kind::kUndefined:
+      return std::make_shared<const List>();
     case Value::Kind::kDict: {
       auto l = std::make_shared<List>();
       for (const auto& [k, x] : v.dict().items) l->push_back(Value::String(k));
@@ -133,8 +149,10 @@ Result<std::shared_ptr<const List>> Iterate(const Value& v) {
       for (auto& c : Chars(v.str())) l->push_back(Value::String(std::move(c)));
       return std::shared_ptr<const List>(std::move(l));
     }
-    case Value::Kind::kGenerator: return v.Consume();
-    default: return InvalidArgumentError(fmt::format("'{}' object is not iterable", v.TypeName()));
+    case Value::Kind::kGenerator:
+      return v.Consume();
+    default:
+      return InvalidArgumentError(fmt::format("'{}' object is not iterable", v.TypeName()));
   }
 }
 
@@ -145,16 +163,46 @@ namespace {
 
 const std::unordered_map<std::string_view, FilterFn>& Filters() {
   static const auto* m = new std::unordered_map<std::string_view, FilterFn>{
-      {"abs", FAbs},           {"attr", FAttr},         {"capitalize", FCapitalize}, {"center", FCenter},
-      {"count", FLength},      {"d", FDefault},         {"default", FDefault},       {"dictsort", FDictsort},
-      {"e", FEscape},          {"escape", FEscape},     {"first", FFirst},           {"float", FFloat},
-      {"forceescape", FEscape}, {"indent", FIndent},    {"int", FInt},               {"items", FItems},
-      {"join", FJoin},         {"last", FLast},         {"length", FLength},         {"list", FList},
-      {"lower", FLower},       {"map", FMap},           {"max", FMax},               {"min", FMin},
-      {"reject", FReject},     {"rejectattr", FRejectattr}, {"replace", FReplace},   {"reverse", FReverse},
-      {"round", FRound},       {"safe", FSafe},         {"select", FSelect},         {"selectattr", FSelectattr},
-      {"sort", FSort},         {"string", FString},     {"sum", FSum},               {"title", FTitle},
-      {"tojson", FTojson},     {"trim", FTrim},         {"unique", FUnique},         {"upper", FUpper},
+      {"abs", FAbs},
+      {"attr", FAttr},
+      {"capitalize", FCapitalize},
+      {"center", FCenter},
+      {"count", FLength},
+      {"d", FDefault},
+      {"default", FDefault},
+      {"dictsort", FDictsort},
+      {"e", FEscape},
+      {"escape", FEscape},
+      {"first", FFirst},
+      {"float", FFloat},
+      {"forceescape", FEscape},
+      {"indent", FIndent},
+      {"int", FInt},
+      {"items", FItems},
+      {"join", FJoin},
+      {"last", FLast},
+      {"length", FLength},
+      {"list", FList},
+      {"lower", FLower},
+      {"map", FMap},
+      {"max", FMax},
+      {"min", FMin},
+      {"reject", FReject},
+      {"rejectattr", FRejectattr},
+      {"replace", FReplace},
+      {"reverse", FReverse},
+      {"round", FRound},
+      {"safe", FSafe},
+      {"select", FSelect},
+      {"selectattr", FSelectattr},
+      {"sort", FSort},
+      {"string", FString},
+      {"sum", FSum},
+      {"title", FTitle},
+      {"tojson", FTojson},
+      {"trim", FTrim},
+      {"unique", FUnique},
+      {"upper", FUpper},
       {"wordcount", FWordcount},
   };
   return *m;
@@ -171,9 +219,11 @@ FilterFn FindFilter(std::string_view name) {
 
 bool KnownTest(std::string_view n) {
   static const char* const kTests[] = {
-      "defined", "undefined", "none", "boolean", "true", "false", "integer", "float", "number", "string", "mapping",
-      "iterable", "sequence", "callable", "escaped", "odd", "even", "divisibleby", "eq", "equalto", "ne", "lt",
-      "lessthan", "gt", "greaterthan", "le", "ge", "in", "lower", "upper", "sameas", "filter", "test"};
+      "defined", "undefined", "none",   "boolean",     "true",     "false",    "integer",
+      "float",   "number",    "string", "mapping",     "iterable", "sequence", "callable",
+      "escaped", "odd",       "even",   "divisibleby", "eq",       "equalto",  "ne",
+      "lt",      "lessthan",  "gt",     "greaterthan", "le",       "ge",       "in",
+      "lower",   "upper",     "sameas", "filter",      "test"};
   for (const char* t : kTests) {
     if (n == t) return true;
   }
@@ -182,11 +232,14 @@ bool KnownTest(std::string_view n) {
 
 Result<Value> CallFilter(std::string_view name, const Value& operand, CallArgs& args) {
   auto it = Filters().find(name);
-  if (it == Filters().end()) return UnsupportedError(fmt::format("unsupported: the filter '{}'", name));
+  if (it == Filters().end())
+    return UnsupportedError(fmt::format("unsupported: the filter '{}'", name));
   return it->second(operand, args);
 }
 
-Result<bool> CallTest(std::string_view name, const Value& v, CallArgs& args) { return Test(name, v, args); }
+Result<bool> CallTest(std::string_view name, const Value& v, CallArgs& args) {
+  return Test(name, v, args);
+}
 
 const Value* FindGlobal(std::string_view name) {
   static const auto* globals = [] {

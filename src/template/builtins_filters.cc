@@ -75,7 +75,8 @@ Result<Value> FFirst(const Value& v, CallArgs&) {
 }
 
 Result<Value> FLast(const Value& v, CallArgs&) {
-  if (v.kind() == Value::Kind::kGenerator) return InvalidArgumentError("'generator' object is not reversible");
+  if (v.kind() == Value::Kind::kGenerator)
+    return InvalidArgumentError("'generator' object is not reversible");
   EK_ASSIGN_OR_RETURN(auto items, Iterate(v));
   if (items->empty()) return Value::Undefined("last");
   return items->back();
@@ -155,7 +156,8 @@ Result<Value> FTojson(const Value& v, CallArgs& a) {
   }
   std::string item_sep = indent >= 0 ? "," : ", ", key_sep = ": ";
   if (const Value* s = a.Get(2, "separators"); s && !s->is_none()) {
-    if (!s->is_list() || s->list().size() != 2 || !s->list()[0].is_string() || !s->list()[1].is_string()) {
+    if (!s->is_list() || s->list().size() != 2 || !s->list()[0].is_string() ||
+        !s->list()[1].is_string()) {
       return InvalidArgumentError("tojson: separators must be a (item, key) pair of strings");
     }
     item_sep = s->list()[0].str();
@@ -221,7 +223,8 @@ Result<Value> FInt(const Value& v, CallArgs& a) {
     bool neg = !digits.empty() && (digits[0] == '-' || digits[0] == '+') && digits[0] == '-';
     std::string_view body = digits;
     if (!body.empty() && (body[0] == '-' || body[0] == '+')) body.remove_prefix(1);
-    if (auto n = ParseUint64(body, static_cast<int>(base)); n && *n <= static_cast<uint64_t>(INT64_MAX)) {
+    if (auto n = ParseUint64(body, static_cast<int>(base));
+        n && *n <= static_cast<uint64_t>(INT64_MAX)) {
       return Value::Int(neg ? -static_cast<int64_t>(*n) : static_cast<int64_t>(*n));
     }
     if (auto f = ParseDouble(s); f && std::isfinite(*f) && std::fabs(*f) < 9.2e18) {
@@ -245,7 +248,8 @@ Result<Value> FFloat(const Value& v, CallArgs& a) {
 Result<Value> FAbs(const Value& v, CallArgs&) {
   if (v.kind() == Value::Kind::kFloat) return Value::Float(std::fabs(v.number()));
   if (IsInt(v)) {
-    if (v.integer() == std::numeric_limits<int64_t>::min()) return InvalidArgumentError("integer overflow");
+    if (v.integer() == std::numeric_limits<int64_t>::min())
+      return InvalidArgumentError("integer overflow");
     return Value::Int(v.integer() < 0 ? -v.integer() : v.integer());
   }
   return InvalidArgumentError(fmt::format("bad operand type for abs(): '{}'", v.TypeName()));
@@ -258,11 +262,13 @@ Result<Value> FRound(const Value& v, CallArgs& a) {
   if (method != "common" && method != "ceil" && method != "floor") {
     return InvalidArgumentError("method must be common, ceil or floor");
   }
-  if (!v.is_number()) return InvalidArgumentError(fmt::format("round: a number is needed, not {}", v.TypeName()));
+  if (!v.is_number())
+    return InvalidArgumentError(fmt::format("round: a number is needed, not {}", v.TypeName()));
   if (method == "common") {
     if (IsInt(v)) return Value::Int(v.integer());  // Python's round(int, n) with n >= 0
     // Python rounds the exact binary value half-to-even; so does printf.
-    if (precision < 0 || precision > 300) return UnsupportedError("unsupported: round() precision outside 0..300");
+    if (precision < 0 || precision > 300)
+      return UnsupportedError("unsupported: round() precision outside 0..300");
     char buf[512];
     std::snprintf(buf, sizeof buf, "%.*f", static_cast<int>(precision), v.number());
     auto f = ParseDouble(buf);
@@ -279,7 +285,8 @@ Result<Value> FIndent(const Value& v, CallArgs& a) {
     if (w->is_string()) {
       ind = w->str();
     } else if (IsInt(*w)) {
-      ind.assign(static_cast<size_t>(std::max<int64_t>(0, std::min<int64_t>(w->integer(), 4096))), ' ');
+      ind.assign(static_cast<size_t>(std::max<int64_t>(0, std::min<int64_t>(w->integer(), 4096))),
+                 ' ');
     } else {
       return InvalidArgumentError("indent: width must be an int or a str");
     }
@@ -315,12 +322,23 @@ Result<Value> FEscape(const Value& v, CallArgs&) {
   std::string s = ToStr(v), out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return Str(std::move(out));
@@ -330,7 +348,8 @@ Result<Value> FSafe(const Value& v, CallArgs&) { return v; }
 
 Result<Value> FAttr(const Value& v, CallArgs& a) {
   EK_ASSIGN_OR_RETURN(std::string_view name, StrArg(a, 0, "name", "attr"));
-  if (v.is_dict()) return IsDictMethod(name) ? BoundMethod(v, name) : Value::Undefined(std::string(name));
+  if (v.is_dict())
+    return IsDictMethod(name) ? BoundMethod(v, name) : Value::Undefined(std::string(name));
   return GetAttr(v, name);
 }
 
@@ -374,7 +393,8 @@ Result<Value> FDictsort(const Value& v, CallArgs& a) {
   bool cs = BoolArg(a, 0, "case_sensitive", false);
   std::string by = "key";
   if (const Value* b = a.Get(1, "by")) by = ToStr(*b);
-  if (by != "key" && by != "value") return InvalidArgumentError("You can only sort by either 'key' or 'value'");
+  if (by != "key" && by != "value")
+    return InvalidArgumentError("You can only sort by either 'key' or 'value'");
   bool reverse = BoolArg(a, 2, "reverse", false);
   std::vector<std::pair<Value, Value>> keyed;
   for (const auto& [k, x] : v.dict().items) {
@@ -442,7 +462,8 @@ Result<Value> FSum(const Value& v, CallArgs& a) {
       acc = Value::Float(acc.number() + k.number());
     } else {
       int64_t r;
-      if (__builtin_add_overflow(acc.integer(), k.integer(), &r)) return InvalidArgumentError("integer overflow");
+      if (__builtin_add_overflow(acc.integer(), k.integer(), &r))
+        return InvalidArgumentError("integer overflow");
       acc = Value::Int(r);
     }
   }
@@ -468,9 +489,11 @@ Result<Value> FMap(const Value& v, CallArgs& a) {
     }
     return Value::Generator(std::move(out));
   }
-  if (!a.positional[0].is_string()) return InvalidArgumentError("map: the filter name must be a string");
+  if (!a.positional[0].is_string())
+    return InvalidArgumentError("map: the filter name must be a string");
   std::string name = a.positional[0].str();
-  if (!KnownFilter(name)) return UnsupportedError(fmt::format("unsupported: the filter '{}'", name));
+  if (!KnownFilter(name))
+    return UnsupportedError(fmt::format("unsupported: the filter '{}'", name));
   CallArgs rest;
   rest.positional.assign(a.positional.begin() + 1, a.positional.end());
   rest.keyword = a.keyword;
@@ -496,14 +519,16 @@ Result<Value> SelectImpl(const Value& v, CallArgs& a, bool by_attr, bool keep) {
   }
   std::string test;
   if (a.positional.size() > next) {
-    if (!a.positional[next].is_string()) return InvalidArgumentError("the test name must be a string");
+    if (!a.positional[next].is_string())
+      return InvalidArgumentError("the test name must be a string");
     test = a.positional[next].str();
     if (!KnownTest(test)) return UnsupportedError(fmt::format("unsupported: the test '{}'", test));
     ++next;
   }
   CallArgs rest;
-  rest.positional.assign(a.positional.begin() + static_cast<std::ptrdiff_t>(std::min(next, a.positional.size())),
-                         a.positional.end());
+  rest.positional.assign(
+      a.positional.begin() + static_cast<std::ptrdiff_t>(std::min(next, a.positional.size())),
+      a.positional.end());
   rest.keyword = a.keyword;
   List out;
   for (const Value& x : *items) {

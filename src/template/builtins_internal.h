@@ -16,11 +16,13 @@ namespace ek::tmpl::builtin {
 // Arguments (builtins.cc). Each error names the function `fn` and the argument.
 Status Undef(const Value& v);
 bool IsInt(const Value& v);
-Result<std::string_view> StrArg(const CallArgs& a, size_t i, std::string_view name, std::string_view fn);
+Result<std::string_view> StrArg(const CallArgs& a, size_t i, std::string_view name,
+                                std::string_view fn);
 // An optional str argument that may be None.
 Result<std::optional<std::string_view>> OptStr(const CallArgs& a, size_t i, std::string_view name,
                                                std::string_view fn);
-Result<int64_t> IntArg(const CallArgs& a, size_t i, std::string_view name, int64_t dflt, std::string_view fn);
+Result<int64_t> IntArg(const CallArgs& a, size_t i, std::string_view name, int64_t dflt,
+                       std::string_view fn);
 bool BoolArg(const CallArgs& a, size_t i, std::string_view name, bool dflt);
 Value Str(std::string s);
 // Whether replacing every `old_s` in `s` by `new_s` stays under kMaxStringBytes.

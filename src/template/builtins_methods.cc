@@ -1,11 +1,10 @@
 // The methods of str, dict, list and loop objects, and attribute and item access
 // (jinja2's sandboxed getattr/getitem), as jinja2 3.1 defines them.
 #include <fmt/core.h>
+#include <utf8proc.h>
 
 #include <algorithm>
 #include <limits>
-
-#include <utf8proc.h>
 
 #include "core/parse.h"
 #include "template/builtins_internal.h"
@@ -21,11 +20,14 @@ namespace builtin {
 
 bool IsStrMethod(std::string_view n) {
   static const char* const kNames[] = {
-      "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith", "replace", "upper",
-      "lower", "title", "capitalize", "swapcase", "find", "rfind", "index", "rindex", "count", "join", "isdigit",
-      "isdecimal", "isnumeric", "isalpha", "isalnum", "isspace", "isupper", "islower", "partition", "rpartition",
-      "removeprefix", "removesuffix", "ljust", "rjust", "center", "zfill", "format", "encode", "casefold",
-      "expandtabs", "format_map", "isidentifier", "isprintable", "istitle", "isascii", "maketrans", "translate"};
+      "strip",        "lstrip",       "rstrip",   "split",      "rsplit",     "splitlines",
+      "startswith",   "endswith",     "replace",  "upper",      "lower",      "title",
+      "capitalize",   "swapcase",     "find",     "rfind",      "index",      "rindex",
+      "count",        "join",         "isdigit",  "isdecimal",  "isnumeric",  "isalpha",
+      "isalnum",      "isspace",      "isupper",  "islower",    "partition",  "rpartition",
+      "removeprefix", "removesuffix", "ljust",    "rjust",      "center",     "zfill",
+      "format",       "encode",       "casefold", "expandtabs", "format_map", "isidentifier",
+      "isprintable",  "istitle",      "isascii",  "maketrans",  "translate"};
   for (const char* k : kNames) {
     if (n == k) return true;
   }
@@ -36,8 +38,9 @@ bool IsDictMethod(std::string_view n) {
          n == "popitem" || n == "setdefault" || n == "update" || n == "clear" || n == "fromkeys";
 }
 bool IsListMethod(std::string_view n) {
-  return n == "index" || n == "count" || n == "copy" || n == "append" || n == "extend" || n == "insert" ||
-         n == "pop" || n == "remove" || n == "sort" || n == "reverse" || n == "clear";
+  return n == "index" || n == "count" || n == "copy" || n == "append" || n == "extend" ||
+         n == "insert" || n == "pop" || n == "remove" || n == "sort" || n == "reverse" ||
+         n == "clear";
 }
 
 // The (key, value) tuples of a dict, as dict.items() yields them.
@@ -70,7 +73,8 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
       if (!x.is_string()) return InvalidArgumentError(fmt::format("{}: the prefix must be str", n));
       std::string_view v = x.str();
       if (v.size() > s.size()) return false;
-      return n == "startswith" ? s.compare(0, v.size(), v) == 0 : s.compare(s.size() - v.size(), v.size(), v) == 0;
+      return n == "startswith" ? s.compare(0, v.size(), v) == 0
+                               : s.compare(s.size() - v.size(), v.size(), v) == 0;
     };
     if (p->is_list()) {
       for (const Value& x : p->list()) {
@@ -90,19 +94,21 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
     return Str(PyReplace(s, old_s, new_s, count));
   }
   if (n == "upper" || n == "lower" || n == "title" || n == "capitalize" || n == "swapcase") {
-    CaseOp op = n == "upper"   ? CaseOp::kUpper
-                : n == "lower" ? CaseOp::kLower
-                : n == "title" ? CaseOp::kTitle
+    CaseOp op = n == "upper"        ? CaseOp::kUpper
+                : n == "lower"      ? CaseOp::kLower
+                : n == "title"      ? CaseOp::kTitle
                 : n == "capitalize" ? CaseOp::kCapitalize
                                     : CaseOp::kSwapcase;
     EK_ASSIGN_OR_RETURN(std::string r, PyCase(s, op));
     return Str(std::move(r));
   }
   if (n == "find" || n == "rfind" || n == "index" || n == "rindex") {
-    if (a.positional.size() > 1) return UnsupportedError(fmt::format("unsupported: {}() with start/end", n));
+    if (a.positional.size() > 1)
+      return UnsupportedError(fmt::format("unsupported: {}() with start/end", n));
     EK_ASSIGN_OR_RETURN(std::string_view sub, StrArg(a, 0, "sub", n));
     int64_t i = PyFind(s, sub, n[0] == 'r');
-    if (i < 0 && (n == "index" || n == "rindex")) return InvalidArgumentError("substring not found");
+    if (i < 0 && (n == "index" || n == "rindex"))
+      return InvalidArgumentError("substring not found");
     return Value::Int(i);
   }
   if (n == "count") {
@@ -118,15 +124,18 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
     for (size_t i = 0; i < items->size(); ++i) {
       const Value& x = (*items)[i];
       if (!x.is_string()) {
-        return InvalidArgumentError(fmt::format("sequence item {}: expected str instance, {} found", i, x.TypeName()));
+        return InvalidArgumentError(
+            fmt::format("sequence item {}: expected str instance, {} found", i, x.TypeName()));
       }
       if (i) out += s;
-      if (out.size() + x.str().size() > kMaxStringBytes) return TooLarge(out.size() + x.str().size(), "string");
+      if (out.size() + x.str().size() > kMaxStringBytes)
+        return TooLarge(out.size() + x.str().size(), "string");
       out += x.str();
     }
     return Str(std::move(out));
   }
-  if (n.substr(0, 2) == "is" && n != "isidentifier" && n != "isprintable" && n != "istitle" && n != "isascii") {
+  if (n.substr(0, 2) == "is" && n != "isidentifier" && n != "isprintable" && n != "istitle" &&
+      n != "isascii") {
     return Value::Bool(PyIsClass(s, n));
   }
   if (n == "istitle") {  // Python: upper/titlecase only after uncased, lowercase only after cased
@@ -136,8 +145,8 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
       uint32_t cp = DecodeUtf8At(s, i, &len);
       i += len;
       std::string one = s.substr(i - len, len);
-      bool upper = PyIsClass(one, "isupper") || utf8proc_category(static_cast<utf8proc_int32_t>(cp)) ==
-                                                     UTF8PROC_CATEGORY_LT;
+      bool upper = PyIsClass(one, "isupper") ||
+                   utf8proc_category(static_cast<utf8proc_int32_t>(cp)) == UTF8PROC_CATEGORY_LT;
       bool lower = PyIsClass(one, "islower");
       if (upper) {
         if (prev_cased) return Value::Bool(false);
@@ -167,10 +176,12 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
     return StrTuple({s.substr(0, hit), std::string(sep), s.substr(hit + sep.size())});
   }
   if (n == "removeprefix" || n == "removesuffix") {
-    EK_ASSIGN_OR_RETURN(std::string_view x, StrArg(a, 0, n == "removeprefix" ? "prefix" : "suffix", n));
+    EK_ASSIGN_OR_RETURN(std::string_view x,
+                        StrArg(a, 0, n == "removeprefix" ? "prefix" : "suffix", n));
     std::string_view v = s;
     if (n == "removeprefix" && v.substr(0, x.size()) == x) v.remove_prefix(x.size());
-    if (n == "removesuffix" && !x.empty() && v.size() >= x.size() && v.substr(v.size() - x.size()) == x) {
+    if (n == "removesuffix" && !x.empty() && v.size() >= x.size() &&
+        v.substr(v.size() - x.size()) == x) {
       v.remove_suffix(x.size());
     }
     return Str(std::string(v));
@@ -188,7 +199,8 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
     }
     int64_t len = static_cast<int64_t>(CodePoints(s));
     if (width <= len) return Str(s);
-    if (static_cast<uint64_t>(width) > kMaxStringBytes) return TooLarge(static_cast<size_t>(width), "string");
+    if (static_cast<uint64_t>(width) > kMaxStringBytes)
+      return TooLarge(static_cast<size_t>(width), "string");
     int64_t pad = width - len;
     auto rep = [&](int64_t k) {
       std::string r;
@@ -198,7 +210,8 @@ Result<Value> StrMethod(const std::string& s, std::string_view n, CallArgs& a) {
     if (n == "ljust") return Str(s + rep(pad));
     if (n == "rjust") return Str(rep(pad) + s);
     if (n == "zfill") {
-      if (!s.empty() && (s[0] == '+' || s[0] == '-')) return Str(s.substr(0, 1) + rep(pad) + s.substr(1));
+      if (!s.empty() && (s[0] == '+' || s[0] == '-'))
+        return Str(s.substr(0, 1) + rep(pad) + s.substr(1));
       return Str(rep(pad) + s);
     }
     // Python's center puts the extra space on the left when the string length is odd.
@@ -226,7 +239,8 @@ Result<Value> DictMethod(const Dict& d, std::string_view n, CallArgs& a) {
   }
   if (n == "copy") return Value::MakeDict(d);
   return InvalidArgumentError(
-      fmt::format("dict.{}() modifies a dict, which transformers' sandbox (ImmutableSandboxedEnvironment) refuses",
+      fmt::format("dict.{}() modifies a dict, which transformers' sandbox "
+                  "(ImmutableSandboxedEnvironment) refuses",
                   n));
 }
 
@@ -246,7 +260,8 @@ Result<Value> ListMethod(const List& l, std::string_view n, CallArgs& a) {
   }
   if (n == "copy") return Value::MakeList(l);
   return InvalidArgumentError(
-      fmt::format("list.{}() modifies a list, which transformers' sandbox (ImmutableSandboxedEnvironment) refuses",
+      fmt::format("list.{}() modifies a list, which transformers' sandbox "
+                  "(ImmutableSandboxedEnvironment) refuses",
                   n));
 }
 
@@ -261,9 +276,12 @@ Result<Value> LoopAttr(const LoopState& s, std::string_view n) {
   if (n == "length") return Value::Int(len);
   if (n == "depth") return Value::Int(1);
   if (n == "depth0") return Value::Int(0);
-  if (n == "previtem") return i > 0 ? (*s.items)[static_cast<size_t>(i - 1)] : Value::Undefined("previtem");
-  if (n == "nextitem") return i + 1 < len ? (*s.items)[static_cast<size_t>(i + 1)] : Value::Undefined("nextitem");
-  if (n == "cycle" || n == "changed") return Value::Undefined();  // methods; called through CallMethod
+  if (n == "previtem")
+    return i > 0 ? (*s.items)[static_cast<size_t>(i - 1)] : Value::Undefined("previtem");
+  if (n == "nextitem")
+    return i + 1 < len ? (*s.items)[static_cast<size_t>(i + 1)] : Value::Undefined("nextitem");
+  if (n == "cycle" || n == "changed")
+    return Value::Undefined();  // methods; called through CallMethod
   return Value::Undefined(std::string(n));
 }
 
@@ -288,8 +306,9 @@ Value Item(const Value& container, const Value& item) {
 
 // Methods that modify their object: the sandbox hides them (unsafe_undefined).
 bool Mutates(std::string_view n) {
-  return n == "append" || n == "extend" || n == "insert" || n == "pop" || n == "remove" || n == "sort" ||
-         n == "reverse" || n == "clear" || n == "popitem" || n == "setdefault" || n == "update";
+  return n == "append" || n == "extend" || n == "insert" || n == "pop" || n == "remove" ||
+         n == "sort" || n == "reverse" || n == "clear" || n == "popitem" || n == "setdefault" ||
+         n == "update";
 }
 
 bool HasListMethod(const Value& l, std::string_view name) {
@@ -306,7 +325,8 @@ Result<Value> GetAttr(const Value& obj, std::string_view name) {
       return InvalidArgumentError(fmt::format("'{}' is undefined (reading its attribute '{}')",
                                               obj.name().empty() ? "value" : obj.name(), name));
     case Value::Kind::kDict: {
-      if (IsDictMethod(name)) return Mutates(name) ? Value::Undefined(std::string(name)) : BoundMethod(obj, name);
+      if (IsDictMethod(name))
+        return Mutates(name) ? Value::Undefined(std::string(name)) : BoundMethod(obj, name);
       if (const Value* v = obj.dict().Find(name)) return Item(obj, *v);
       return Value::Undefined(std::string(name));
     }
@@ -323,7 +343,8 @@ Result<Value> GetAttr(const Value& obj, std::string_view name) {
     case Value::Kind::kList:
       if (HasListMethod(obj, name) && !Mutates(name)) return BoundMethod(obj, name);
       return Value::Undefined(std::string(name));
-    default: return Value::Undefined(std::string(name));
+    default:
+      return Value::Undefined(std::string(name));
   }
 }
 
@@ -366,7 +387,8 @@ Result<Value> GetItem(const Value& obj, const Value& key) {
     case Value::Kind::kLoop:
       if (key.is_string()) return GetAttr(obj, key.str());
       return Value::Undefined();
-    default: return Value::Undefined();
+    default:
+      return Value::Undefined();
   }
 }
 
@@ -375,7 +397,8 @@ Result<Value> GetAttrPath(const Value& obj, std::string_view path) {
   size_t pos = 0;
   while (true) {
     size_t dot = path.find('.', pos);
-    std::string_view part = path.substr(pos, dot == std::string_view::npos ? std::string_view::npos : dot - pos);
+    std::string_view part =
+        path.substr(pos, dot == std::string_view::npos ? std::string_view::npos : dot - pos);
     auto idx = ParseUint64(part, 10);
     if (idx && *idx <= static_cast<uint64_t>(INT64_MAX)) {
       EK_ASSIGN_OR_RETURN(v, GetItem(v, Value::Int(static_cast<int64_t>(*idx))));
@@ -414,7 +437,8 @@ Result<Value> CallMethod(const Value& obj, std::string_view name, CallArgs& args
         return UnsupportedError("unsupported: loop.changed()");
       }
       return Value::Undefined();
-    default: return Value::Undefined();
+    default:
+      return Value::Undefined();
   }
 }
 

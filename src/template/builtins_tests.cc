@@ -30,21 +30,25 @@ Result<bool> Test(std::string_view n, const Value& v, CallArgs& a) {
   if (n == "string") return v.is_string();
   if (n == "mapping") return v.is_dict();
   if (n == "iterable") {
-    return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined() || v.kind() == K::kGenerator;
+    return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined() ||
+           v.kind() == K::kGenerator;
   }
   if (n == "sequence") {  // len() and __getitem__: not generators or dict views
     return v.is_string() || v.is_dict() || v.is_undefined() ||
-           (v.is_list() && (v.seq() == Seq::kList || v.seq() == Seq::kTuple || v.seq() == Seq::kRange));
+           (v.is_list() &&
+            (v.seq() == Seq::kList || v.seq() == Seq::kTuple || v.seq() == Seq::kRange));
   }
   if (n == "callable") return v.kind() == K::kCallable;
   if (n == "escaped") return false;
   if (n == "odd" || n == "even" || n == "divisibleby") {
     if (v.is_undefined()) return Undef(v);
-    if (!IsInt(v)) return UnsupportedError(fmt::format("unsupported: the test '{}' on a {}", n, v.TypeName()));
+    if (!IsInt(v))
+      return UnsupportedError(fmt::format("unsupported: the test '{}' on a {}", n, v.TypeName()));
     int64_t d = 2;
     if (n == "divisibleby") {
       EK_ASSIGN_OR_RETURN(const Value* x, arg());
-      if (!IsInt(*x) || x->integer() == 0) return InvalidArgumentError("divisibleby: a non-zero integer is needed");
+      if (!IsInt(*x) || x->integer() == 0)
+        return InvalidArgumentError("divisibleby: a non-zero integer is needed");
       d = x->integer();
     }
     int64_t m = v.integer() % d;
@@ -79,9 +83,11 @@ Result<bool> Test(std::string_view n, const Value& v, CallArgs& a) {
       }
       return false;
     }
-    return InvalidArgumentError(fmt::format("argument of type '{}' is not iterable", seq->TypeName()));
+    return InvalidArgumentError(
+        fmt::format("argument of type '{}' is not iterable", seq->TypeName()));
   }
-  if (n == "lower" || n == "upper") return PyIsClass(ToStr(v), n == "lower" ? "islower" : "isupper");
+  if (n == "lower" || n == "upper")
+    return PyIsClass(ToStr(v), n == "lower" ? "islower" : "isupper");
   if (n == "sameas") {
     EK_ASSIGN_OR_RETURN(const Value* x, arg());
     if (v.kind() != x->kind()) return false;
@@ -91,7 +97,8 @@ Result<bool> Test(std::string_view n, const Value& v, CallArgs& a) {
     // numbers' identity depends on how they were made; refuse to guess.
     if (v.kind() == K::kInt) {
       if (v.integer() >= -5 && v.integer() <= 256) return v.integer() == x->integer();
-      return UnsupportedError("unsupported: 'sameas' on an int outside -5..256 (its identity is a CPython detail)");
+      return UnsupportedError(
+          "unsupported: 'sameas' on an int outside -5..256 (its identity is a CPython detail)");
     }
     if (v.kind() == K::kFloat) return UnsupportedError("unsupported: 'sameas' on a float");
     return v.identity() == x->identity();

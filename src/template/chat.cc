@@ -11,12 +11,18 @@ namespace ek::tmpl {
 Result<Value> ValueFromJson(simdjson::dom::element e) {
   using T = simdjson::dom::element_type;
   switch (e.type()) {
-    case T::NULL_VALUE: return Value::None();
-    case T::BOOL: return Value::Bool(bool(e.get_bool()));
-    case T::INT64: return Value::Int(int64_t(e.get_int64()));
-    case T::UINT64: return UnsupportedError("unsupported: an integer above 2^63-1 in a record");
-    case T::DOUBLE: return Value::Float(double(e.get_double()));
-    case T::STRING: return Value::String(std::string(std::string_view(e.get_string())));
+    case T::NULL_VALUE:
+      return Value::None();
+    case T::BOOL:
+      return Value::Bool(bool(e.get_bool()));
+    case T::INT64:
+      return Value::Int(int64_t(e.get_int64()));
+    case T::UINT64:
+      return UnsupportedError("unsupported: an integer above 2^63-1 in a record");
+    case T::DOUBLE:
+      return Value::Float(double(e.get_double()));
+    case T::STRING:
+      return Value::String(std::string(std::string_view(e.get_string())));
     case T::ARRAY: {
       List l;
       for (auto x : e.get_array()) {
@@ -43,7 +49,8 @@ Result<Value> ValueFromJsonText(std::string_view text) {
   simdjson::dom::element root;
   if (auto err = parser.parse(padded).get(root); err) {
     std::string where = LocateJsonError(text);
-    return InvalidArgumentError("malformed JSON: " + (where.empty() ? std::string(simdjson::error_message(err)) : where));
+    return InvalidArgumentError(
+        "malformed JSON: " + (where.empty() ? std::string(simdjson::error_message(err)) : where));
   }
   return ValueFromJson(root);
 }
@@ -119,7 +126,8 @@ std::optional<std::string> TokenText(const Value& v) {
 Result<Dict> SpecialTokensFromConfig(const std::string& config_path) {
   EK_ASSIGN_OR_RETURN(Value cfg, ReadConfig(config_path));
   Dict out;
-  for (const char* name : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
+  for (const char* name : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
+                           "cls_token", "mask_token"}) {
     if (const Value* v = cfg.dict().Find(name)) {
       if (auto t = TokenText(*v)) out.Set(name, Value::String(*t));
     }
@@ -132,7 +140,8 @@ Result<Dict> SpecialTokensFromConfig(const std::string& config_path) {
   return out;
 }
 
-Result<ChatTemplate> ChatTemplate::FromText(std::string_view text, std::string name, const std::string& config_path) {
+Result<ChatTemplate> ChatTemplate::FromText(std::string_view text, std::string name,
+                                            const std::string& config_path) {
   if (size_t bad = FirstInvalidUtf8(text); bad != std::string_view::npos) {
     return InvalidArgumentError(fmt::format("{}: invalid UTF-8 at byte {}", name, bad));
   }
@@ -145,7 +154,8 @@ Result<ChatTemplate> ChatTemplate::FromText(std::string_view text, std::string n
   return t;
 }
 
-Result<ChatTemplate> ChatTemplate::FromFile(const std::string& jinja_path, const std::string& config_path) {
+Result<ChatTemplate> ChatTemplate::FromFile(const std::string& jinja_path,
+                                            const std::string& config_path) {
   EK_ASSIGN_OR_RETURN(std::string text, ReadFile(jinja_path));
   return FromText(text, jinja_path, config_path);
 }
@@ -154,8 +164,9 @@ Result<ChatTemplate> ChatTemplate::FromTokenizerConfig(const std::string& config
   EK_ASSIGN_OR_RETURN(Value cfg, ReadConfig(config_path));
   const Value* t = cfg.dict().Find("chat_template");
   if (!t || t->is_none()) {
-    return NotFoundError(fmt::format("{} has no chat_template; pass --chat-template FILE.jinja (or chatml, llama3)",
-                                     config_path));
+    return NotFoundError(
+        fmt::format("{} has no chat_template; pass --chat-template FILE.jinja (or chatml, llama3)",
+                    config_path));
   }
   if (t->is_string()) return FromText(t->str(), config_path + ":chat_template", config_path);
   if (t->is_list()) {
@@ -167,9 +178,11 @@ Result<ChatTemplate> ChatTemplate::FromTokenizerConfig(const std::string& config
         return FromText(text->str(), config_path + ":chat_template[default]", config_path);
       }
     }
-    return NotFoundError(fmt::format("{}: chat_template lists no template named \"default\"", config_path));
+    return NotFoundError(
+        fmt::format("{}: chat_template lists no template named \"default\"", config_path));
   }
-  return InvalidArgumentError(fmt::format("{}: chat_template is neither a string nor a list", config_path));
+  return InvalidArgumentError(
+      fmt::format("{}: chat_template is neither a string nor a list", config_path));
 }
 
 Result<Value> NormalizeMessages(const Value& messages) {
@@ -198,7 +211,8 @@ Result<Value> NormalizeMessages(const Value& messages) {
   return Value::MakeList(std::move(out));
 }
 
-Result<Rendered> ChatTemplate::Apply(const Value& messages, const Value& tools, bool add_generation_prompt) const {
+Result<Rendered> ChatTemplate::Apply(const Value& messages, const Value& tools,
+                                     bool add_generation_prompt) const {
   EK_ASSIGN_OR_RETURN(Value msgs, NormalizeMessages(messages));
   Dict vars;
   vars.items.reserve(special_tokens_.items.size() + 4);

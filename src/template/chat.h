@@ -30,12 +30,15 @@ class ChatTemplate {
   static Result<ChatTemplate> FromTokenizerConfig(const std::string& config_path);
   // A template from a file (or text); special tokens from `config_path` when
   // it is not empty.
-  static Result<ChatTemplate> FromFile(const std::string& jinja_path, const std::string& config_path);
-  static Result<ChatTemplate> FromText(std::string_view text, std::string name, const std::string& config_path);
+  static Result<ChatTemplate> FromFile(const std::string& jinja_path,
+                                       const std::string& config_path);
+  static Result<ChatTemplate> FromText(std::string_view text, std::string name,
+                                       const std::string& config_path);
 
   // Renders one conversation. `messages` must be a list of objects; `tools` is
   // None or a list. Errors carry no record location (callers add it).
-  Result<Rendered> Apply(const Value& messages, const Value& tools, bool add_generation_prompt) const;
+  Result<Rendered> Apply(const Value& messages, const Value& tools,
+                         bool add_generation_prompt) const;
 
   const Template& tmpl() const { return tmpl_; }
   const Dict& special_tokens() const { return special_tokens_; }

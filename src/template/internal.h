@@ -3,9 +3,9 @@
 // adds "NAME:LINE: " where it calls them.
 #pragma once
 
-#include <string_view>
-
 #include <fmt/format.h>
+
+#include <string_view>
 
 #include "core/status.h"
 #include "template/value.h"
@@ -20,7 +20,7 @@ namespace ek::tmpl {
 inline constexpr size_t kMaxStringBytes = size_t{16} << 20;  // any string, the output included
 inline constexpr size_t kMaxListItems = size_t{1} << 22;
 inline constexpr int64_t kMaxLoopIterations = 1'000'000;  // for-loop bodies run, per render
-inline constexpr int kMaxValueDepth = 512;                  // lists, dicts, namespaces nested
+inline constexpr int kMaxValueDepth = 512;                // lists, dicts, namespaces nested
 inline Status TooLarge(size_t n, std::string_view what) {
   return InvalidArgumentError(fmt::format("{} too large: {} (the limit is {})", what, n,
                                           what == "string" ? kMaxStringBytes : kMaxListItems));

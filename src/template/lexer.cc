@@ -27,14 +27,17 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // Unicode helpers: Python's str.isspace and identifier rules for the ASCII range.
 
-bool IsSpaceAscii(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool IsSpaceAscii(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 // Python's \s (Unicode whitespace) at s[i]; sets *len to the UTF-8 length.
 bool IsPySpaceAt(std::string_view s, size_t i, size_t* len) {
   unsigned char c = static_cast<unsigned char>(s[i]);
   *len = 1;
   if (c < 0x80) return IsSpaceAscii(static_cast<char>(c)) || (c >= 0x1c && c <= 0x1f);
-  // Multi-byte whitespace: U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000.
+  // Multi-byte whitespace: U+0085, U+00A0, U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F,
+  // U+3000.
   if (c == 0xC2 && i + 1 < s.size()) {
     unsigned char d = static_cast<unsigned char>(s[i + 1]);
     *len = 2;
@@ -46,7 +49,8 @@ bool IsPySpaceAt(std::string_view s, size_t i, size_t* len) {
     return true;
   }
   if (c == 0xE2 && i + 2 < s.size()) {
-    unsigned char d = static_cast<unsigned char>(s[i + 1]), e = static_cast<unsigned char>(s[i + 2]);
+    unsigned char d = static_cast<unsigned char>(s[i + 1]),
+                  e = static_cast<unsigned char>(s[i + 2]);
     *len = 3;
     if (d == 0x80 && (e <= 0x8A || e == 0xA8 || e == 0xA9 || e == 0xAF)) return true;
     if (d == 0x81 && e == 0x9F) return true;
@@ -86,7 +90,6 @@ size_t LeadingPySpace(std::string_view s) {
 
 bool AllPySpace(std::string_view s) { return !s.empty() && LeadingPySpace(s) == s.size(); }
 
-
 // Python's unicode-escape decoding of a string literal's body (what jinja2 does with
 // .encode("ascii", "backslashreplace").decode("unicode-escape")).
 Result<std::string> Unescape(std::string_view s, int line, const std::string& name) {
@@ -99,7 +102,8 @@ Result<std::string> Unescape(std::string_view s, int line, const std::string& na
     char c = s[++i];
     auto hex = [&](size_t n) -> Result<uint32_t> {
       if (i + n >= s.size()) {
-        return InvalidArgumentError(fmt::format("{}:{}: truncated \\{} escape in a string", name, line, s[i]));
+        return InvalidArgumentError(
+            fmt::format("{}:{}: truncated \\{} escape in a string", name, line, s[i]));
       }
       auto v = ParseUint64(s.substr(i + 1, n), 16);
       if (!v) return InvalidArgumentError(fmt::format("{}:{}: bad escape in a string", name, line));
@@ -108,30 +112,63 @@ Result<std::string> Unescape(std::string_view s, int line, const std::string& na
     };
     auto utf8 = [&](uint32_t cp) { AppendUtf8(&out, cp); };
     switch (c) {
-      case '\n': break;  // line continuation
-      case '\\': out += '\\'; break;
-      case '\'': out += '\''; break;
-      case '"': out += '"'; break;
-      case 'a': out += '\a'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
-      case 'v': out += '\v'; break;
-      case 'x': { EK_ASSIGN_OR_RETURN(uint32_t cp, hex(2)); utf8(cp); break; }
-      case 'u': { EK_ASSIGN_OR_RETURN(uint32_t cp, hex(4)); utf8(cp); break; }
-      case 'U': {
-        EK_ASSIGN_OR_RETURN(uint32_t cp, hex(8));
-        if (cp > 0x10FFFF) return InvalidArgumentError(fmt::format("{}:{}: \\U escape out of range", name, line));
+      case '\n':
+        break;  // line continuation
+      case '\\':
+        out += '\\';
+        break;
+      case '\'':
+        out += '\'';
+        break;
+      case '"':
+        out += '"';
+        break;
+      case 'a':
+        out += '\a';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      case 'v':
+        out += '\v';
+        break;
+      case 'x': {
+        EK_ASSIGN_OR_RETURN(uint32_t cp, hex(2));
         utf8(cp);
         break;
       }
-      case 'N': return UnsupportedError(fmt::format("{}:{}: unsupported: \\N{{...}} escape in a string", name, line));
+      case 'u': {
+        EK_ASSIGN_OR_RETURN(uint32_t cp, hex(4));
+        utf8(cp);
+        break;
+      }
+      case 'U': {
+        EK_ASSIGN_OR_RETURN(uint32_t cp, hex(8));
+        if (cp > 0x10FFFF)
+          return InvalidArgumentError(fmt::format("{}:{}: \\U escape out of range", name, line));
+        utf8(cp);
+        break;
+      }
+      case 'N':
+        return UnsupportedError(
+            fmt::format("{}:{}: unsupported: \\N{{...}} escape in a string", name, line));
       default:
         if (c >= '0' && c <= '7') {
           uint32_t v = static_cast<uint32_t>(c - '0');
-          for (int k = 0; k < 2 && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '7'; ++k) v = v * 8 + (s[++i] - '0');
+          for (int k = 0; k < 2 && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '7'; ++k)
+            v = v * 8 + (s[++i] - '0');
           utf8(v);
         } else {
           out += '\\';  // Python keeps unknown escapes as they are
@@ -164,7 +201,8 @@ class Lexer {
     bool line_starting = true;
     while (pos < src_.size()) {
       size_t tag = FindTag(pos);
-      std::string_view text(src_.data() + pos, (tag == std::string::npos ? src_.size() : tag) - pos);
+      std::string_view text(src_.data() + pos,
+                            (tag == std::string::npos ? src_.size() : tag) - pos);
       if (tag == std::string::npos) {
         Emit(&out, Tok::kData, std::string(text));
         break;
@@ -178,7 +216,8 @@ class Lexer {
       } else if (sign != '+' && kind != '{') {
         size_t l = text.rfind('\n');
         size_t l_pos = l == std::string_view::npos ? 0 : l + 1;
-        if ((l_pos > 0 || line_starting) && AllPySpace(text.substr(l_pos))) text = text.substr(0, l_pos);
+        if ((l_pos > 0 || line_starting) && AllPySpace(text.substr(l_pos)))
+          text = text.substr(0, l_pos);
       }
       if (!text.empty()) Emit(&out, Tok::kData, std::string(text));
       line_ += CountNewlines(src_.substr(pos, tag - pos));
@@ -246,7 +285,9 @@ class Lexer {
   bool IsRaw(size_t pos) const {
     size_t i = pos;
     while (i < src_.size() && IsSpaceAscii(src_[i])) ++i;
-    return src_.compare(i, 3, "raw") == 0 && (i + 3 >= src_.size() || !(std::isalnum(static_cast<unsigned char>(src_[i + 3])) || src_[i + 3] == '_'));
+    return src_.compare(i, 3, "raw") == 0 &&
+           (i + 3 >= src_.size() ||
+            !(std::isalnum(static_cast<unsigned char>(src_[i + 3])) || src_[i + 3] == '_'));
   }
   // {% raw %} ... {% endraw %}: the text in between, as it is.
   Result<size_t> LexRaw(size_t pos, std::vector<Token>* out, bool* line_starting) {
@@ -278,10 +319,13 @@ class Lexer {
   }
   Result<size_t> LexTag(size_t pos, bool is_var, std::vector<Token>* out, bool* line_starting) {
     std::vector<char> balance;
-    static const char* kOps[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "*", "/", "%", "~", "[", "]", "(",
-                                 ")", "{", "}", ".", ":", ",", "|", "=", "<", ">", ";"};
+    static const char* kOps[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "*",
+                                 "/",  "%",  "~",  "[",  "]",  "(",  ")", "{", "}",
+                                 ".",  ":",  ",",  "|",  "=",  "<",  ">", ";"};
     while (true) {
-      if (pos >= src_.size()) return Err(is_var ? "unexpected end of template: missing '}}'" : "unexpected end of template: missing '%}'");
+      if (pos >= src_.size())
+        return Err(is_var ? "unexpected end of template: missing '}}'"
+                          : "unexpected end of template: missing '%}'");
       // The end of the tag, when brackets are balanced.
       if (balance.empty()) {
         const char* end = is_var ? "}}" : "%}";
@@ -317,11 +361,16 @@ class Lexer {
       if (std::isdigit(static_cast<unsigned char>(c))) {
         size_t i = pos;
         bool is_float = false;
-        while (i < src_.size() && (std::isdigit(static_cast<unsigned char>(src_[i])) || src_[i] == '_')) ++i;
-        if (i + 1 < src_.size() && src_[i] == '.' && std::isdigit(static_cast<unsigned char>(src_[i + 1]))) {
+        while (i < src_.size() &&
+               (std::isdigit(static_cast<unsigned char>(src_[i])) || src_[i] == '_'))
+          ++i;
+        if (i + 1 < src_.size() && src_[i] == '.' &&
+            std::isdigit(static_cast<unsigned char>(src_[i + 1]))) {
           is_float = true;
           ++i;
-          while (i < src_.size() && (std::isdigit(static_cast<unsigned char>(src_[i])) || src_[i] == '_')) ++i;
+          while (i < src_.size() &&
+                 (std::isdigit(static_cast<unsigned char>(src_[i])) || src_[i] == '_'))
+            ++i;
         }
         if (i < src_.size() && (src_[i] == 'e' || src_[i] == 'E')) {
           size_t j = i + 1;
@@ -350,7 +399,9 @@ class Lexer {
       }
       if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
         size_t i = pos;
-        while (i < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[i])) || src_[i] == '_')) ++i;
+        while (i < src_.size() &&
+               (std::isalnum(static_cast<unsigned char>(src_[i])) || src_[i] == '_'))
+          ++i;
         Emit(out, Tok::kName, src_.substr(pos, i - pos));
         pos = i;
         continue;
@@ -359,9 +410,11 @@ class Lexer {
       for (const char* op : kOps) {
         size_t n = std::strlen(op);
         if (src_.compare(pos, n, op) == 0) {
-          if (n == 1 && (c == '(' || c == '[' || c == '{')) balance.push_back(c == '(' ? ')' : c == '[' ? ']' : '}');
+          if (n == 1 && (c == '(' || c == '[' || c == '{'))
+            balance.push_back(c == '(' ? ')' : c == '[' ? ']' : '}');
           if (n == 1 && (c == ')' || c == ']' || c == '}')) {
-            if (balance.empty() || balance.back() != c) return Err(fmt::format("unexpected '{}'", c));
+            if (balance.empty() || balance.back() != c)
+              return Err(fmt::format("unexpected '{}'", c));
             balance.pop_back();
           }
           Emit(out, Tok::kOp, op);

@@ -15,7 +15,19 @@ namespace ek::tmpl {
 // ---------------------------------------------------------------------------------------
 // Tokens.
 
-enum class Tok { kData, kVarBegin, kVarEnd, kBlockBegin, kBlockEnd, kName, kString, kInt, kFloat, kOp, kEnd };
+enum class Tok {
+  kData,
+  kVarBegin,
+  kVarEnd,
+  kBlockBegin,
+  kBlockEnd,
+  kName,
+  kString,
+  kInt,
+  kFloat,
+  kOp,
+  kEnd
+};
 
 struct Token {
   Tok type;

@@ -21,7 +21,8 @@ namespace {
 
 class Parser {
  public:
-  Parser(std::vector<Token> tokens, std::string name) : t_(std::move(tokens)), name_(std::move(name)) {}
+  Parser(std::vector<Token> tokens, std::string name)
+      : t_(std::move(tokens)), name_(std::move(name)) {}
 
   Result<Body> Template() {
     Body body;
@@ -92,7 +93,8 @@ class Parser {
       const Token& tok = Cur();
       switch (tok.type) {
         case Tok::kEnd:
-          if (!stops.empty()) return Err(fmt::format("unexpected end of template: missing '{}'", stops.back()));
+          if (!stops.empty())
+            return Err(fmt::format("unexpected end of template: missing '{}'", stops.back()));
           return Status::Ok();
         case Tok::kData: {
           auto s = std::make_unique<Stmt>();
@@ -131,7 +133,8 @@ class Parser {
           body->push_back(std::move(s));
           break;
         }
-        default: return Err("unexpected token");
+        default:
+          return Err("unexpected token");
       }
     }
   }
@@ -299,7 +302,9 @@ class Parser {
     t->items.push_back(std::move(first));
     while (IsOp(",")) {
       Next();
-      if (Cur().type == Tok::kBlockEnd || Cur().type == Tok::kVarEnd || IsName("in") || IsOp(")") || IsOp("=")) break;
+      if (Cur().type == Tok::kBlockEnd || Cur().type == Tok::kVarEnd || IsName("in") || IsOp(")") ||
+          IsOp("="))
+        break;
       EK_ASSIGN_OR_RETURN(ExprPtr e, Expression(!no_cond));
       t->items.push_back(std::move(e));
     }
@@ -369,8 +374,9 @@ class Parser {
     std::unique_ptr<Expr> cmp;
     while (true) {
       std::string op;
-      if (Cur().type == Tok::kOp && (Cur().value == "==" || Cur().value == "!=" || Cur().value == "<" ||
-                                    Cur().value == ">" || Cur().value == "<=" || Cur().value == ">=")) {
+      if (Cur().type == Tok::kOp &&
+          (Cur().value == "==" || Cur().value == "!=" || Cur().value == "<" || Cur().value == ">" ||
+           Cur().value == "<=" || Cur().value == ">=")) {
         op = Cur().value;
         Next();
       } else if (IsName("in")) {
@@ -394,7 +400,8 @@ class Parser {
     if (cmp) return ExprPtr(std::move(cmp));
     return first;
   }
-  Result<ExprPtr> Binary(Result<ExprPtr> (Parser::*next)(), std::initializer_list<std::string_view> ops,
+  Result<ExprPtr> Binary(Result<ExprPtr> (Parser::*next)(),
+                         std::initializer_list<std::string_view> ops,
                          Expr::Kind kind = Expr::Kind::kBinary) {
     EK_ASSIGN_OR_RETURN(ExprPtr l, (this->*next)());
     DepthScope scope(&depth_);
@@ -651,10 +658,11 @@ class Parser {
         t->a = std::move(node);
         if (IsOp("(")) {
           EK_RETURN_IF_ERROR(Args(t.get()));
-        } else if ((Cur().type == Tok::kName || Cur().type == Tok::kString || Cur().type == Tok::kInt ||
-                    Cur().type == Tok::kFloat || IsOp("[") || IsOp("{")) &&
-                   !(IsName("else") || IsName("or") || IsName("and") || IsName("if") || IsName("in") ||
-                     IsName("is") || IsName("not"))) {
+        } else if ((Cur().type == Tok::kName || Cur().type == Tok::kString ||
+                    Cur().type == Tok::kInt || Cur().type == Tok::kFloat || IsOp("[") ||
+                    IsOp("{")) &&
+                   !(IsName("else") || IsName("or") || IsName("and") || IsName("if") ||
+                     IsName("in") || IsName("is") || IsName("not"))) {
           EK_ASSIGN_OR_RETURN(ExprPtr arg, Primary());
           EK_ASSIGN_OR_RETURN(arg, Postfix(std::move(arg)));
           t->items.push_back(std::move(arg));

@@ -9,8 +9,8 @@ namespace ek::tmpl {
 
 bool IsPySpace(uint32_t cp) {
   if (cp < 0x80) return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20);
-  return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
-         cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+  return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+         cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 size_t PySpaceLen(std::string_view s, size_t i) {
@@ -33,7 +33,8 @@ bool InSet(uint32_t cp, std::string_view chars) {
   return false;
 }
 
-bool StripHere(std::string_view s, size_t i, const std::optional<std::string_view>& chars, size_t* len) {
+bool StripHere(std::string_view s, size_t i, const std::optional<std::string_view>& chars,
+               size_t* len) {
   unsigned char c = static_cast<unsigned char>(s[i]);
   if (!chars && c < 0x80) {
     *len = 1;
@@ -71,14 +72,16 @@ bool IsCased(uint32_t cp) {
 }
 
 Status Refuse(uint32_t cp, std::string_view what) {
-  return UnsupportedError(fmt::format(
-      "unsupported: {} of U+{:04X} (Python picks the mapping by context; evenkeel refuses rather than differ)", what,
-      cp));
+  return UnsupportedError(
+      fmt::format("unsupported: {} of U+{:04X} (Python picks the mapping by context; evenkeel "
+                  "refuses rather than differ)",
+                  what, cp));
 }
 
 }  // namespace
 
-std::string_view PyStrip(std::string_view s, const std::optional<std::string_view>& chars, bool left, bool right) {
+std::string_view PyStrip(std::string_view s, const std::optional<std::string_view>& chars,
+                         bool left, bool right) {
   size_t b = 0, e = s.size();
   if (left) {
     while (b < e) {
@@ -100,7 +103,8 @@ std::string_view PyStrip(std::string_view s, const std::optional<std::string_vie
   return s.substr(b, e - b);
 }
 
-Result<std::vector<std::string>> PySplit(std::string_view s, const std::optional<std::string_view>& sep,
+Result<std::vector<std::string>> PySplit(std::string_view s,
+                                         const std::optional<std::string_view>& sep,
                                          int64_t maxsplit, bool from_right) {
   std::vector<std::string> out;
   if (sep && sep->empty()) return InvalidArgumentError("empty separator");
@@ -162,7 +166,8 @@ Result<std::vector<std::string>> PySplit(std::string_view s, const std::optional
   while (true) {
     while (k >= 0 && space_at(static_cast<size_t>(k))) --k;
     if (k < 0) break;
-    size_t end = static_cast<size_t>(k) + 1 < starts.size() ? starts[static_cast<size_t>(k) + 1] : s.size();
+    size_t end =
+        static_cast<size_t>(k) + 1 < starts.size() ? starts[static_cast<size_t>(k) + 1] : s.size();
     if (maxsplit-- <= 0) {
       out.emplace_back(s.substr(0, end));
       break;
@@ -181,8 +186,8 @@ std::vector<std::string> PySplitLines(std::string_view s, bool keepends) {
   while (i < s.size()) {
     size_t len;
     uint32_t cp = DecodeUtf8At(s, i, &len);
-    bool brk = cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || cp == 0x1C || cp == 0x1D || cp == 0x1E ||
-               cp == 0x85 || cp == 0x2028 || cp == 0x2029;
+    bool brk = cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || cp == 0x1C || cp == 0x1D ||
+               cp == 0x1E || cp == 0x85 || cp == 0x2028 || cp == 0x2029;
     if (!brk) {
       i += len;
       continue;
@@ -196,7 +201,8 @@ std::vector<std::string> PySplitLines(std::string_view s, bool keepends) {
   return out;
 }
 
-std::string PyReplace(std::string_view s, std::string_view old_s, std::string_view new_s, int64_t count) {
+std::string PyReplace(std::string_view s, std::string_view old_s, std::string_view new_s,
+                      int64_t count) {
   if (count < 0) count = INT64_MAX;
   std::string out;
   if (old_s.empty()) {
@@ -249,7 +255,8 @@ int64_t PyCount(std::string_view s, std::string_view sub) {
     return n;
   }
   int64_t n = 0;
-  for (size_t pos = s.find(sub); pos != std::string_view::npos; pos = s.find(sub, pos + sub.size())) ++n;
+  for (size_t pos = s.find(sub); pos != std::string_view::npos; pos = s.find(sub, pos + sub.size()))
+    ++n;
   return n;
 }
 
@@ -265,8 +272,12 @@ Result<std::string> PyCase(std::string_view s, CaseOp op) {
     i += len;
     bool to_upper = false, to_lower = false, to_title = false;
     switch (op) {
-      case CaseOp::kUpper: to_upper = true; break;
-      case CaseOp::kLower: to_lower = true; break;
+      case CaseOp::kUpper:
+        to_upper = true;
+        break;
+      case CaseOp::kLower:
+        to_lower = true;
+        break;
       case CaseOp::kTitle:
         if (prev_cased) {
           to_lower = true;
@@ -318,7 +329,8 @@ Result<std::string> PyCase(std::string_view s, CaseOp op) {
 }
 
 Result<std::string> JinjaTitle(std::string_view s) {
-  // jinja2: "".join(item[0].upper() + item[1:].lower() for item in re.split(r"([-\s({\[<]+)", s) if item)
+  // jinja2: "".join(item[0].upper() + item[1:].lower() for item in re.split(r"([-\s({\[<]+)", s) if
+  // item)
   std::string out;
   auto is_sep = [&](size_t i, size_t* len) {
     unsigned char c = static_cast<unsigned char>(s[i]);
@@ -412,8 +424,9 @@ std::string PyStrRepr(std::string_view s) {
       out += static_cast<char>(cp);
     } else {
       auto cat = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
-      bool printable = !(cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF || cat == UTF8PROC_CATEGORY_CS ||
-                         cat == UTF8PROC_CATEGORY_CO || cat == UTF8PROC_CATEGORY_CN || cat == UTF8PROC_CATEGORY_ZL ||
+      bool printable = !(cat == UTF8PROC_CATEGORY_CC || cat == UTF8PROC_CATEGORY_CF ||
+                         cat == UTF8PROC_CATEGORY_CS || cat == UTF8PROC_CATEGORY_CO ||
+                         cat == UTF8PROC_CATEGORY_CN || cat == UTF8PROC_CATEGORY_ZL ||
                          cat == UTF8PROC_CATEGORY_ZP || cat == UTF8PROC_CATEGORY_ZS);
       if (printable) {
         out.append(s.substr(i, len));

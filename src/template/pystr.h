@@ -27,15 +27,18 @@ bool IsPySpace(uint32_t cp);
 size_t PySpaceLen(std::string_view s, size_t i);
 
 // str.strip/lstrip/rstrip; chars == nullopt strips whitespace.
-std::string_view PyStrip(std::string_view s, const std::optional<std::string_view>& chars, bool left, bool right);
+std::string_view PyStrip(std::string_view s, const std::optional<std::string_view>& chars,
+                         bool left, bool right);
 // str.split(sep, maxsplit) and str.rsplit; sep == nullopt splits on whitespace runs.
 // An empty sep is an error (Python's ValueError).
-Result<std::vector<std::string>> PySplit(std::string_view s, const std::optional<std::string_view>& sep,
+Result<std::vector<std::string>> PySplit(std::string_view s,
+                                         const std::optional<std::string_view>& sep,
                                          int64_t maxsplit, bool from_right);
 // str.splitlines(keepends).
 std::vector<std::string> PySplitLines(std::string_view s, bool keepends);
 // str.replace(old, new, count) (count < 0: all), with Python's empty-`old` rule.
-std::string PyReplace(std::string_view s, std::string_view old_s, std::string_view new_s, int64_t count);
+std::string PyReplace(std::string_view s, std::string_view old_s, std::string_view new_s,
+                      int64_t count);
 // str.find / str.rfind: code-point index or -1.
 int64_t PyFind(std::string_view s, std::string_view sub, bool from_right);
 // str.count(sub).

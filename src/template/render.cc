@@ -74,7 +74,8 @@ class Interp {
   Status ExecBody(const Body& body, Scope* scope) {
     for (const auto& s : body) {
       EK_RETURN_IF_ERROR(Exec(*s, scope));
-      if (out_->size() > kMaxStringBytes) return Err(s->line, TooLarge(out_->size(), "output").message());
+      if (out_->size() > kMaxStringBytes)
+        return Err(s->line, TooLarge(out_->size(), "output").message());
       if (flow_ != Flow::kNormal) return Status::Ok();
     }
     return Status::Ok();
@@ -100,13 +101,16 @@ class Interp {
   // evaluation already carry one).
   Status Locate(int line, const Status& st) const {
     const std::string& m = st.message();
-    if (m.size() > name_.size() && m.compare(0, name_.size(), name_) == 0 && m[name_.size()] == ':') return st;
+    if (m.size() > name_.size() && m.compare(0, name_.size(), name_) == 0 && m[name_.size()] == ':')
+      return st;
     return Status(st.code(), fmt::format("{}:{}: {}", name_, line, m));
   }
 
   Status Exec(const Stmt& s, Scope* scope) {
     switch (s.kind) {
-      case Stmt::Kind::kText: out_->append(s.text); return Status::Ok();
+      case Stmt::Kind::kText:
+        out_->append(s.text);
+        return Status::Ok();
       case Stmt::Kind::kPrint: {
         if (s.expr->kind == Expr::Kind::kName) {  // printed in place
           if (const Value* v = scope->Find(s.expr->name)) {
@@ -117,7 +121,8 @@ class Interp {
         }
         Value v;
         if (s.expr->kind == Expr::Kind::kBinary && s.expr->name == "+") {
-          EK_ASSIGN_OR_RETURN(v, EvalPlus(*s.expr, scope, out_));  // strings go straight to the output
+          EK_ASSIGN_OR_RETURN(v,
+                              EvalPlus(*s.expr, scope, out_));  // strings go straight to the output
         } else {
           EK_ASSIGN_OR_RETURN(v, Eval(*s.expr, scope));
         }
@@ -134,7 +139,8 @@ class Interp {
           return ExecBody(body, scope);
         }
         return Status::Ok();
-      case Stmt::Kind::kFor: return ExecFor(s, scope);
+      case Stmt::Kind::kFor:
+        return ExecFor(s, scope);
       case Stmt::Kind::kSet: {
         EK_ASSIGN_OR_RETURN(Value v, Eval(*s.expr, scope));
         if (!s.attr.empty()) return SetAttr(s, scope, std::move(v));
@@ -152,7 +158,8 @@ class Interp {
       case Stmt::Kind::kMacro: {
         std::weak_ptr<Scope> def = scope->shared_from_this();
         const Stmt* stmt = &s;
-        scope->Set(s.name, Value::Callable(s.name, [this, stmt, def](CallArgs& args) -> Result<Value> {
+        scope->Set(s.name,
+                   Value::Callable(s.name, [this, stmt, def](CallArgs& args) -> Result<Value> {
                      return CallMacro(*stmt, def, args);
                    }));
         return Status::Ok();
@@ -176,8 +183,12 @@ class Interp {
         out_->append(text);
         return Status::Ok();
       }
-      case Stmt::Kind::kBreak: flow_ = Flow::kBreak; return Status::Ok();
-      case Stmt::Kind::kContinue: flow_ = Flow::kContinue; return Status::Ok();
+      case Stmt::Kind::kBreak:
+        flow_ = Flow::kBreak;
+        return Status::Ok();
+      case Stmt::Kind::kContinue:
+        flow_ = Flow::kContinue;
+        return Status::Ok();
     }
     return Status::Ok();
   }
@@ -191,7 +202,8 @@ class Interp {
     if (!items.ok()) return Locate(line, items.status());
     const List& l = **items;
     if (l.size() != targets.size()) {
-      return Err(line, fmt::format("cannot unpack {} values into {} names", l.size(), targets.size()));
+      return Err(line,
+                 fmt::format("cannot unpack {} values into {} names", l.size(), targets.size()));
     }
     for (size_t i = 0; i < l.size(); ++i) scope->Set(targets[i], l[i]);
     return Status::Ok();
@@ -203,9 +215,11 @@ class Interp {
       return Err(s.line, "cannot assign attribute on non-namespace object");
     }
     if (!s.attr.empty() && s.attr[0] == '_') {
-      return Err(s.line, fmt::format("Chat templates cannot store underscore-prefixed attributes on a namespace, "
-                                     "but got '{}'",
-                                     s.attr));
+      return Err(
+          s.line,
+          fmt::format("Chat templates cannot store underscore-prefixed attributes on a namespace, "
+                      "but got '{}'",
+                      s.attr));
     }
     if (Status st = CheckStorable(v); !st.ok()) return Locate(s.line, st);
     ns->mutable_dict().Set(s.attr, std::move(v));
@@ -216,7 +230,8 @@ class Interp {
   // one render are bounded (kMaxLoopIterations, fuzz/README.md).
   Status CountIteration(int line) {
     if (++iterations_ > kMaxLoopIterations) {
-      return Err(line, fmt::format("more than {} loop iterations in one render", kMaxLoopIterations));
+      return Err(line,
+                 fmt::format("more than {} loop iterations in one render", kMaxLoopIterations));
     }
     return Status::Ok();
   }
@@ -228,18 +243,21 @@ class Interp {
   // forever). No chat template stores either.
   static Status CheckStorable(const Value& v, int depth = 0) {
     if (depth > kMaxValueDepth) {
-      return InvalidArgumentError(fmt::format("a value nested deeper than {} levels", kMaxValueDepth));
+      return InvalidArgumentError(
+          fmt::format("a value nested deeper than {} levels", kMaxValueDepth));
     }
     switch (v.kind()) {
       case Value::Kind::kNamespace:
-      case Value::Kind::kLoop: return InvalidArgumentError("a namespace attribute cannot hold a namespace or loop");
+      case Value::Kind::kLoop:
+        return InvalidArgumentError("a namespace attribute cannot hold a namespace or loop");
       case Value::Kind::kList:
         for (const Value& x : v.list()) EK_RETURN_IF_ERROR(CheckStorable(x, depth + 1));
         return Status::Ok();
       case Value::Kind::kDict:
         for (const auto& [k, x] : v.dict().items) EK_RETURN_IF_ERROR(CheckStorable(x, depth + 1));
         return Status::Ok();
-      default: return Status::Ok();
+      default:
+        return Status::Ok();
     }
   }
 
@@ -295,14 +313,16 @@ class Interp {
     if (!parent) return Err(m.line, fmt::format("macro '{}' called after its scope ended", m.name));
     if (++depth_ > kMaxCallDepth) {
       --depth_;
-      return Err(m.line, fmt::format("macro '{}': recursion deeper than {}", m.name, kMaxCallDepth));
+      return Err(m.line,
+                 fmt::format("macro '{}': recursion deeper than {}", m.name, kMaxCallDepth));
     }
     struct Guard {
       int* d;
       ~Guard() { --*d; }
     } guard{&depth_};
     if (args.positional.size() > m.params.size()) {
-      return Err(m.line, fmt::format("macro '{}' takes not more than {} argument(s)", m.name, m.params.size()));
+      return Err(m.line, fmt::format("macro '{}' takes not more than {} argument(s)", m.name,
+                                     m.params.size()));
     }
     auto scope = Child(parent.get());
     size_t first_default = m.params.size() - m.defaults.size();
@@ -327,7 +347,8 @@ class Interp {
     for (const auto& [k, v] : args.keyword) {
       bool known = false;
       for (const auto& p : m.params) known = known || p == k;
-      if (!known) return Err(m.line, fmt::format("macro '{}' has no argument named '{}'", m.name, k));
+      if (!known)
+        return Err(m.line, fmt::format("macro '{}' has no argument named '{}'", m.name, k));
     }
     std::string buf;
     std::string* saved = out_;
@@ -368,7 +389,8 @@ class Interp {
       return r;
     }
     if (fn.is_undefined()) {
-      return Err(line, fmt::format("'{}' is undefined", fn.name().empty() ? Describe(callee) : fn.name()));
+      return Err(
+          line, fmt::format("'{}' is undefined", fn.name().empty() ? Describe(callee) : fn.name()));
     }
     return Err(line, fmt::format("'{}' object is not callable", fn.TypeName()));
   }
@@ -384,16 +406,20 @@ class Interp {
   // small stack frame; the rest in EvalOther.
   Result<Value> Eval(const Expr& e, Scope* scope) {
     switch (e.kind) {
-      case Expr::Kind::kConst: return Value::Borrow(e.value);
+      case Expr::Kind::kConst:
+        return Value::Borrow(e.value);
       case Expr::Kind::kName: {
         bool from_context = false;
-        if (const Value* v = scope->Find(e.name, &from_context)) return from_context ? Value::Borrow(*v) : *v;
+        if (const Value* v = scope->Find(e.name, &from_context))
+          return from_context ? Value::Borrow(*v) : *v;
         if (const Value* g = FindGlobal(e.name)) return *g;
         return Value::Undefined(e.name);
       }
       case Expr::Kind::kGetattr:
-      case Expr::Kind::kGetitem: return EvalItem(e, scope);
-      default: return EvalOther(e, scope);
+      case Expr::Kind::kGetitem:
+        return EvalItem(e, scope);
+      default:
+        return EvalOther(e, scope);
     }
   }
 
@@ -428,10 +454,12 @@ class Interp {
 
   __attribute__((noinline)) Result<Value> EvalOther(const Expr& e, Scope* scope) {
     switch (e.kind) {
-      case Expr::Kind::kConst: return Value::Borrow(e.value);
+      case Expr::Kind::kConst:
+        return Value::Borrow(e.value);
       case Expr::Kind::kName: {
         bool from_context = false;
-        if (const Value* v = scope->Find(e.name, &from_context)) return from_context ? Value::Borrow(*v) : *v;
+        if (const Value* v = scope->Find(e.name, &from_context))
+          return from_context ? Value::Borrow(*v) : *v;
         if (const Value* g = FindGlobal(e.name)) return *g;
         return Value::Undefined(e.name);
       }
@@ -448,7 +476,8 @@ class Interp {
         if (!r.ok()) return Locate(e.line, r.status());
         return r;
       }
-      case Expr::Kind::kSlice: return EvalSlice(e, scope);
+      case Expr::Kind::kSlice:
+        return EvalSlice(e, scope);
       case Expr::Kind::kCall: {
         CallArgs args;
         if (e.a->kind == Expr::Kind::kGetattr) {
@@ -490,11 +519,13 @@ class Interp {
         EK_ASSIGN_OR_RETURN(Value a, Eval(*e.a, scope));
         if (!a.is_number()) {
           if (a.is_undefined()) return Err(e.line, fmt::format("'{}' is undefined", a.name()));
-          return Err(e.line, fmt::format("bad operand type for unary {}: '{}'", e.name, a.TypeName()));
+          return Err(e.line,
+                     fmt::format("bad operand type for unary {}: '{}'", e.name, a.TypeName()));
         }
         if (e.name == "+") return a.kind() == Value::Kind::kBool ? Value::Int(a.integer()) : a;
         if (a.kind() == Value::Kind::kFloat) return Value::Float(-a.number());
-        if (a.integer() == std::numeric_limits<int64_t>::min()) return Err(e.line, "integer overflow");
+        if (a.integer() == std::numeric_limits<int64_t>::min())
+          return Err(e.line, "integer overflow");
         return Value::Int(-a.integer());
       }
       case Expr::Kind::kCompare: {
@@ -536,13 +567,15 @@ class Interp {
           EK_ASSIGN_OR_RETURN(Value v, Eval(*i, scope));
           l.push_back(std::move(v));
         }
-        return Value::MakeList(std::move(l), e.kind == Expr::Kind::kTuple ? Seq::kTuple : Seq::kList);
+        return Value::MakeList(std::move(l),
+                               e.kind == Expr::Kind::kTuple ? Seq::kTuple : Seq::kList);
       }
       case Expr::Kind::kDict: {
         Dict d;
         for (size_t i = 0; i < e.items.size(); ++i) {
           EK_ASSIGN_OR_RETURN(Value k, Eval(*e.items[i], scope));
-          if (!k.is_string()) return Err(e.line, fmt::format("unsupported: a dict key of type {}", k.TypeName()));
+          if (!k.is_string())
+            return Err(e.line, fmt::format("unsupported: a dict key of type {}", k.TypeName()));
           EK_ASSIGN_OR_RETURN(Value v, Eval(*e.values[i], scope));
           d.Set(k.str(), std::move(v));
         }
@@ -654,7 +687,8 @@ class Interp {
     };
     if (obj.is_list()) {
       Seq seq = obj.seq();
-      if (seq != Seq::kList && seq != Seq::kTuple && seq != Seq::kRange) return Value::Undefined();  // dict views
+      if (seq != Seq::kList && seq != Seq::kTuple && seq != Seq::kRange)
+        return Value::Undefined();  // dict views
       const List& l = obj.list();
       bool borrow = obj.borrowed();
       List out;
@@ -684,7 +718,8 @@ class Interp {
       std::string out;
       for (int64_t i : idx) {
         size_t b = starts[static_cast<size_t>(i)];
-        size_t en = static_cast<size_t>(i) + 1 < starts.size() ? starts[static_cast<size_t>(i) + 1] : s.size();
+        size_t en = static_cast<size_t>(i) + 1 < starts.size() ? starts[static_cast<size_t>(i) + 1]
+                                                               : s.size();
         out.append(s, b, en - b);
       }
       return Value::String(std::move(out));
@@ -693,30 +728,38 @@ class Interp {
     return Value::Undefined();  // jinja2's getitem turns the TypeError into Undefined
   }
 
-  static Status Undef(const Value& v) { return InvalidArgumentError(fmt::format("'{}' is undefined", v.name())); }
+  static Status Undef(const Value& v) {
+    return InvalidArgumentError(fmt::format("'{}' is undefined", v.name()));
+  }
 
   static Result<Value> Arith(const std::string& op, const Value& a, const Value& b) {
     if (a.is_undefined()) return Undef(a);
     if (b.is_undefined()) return Undef(b);
     auto unsupported = [&]() {
-      return InvalidArgumentError(fmt::format("unsupported operand type(s) for {}: '{}' and '{}'", op, a.TypeName(),
-                                              b.TypeName()));
+      return InvalidArgumentError(fmt::format("unsupported operand type(s) for {}: '{}' and '{}'",
+                                              op, a.TypeName(), b.TypeName()));
     };
-    auto concatenable = [](const Value& v) { return v.seq() == Seq::kList || v.seq() == Seq::kTuple; };
+    auto concatenable = [](const Value& v) {
+      return v.seq() == Seq::kList || v.seq() == Seq::kTuple;
+    };
     if (op == "+") {
       if (a.is_string() && b.is_string()) {
-        if (a.str().size() + b.str().size() > kMaxStringBytes) return TooLarge(a.str().size() + b.str().size(), "string");
+        if (a.str().size() + b.str().size() > kMaxStringBytes)
+          return TooLarge(a.str().size() + b.str().size(), "string");
         return Value::String(a.str() + b.str());
       }
       if (a.is_list() && b.is_list() && a.seq() == b.seq() && concatenable(a)) {
-        if (a.list().size() + b.list().size() > kMaxListItems) return TooLarge(a.list().size() + b.list().size(), "list");
+        if (a.list().size() + b.list().size() > kMaxListItems)
+          return TooLarge(a.list().size() + b.list().size(), "list");
         List l = a.list();
         l.insert(l.end(), b.list().begin(), b.list().end());
         return Value::MakeList(std::move(l), a.seq());
       }
     }
     if (op == "*") {
-      auto repeatable = [&](const Value& v) { return v.is_string() || (v.is_list() && concatenable(v)); };
+      auto repeatable = [&](const Value& v) {
+        return v.is_string() || (v.is_list() && concatenable(v));
+      };
       const Value* s = repeatable(a) ? &a : repeatable(b) ? &b : nullptr;
       const Value* n = s == &a ? &b : &a;
       if (s && (n->kind() == Value::Kind::kInt || n->kind() == Value::Kind::kBool)) {
@@ -733,12 +776,14 @@ class Interp {
           return Value::String(std::move(out));
         }
         List out;
-        for (int64_t i = 0; i < times; ++i) out.insert(out.end(), s->list().begin(), s->list().end());
+        for (int64_t i = 0; i < times; ++i)
+          out.insert(out.end(), s->list().begin(), s->list().end());
         return Value::MakeList(std::move(out), s->seq());
       }
     }
     if (!a.is_number() || !b.is_number()) {
-      if (op == "%" && a.is_string()) return UnsupportedError("unsupported: printf-style '%' string formatting");
+      if (op == "%" && a.is_string())
+        return UnsupportedError("unsupported: printf-style '%' string formatting");
       return unsupported();
     }
     bool ints = a.kind() != Value::Kind::kFloat && b.kind() != Value::Kind::kFloat;
@@ -749,7 +794,8 @@ class Interp {
       if (op == "*" && !__builtin_mul_overflow(x, y, &r)) return Value::Int(r);
       if (op == "//" || op == "%") {
         if (y == 0) return InvalidArgumentError("integer division or modulo by zero");
-        if (x == std::numeric_limits<int64_t>::min() && y == -1) return InvalidArgumentError("integer overflow");
+        if (x == std::numeric_limits<int64_t>::min() && y == -1)
+          return InvalidArgumentError("integer overflow");
         int64_t q = x / y, m = x % y;
         if (m != 0 && ((m < 0) != (y < 0))) {
           --q;
@@ -761,8 +807,10 @@ class Interp {
         // By squaring: 1 ** (2**62) took 2**62 multiplications.
         int64_t acc = 1, base = x;
         for (int64_t e = y; e > 0; e >>= 1) {
-          if ((e & 1) && __builtin_mul_overflow(acc, base, &acc)) return InvalidArgumentError("integer overflow");
-          if (e > 1 && __builtin_mul_overflow(base, base, &base)) return InvalidArgumentError("integer overflow");
+          if ((e & 1) && __builtin_mul_overflow(acc, base, &acc))
+            return InvalidArgumentError("integer overflow");
+          if (e > 1 && __builtin_mul_overflow(base, base, &base))
+            return InvalidArgumentError("integer overflow");
         }
         return Value::Int(acc);
       }
@@ -824,7 +872,8 @@ class Interp {
       } else if (b.is_undefined()) {
         in = false;
       } else {
-        return InvalidArgumentError(fmt::format("argument of type '{}' is not iterable", b.TypeName()));
+        return InvalidArgumentError(
+            fmt::format("argument of type '{}' is not iterable", b.TypeName()));
       }
       return op == "in" ? in : !in;
     }
@@ -860,11 +909,14 @@ Status CheckExpr(Expr* e, const std::string& name) {
   if (!e) return Status::Ok();
   if (e->kind == Expr::Kind::kFilter) {
     FilterFn fn = FindFilter(e->name);
-    if (!fn) return UnsupportedError(fmt::format("{}:{}: unsupported: the filter '{}'", name, e->line, e->name));
+    if (!fn)
+      return UnsupportedError(
+          fmt::format("{}:{}: unsupported: the filter '{}'", name, e->line, e->name));
     e->filter_fn = reinterpret_cast<const void*>(fn);
   }
   if (e->kind == Expr::Kind::kTest && !KnownTest(e->name)) {
-    return UnsupportedError(fmt::format("{}:{}: unsupported: the test '{}'", name, e->line, e->name));
+    return UnsupportedError(
+        fmt::format("{}:{}: unsupported: the test '{}'", name, e->line, e->name));
   }
   EK_RETURN_IF_ERROR(CheckExpr(e->a.get(), name));
   EK_RETURN_IF_ERROR(CheckExpr(e->b.get(), name));

@@ -1,14 +1,14 @@
 #include "template/value.h"
 
-#include "template/internal.h"
-#include "template/pystr.h"
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 
-#include <fmt/core.h>
+#include "template/internal.h"
+#include "template/pystr.h"
 
 namespace ek::tmpl {
 
@@ -125,7 +125,8 @@ Value Value::Callable(std::string name, Function fn) {
 Value Value::Generator(List items) {
   Value v;
   v.kind_ = Kind::kGenerator;
-  v.p_ = std::make_shared<GeneratorData>(GeneratorData{std::make_shared<const List>(std::move(items)), 0});
+  v.p_ = std::make_shared<GeneratorData>(
+      GeneratorData{std::make_shared<const List>(std::move(items)), 0});
   return v;
 }
 
@@ -134,7 +135,8 @@ const Function& Value::function() const { return static_cast<const CallableData*
 const std::string& Value::name() const {
   if (!p_) return kNoName;
   if (kind_ == Kind::kCallable) return static_cast<const CallableData*>(p_.get())->name;
-  if (kind_ == Kind::kUndefined || kind_ == Kind::kString) return *static_cast<const std::string*>(p_.get());
+  if (kind_ == Kind::kUndefined || kind_ == Kind::kString)
+    return *static_cast<const std::string*>(p_.get());
   return kNoName;
 }
 
@@ -144,7 +146,8 @@ std::shared_ptr<const List> Value::Consume() const {
   if (g->pos == 0) {
     rest = g->items;
   } else {
-    rest = std::make_shared<const List>(g->items->begin() + static_cast<std::ptrdiff_t>(g->pos), g->items->end());
+    rest = std::make_shared<const List>(g->items->begin() + static_cast<std::ptrdiff_t>(g->pos),
+                                        g->items->end());
   }
   g->pos = g->items->size();
   return rest;
@@ -160,44 +163,69 @@ bool Value::Next(Value* item) const {
 bool Value::Truthy() const {
   switch (kind_) {
     case Kind::kUndefined:
-    case Kind::kNone: return false;
-    case Kind::kBool: return b_;
-    case Kind::kInt: return i_ != 0;
-    case Kind::kFloat: return f_ != 0;
-    case Kind::kString: return !str().empty();
-    case Kind::kList: return !list().empty();
-    case Kind::kDict: return !dict().items.empty();
+    case Kind::kNone:
+      return false;
+    case Kind::kBool:
+      return b_;
+    case Kind::kInt:
+      return i_ != 0;
+    case Kind::kFloat:
+      return f_ != 0;
+    case Kind::kString:
+      return !str().empty();
+    case Kind::kList:
+      return !list().empty();
+    case Kind::kDict:
+      return !dict().items.empty();
     case Kind::kNamespace:
     case Kind::kCallable:
     case Kind::kLoop:
-    case Kind::kGenerator: return true;
+    case Kind::kGenerator:
+      return true;
   }
   return false;
 }
 
 std::string_view Value::TypeName() const {
   switch (kind_) {
-    case Kind::kUndefined: return "Undefined";
-    case Kind::kNone: return "NoneType";
-    case Kind::kBool: return "bool";
-    case Kind::kInt: return "int";
-    case Kind::kFloat: return "float";
-    case Kind::kString: return "str";
+    case Kind::kUndefined:
+      return "Undefined";
+    case Kind::kNone:
+      return "NoneType";
+    case Kind::kBool:
+      return "bool";
+    case Kind::kInt:
+      return "int";
+    case Kind::kFloat:
+      return "float";
+    case Kind::kString:
+      return "str";
     case Kind::kList:
       switch (seq_) {
-        case Seq::kList: return "list";
-        case Seq::kTuple: return "tuple";
-        case Seq::kRange: return "range";
-        case Seq::kDictKeys: return "dict_keys";
-        case Seq::kDictValues: return "dict_values";
-        case Seq::kDictItems: return "dict_items";
+        case Seq::kList:
+          return "list";
+        case Seq::kTuple:
+          return "tuple";
+        case Seq::kRange:
+          return "range";
+        case Seq::kDictKeys:
+          return "dict_keys";
+        case Seq::kDictValues:
+          return "dict_values";
+        case Seq::kDictItems:
+          return "dict_items";
       }
       return "list";
-    case Kind::kDict: return "dict";
-    case Kind::kNamespace: return "Namespace";
-    case Kind::kCallable: return "function";
-    case Kind::kLoop: return "LoopContext";
-    case Kind::kGenerator: return "generator";
+    case Kind::kDict:
+      return "dict";
+    case Kind::kNamespace:
+      return "Namespace";
+    case Kind::kCallable:
+      return "function";
+    case Kind::kLoop:
+      return "LoopContext";
+    case Kind::kGenerator:
+      return "generator";
   }
   return "?";
 }
@@ -234,9 +262,11 @@ std::string FloatRepr(double d) {
     if (exp < 0) {
       out = "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
     } else if (static_cast<int>(digits.size()) <= exp + 1) {
-      out = digits + std::string(static_cast<size_t>(exp + 1 - static_cast<int>(digits.size())), '0') + ".0";
+      out = digits +
+            std::string(static_cast<size_t>(exp + 1 - static_cast<int>(digits.size())), '0') + ".0";
     } else {
-      out = digits.substr(0, static_cast<size_t>(exp + 1)) + "." + digits.substr(static_cast<size_t>(exp + 1));
+      out = digits.substr(0, static_cast<size_t>(exp + 1)) + "." +
+            digits.substr(static_cast<size_t>(exp + 1));
     }
     return neg ? "-" + out : out;
   }
@@ -276,34 +306,57 @@ void AppendJsonString(std::string* out, std::string_view s) {
     out->append(s.data() + run, i - run);
     run = i + 1;
     switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      case '\b': *out += "\\b"; break;
-      case '\f': *out += "\\f"; break;
-      default: *out += fmt::format("\\u{:04x}", c);
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      case '\b':
+        *out += "\\b";
+        break;
+      case '\f':
+        *out += "\\f";
+        break;
+      default:
+        *out += fmt::format("\\u{:04x}", c);
     }
   }
   out->append(s.data() + run, s.size() - run);
   out->push_back('"');
 }
 
-Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool sort_keys, std::string_view item_sep,
-                  std::string_view key_sep) {
+Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool sort_keys,
+                  std::string_view item_sep, std::string_view key_sep) {
   auto newline = [&](int d) {
     if (indent < 0) return;
     out->push_back('\n');
     out->append(static_cast<size_t>(indent * d), ' ');
   };
   switch (v.kind()) {
-    case Value::Kind::kNone: *out += "null"; return Status::Ok();
-    case Value::Kind::kBool: *out += v.boolean() ? "true" : "false"; return Status::Ok();
-    case Value::Kind::kInt: *out += std::to_string(v.integer()); return Status::Ok();
+    case Value::Kind::kNone:
+      *out += "null";
+      return Status::Ok();
+    case Value::Kind::kBool:
+      *out += v.boolean() ? "true" : "false";
+      return Status::Ok();
+    case Value::Kind::kInt:
+      *out += std::to_string(v.integer());
+      return Status::Ok();
     case Value::Kind::kFloat: {
       double d = v.number();
-      *out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d < 0 ? "-Infinity" : "Infinity") : FloatRepr(d);
+      *out += std::isnan(d)   ? "NaN"
+              : std::isinf(d) ? (d < 0 ? "-Infinity" : "Infinity")
+                              : FloatRepr(d);
       return Status::Ok();
     }
     case Value::Kind::kString: {
@@ -316,7 +369,8 @@ Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool 
     }
     case Value::Kind::kList: {
       if (v.seq() != Seq::kList && v.seq() != Seq::kTuple) {
-        return InvalidArgumentError(fmt::format("Object of type {} is not JSON serializable", v.TypeName()));
+        return InvalidArgumentError(
+            fmt::format("Object of type {} is not JSON serializable", v.TypeName()));
       }
       if (v.list().empty()) {
         *out += "[]";
@@ -327,7 +381,8 @@ Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool 
         if (out->size() > kMaxStringBytes) return TooLarge(out->size(), "string");
         if (i) *out += item_sep;
         newline(depth + 1);
-        EK_RETURN_IF_ERROR(AppendJson(out, v.list()[i], indent, depth + 1, sort_keys, item_sep, key_sep));
+        EK_RETURN_IF_ERROR(
+            AppendJson(out, v.list()[i], indent, depth + 1, sort_keys, item_sep, key_sep));
       }
       newline(depth);
       out->push_back(']');
@@ -345,7 +400,8 @@ Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool 
       std::vector<const std::pair<std::string, Value>*> items;
       for (const auto& kv : v.dict().items) items.push_back(&kv);
       if (sort_keys) {
-        std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first < b->first; });
+        std::stable_sort(items.begin(), items.end(),
+                         [](auto* a, auto* b) { return a->first < b->first; });
       }
       out->push_back('{');
       for (size_t i = 0; i < items.size(); ++i) {
@@ -354,18 +410,23 @@ Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool 
         newline(depth + 1);
         AppendJsonString(out, items[i]->first);
         *out += key_sep;
-        EK_RETURN_IF_ERROR(AppendJson(out, items[i]->second, indent, depth + 1, sort_keys, item_sep, key_sep));
+        EK_RETURN_IF_ERROR(
+            AppendJson(out, items[i]->second, indent, depth + 1, sort_keys, item_sep, key_sep));
       }
       newline(depth);
       out->push_back('}');
       return Status::Ok();
     }
     case Value::Kind::kUndefined:
-      return InvalidArgumentError(fmt::format("Object of type Undefined is not JSON serializable{}",
-                                              v.name().empty() ? "" : " ('" + v.name() + "' is undefined)"));
-    case Value::Kind::kCallable: return InvalidArgumentError("Object of type function is not JSON serializable");
-    case Value::Kind::kLoop: return InvalidArgumentError("Object of type LoopContext is not JSON serializable");
-    case Value::Kind::kGenerator: return InvalidArgumentError("Object of type generator is not JSON serializable");
+      return InvalidArgumentError(
+          fmt::format("Object of type Undefined is not JSON serializable{}",
+                      v.name().empty() ? "" : " ('" + v.name() + "' is undefined)"));
+    case Value::Kind::kCallable:
+      return InvalidArgumentError("Object of type function is not JSON serializable");
+    case Value::Kind::kLoop:
+      return InvalidArgumentError("Object of type LoopContext is not JSON serializable");
+    case Value::Kind::kGenerator:
+      return InvalidArgumentError("Object of type generator is not JSON serializable");
   }
   return Status::Ok();
 }
@@ -386,18 +447,36 @@ void AppendDictRepr(std::string* out, const Dict& d) {
 void AppendRepr(std::string* out, const Value& v) {
   if (out->size() > kMaxStringBytes) return;
   switch (v.kind()) {
-    case Value::Kind::kString: *out += StrRepr(v.str()); return;
+    case Value::Kind::kString:
+      *out += StrRepr(v.str());
+      return;
     case Value::Kind::kList: {
       const List& l = v.list();
       const char* open = "[";
       const char* close = "]";
       switch (v.seq()) {
-        case Seq::kList: break;
-        case Seq::kTuple: open = "("; close = l.size() == 1 ? ",)" : ")"; break;
-        case Seq::kRange: open = "<range "; close = ">"; break;  // refused before printing
-        case Seq::kDictKeys: open = "dict_keys(["; close = "])"; break;
-        case Seq::kDictValues: open = "dict_values(["; close = "])"; break;
-        case Seq::kDictItems: open = "dict_items(["; close = "])"; break;
+        case Seq::kList:
+          break;
+        case Seq::kTuple:
+          open = "(";
+          close = l.size() == 1 ? ",)" : ")";
+          break;
+        case Seq::kRange:
+          open = "<range ";
+          close = ">";
+          break;  // refused before printing
+        case Seq::kDictKeys:
+          open = "dict_keys([";
+          close = "])";
+          break;
+        case Seq::kDictValues:
+          open = "dict_values([";
+          close = "])";
+          break;
+        case Seq::kDictItems:
+          open = "dict_items([";
+          close = "])";
+          break;
       }
       *out += open;
       for (size_t i = 0; i < l.size(); ++i) {
@@ -407,8 +486,11 @@ void AppendRepr(std::string* out, const Value& v) {
       *out += close;
       return;
     }
-    case Value::Kind::kDict: AppendDictRepr(out, v.dict()); return;
-    default: AppendStr(out, v);
+    case Value::Kind::kDict:
+      AppendDictRepr(out, v.dict());
+      return;
+    default:
+      AppendStr(out, v);
   }
 }
 
@@ -416,23 +498,42 @@ void AppendRepr(std::string* out, const Value& v) {
 
 void AppendStr(std::string* out, const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return;
-    case Value::Kind::kNone: *out += "None"; return;
-    case Value::Kind::kBool: *out += v.boolean() ? "True" : "False"; return;
-    case Value::Kind::kInt: *out += std::to_string(v.integer()); return;
-    case Value::Kind::kFloat: *out += FloatRepr(v.number()); return;
-    case Value::Kind::kString: *out += v.str(); return;
+    case Value::Kind::kUndefined:
+      return;
+    case Value::Kind::kNone:
+      *out += "None";
+      return;
+    case Value::Kind::kBool:
+      *out += v.boolean() ? "True" : "False";
+      return;
+    case Value::Kind::kInt:
+      *out += std::to_string(v.integer());
+      return;
+    case Value::Kind::kFloat:
+      *out += FloatRepr(v.number());
+      return;
+    case Value::Kind::kString:
+      *out += v.str();
+      return;
     case Value::Kind::kList:
-    case Value::Kind::kDict: AppendRepr(out, v); return;
+    case Value::Kind::kDict:
+      AppendRepr(out, v);
+      return;
     case Value::Kind::kNamespace: {  // jinja2's Namespace.__repr__
       *out += "<Namespace ";
       AppendDictRepr(out, v.dict());
       *out += ">";
       return;
     }
-    case Value::Kind::kCallable: *out += "<function " + v.name() + ">"; return;
-    case Value::Kind::kLoop: *out += "<LoopContext>"; return;
-    case Value::Kind::kGenerator: *out += "<generator object>"; return;  // refused before printing
+    case Value::Kind::kCallable:
+      *out += "<function " + v.name() + ">";
+      return;
+    case Value::Kind::kLoop:
+      *out += "<LoopContext>";
+      return;
+    case Value::Kind::kGenerator:
+      *out += "<generator object>";
+      return;  // refused before printing
   }
 }
 
@@ -460,17 +561,21 @@ Result<std::string> ToJson(const Value& v, int indent, bool sort_keys, std::stri
 
 bool Equal(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {
-    if (a.kind() == Value::Kind::kFloat || b.kind() == Value::Kind::kFloat) return a.number() == b.number();
+    if (a.kind() == Value::Kind::kFloat || b.kind() == Value::Kind::kFloat)
+      return a.number() == b.number();
     return a.integer() == b.integer();
   }
   if (a.kind() != b.kind()) return false;
   switch (a.kind()) {
     case Value::Kind::kUndefined:
-    case Value::Kind::kNone: return true;
-    case Value::Kind::kString: return a.str() == b.str();
+    case Value::Kind::kNone:
+      return true;
+    case Value::Kind::kString:
+      return a.str() == b.str();
     case Value::Kind::kList: {
       if (a.seq() != b.seq()) return false;
-      if (a.seq() == Seq::kDictValues) return a.identity() == b.identity();  // Python compares views by identity
+      if (a.seq() == Seq::kDictValues)
+        return a.identity() == b.identity();  // Python compares views by identity
       if (a.list().size() != b.list().size()) return false;
       for (size_t i = 0; i < a.list().size(); ++i) {
         if (!Equal(a.list()[i], b.list()[i])) return false;
@@ -488,21 +593,25 @@ bool Equal(const Value& a, const Value& b) {
     case Value::Kind::kNamespace:
     case Value::Kind::kGenerator:
     case Value::Kind::kCallable:
-    case Value::Kind::kLoop: return a.identity() == b.identity();
-    default: return false;
+    case Value::Kind::kLoop:
+      return a.identity() == b.identity();
+    default:
+      return false;
   }
 }
 
 Result<bool> Less(const Value& a, const Value& b) {
   if (a.is_number() && b.is_number()) {
-    if (a.kind() == Value::Kind::kFloat || b.kind() == Value::Kind::kFloat) return a.number() < b.number();
+    if (a.kind() == Value::Kind::kFloat || b.kind() == Value::Kind::kFloat)
+      return a.number() < b.number();
     return a.integer() < b.integer();
   }
   if (a.is_string() && b.is_string()) {
     // Python compares code points; UTF-8 byte order is the same order.
     return a.str() < b.str();
   }
-  if (a.is_list() && b.is_list() && a.seq() == b.seq() && (a.seq() == Seq::kList || a.seq() == Seq::kTuple)) {
+  if (a.is_list() && b.is_list() && a.seq() == b.seq() &&
+      (a.seq() == Seq::kList || a.seq() == Seq::kTuple)) {
     const List& x = a.list();
     const List& y = b.list();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
@@ -510,8 +619,8 @@ Result<bool> Less(const Value& a, const Value& b) {
     }
     return x.size() < y.size();
   }
-  return InvalidArgumentError(fmt::format("'<' not supported between instances of '{}' and '{}'", a.TypeName(),
-                                          b.TypeName()));
+  return InvalidArgumentError(fmt::format("'<' not supported between instances of '{}' and '{}'",
+                                          a.TypeName(), b.TypeName()));
 }
 
 size_t CodePoints(std::string_view s) {

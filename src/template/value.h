@@ -51,7 +51,18 @@ class Value {
   // selectattr, rejectattr, unique, items filters and |reverse of a list
   // return): always true, no len(), iterating it consumes it.
   enum class Kind : uint8_t {
-    kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict, kNamespace, kCallable, kLoop, kGenerator
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,
+    kDict,
+    kNamespace,
+    kCallable,
+    kLoop,
+    kGenerator
   };
 
   Value() = default;  // Undefined
@@ -89,7 +100,9 @@ class Value {
   bool is_undefined() const { return kind_ == Kind::kUndefined; }
   bool is_none() const { return kind_ == Kind::kNone; }
   bool is_string() const { return kind_ == Kind::kString; }
-  bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool; }
+  bool is_number() const {
+    return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool;
+  }
   bool is_list() const { return kind_ == Kind::kList; }
   bool is_dict() const { return kind_ == Kind::kDict; }
   // Whether this value refers to something it does not own (see Borrow).
@@ -101,7 +114,9 @@ class Value {
   const std::string& str() const { return *static_cast<const std::string*>(p_.get()); }
   const List& list() const { return *static_cast<const List*>(p_.get()); }
   const Dict& dict() const { return *static_cast<const Dict*>(p_.get()); }
-  Dict& mutable_dict() const { return *static_cast<Dict*>(p_.get()); }  // namespaces: {% set ns.x = ... %}
+  Dict& mutable_dict() const {
+    return *static_cast<Dict*>(p_.get());
+  }  // namespaces: {% set ns.x = ... %}
   const Function& function() const;
   const LoopState& loop() const { return *static_cast<const LoopState*>(p_.get()); }
   // The list, sharing ownership with this value (or borrowing when it borrows).

@@ -43,7 +43,8 @@ bool AddedTokenMatcher::FindNext(std::string_view text, size_t from, size_t* beg
     size_t best_end = 0;
     for (size_t j = i; j < text.size(); ++j) {
       const auto& kids = nodes_[static_cast<size_t>(node)].kids;
-      auto it = std::find_if(kids.begin(), kids.end(), [c = s[j]](auto& k) { return k.first == c; });
+      auto it =
+          std::find_if(kids.begin(), kids.end(), [c = s[j]](auto& k) { return k.first == c; });
       if (it == kids.end()) break;
       node = it->second;
       if (nodes_[static_cast<size_t>(node)].token >= 0) {

@@ -45,7 +45,8 @@ class AddedTokenMatcher {
     std::vector<std::pair<unsigned char, int32_t>> kids;
   };
   // Leftmost-longest match at or after `from`.
-  bool FindNext(std::string_view text, size_t from, size_t* begin, size_t* end, int32_t* which) const;
+  bool FindNext(std::string_view text, size_t from, size_t* begin, size_t* end,
+                int32_t* which) const;
 
   std::vector<AddedToken> tokens_;
   std::vector<Node> nodes_;

@@ -1,11 +1,10 @@
 #include "tokenize/bpe.h"
 
+#include <fmt/core.h>
 #include <xxhash.h>
 
 #include <algorithm>
 #include <cstring>
-
-#include <fmt/core.h>
 
 namespace ek::tokenize {
 
@@ -54,8 +53,7 @@ int32_t BytesToId::Find(std::string_view key) const {
 }
 
 Status BpeModel::Init(std::vector<std::string> tokens, std::vector<bool> present,
-                      const std::vector<std::pair<int32_t, int32_t>>& merges,
-                      bool ignore_merges) {
+                      const std::vector<std::pair<int32_t, int32_t>>& merges, bool ignore_merges) {
   EK_RETURN_IF_ERROR(InitVocab(std::move(tokens), std::move(present), ignore_merges));
   return InitMerges(merges);
 }
@@ -104,7 +102,8 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     merged_by_rank_[rank] = m;
     uint64_t key = (static_cast<uint64_t>(a) << kIdBits) | static_cast<uint64_t>(b);
     uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> shift_;
-    while (merge_slots_[h] != kEmptySlot && (merge_slots_[h] & kKeyMask) != key) h = (h + 1) & merge_mask_;
+    while (merge_slots_[h] != kEmptySlot && (merge_slots_[h] & kKeyMask) != key)
+      h = (h + 1) & merge_mask_;
     // A repeated pair keeps the later rank, as HF's HashMap collect does.
     merge_slots_[h] = key | (static_cast<uint64_t>(rank) << (2 * kIdBits));
   }

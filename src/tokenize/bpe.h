@@ -55,7 +55,8 @@ class BpeModel {
   int32_t Find(std::string_view bytes) const { return vocab_.Find(bytes); }
   const std::string& TokenBytes(int32_t id) const { return tokens_[static_cast<size_t>(id)]; }
   bool HasId(int32_t id) const {
-    return id >= 0 && static_cast<size_t>(id) < present_.size() && present_[static_cast<size_t>(id)];
+    return id >= 0 && static_cast<size_t>(id) < present_.size() &&
+           present_[static_cast<size_t>(id)];
   }
   size_t id_limit() const { return tokens_.size(); }
   size_t vocab_count() const { return vocab_count_; }

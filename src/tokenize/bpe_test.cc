@@ -16,7 +16,8 @@ class BpeTest : public ::testing::Test {
     tokens.push_back("bc");   // 258
     tokens.push_back("aa");   // 259
     std::vector<bool> present(tokens.size(), true);
-    std::vector<std::pair<int32_t, int32_t>> merges = {{'b', 'c'}, {'a', 'b'}, {256, 'c'}, {'a', 258}, {'a', 'a'}};
+    std::vector<std::pair<int32_t, int32_t>> merges = {
+        {'b', 'c'}, {'a', 'b'}, {256, 'c'}, {'a', 258}, {'a', 'a'}};
     ASSERT_TRUE(model_.Init(tokens, present, merges, false).ok());
   }
   std::vector<int32_t> Encode(std::string_view w) {
@@ -35,9 +36,7 @@ TEST_F(BpeTest, LowestRankFirst) {
   EXPECT_EQ(Encode("x"), (std::vector<int32_t>{'x'}));
 }
 
-TEST_F(BpeTest, LeftmostOnTies) {
-  EXPECT_EQ(Encode("aaa"), (std::vector<int32_t>{259, 'a'}));
-}
+TEST_F(BpeTest, LeftmostOnTies) { EXPECT_EQ(Encode("aaa"), (std::vector<int32_t>{259, 'a'})); }
 
 TEST_F(BpeTest, LongWordsMatchShortAlgorithm) {
   // Words above the short threshold use the heap; the result must be the same

@@ -1,10 +1,9 @@
 #include "tokenize/pattern.h"
 
+#include <fmt/core.h>
 #include <oniguruma.h>
 
 #include <mutex>
-
-#include <fmt/core.h>
 
 #include "tokenize/unicode.h"
 
@@ -279,8 +278,10 @@ Ranges OnigRanges(const std::string& name) {
   int ctype = ONIGENC_PROPERTY_NAME_TO_CTYPE(enc, p, p + name.size());
   OnigCodePoint sb_out = 0;
   const OnigCodePoint* ranges = nullptr;
-  if (ctype < 0 || ONIGENC_GET_CTYPE_CODE_RANGE(enc, ctype, &sb_out, &ranges) != 0 || !ranges) return out;
-  for (OnigCodePoint i = 0; i < ranges[0]; ++i) out.emplace_back(ranges[1 + 2 * i], ranges[2 + 2 * i]);
+  if (ctype < 0 || ONIGENC_GET_CTYPE_CODE_RANGE(enc, ctype, &sb_out, &ranges) != 0 || !ranges)
+    return out;
+  for (OnigCodePoint i = 0; i < ranges[0]; ++i)
+    out.emplace_back(ranges[1 + 2 * i], ranges[2 + 2 * i]);
   return out;
 }
 

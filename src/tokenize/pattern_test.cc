@@ -1,8 +1,8 @@
 #include "tokenize/pattern.h"
 
-#include <random>
-
 #include <gtest/gtest.h>
+
+#include <random>
 
 #include "tokenize/unicode.h"
 
@@ -26,8 +26,9 @@ TEST(PatternTest, KnownRegexesGetFastMatchers) {
 
 TEST(PatternTest, Qwen2Examples) {
   auto p = *CompileRegex(kQwen2Regex);
-  EXPECT_EQ(Pieces(*p, "Hello world's 123  \n\n  x"),
-            (std::vector<std::string>{"Hello", " world", "'s", " ", "1", "2", "3", "  \n\n", " ", " x"}));
+  EXPECT_EQ(
+      Pieces(*p, "Hello world's 123  \n\n  x"),
+      (std::vector<std::string>{"Hello", " world", "'s", " ", "1", "2", "3", "  \n\n", " ", " x"}));
 }
 
 TEST(PatternTest, OnigurumaFallbackSeesUnicode16LikeHf) {
@@ -36,7 +37,8 @@ TEST(PatternTest, OnigurumaFallbackSeesUnicode16LikeHf) {
   auto p = *CompileOnigRegex("\\p{L}+|[^\\p{L}]");
   EXPECT_EQ(Pieces(*p, "a\U00013460b."), (std::vector<std::string>{"a\U00013460b", "."}));
   EXPECT_NE(AlignRegexUnicode("\\p{L}").find("\\x{13460}"), std::string::npos);
-  EXPECT_EQ(AlignRegexUnicode("\\p{Zs}\\\\p{L}"), "\\p{Zs}\\\\p{L}");  // escaped backslash: not a class
+  EXPECT_EQ(AlignRegexUnicode("\\p{Zs}\\\\p{L}"),
+            "\\p{Zs}\\\\p{L}");  // escaped backslash: not a class
 }
 
 TEST(PatternTest, InvalidRegexIsAnError) {
@@ -49,14 +51,78 @@ TEST(PatternTest, InvalidRegexIsAnError) {
 class DifferentialTest : public ::testing::TestWithParam<std::string_view> {};
 
 std::string RandomText(std::mt19937& rng, size_t len) {
-  static const std::vector<uint32_t> kAlphabet = {
-      'a', 'Z', 'q', 's', 'S', 't', 'T', 'r', 'R', 'e', 'E', 'v', 'V', 'm', 'M', 'l', 'L', 'd', 'D',
-      '\'', ' ', ' ', ' ', '\t', '\n', '\r', '\v', '\f', '0', '7', '9', '.', ',', '!', '-', '"', '$',
-      0x017F /* ſ */, 0x212A /* Kelvin */, 0x00A0, 0x3000, 0x2028, 0x0085, 0x200B, 0x1680, 0x00B2,
-      0x216B, 0x00BD, 0x0660 /* Arabic-indic 0 */, 0x4E2D, 0x6587, 0x3042 /* あ */, 0xAC00,
-      0x0E01 /* Thai */, 0x0E34 /* Thai vowel Mn */, 0x0627, 0x064E /* Arabic fatha Mn */,
-      0x05D0, 0x0928, 0x094D /* virama */, 0x093F /* Mc */, 0x0995, 0x0301, 0x1F600, 0x1F3FD,
-      0x200D, 0x2019 /* ’ */, 0x00E9, 0x02B0, 0xFEFF, 0x1100, 0x1161};
+  static const std::vector<uint32_t> kAlphabet = {'a',
+                                                  'Z',
+                                                  'q',
+                                                  's',
+                                                  'S',
+                                                  't',
+                                                  'T',
+                                                  'r',
+                                                  'R',
+                                                  'e',
+                                                  'E',
+                                                  'v',
+                                                  'V',
+                                                  'm',
+                                                  'M',
+                                                  'l',
+                                                  'L',
+                                                  'd',
+                                                  'D',
+                                                  '\'',
+                                                  ' ',
+                                                  ' ',
+                                                  ' ',
+                                                  '\t',
+                                                  '\n',
+                                                  '\r',
+                                                  '\v',
+                                                  '\f',
+                                                  '0',
+                                                  '7',
+                                                  '9',
+                                                  '.',
+                                                  ',',
+                                                  '!',
+                                                  '-',
+                                                  '"',
+                                                  '$',
+                                                  0x017F /* ſ */,
+                                                  0x212A /* Kelvin */,
+                                                  0x00A0,
+                                                  0x3000,
+                                                  0x2028,
+                                                  0x0085,
+                                                  0x200B,
+                                                  0x1680,
+                                                  0x00B2,
+                                                  0x216B,
+                                                  0x00BD,
+                                                  0x0660 /* Arabic-indic 0 */,
+                                                  0x4E2D,
+                                                  0x6587,
+                                                  0x3042 /* あ */,
+                                                  0xAC00,
+                                                  0x0E01 /* Thai */,
+                                                  0x0E34 /* Thai vowel Mn */,
+                                                  0x0627,
+                                                  0x064E /* Arabic fatha Mn */,
+                                                  0x05D0,
+                                                  0x0928,
+                                                  0x094D /* virama */,
+                                                  0x093F /* Mc */,
+                                                  0x0995,
+                                                  0x0301,
+                                                  0x1F600,
+                                                  0x1F3FD,
+                                                  0x200D,
+                                                  0x2019 /* ’ */,
+                                                  0x00E9,
+                                                  0x02B0,
+                                                  0xFEFF,
+                                                  0x1100,
+                                                  0x1161};
   std::uniform_int_distribution<size_t> pick(0, kAlphabet.size() - 1);
   std::string s;
   for (size_t i = 0; i < len; ++i) AppendUtf8(&s, kAlphabet[pick(rng)]);

@@ -31,23 +31,26 @@ inline std::string ByteChar(int b) {
 // A tiny byte-level tokenizer: 256 byte tokens, "he"=256, "ll"=257, "hell"=258,
 // "hello"=259, "Ġw"=260; added tokens <|x|> (special) and <y> (lstrip, rstrip).
 inline std::string TinyJson(std::string_view normalizer = "{\"type\":\"NFC\"}",
-                     std::string_view pre = "") {
+                            std::string_view pre = "") {
   std::string vocab = "{";
   for (int b = 0; b < 256; ++b) {
     vocab += JsonString(ByteChar(b)) + ":" + std::to_string(b) + ",";
   }
   vocab += "\"he\":256,\"ll\":257,\"hell\":258,\"hello\":259,\"Ġw\":260}";
-  std::string pre_json = pre.empty()
-      ? std::string(R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":)") +
-            JsonString(kQwen2Regex) +
-            R"(},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"use_regex":false}]})"
-      : std::string(pre);
+  std::string pre_json =
+      pre.empty()
+          ? std::string(
+                R"({"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":)") +
+                JsonString(kQwen2Regex) +
+                R"(},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"use_regex":false}]})"
+          : std::string(pre);
   return std::string(R"({"version":"1.0","truncation":null,"padding":null,"added_tokens":[)") +
          R"({"id":261,"content":"<|x|>","single_word":false,"lstrip":false,"rstrip":false,"normalized":false,"special":true},)" +
          R"({"id":262,"content":"<y>","single_word":false,"lstrip":true,"rstrip":true,"normalized":false,"special":false}],)" +
          "\"normalizer\":" + std::string(normalizer) + ",\"pre_tokenizer\":" + pre_json +
          R"(,"post_processor":null,"decoder":{"type":"ByteLevel"},"model":{"type":"BPE","dropout":null,"unk_token":null,)" +
-         R"("ignore_merges":false,"vocab":)" + vocab + R"(,"merges":["h e","l l",["he","ll"],"hell o","Ġ w"]}})";
+         R"("ignore_merges":false,"vocab":)" + vocab +
+         R"(,"merges":["h e","l l",["he","ll"],"hell o","Ġ w"]}})";
 }
 
 }  // namespace ek::tokenize::testing

@@ -2,6 +2,7 @@
 // tokenizer_json.cc.
 #include "tokenize/tokenizer.h"
 
+#include <fmt/core.h>
 #include <simdjson.h>
 #include <xxhash.h>
 
@@ -10,8 +11,6 @@
 #include <deque>
 #include <thread>
 #include <unordered_map>
-
-#include <fmt/core.h>
 
 #include "tokenize/tokenizer_internal.h"
 #include "tokenize/unicode.h"
@@ -101,8 +100,8 @@ struct Marked {
 };
 
 // HF pattern.rs find_matches + SplitDelimiterBehavior, over one piece.
-void ApplySplit(std::string_view piece, const Pattern& pattern, SplitBehavior behavior,
-                bool invert, std::vector<Span>* spans, std::vector<std::string_view>* out) {
+void ApplySplit(std::string_view piece, const Pattern& pattern, SplitBehavior behavior, bool invert,
+                std::vector<Span>* spans, std::vector<std::string_view>* out) {
   spans->clear();
   pattern.FindMatches(piece, spans);
   if (behavior == SplitBehavior::kIsolated) {  // the hot path: no need to mark
@@ -126,7 +125,8 @@ void ApplySplit(std::string_view piece, const Pattern& pattern, SplitBehavior be
   std::vector<Span> result;
   bool previous_match = false;
   switch (behavior) {
-    case SplitBehavior::kIsolated: break;
+    case SplitBehavior::kIsolated:
+      break;
     case SplitBehavior::kRemoved:
       for (auto& m : marked)
         if (!m.is_match) result.push_back(m.span);
@@ -207,7 +207,8 @@ Status Tokenizer::EncodeWithOffsets(std::string_view text, std::vector<int32_t>*
   return EncodeImpl(text, ids, ends);
 }
 
-Status Tokenizer::EncodeImpl(std::string_view text, std::vector<int32_t>* ids, std::vector<uint32_t>* ends) const {
+Status Tokenizer::EncodeImpl(std::string_view text, std::vector<int32_t>* ids,
+                             std::vector<uint32_t>* ends) const {
   if (!simdjson::validate_utf8(text.data(), text.size())) {
     size_t at = FirstInvalidUtf8(text);
     return InvalidArgumentError(fmt::format("invalid UTF-8 at byte {}", at));
@@ -224,7 +225,9 @@ Status Tokenizer::EncodeImpl(std::string_view text, std::vector<int32_t>* ids, s
     size_t pos = b;
     for (size_t k = from; k < ids->size(); ++k) {
       int32_t id = (*ids)[k];
-      pos = std::min(e, pos + (static_cast<uint32_t>(id) < token_len_.size() ? token_len_[static_cast<size_t>(id)] : 0));
+      pos = std::min(e, pos + (static_cast<uint32_t>(id) < token_len_.size()
+                                   ? token_len_[static_cast<size_t>(id)]
+                                   : 0));
       ends->push_back(static_cast<uint32_t>(pos));
     }
     if (ids->size() > from) ends->back() = static_cast<uint32_t>(e);
@@ -331,7 +334,8 @@ Status Tokenizer::Decode(std::span<const int32_t> ids, std::string* out) const {
   for (size_t i = 0; i < ids.size(); ++i) {
     int32_t id = ids[i];
     if (id < 0 || id >= vocab_size_ || !has_id_[static_cast<size_t>(id)]) {
-      return InvalidArgumentError(fmt::format("id {} at position {} is not in the vocabulary", id, i));
+      return InvalidArgumentError(
+          fmt::format("id {} at position {} is not in the vocabulary", id, i));
     }
     if (join_with_space_) {
       if (i) out->push_back(' ');
@@ -369,10 +373,10 @@ std::string Tokenizer::Describe() const {
     }
   }
   if (pre.empty()) pre = "bytelevel";
-  return fmt::format("byte-level BPE: {} vocab, {} merges, {} added tokens, normalizer {}, "
-                     "pre-tokenizer {}",
-                     bpe_.vocab_count(), bpe_.merge_count(), added_.size(), nfc_ ? "NFC" : "none",
-                     pre);
+  return fmt::format(
+      "byte-level BPE: {} vocab, {} merges, {} added tokens, normalizer {}, "
+      "pre-tokenizer {}",
+      bpe_.vocab_count(), bpe_.merge_count(), added_.size(), nfc_ ? "NFC" : "none", pre);
 }
 
 }  // namespace ek::tokenize

@@ -52,7 +52,8 @@ class Tokenizer {
   // added tokens, whose last token ends at the piece's end. Exact whenever the
   // normalizer leaves `text` unchanged (NFC text for an NFC tokenizer: see
   // normalizes_nfc) and no added token strips white space inside a piece.
-  Status EncodeWithOffsets(std::string_view text, std::vector<int32_t>* ids, std::vector<uint32_t>* ends) const;
+  Status EncodeWithOffsets(std::string_view text, std::vector<int32_t>* ids,
+                           std::vector<uint32_t>* ends) const;
   // True when the tokenizer's normalizer is NFC (text is normalized before BPE).
   bool normalizes_nfc() const { return nfc_; }
 
@@ -83,7 +84,8 @@ class Tokenizer {
   void EncodePlain(std::string_view text, std::vector<int32_t>* ids, EncodeScratch& s) const;
   void EncodePiece(std::string_view piece, std::vector<int32_t>* ids, EncodeScratch& s) const;
   size_t TokenLength(int32_t id) const;
-  Status EncodeImpl(std::string_view text, std::vector<int32_t>* ids, std::vector<uint32_t>* ends) const;
+  Status EncodeImpl(std::string_view text, std::vector<int32_t>* ids,
+                    std::vector<uint32_t>* ends) const;
 
   friend class TokenizerLoader;
   uint64_t generation_;

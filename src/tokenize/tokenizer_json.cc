@@ -1,13 +1,12 @@
 // The tokenizer.json loader: Hugging Face's format to a Tokenizer, refusing
 // anything tokenizer.h does not list as supported, each error naming the file and
 // the JSON location. Encoding is tokenizer.cc.
+#include <fmt/core.h>
 #include <simdjson.h>
 
 #include <cstring>
 #include <unordered_map>
 #include <unordered_set>
-
-#include <fmt/core.h>
 
 #include "core/file.h"
 #include "core/json_check.h"
@@ -121,7 +120,8 @@ class TokenizerLoader {
     element v;
     if (model["dropout"].get(v) == simdjson::SUCCESS && !v.is_null()) {
       double d = 0;
-      if (v.get(d) != simdjson::SUCCESS || d != 0.0) return Unsupported("model.dropout", "BPE dropout");
+      if (v.get(d) != simdjson::SUCCESS || d != 0.0)
+        return Unsupported("model.dropout", "BPE dropout");
     }
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
       std::string_view sv;
@@ -132,16 +132,19 @@ class TokenizerLoader {
     }
     bool ignore_merges = false;
     if (model["ignore_merges"].get(v) == simdjson::SUCCESS && !v.is_null()) {
-      if (v.get(ignore_merges) != simdjson::SUCCESS) return Err("model.ignore_merges", "not a bool");
+      if (v.get(ignore_merges) != simdjson::SUCCESS)
+        return Err("model.ignore_merges", "not a bool");
     }
     simdjson::dom::object vocab;
-    if (model["vocab"].get(vocab) != simdjson::SUCCESS) return Err("model.vocab", "missing or not an object");
+    if (model["vocab"].get(vocab) != simdjson::SUCCESS)
+      return Err("model.vocab", "missing or not an object");
     // Ids first, to size the tables.
     int64_t max_id = -1, count = 0;
     for (auto field : vocab) {
       int64_t id;
       if (field.value.get(id) != simdjson::SUCCESS || id < 0 || id > (1 << 30)) {
-        return Err(fmt::format("model.vocab[{}]", JsonKey(field.key)), "id is not a non-negative integer");
+        return Err(fmt::format("model.vocab[{}]", JsonKey(field.key)),
+                   "id is not a non-negative integer");
       }
       max_id = std::max(max_id, id);
       ++count;
@@ -150,7 +153,8 @@ class TokenizerLoader {
     // vocabularies are dense (0..n-1). One stray id near 2^30 in a 5 KB file
     // asked for 32 GB (fuzz_tokenizer); a few holes are fine.
     if (max_id >= 2 * count + 65536) {
-      return Err("model.vocab", fmt::format("ids are too sparse: the largest is {} for {} entries", max_id, count));
+      return Err("model.vocab", fmt::format("ids are too sparse: the largest is {} for {} entries",
+                                            max_id, count));
     }
     size_t n = static_cast<size_t>(max_id + 1);
     std::vector<std::string> tokens(n);
@@ -169,7 +173,8 @@ class TokenizerLoader {
         t_->decode_override_[static_cast<int32_t>(i)] = std::string(field.key);
         tokens[i].clear();
       }
-      if (t_->join_with_space_) t_->raw_token_text_[static_cast<int32_t>(i)] = std::string(field.key);
+      if (t_->join_with_space_)
+        t_->raw_token_text_[static_cast<int32_t>(i)] = std::string(field.key);
     }
     {
       // Hugging Face's model.get_vocab_size() is the vocabulary map's length: every
@@ -183,7 +188,8 @@ class TokenizerLoader {
     if (!st.ok()) return st.WithContext(name_);
     // Merges: "a b" strings or ["a", "b"] pairs, resolved through the raw-byte vocabulary.
     simdjson::dom::array merges;
-    if (model["merges"].get(merges) != simdjson::SUCCESS) return Err("model.merges", "missing or not an array");
+    if (model["merges"].get(merges) != simdjson::SUCCESS)
+      return Err("model.merges", "missing or not an array");
     std::vector<std::pair<int32_t, int32_t>> pairs;
     pairs.reserve(merges.size());
     size_t idx = 0;
@@ -193,7 +199,8 @@ class TokenizerLoader {
       if (m.is_string()) {
         std::string_view s = m.get_string().value_unsafe();
         size_t sp = s.find(' ');
-        if (sp == std::string_view::npos) return Err(fmt::format("model.merges[{}]", idx), "no space in merge");
+        if (sp == std::string_view::npos)
+          return Err(fmt::format("model.merges[{}]", idx), "no space in merge");
         a = s.substr(0, sp);
         b = s.substr(sp + 1);
       } else if (m.is_array()) {
@@ -232,7 +239,8 @@ class TokenizerLoader {
       AddedToken t;
       int64_t id;
       std::string_view content;
-      if (e["id"].get(id) != simdjson::SUCCESS || id < 0 || id > (1 << 30)) return Err(where, "bad id");
+      if (e["id"].get(id) != simdjson::SUCCESS || id < 0 || id > (1 << 30))
+        return Err(where, "bad id");
       if (e["content"].get(content) != simdjson::SUCCESS) return Err(where, "bad content");
       t.id = static_cast<int32_t>(id);
       t.content = std::string(content);
@@ -266,9 +274,11 @@ class TokenizerLoader {
     }
     if (type == "Sequence") {
       simdjson::dom::array list;
-      if (n["normalizers"].get(list) != simdjson::SUCCESS) return Err(where, "Sequence without normalizers");
+      if (n["normalizers"].get(list) != simdjson::SUCCESS)
+        return Err(where, "Sequence without normalizers");
       size_t i = 0;
-      for (element e : list) EK_RETURN_IF_ERROR(NormalizerNode(e, fmt::format("{}.normalizers[{}]", where, i++)));
+      for (element e : list)
+        EK_RETURN_IF_ERROR(NormalizerNode(e, fmt::format("{}.normalizers[{}]", where, i++)));
       return Status::Ok();
     }
     return Unsupported(where, "normalizer '" + type + "' (supported: NFC, Sequence of NFC)");
@@ -282,9 +292,11 @@ class TokenizerLoader {
     std::vector<std::pair<element, std::string>> steps;
     if (TypeOf(p) == "Sequence") {
       simdjson::dom::array list;
-      if (p["pretokenizers"].get(list) != simdjson::SUCCESS) return Err("pre_tokenizer", "Sequence without pretokenizers");
+      if (p["pretokenizers"].get(list) != simdjson::SUCCESS)
+        return Err("pre_tokenizer", "Sequence without pretokenizers");
       size_t i = 0;
-      for (element e : list) steps.emplace_back(e, fmt::format("pre_tokenizer.pretokenizers[{}]", i++));
+      for (element e : list)
+        steps.emplace_back(e, fmt::format("pre_tokenizer.pretokenizers[{}]", i++));
     } else {
       steps.emplace_back(p, "pre_tokenizer");
     }
@@ -294,13 +306,15 @@ class TokenizerLoader {
       std::string type = TypeOf(e);
       auto step = std::make_unique<Tokenizer::PreStep>();
       if (type == "ByteLevel") {
-        if (i + 1 != steps.size()) return Unsupported(where, "ByteLevel before another pre-tokenizer");
+        if (i + 1 != steps.size())
+          return Unsupported(where, "ByteLevel before another pre-tokenizer");
         saw_byte_level = true;
         step->kind = Tokenizer::PreStep::kByteLevel;
         bool use_regex = true;
         element f;
         if (e["add_prefix_space"].get(f) == simdjson::SUCCESS && !f.is_null()) {
-          if (f.get(step->add_prefix_space) != simdjson::SUCCESS) return Err(where + ".add_prefix_space", "not a bool");
+          if (f.get(step->add_prefix_space) != simdjson::SUCCESS)
+            return Err(where + ".add_prefix_space", "not a bool");
         }
         if (e["use_regex"].get(f) == simdjson::SUCCESS && !f.is_null()) {
           if (f.get(use_regex) != simdjson::SUCCESS) return Err(where + ".use_regex", "not a bool");
@@ -312,21 +326,25 @@ class TokenizerLoader {
       } else if (type == "Split") {
         EK_RETURN_IF_ERROR(LoadSplit(e, where, step.get()));
       } else {
-        return Unsupported(where, "pre-tokenizer '" + type + "' (supported: ByteLevel, Split, Sequence)");
+        return Unsupported(where,
+                           "pre-tokenizer '" + type + "' (supported: ByteLevel, Split, Sequence)");
       }
       t_->steps_.push_back(std::move(step));
     }
-    if (!saw_byte_level) return Unsupported("pre_tokenizer", "no ByteLevel step: not a byte-level tokenizer");
+    if (!saw_byte_level)
+      return Unsupported("pre_tokenizer", "no ByteLevel step: not a byte-level tokenizer");
     return Status::Ok();
   }
 
   Status LoadSplit(element e, const std::string& where, Tokenizer::PreStep* step) {
     element pat;
-    if (e["pattern"].get(pat) != simdjson::SUCCESS || !pat.is_object()) return Err(where + ".pattern", "missing");
+    if (e["pattern"].get(pat) != simdjson::SUCCESS || !pat.is_object())
+      return Err(where + ".pattern", "missing");
     std::string_view s;
     if (pat["Regex"].get(s) == simdjson::SUCCESS) {
       auto compiled = CompileRegex(s);
-      if (!compiled.ok()) return compiled.status().WithContext(fmt::format("{}: {}.pattern", name_, where));
+      if (!compiled.ok())
+        return compiled.status().WithContext(fmt::format("{}: {}.pattern", name_, where));
       step->pattern = std::move(compiled).value();
     } else if (pat["String"].get(s) == simdjson::SUCCESS) {
       step->pattern = MakeLiteralPattern(std::string(s));
@@ -334,13 +352,20 @@ class TokenizerLoader {
       return Err(where + ".pattern", "neither Regex nor String");
     }
     std::string_view behavior;
-    if (e["behavior"].get(behavior) != simdjson::SUCCESS) return Err(where + ".behavior", "missing");
-    if (behavior == "Isolated") step->behavior = SplitBehavior::kIsolated;
-    else if (behavior == "Removed") step->behavior = SplitBehavior::kRemoved;
-    else if (behavior == "MergedWithPrevious") step->behavior = SplitBehavior::kMergedWithPrevious;
-    else if (behavior == "MergedWithNext") step->behavior = SplitBehavior::kMergedWithNext;
-    else if (behavior == "Contiguous") step->behavior = SplitBehavior::kContiguous;
-    else return Unsupported(where + ".behavior", std::string(behavior));
+    if (e["behavior"].get(behavior) != simdjson::SUCCESS)
+      return Err(where + ".behavior", "missing");
+    if (behavior == "Isolated")
+      step->behavior = SplitBehavior::kIsolated;
+    else if (behavior == "Removed")
+      step->behavior = SplitBehavior::kRemoved;
+    else if (behavior == "MergedWithPrevious")
+      step->behavior = SplitBehavior::kMergedWithPrevious;
+    else if (behavior == "MergedWithNext")
+      step->behavior = SplitBehavior::kMergedWithNext;
+    else if (behavior == "Contiguous")
+      step->behavior = SplitBehavior::kContiguous;
+    else
+      return Unsupported(where + ".behavior", std::string(behavior));
     element inv;
     if (e["invert"].get(inv) == simdjson::SUCCESS && !inv.is_null()) {
       if (inv.get(step->invert) != simdjson::SUCCESS) return Err(where + ".invert", "not a bool");
@@ -440,12 +465,14 @@ class TokenizerLoader {
   int64_t model_vocab_len_ = 0;
 };
 
-Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json, std::string_view name) {
+Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json,
+                                                       std::string_view name) {
   std::unique_ptr<Tokenizer> t(new Tokenizer());
   TokenizerLoader loader(t.get(), name);
   EK_RETURN_IF_ERROR(loader.Load(json));
   t->token_len_.resize(static_cast<size_t>(t->vocab_size_));
-  for (int32_t id = 0; id < t->vocab_size_; ++id) t->token_len_[static_cast<size_t>(id)] = static_cast<uint32_t>(t->TokenLength(id));
+  for (int32_t id = 0; id < t->vocab_size_; ++id)
+    t->token_len_[static_cast<size_t>(id)] = static_cast<uint32_t>(t->TokenLength(id));
   return t;
 }
 

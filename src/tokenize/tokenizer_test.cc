@@ -1,9 +1,9 @@
 #include "tokenize/tokenizer.h"
 
+#include <gtest/gtest.h>
+
 #include <atomic>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "core/json_out.h"
 #include "tokenize/tiny_tokenizer_testing.h"
@@ -79,8 +79,9 @@ TEST(TokenizerTest, AddedTokensAfterNonByteLevelVocabularyKeys) {
   ASSERT_NE(at, std::string::npos);
   json.insert(at + std::string("\"Ġw\":260").size(), ",\"<｜fim｜>\":263");
   at = json.find("\"added_tokens\":[");
-  json.insert(at + std::string("\"added_tokens\":[").size(),
-              R"({"id":264,"content":"<｜User｜>","single_word":false,"lstrip":false,"rstrip":false,"normalized":true,"special":false},)");
+  json.insert(
+      at + std::string("\"added_tokens\":[").size(),
+      R"({"id":264,"content":"<｜User｜>","single_word":false,"lstrip":false,"rstrip":false,"normalized":true,"special":false},)");
   auto t = Tokenizer::FromJson(json, "tiny.json");
   ASSERT_TRUE(t.ok()) << t.status().message();
   // Hugging Face (tokenizers 0.23, checked with this same file) ignores the ids the
@@ -122,7 +123,8 @@ TEST(TokenizerTest, MalformedJsonNamesLocation) {
       << t.status().message();
   auto u = Tokenizer::FromJson("{\"model\": {\"type\": \"BPE\",, }}", "bad.json");
   ASSERT_FALSE(u.ok());
-  EXPECT_NE(u.status().message().find("line 1, column 26 (byte 25)"), std::string::npos) << u.status().message();
+  EXPECT_NE(u.status().message().find("line 1, column 26 (byte 25)"), std::string::npos)
+      << u.status().message();
 }
 
 TEST(TokenizerTest, UnsupportedPartsAreNamed) {
@@ -152,7 +154,8 @@ TEST(TokenizerTest, MergeOutsideVocabNamesIndex) {
   json.replace(json.find("\"hell o\""), 8, "\"hell q\"");
   auto t = Tokenizer::FromJson(json, "t.json");
   ASSERT_FALSE(t.ok());
-  EXPECT_NE(t.status().message().find("model.merges[3]"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("model.merges[3]"), std::string::npos)
+      << t.status().message();
 }
 
 // Regression (fuzz_tokenizer): one vocabulary id near 2^30 in a tiny file
@@ -166,7 +169,8 @@ TEST(TokenizerTest, SparseVocabularyIdsAreAnErrorNotAHugeAllocation) {
     json.replace(at + 8, 3, id);
     auto t = Tokenizer::FromJson(json, "t.json");
     ASSERT_FALSE(t.ok()) << id;
-    EXPECT_NE(t.status().message().find("t.json: model.vocab: ids are too sparse: the largest is " + std::string(id)),
+    EXPECT_NE(t.status().message().find("t.json: model.vocab: ids are too sparse: the largest is " +
+                                        std::string(id)),
               std::string::npos)
         << t.status().message();
   }
@@ -187,7 +191,8 @@ TEST(TokenizerTest, ThreadsShareOneTokenizer) {
     threads.emplace_back([&] {
       for (int k = 0; k < 2000; ++k) {
         auto ids = t->Encode("hello world <|x|> hello");
-        if (!ids.ok() || *ids != std::vector<int32_t>{259, 260, 'o', 'r', 'l', 'd', ' ', 261, ' ', 259})
+        if (!ids.ok() ||
+            *ids != std::vector<int32_t>{259, 260, 'o', 'r', 'l', 'd', ' ', 261, ' ', 259})
           ++mismatches;
       }
     });

@@ -122,9 +122,10 @@ void AppendNfc(std::string_view s, std::string* out) {
     i += len;
   }
   utf8proc_uint8_t* res = nullptr;
-  utf8proc_ssize_t len = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(masked.data()),
-                                      static_cast<utf8proc_ssize_t>(masked.size()), &res,
-                                      static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+  utf8proc_ssize_t len =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(masked.data()),
+                   static_cast<utf8proc_ssize_t>(masked.size()), &res,
+                   static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
   if (len < 0 || res == nullptr) {  // cannot happen for valid UTF-8; keep the text
     out->append(s);
     return;

@@ -15,9 +15,9 @@
 namespace ek::tokenize {
 
 // Class bits of a code point.
-inline constexpr uint8_t kClassLetter = 1;  // \p{L}: Lu Ll Lt Lm Lo
-inline constexpr uint8_t kClassNumber = 2;  // \p{N}: Nd Nl No
-inline constexpr uint8_t kClassSpace = 4;   // \s: Unicode White_Space (Oniguruma's Space ctype)
+inline constexpr uint8_t kClassLetter = 1;     // \p{L}: Lu Ll Lt Lm Lo
+inline constexpr uint8_t kClassNumber = 2;     // \p{N}: Nd Nl No
+inline constexpr uint8_t kClassSpace = 4;      // \s: Unicode White_Space (Oniguruma's Space ctype)
 inline constexpr uint8_t kClassCombining = 8;  // canonical combining class != 0
 inline constexpr uint8_t kClassNfcQc = 16;     // NFC_Quick_Check = No or Maybe
 inline constexpr uint8_t kClassPost9 = 32;     // assigned after Unicode 9.0 (inert in HF's NFC)

@@ -13,18 +13,18 @@ TEST(CharClassesTest, MatchesUnicodeCategories) {
   EXPECT_EQ(c.Of(' ') & kRegexBits, kClassSpace);
   EXPECT_EQ(c.Of('\n') & kRegexBits, kClassSpace);
   EXPECT_EQ(c.Of('.') & kRegexBits, 0);
-  EXPECT_EQ(c.Of(0x4E2D) & kRegexBits, kClassLetter);   // 中 Lo
-  EXPECT_EQ(c.Of(0x02B0) & kRegexBits, kClassLetter);   // ʰ Lm
-  EXPECT_EQ(c.Of(0x00B2) & kRegexBits, kClassNumber);   // ² No
-  EXPECT_EQ(c.Of(0x216B) & kRegexBits, kClassNumber);   // Ⅻ Nl
-  EXPECT_EQ(c.Of(0x0301) & kRegexBits, 0);              // combining acute: Mn, not a letter
-  EXPECT_EQ(c.Of(0x093F) & kRegexBits, 0);              // Devanagari vowel sign i: Mc
-  EXPECT_EQ(c.Of(0x00A0) & kRegexBits, kClassSpace);    // no-break space
-  EXPECT_EQ(c.Of(0x3000) & kRegexBits, kClassSpace);    // ideographic space
-  EXPECT_EQ(c.Of(0x0085) & kRegexBits, kClassSpace);    // next line
-  EXPECT_EQ(c.Of(0x200B) & kRegexBits, 0);              // zero width space is not White_Space
+  EXPECT_EQ(c.Of(0x4E2D) & kRegexBits, kClassLetter);  // 中 Lo
+  EXPECT_EQ(c.Of(0x02B0) & kRegexBits, kClassLetter);  // ʰ Lm
+  EXPECT_EQ(c.Of(0x00B2) & kRegexBits, kClassNumber);  // ² No
+  EXPECT_EQ(c.Of(0x216B) & kRegexBits, kClassNumber);  // Ⅻ Nl
+  EXPECT_EQ(c.Of(0x0301) & kRegexBits, 0);             // combining acute: Mn, not a letter
+  EXPECT_EQ(c.Of(0x093F) & kRegexBits, 0);             // Devanagari vowel sign i: Mc
+  EXPECT_EQ(c.Of(0x00A0) & kRegexBits, kClassSpace);   // no-break space
+  EXPECT_EQ(c.Of(0x3000) & kRegexBits, kClassSpace);   // ideographic space
+  EXPECT_EQ(c.Of(0x0085) & kRegexBits, kClassSpace);   // next line
+  EXPECT_EQ(c.Of(0x200B) & kRegexBits, 0);             // zero width space is not White_Space
   EXPECT_EQ(c.Of(0xFEFF) & kRegexBits, 0);
-  EXPECT_EQ(c.Of(0x1F600) & kRegexBits, 0);             // emoji: So
+  EXPECT_EQ(c.Of(0x1F600) & kRegexBits, 0);  // emoji: So
 }
 
 TEST(CharClassesTest, NormalizationBits) {
@@ -67,11 +67,16 @@ TEST(Utf8Test, ReplaceLikePython) {
     ReplaceInvalidUtf8(in, &out);
     return out;
   };
-  EXPECT_EQ(rep("a\xff" "b"), "a\uFFFDb");
-  EXPECT_EQ(rep("\xe2\x82"), "\uFFFD");              // truncated 3-byte: one U+FFFD
-  EXPECT_EQ(rep("\xe2\x82" "a"), "\uFFFD" "a");
+  EXPECT_EQ(rep("a\xff"
+                "b"),
+            "a\uFFFDb");
+  EXPECT_EQ(rep("\xe2\x82"), "\uFFFD");  // truncated 3-byte: one U+FFFD
+  EXPECT_EQ(rep("\xe2\x82"
+                "a"),
+            "\uFFFD"
+            "a");
   EXPECT_EQ(rep("\xed\xa0\x80"), "\uFFFD\uFFFD\uFFFD");  // surrogate: 3 replacements
-  EXPECT_EQ(rep("\xf0\x9f\x98"), "\uFFFD");          // truncated emoji
+  EXPECT_EQ(rep("\xf0\x9f\x98"), "\uFFFD");              // truncated emoji
   EXPECT_EQ(rep("\xc0\xaf"), "\uFFFD\uFFFD");
   EXPECT_EQ(rep("\xf4\x90\x80\x80"), "\uFFFD\uFFFD\uFFFD\uFFFD");  // above U+10FFFF
 }

@@ -5,7 +5,9 @@
 namespace ek::run {
 
 Topology::Topology(int nodes, int gpus_per_node, std::vector<std::string> hosts)
-    : nodes_(nodes < 0 ? 0 : nodes), gpus_per_node_(gpus_per_node < 0 ? 0 : gpus_per_node), hosts_(std::move(hosts)) {
+    : nodes_(nodes < 0 ? 0 : nodes),
+      gpus_per_node_(gpus_per_node < 0 ? 0 : gpus_per_node),
+      hosts_(std::move(hosts)) {
   for (size_t i = 0; i < hosts_.size(); ++i) index_.emplace(hosts_[i], static_cast<int>(i));
 }
 

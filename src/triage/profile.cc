@@ -124,7 +124,8 @@ Result<Profile> ParseProfileJson(std::string_view json, std::string_view where) 
   EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, std::string(where)));
   std::string format;
   if (!f.Str("format", &format).ok() || format != kFormat) {
-    return f.Err("format", fmt::format("not a triage profile (\"format\" must be \"{}\")", kFormat));
+    return f.Err("format",
+                 fmt::format("not a triage profile (\"format\" must be \"{}\")", kFormat));
   }
   Profile p;
   EK_RETURN_IF_ERROR(f.OptStr("name", &p.name));

@@ -90,8 +90,10 @@ TEST(Profile, ProfileFileNamesAMissingOrMistypedField) {
   EXPECT_EQ(with("", ""), "ok");
   EXPECT_EQ(with("\"name\": \"B300\"", "\"name\": 300"), "cal.json: name: not a string");
   EXPECT_EQ(with("\"healthy_lo_w\"", "\"healthy_low_w\""), "cal.json: healthy_lo_w: missing");
-  EXPECT_EQ(with("\"floor_w\": ", "\"floor_w\": \"W\", \"x\": "), "cal.json: floor_w: not a number");
-  EXPECT_EQ(with("\"floor_w\": ", "\"floor_w\": {\"w\": 1}, \"x\": "), "cal.json: floor_w: not a number");
+  EXPECT_EQ(with("\"floor_w\": ", "\"floor_w\": \"W\", \"x\": "),
+            "cal.json: floor_w: not a number");
+  EXPECT_EQ(with("\"floor_w\": ", "\"floor_w\": {\"w\": 1}, \"x\": "),
+            "cal.json: floor_w: not a number");
   EXPECT_EQ(ParseProfileJson("[1]", "cal.json").status().message(), "cal.json: not a JSON object");
 }
 

@@ -6,8 +6,7 @@
 
 namespace ek::triage {
 
-Session::Session(telemetry::Source* source, Clock* clock, Profile profile,
-                 SessionOptions options)
+Session::Session(telemetry::Source* source, Clock* clock, Profile profile, SessionOptions options)
     : source_(source), clock_(clock), profile_(std::move(profile)), options_(options) {}
 
 void Session::SetTopology(const std::vector<telemetry::Sample>& samples) {
@@ -59,9 +58,11 @@ Result<std::optional<Window>> Session::NextReplay() {
       // Nothing to classify is bad input, not an UNKNOWN verdict: a verdict
       // says something about the run, and this says nothing.
       ended_ = true;
-      if (w.problems.empty()) return InvalidArgumentError("the recording holds no usable sample (no data rows)");
-      return InvalidArgumentError(fmt::format("the recording holds no usable sample ({} bad row(s); the first: {})",
-                                              w.problems.size(), w.problems.front().ToString()));
+      if (w.problems.empty())
+        return InvalidArgumentError("the recording holds no usable sample (no data rows)");
+      return InvalidArgumentError(
+          fmt::format("the recording holds no usable sample ({} bad row(s); the first: {})",
+                      w.problems.size(), w.problems.front().ToString()));
     }
     SetTopology(replay_);
     // The first window closes one interval after the first sample.

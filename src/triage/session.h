@@ -32,8 +32,7 @@ struct Window {
 class Session {
  public:
   // `source` and `clock` must outlive the session.
-  Session(telemetry::Source* source, Clock* clock, Profile profile,
-          SessionOptions options);
+  Session(telemetry::Source* source, Clock* clock, Profile profile, SessionOptions options);
 
   // The next window, or nullopt once the source has ended (replay exhausted,
   // child exited). An error when the source itself fails, and

@@ -68,7 +68,8 @@ TEST(Session, ARecordingWithoutAUsableSampleIsBadInput) {
   auto w = s.Next();
   ASSERT_FALSE(w.ok());
   EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(w.status().message().find("no usable sample (1 bad row(s); the first: node-a.csv:1: "), std::string::npos)
+  EXPECT_NE(w.status().message().find("no usable sample (1 bad row(s); the first: node-a.csv:1: "),
+            std::string::npos)
       << w.status().message();
   auto after = s.Next();  // and then the source has ended
   ASSERT_TRUE(after.ok());

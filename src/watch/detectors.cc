@@ -3,10 +3,9 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
-#include <limits>
-
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "core/json_out.h"
@@ -15,12 +14,18 @@ namespace ek::watch {
 
 std::string_view KindName(Kind k) {
   switch (k) {
-    case Kind::kCompletion: return "completion";
-    case Kind::kCrash: return "crash";
-    case Kind::kHang: return "hang";
-    case Kind::kDeadlock: return "deadlock";
-    case Kind::kThroughput: return "throughput";
-    case Kind::kBlind: return "blind";
+    case Kind::kCompletion:
+      return "completion";
+    case Kind::kCrash:
+      return "crash";
+    case Kind::kHang:
+      return "hang";
+    case Kind::kDeadlock:
+      return "deadlock";
+    case Kind::kThroughput:
+      return "throughput";
+    case Kind::kBlind:
+      return "blind";
   }
   return "unknown";
 }
@@ -41,8 +46,9 @@ bool Saving(const Heartbeat& hb) {
 // "forward of step 36", "save_barrier after step 35".
 std::string PhaseText(const Heartbeat& hb) {
   int64_t pos = PositionOf(hb);
-  return KindOfPhase(hb.phase) == PhaseKind::kTraining ? fmt::format("{} of step {}", hb.phase, pos)
-                                                       : fmt::format("{} after step {}", hb.phase, pos);
+  return KindOfPhase(hb.phase) == PhaseKind::kTraining
+             ? fmt::format("{} of step {}", hb.phase, pos)
+             : fmt::format("{} after step {}", hb.phase, pos);
 }
 
 }  // namespace
@@ -125,7 +131,8 @@ std::vector<Finding> Detectors::Evaluate(double now, const std::vector<AgentPoll
       }
     }
     const auto& ck = p.status.checkpoint;
-    if (ck.newest_complete && (!newest_complete_ || ck.newest_complete->step > newest_complete_->step)) {
+    if (ck.newest_complete &&
+        (!newest_complete_ || ck.newest_complete->step > newest_complete_->step)) {
       newest_complete_ = ck.newest_complete;
     }
     if (ck.in_progress && p.status.checkpoint_progress_age_s >= 0 &&
@@ -159,8 +166,9 @@ std::vector<Finding> Detectors::Evaluate(double now, const std::vector<AgentPoll
     f.ranks = a.ranks;
     f.hosts = HostsOf(a.ranks);
     f.since = a.since;
-    f.summary = fmt::format("deadlock suspected: rank(s) {} idle while the rest wait at floor power, {} samples",
-                            CompactRanges(AsInt64(a.ranks)), a.samples);
+    f.summary = fmt::format(
+        "deadlock suspected: rank(s) {} idle while the rest wait at floor power, {} samples",
+        CompactRanges(AsInt64(a.ranks)), a.samples);
     f.evidence = a.reason;
     f.gpu_hours = world() * (now - a.since) / 3600;
     out.push_back(std::move(f));
@@ -193,7 +201,8 @@ void Detectors::Blind(double now, const std::vector<AgentPoll>& polls, std::vect
         why = fmt::format("agent {} has no GPU telemetry: {}", p.target, p.status.telemetry);
         oldest = p.received - h.no_telemetry_since;
       } else if (oldest > settings_.stale_after_s) {
-        why = fmt::format("agent {} GPU readings stale: the oldest is {} old", p.target, Dur(oldest));
+        why =
+            fmt::format("agent {} GPU readings stale: the oldest is {} old", p.target, Dur(oldest));
       } else {
         continue;
       }
@@ -236,8 +245,8 @@ void Detectors::Missing(double now, std::vector<Finding>* out) {
     f.ranks = missing;
     f.hosts = {host_order_[hi]};
     f.since = first_rank_seen_;
-    f.summary = fmt::format("blind: rank(s) {} on {} never wrote a heartbeat", CompactRanges(AsInt64(missing)),
-                            host_order_[hi]);
+    f.summary = fmt::format("blind: rank(s) {} on {} never wrote a heartbeat",
+                            CompactRanges(AsInt64(missing)), host_order_[hi]);
     f.evidence = fmt::format("{} of {} ranks reporting; run beating for {}", ranks_.size(), world(),
                              Dur(now - first_rank_seen_));
     f.gpu_hours = missing.size() * (now - first_rank_seen_) / 3600;
@@ -248,7 +257,8 @@ void Detectors::Missing(double now, std::vector<Finding>* out) {
 bool Detectors::Completion(double now, std::vector<Finding>* out) {
   if (!completed_ && newest_complete_) {
     int64_t final_step = settings_.final_step;
-    for (const auto& [rank, seen] : ranks_) final_step = std::max(final_step, seen.r.hb.total_steps);
+    for (const auto& [rank, seen] : ranks_)
+      final_step = std::max(final_step, seen.r.hb.total_steps);
     int64_t max_step = -1;
     bool all_done = !ranks_.empty();
     for (const auto& [rank, seen] : ranks_) {
@@ -256,13 +266,15 @@ bool Detectors::Completion(double now, std::vector<Finding>* out) {
       all_done = all_done && seen.r.hb.phase == "done";
     }
     if (final_step > 0 && newest_complete_->step >= final_step) {
-      completion_evidence_ = fmt::format("checkpoint {} (step {}, {} files, {} bytes) is complete; final step {}",
-                                         newest_complete_->name, newest_complete_->step, newest_complete_->files,
-                                         newest_complete_->bytes, final_step);
+      completion_evidence_ =
+          fmt::format("checkpoint {} (step {}, {} files, {} bytes) is complete; final step {}",
+                      newest_complete_->name, newest_complete_->step, newest_complete_->files,
+                      newest_complete_->bytes, final_step);
       completed_ = true;
     } else if (final_step <= 0 && all_done && newest_complete_->step >= max_step) {
-      completion_evidence_ = fmt::format("every rank finished at step {}; checkpoint {} is complete", max_step,
-                                         newest_complete_->name);
+      completion_evidence_ =
+          fmt::format("every rank finished at step {}; checkpoint {} is complete", max_step,
+                      newest_complete_->name);
       completed_ = true;
     }
     if (completed_) completed_at_ = now;
@@ -289,8 +301,9 @@ bool Detectors::Crash(double now, std::vector<Finding>* out) {
     if (seen.r.alive || seen.r.hb.phase == "done") continue;
     dead.push_back(rank);
     since = std::min(since, seen.received - seen.r.beat_age_s);
-    if (pids.size() < 200) pids += fmt::format("{}rank {} pid {} at step {}", pids.empty() ? "" : ", ", rank,
-                                               seen.r.hb.pid, seen.r.hb.step);
+    if (pids.size() < 200)
+      pids += fmt::format("{}rank {} pid {} at step {}", pids.empty() ? "" : ", ", rank,
+                          seen.r.hb.pid, seen.r.hb.step);
   }
   if (dead.empty()) return false;
   Finding f;
@@ -300,10 +313,11 @@ bool Detectors::Crash(double now, std::vector<Finding>* out) {
   f.ranks = dead;
   f.hosts = HostsOf(dead);
   f.since = since;
-  f.summary = fmt::format("crash: rank(s) {} on {} gone without completion", CompactRanges(AsInt64(dead)),
-                          fmt::join(f.hosts, ","));
-  f.evidence = fmt::format("process gone: {}; last beat {} ago; newest complete checkpoint: {}", pids,
-                           Dur(now - since), newest_complete_ ? newest_complete_->name : "none");
+  f.summary = fmt::format("crash: rank(s) {} on {} gone without completion",
+                          CompactRanges(AsInt64(dead)), fmt::join(f.hosts, ","));
+  f.evidence =
+      fmt::format("process gone: {}; last beat {} ago; newest complete checkpoint: {}", pids,
+                  Dur(now - since), newest_complete_ ? newest_complete_->name : "none");
   f.gpu_hours = std::max<double>(world(), ranks_.size()) * (now - since) / 3600;
   out->push_back(std::move(f));
   return true;
@@ -347,7 +361,8 @@ void Detectors::Hang(double now, bool in_checkpoint, std::vector<Finding>* out) 
                           Dur(threshold), in_checkpoint ? " + checkpoint allowance" : "",
                           lo == hi ? std::to_string(lo) : fmt::format("{}-{}", lo, hi));
   f.evidence = fmt::format(
-      "no step advance for {:.1f} s; limit max(floor {:.0f} s, {:.0f} x step {:.2f} s) = {:.1f} s{}; "
+      "no step advance for {:.1f} s; limit max(floor {:.0f} s, {:.0f} x step {:.2f} s) = {:.1f} "
+      "s{}; "
       "ranks {} at step {}",
       progress_age, settings_.hang_floor_s, settings_.hang_factor, median, threshold,
       in_checkpoint ? fmt::format(" + {:.0f} s checkpoint allowance", allowance) : "",
@@ -371,7 +386,8 @@ bool Detectors::Desync(double now, std::vector<Finding>* out) {
   double since = 0;
   bool waiting = false;
   for (const auto& [rank, seen] : ranks_) {
-    if (!seen.r.alive || KindOfPhase(seen.r.hb.phase) == PhaseKind::kDone || seen.r.hb.step < 0) continue;
+    if (!seen.r.alive || KindOfPhase(seen.r.hb.phase) == PhaseKind::kDone || seen.r.hb.step < 0)
+      continue;
     Group& g = groups[{seen.r.hb.phase, PositionOf(seen.r.hb)}];
     g.ranks.push_back(rank);
     g.hb = seen.r.hb;
@@ -398,8 +414,8 @@ bool Detectors::Desync(double now, std::vector<Finding>* out) {
   std::vector<std::string> parts;
   std::vector<int> odd;
   for (const Group* g : order) {
-    parts.push_back(fmt::format("rank{} {} in {}", g->ranks.size() > 1 ? "s" : "", CompactRanges(AsInt64(g->ranks)),
-                                PhaseText(g->hb)));
+    parts.push_back(fmt::format("rank{} {} in {}", g->ranks.size() > 1 ? "s" : "",
+                                CompactRanges(AsInt64(g->ranks)), PhaseText(g->hb)));
     if (Saving(g->hb)) odd.insert(odd.end(), g->ranks.begin(), g->ranks.end());
   }
   Finding f;
@@ -409,12 +425,15 @@ bool Detectors::Desync(double now, std::vector<Finding>* out) {
   f.ranks = odd;
   f.hosts = HostsOf(odd);
   f.since = since;
-  f.summary = fmt::format("deadlock: {}; waiting {} (the save barrier's collective against a training collective)",
-                          fmt::join(parts, "; "), Dur(now - since));
-  f.evidence = fmt::format("ranks at {} different steps while rank(s) {} sat in {} for {:.1f} s (watch.desync_s {:.0f} s); "
-                           "a restart would meet the same uneven data: check evenfix",
-                           positions.size(), CompactRanges(AsInt64(odd)), order.front()->hb.phase, now - since,
-                           settings_.desync_s);
+  f.summary = fmt::format(
+      "deadlock: {}; waiting {} (the save barrier's collective against a training collective)",
+      fmt::join(parts, "; "), Dur(now - since));
+  f.evidence = fmt::format(
+      "ranks at {} different steps while rank(s) {} sat in {} for {:.1f} s (watch.desync_s {:.0f} "
+      "s); "
+      "a restart would meet the same uneven data: check evenfix",
+      positions.size(), CompactRanges(AsInt64(odd)), order.front()->hb.phase, now - since,
+      settings_.desync_s);
   f.gpu_hours = std::max<double>(world(), ranks_.size()) * (now - since) / 3600;
   out->push_back(std::move(f));
   return true;
@@ -424,11 +443,13 @@ void Detectors::Throughput(double now, const triage::Assessment& a, std::vector<
   double total = 0;
   int live = 0;
   for (const auto& [rank, seen] : ranks_) {
-    if (!seen.r.alive || KindOfPhase(seen.r.hb.phase) != PhaseKind::kTraining || seen.r.hb.step < 0) continue;
+    if (!seen.r.alive || KindOfPhase(seen.r.hb.phase) != PhaseKind::kTraining || seen.r.hb.step < 0)
+      continue;
     live++;
     total += seen.r.hb.tok_s;
   }
-  bool low = settings_.throughput_floor_tok_s > 0 && live > 0 && total < settings_.throughput_floor_tok_s;
+  bool low =
+      settings_.throughput_floor_tok_s > 0 && live > 0 && total < settings_.throughput_floor_tok_s;
   if (low) {
     if (low_rounds_++ == 0) low_since_ = now;
   } else {
@@ -450,8 +471,9 @@ void Detectors::Throughput(double now, const triage::Assessment& a, std::vector<
   if (fire_low) {
     for (const auto& [rank, seen] : ranks_) f.ranks.push_back(rank);
     f.since = low_since_;
-    parts.push_back(fmt::format("{:.0f} tok/s over {} ranks, below the floor {:.0f} tok/s for {} samples", total,
-                                live, settings_.throughput_floor_tok_s, low_rounds_));
+    parts.push_back(
+        fmt::format("{:.0f} tok/s over {} ranks, below the floor {:.0f} tok/s for {} samples",
+                    total, live, settings_.throughput_floor_tok_s, low_rounds_));
   }
   if (fire_starved) {
     if (!fire_low) f.ranks = a.ranks;
@@ -470,15 +492,16 @@ void Detectors::Throughput(double now, const triage::Assessment& a, std::vector<
 }
 
 std::string Detectors::SaveJson() const {
-  std::string out = fmt::format("{{\"completed\":{},\"completed_at\":{:.3f},\"completion_evidence\":{},"
-                                "\"low_rounds\":{},\"low_since\":{:.3f},\"starved_rounds\":{},\"starved_since\":{:.3f},"
-                                "\"hosts\":{{",
-                                completed_ ? "true" : "false", completed_at_, JsonString(completion_evidence_),
-                                low_rounds_, low_since_, starved_rounds_, starved_since_);
+  std::string out = fmt::format(
+      "{{\"completed\":{},\"completed_at\":{:.3f},\"completion_evidence\":{},"
+      "\"low_rounds\":{},\"low_since\":{:.3f},\"starved_rounds\":{},\"starved_since\":{:.3f},"
+      "\"hosts\":{{",
+      completed_ ? "true" : "false", completed_at_, JsonString(completion_evidence_), low_rounds_,
+      low_since_, starved_rounds_, starved_since_);
   bool first = true;
   for (const auto& [target, h] : hosts_) {
-    out += fmt::format("{}{}:{{\"first_poll\":{:.3f},\"last_ok\":{:.3f}}}", first ? "" : ",", JsonString(target),
-                       h.first_poll, h.last_ok);
+    out += fmt::format("{}{}:{{\"first_poll\":{:.3f},\"last_ok\":{:.3f}}}", first ? "" : ",",
+                       JsonString(target), h.first_poll, h.last_ok);
     first = false;
   }
   out += "}}";
@@ -488,7 +511,8 @@ std::string Detectors::SaveJson() const {
 Status Detectors::LoadJson(std::string_view json, std::string_view where) {
   simdjson::dom::parser parser;
   simdjson::dom::element root;
-  if (parser.parse(json.data(), json.size()).get(root)) return CorruptError(fmt::format("{}: not JSON", where));
+  if (parser.parse(json.data(), json.size()).get(root))
+    return CorruptError(fmt::format("{}: not JSON", where));
   EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, std::string(where)));
   return LoadFields(f);
 }
@@ -499,7 +523,8 @@ Status Detectors::LoadFields(const JsonFields& f) {
   EK_RETURN_IF_ERROR(f.Str("completion_evidence", &completion_evidence_));
   EK_RETURN_IF_ERROR(f.IntIn("low_rounds", 0, std::numeric_limits<int>::max(), &low_rounds_));
   EK_RETURN_IF_ERROR(f.Num("low_since", &low_since_));
-  EK_RETURN_IF_ERROR(f.IntIn("starved_rounds", 0, std::numeric_limits<int>::max(), &starved_rounds_));
+  EK_RETURN_IF_ERROR(
+      f.IntIn("starved_rounds", 0, std::numeric_limits<int>::max(), &starved_rounds_));
   EK_RETURN_IF_ERROR(f.Num("starved_since", &starved_since_));
   JsonFields hosts = f;
   EK_RETURN_IF_ERROR(f.Object("hosts", &hosts));

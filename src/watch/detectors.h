@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "agent/agent_status.h"
 #include "core/json_fields.h"
 #include "topology/topology.h"
 #include "triage/classifier.h"
 #include "triage/profile.h"
-#include "agent/agent_status.h"
 
 namespace ek::watch {
 
@@ -31,15 +31,16 @@ struct WatchSettings {
   int throughput_samples = 5;
   double stale_after_s = 10;
   int64_t final_step = 0;  // 0: the heartbeats' total_steps
-  double desync_s = 10;    // a rank in the save barrier this long while others are elsewhere: deadlock
+  double desync_s =
+      10;  // a rank in the save barrier this long while others are elsewhere: deadlock
 };
 
 // One agent's answer (or silence) in one round.
 struct AgentPoll {
-  std::string target;     // "HOST:PORT" as given to --agents
-  double received = 0;    // watcher clock
+  std::string target;   // "HOST:PORT" as given to --agents
+  double received = 0;  // watcher clock
   bool ok = false;
-  std::string error;      // why not ok
+  std::string error;  // why not ok
   AgentStatus status;
 };
 

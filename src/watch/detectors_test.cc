@@ -17,8 +17,8 @@ struct RankSpec {
   double phase_age_s = -1;
 };
 
-AgentPoll Poll(const std::string& host, double now, std::vector<std::pair<double, double>> util_power,
-               std::vector<RankSpec> ranks) {
+AgentPoll Poll(const std::string& host, double now,
+               std::vector<std::pair<double, double>> util_power, std::vector<RankSpec> ranks) {
   AgentPoll p;
   p.target = host;
   p.received = now;
@@ -26,7 +26,8 @@ AgentPoll Poll(const std::string& host, double now, std::vector<std::pair<double
   p.status.host = host;
   p.status.telemetry = "ok";
   for (size_t g = 0; g < util_power.size(); ++g) {
-    p.status.gpus.push_back(GpuReading{static_cast<int>(g), util_power[g].first, util_power[g].second, 1000.0, 0.1});
+    p.status.gpus.push_back(
+        GpuReading{static_cast<int>(g), util_power[g].first, util_power[g].second, 1000.0, 0.1});
   }
   for (const auto& r : ranks) {
     RankReading rr;
@@ -77,8 +78,9 @@ const Finding* Get(const std::vector<Finding>& f, Kind k) {
 TEST(Detectors, HealthyRunRaisesNothing) {
   Detectors d(Settings(), triage::B300Profile());
   for (int t = 0; t < 10; ++t) {
-    auto f = d.Evaluate(100 + t, {Poll("a", 100 + t, kHealthy, {{0, 10 + t, 0.5}, {1, 10 + t, 0.5}}),
-                                  Poll("b", 100 + t, kHealthy, {{2, 10 + t, 0.5}, {3, 10 + t, 0.5}})});
+    auto f =
+        d.Evaluate(100 + t, {Poll("a", 100 + t, kHealthy, {{0, 10 + t, 0.5}, {1, 10 + t, 0.5}}),
+                             Poll("b", 100 + t, kHealthy, {{2, 10 + t, 0.5}, {3, 10 + t, 0.5}})});
     EXPECT_TRUE(f.empty()) << f[0].summary;
   }
 }
@@ -103,8 +105,9 @@ TEST(Detectors, HangAfterMaxOfFloorAndStepTimesK) {
 
 TEST(Detectors, CheckpointPhaseGetsItsAllowance) {
   Detectors d(Settings(), triage::B300Profile());
-  auto f = d.Evaluate(1000, {Poll("a", 1000, kHealthy, {{0, 50, 80, true, "checkpoint"}, {1, 50, 80}}),
-                             Poll("b", 1000, kHealthy, {{2, 50, 80}, {3, 50, 80}})});
+  auto f =
+      d.Evaluate(1000, {Poll("a", 1000, kHealthy, {{0, 50, 80, true, "checkpoint"}, {1, 50, 80}}),
+                        Poll("b", 1000, kHealthy, {{2, 50, 80}, {3, 50, 80}})});
   EXPECT_FALSE(Has(f, Kind::kHang));  // 80 < 30 + 60
   f = d.Evaluate(1001, {Poll("a", 1001, kHealthy, {{0, 50, 95, true, "checkpoint"}, {1, 50, 95}}),
                         Poll("b", 1001, kHealthy, {{2, 50, 95}, {3, 50, 95}})});
@@ -132,7 +135,9 @@ TEST(Detectors, DesyncFromPhasesIsADeadlockNamingTheOddRank) {
   ASSERT_TRUE(dl);
   EXPECT_EQ(dl->ranks, std::vector<int>{3});
   EXPECT_EQ(dl->hosts, std::vector<std::string>{"b"});
-  EXPECT_NE(dl->summary.find("rank 3 in save_barrier after step 35; ranks 0-2 in forward of step 36"), std::string::npos)
+  EXPECT_NE(
+      dl->summary.find("rank 3 in save_barrier after step 35; ranks 0-2 in forward of step 36"),
+      std::string::npos)
       << dl->summary;
   EXPECT_DOUBLE_EQ(dl->since, 1001 - 11);
   EXPECT_NEAR(dl->gpu_hours, 4 * 11 / 3600.0, 1e-9);
@@ -168,8 +173,10 @@ TEST(Detectors, CrashIsAGoneProcessWithoutCompletion) {
 
 TEST(Detectors, CompletionNeedsACompleteFinalCheckpointAndSilencesCrash) {
   Detectors d(Settings(), triage::B300Profile());
-  AgentPoll a = Poll("a", 1000, kHealthy, {{0, 100, 1, false, "done", 0, 100}, {1, 100, 1, false, "done", 0, 100}});
-  AgentPoll b = Poll("b", 1000, kHealthy, {{2, 100, 1, false, "done", 0, 100}, {3, 100, 1, false, "done", 0, 100}});
+  AgentPoll a = Poll("a", 1000, kHealthy,
+                     {{0, 100, 1, false, "done", 0, 100}, {1, 100, 1, false, "done", 0, 100}});
+  AgentPoll b = Poll("b", 1000, kHealthy,
+                     {{2, 100, 1, false, "done", 0, 100}, {3, 100, 1, false, "done", 0, 100}});
   CheckpointInfo partial{"step-00000100", 100, false, 3, 10, 0, "no index"};
   a.status.checkpoint.in_progress = partial;
   auto f = d.Evaluate(1000, {a, b});
@@ -202,10 +209,13 @@ TEST(Detectors, LoadJsonNamesAMissingMistypedOrMisnestedField) {
     return st.ok() ? std::string("ok") : st.message();
   };
   EXPECT_EQ(with("", ""), "ok");
-  EXPECT_EQ(with("\"completed\":false", "\"completed\":0"), "state.json: completed: not true or false");
+  EXPECT_EQ(with("\"completed\":false", "\"completed\":0"),
+            "state.json: completed: not true or false");
   EXPECT_EQ(with("\"completed\":false,", ""), "state.json: completed: missing");
-  EXPECT_EQ(with("\"low_rounds\":0", "\"low_rounds\":\"0\""), "state.json: low_rounds: not an integer");
-  EXPECT_EQ(with("\"hosts\":{}", "\"hosts\":{\"n1:9464\":3}"), "state.json: hosts.n1:9464: not an object");
+  EXPECT_EQ(with("\"low_rounds\":0", "\"low_rounds\":\"0\""),
+            "state.json: low_rounds: not an integer");
+  EXPECT_EQ(with("\"hosts\":{}", "\"hosts\":{\"n1:9464\":3}"),
+            "state.json: hosts.n1:9464: not an object");
   EXPECT_EQ(with("\"hosts\":{}", "\"hosts\":{\"n1:9464\":{\"first_poll\":1}}"),
             "state.json: hosts.n1:9464.last_ok: missing");
   EXPECT_EQ(with("\"hosts\":{}", "\"hosts\":[]"), "state.json: hosts: not an object");
@@ -217,8 +227,9 @@ TEST(Detectors, DeadlockSignatureAcrossTwoSamples) {
   std::vector<std::pair<double, double>> idle_one = {{100, 190}, {0, 187}};
   int rounds_to_alert = 0;
   for (int t = 0; t < 5; ++t) {
-    auto f = d.Evaluate(100 + t, {Poll("a", 100 + t, stuck, {{0, 50, 1.0 + t}, {1, 50, 1.0 + t}}),
-                                  Poll("b", 100 + t, idle_one, {{2, 50, 1.0 + t}, {3, 50, 1.0 + t}})});
+    auto f =
+        d.Evaluate(100 + t, {Poll("a", 100 + t, stuck, {{0, 50, 1.0 + t}, {1, 50, 1.0 + t}}),
+                             Poll("b", 100 + t, idle_one, {{2, 50, 1.0 + t}, {3, 50, 1.0 + t}})});
     if (const Finding* x = Get(f, Kind::kDeadlock)) {
       rounds_to_alert = t + 1;
       EXPECT_EQ(x->ranks, std::vector<int>{3});
@@ -236,8 +247,12 @@ TEST(Detectors, ThroughputFloorForNSamples) {
   Detectors d(s, triage::B300Profile());
   std::vector<int> fired;
   for (int t = 0; t < 5; ++t) {
-    auto f = d.Evaluate(100 + t, {Poll("a", 100 + t, kHealthy, {{0, 10 + t, 0.2, true, "train", 500}, {1, 10 + t, 0.2, true, "train", 500}}),
-                                  Poll("b", 100 + t, kHealthy, {{2, 10 + t, 0.2, true, "train", 500}, {3, 10 + t, 0.2, true, "train", 500}})});
+    auto f = d.Evaluate(
+        100 + t,
+        {Poll("a", 100 + t, kHealthy,
+              {{0, 10 + t, 0.2, true, "train", 500}, {1, 10 + t, 0.2, true, "train", 500}}),
+         Poll("b", 100 + t, kHealthy,
+              {{2, 10 + t, 0.2, true, "train", 500}, {3, 10 + t, 0.2, true, "train", 500}})});
     if (Has(f, Kind::kThroughput)) fired.push_back(t);
   }
   EXPECT_EQ(fired, (std::vector<int>{2, 3, 4}));
@@ -276,7 +291,8 @@ TEST(Detectors, NoTelemetryIsBlindOnceItLasts) {
   auto f = at(105.5);
   const Finding* b = Get(f, Kind::kBlind);
   ASSERT_TRUE(b);
-  EXPECT_NE(b->evidence.find("no GPU telemetry: NVML unavailable"), std::string::npos) << b->evidence;
+  EXPECT_NE(b->evidence.find("no GPU telemetry: NVML unavailable"), std::string::npos)
+      << b->evidence;
   EXPECT_DOUBLE_EQ(b->since, 100);
 }
 

@@ -2,9 +2,9 @@
 
 #include <fmt/core.h>
 
-#include "report/html.h"
 #include "net/host_port.h"
 #include "net/http_server.h"
+#include "report/html.h"
 
 namespace ek::watch {
 
@@ -30,8 +30,10 @@ Result<std::unique_ptr<LivePage>> LivePage::Start(LivePageOptions o) {
   int port = 0;
   EK_RETURN_IF_ERROR(net::SplitHostPort(o.listen, &host, &port));
   if (!net::IsLoopbackHost(host) && o.token.empty()) {
-    return InvalidArgumentError(fmt::format(
-        "watch --http {}: listening beyond loopback needs a token (--http-token or EVENKEEL_PAGE_TOKEN)", o.listen));
+    return InvalidArgumentError(
+        fmt::format("watch --http {}: listening beyond loopback needs a token (--http-token or "
+                    "EVENKEEL_PAGE_TOKEN)",
+                    o.listen));
   }
   std::unique_ptr<LivePage> page(new LivePage());
   page->impl_ = std::make_unique<Impl>();
@@ -39,19 +41,21 @@ Result<std::unique_ptr<LivePage>> LivePage::Start(LivePageOptions o) {
   impl->o = o;
   std::vector<report::RankInfo> ranks;
   for (size_t h = 0; h < o.hosts.size(); ++h) {
-    for (int g = 0; g < o.gpus_per_node; ++g) ranks.push_back({static_cast<int>(h) * o.gpus_per_node + g, o.hosts[h], g});
+    for (int g = 0; g < o.gpus_per_node; ++g)
+      ranks.push_back({static_cast<int>(h) * o.gpus_per_node + g, o.hosts[h], g});
   }
   impl->rec = std::make_unique<report::Recorder>(ranks);
   impl->rec->run = o.run;
-  impl->server.SetFilter([impl](const net::HttpServer::Request& req) -> std::optional<net::HttpServer::Response> {
-    if (impl->o.token.empty()) return std::nullopt;
-    std::string auth = req.Header("Authorization");
-    std::string given = auth.starts_with("Bearer ") ? auth.substr(7) : req.QueryParam("token");
-    if (net::ConstantTimeEquals(given, impl->o.token)) return std::nullopt;
-    auto res = net::HttpServer::Response::Text(401, "unauthorized\n");
-    res.headers.emplace_back("WWW-Authenticate", "Bearer");
-    return res;
-  });
+  impl->server.SetFilter(
+      [impl](const net::HttpServer::Request& req) -> std::optional<net::HttpServer::Response> {
+        if (impl->o.token.empty()) return std::nullopt;
+        std::string auth = req.Header("Authorization");
+        std::string given = auth.starts_with("Bearer ") ? auth.substr(7) : req.QueryParam("token");
+        if (net::ConstantTimeEquals(given, impl->o.token)) return std::nullopt;
+        auto res = net::HttpServer::Response::Text(401, "unauthorized\n");
+        res.headers.emplace_back("WWW-Authenticate", "Bearer");
+        return res;
+      });
   impl->server.Get("/", [impl](const net::HttpServer::Request&) {
     net::HttpServer::Response res;
     {
@@ -92,7 +96,8 @@ LivePage::~LivePage() {
   }
 }
 
-void LivePage::OnRound(double now, const std::vector<AgentPoll>& polls, const triage::Assessment& assessment,
+void LivePage::OnRound(double now, const std::vector<AgentPoll>& polls,
+                       const triage::Assessment& assessment,
                        const std::map<std::string, Incident>& open) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   report::Recorder& rec = *impl_->rec;

@@ -26,7 +26,7 @@ namespace ek::watch {
 
 struct LivePageOptions {
   std::string listen = "127.0.0.1:0";
-  std::string token;      // required unless listen is on loopback
+  std::string token;  // required unless listen is on loopback
   report::RunInfo run;
   std::vector<std::string> hosts;  // rank order (run file's, else the agents')
   int gpus_per_node = 1;
@@ -42,8 +42,8 @@ class LivePage {
   int port() const { return port_; }
 
   // Watcher::set_observer's callback. Thread-safe with the server.
-  void OnRound(double now, const std::vector<AgentPoll>& polls, const triage::Assessment& assessment,
-               const std::map<std::string, Incident>& open);
+  void OnRound(double now, const std::vector<AgentPoll>& polls,
+               const triage::Assessment& assessment, const std::map<std::string, Incident>& open);
   // The model as served (rebuilt when older than poll_s).
   std::string ModelJson();
 

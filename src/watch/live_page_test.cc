@@ -26,7 +26,8 @@ AgentPoll Poll(double now, double util1) {
   p.ok = true;
   p.status.host = "node-a";
   p.status.telemetry = "ok";
-  p.status.gpus = {GpuReading{0, 100.0, 990.0, 1000.0, 0.1}, GpuReading{1, util1, 190.0, 1000.0, 0.1}};
+  p.status.gpus = {GpuReading{0, 100.0, 990.0, 1000.0, 0.1},
+                   GpuReading{1, util1, 190.0, 1000.0, 0.1}};
   return p;
 }
 
@@ -67,7 +68,8 @@ TEST(LivePageTest, ServesThePageAndTheModelOnLoopback) {
   clock.Advance(0.06);  // past poll_s: rebuilt
   model = cli.Get("/data.json");
   ASSERT_TRUE(model);
-  EXPECT_NE(model->body.find("\"until\":1001.000"), std::string::npos) << model->body.substr(0, 400);
+  EXPECT_NE(model->body.find("\"until\":1001.000"), std::string::npos)
+      << model->body.substr(0, 400);
 }
 
 TEST(LivePageTest, BeyondLoopbackNeedsAToken) {

@@ -32,12 +32,18 @@ namespace {
 
 std::string AlertName(Kind k) {
   switch (k) {
-    case Kind::kCompletion: return "EvenkeelCompletion";
-    case Kind::kCrash: return "EvenkeelCrash";
-    case Kind::kHang: return "EvenkeelHang";
-    case Kind::kDeadlock: return "EvenkeelDeadlock";
-    case Kind::kThroughput: return "EvenkeelThroughput";
-    case Kind::kBlind: return "EvenkeelBlind";
+    case Kind::kCompletion:
+      return "EvenkeelCompletion";
+    case Kind::kCrash:
+      return "EvenkeelCrash";
+    case Kind::kHang:
+      return "EvenkeelHang";
+    case Kind::kDeadlock:
+      return "EvenkeelDeadlock";
+    case Kind::kThroughput:
+      return "EvenkeelThroughput";
+    case Kind::kBlind:
+      return "EvenkeelBlind";
   }
   return "Evenkeel";
 }
@@ -48,13 +54,17 @@ std::vector<int64_t> Ranks(const Finding& f) { return {f.ranks.begin(), f.ranks.
 
 std::string IncidentText(const Incident& inc, const std::string& run, bool resolved) {
   const Finding& f = inc.finding;
-  std::string text = fmt::format("[{}] {}: {}", resolved ? "RESOLVED" : f.severity == "info" ? "INFO" : "FIRING",
+  std::string text = fmt::format("[{}] {}: {}",
+                                 resolved               ? "RESOLVED"
+                                 : f.severity == "info" ? "INFO"
+                                                        : "FIRING",
                                  run, f.summary);
   if (!f.ranks.empty()) text += fmt::format(" | ranks {}", CompactRanges(Ranks(f)));
   if (!f.hosts.empty()) text += fmt::format(" on {}", fmt::join(f.hosts, ","));
   text += fmt::format(" | since {}", Rfc3339(f.since));
-  if (resolved) text += fmt::format(" | cleared {} (lasted {})", Rfc3339(inc.resolved),
-                                    triage::FormatDuration(inc.resolved - f.since));
+  if (resolved)
+    text += fmt::format(" | cleared {} (lasted {})", Rfc3339(inc.resolved),
+                        triage::FormatDuration(inc.resolved - f.since));
   if (f.gpu_hours > 0) text += fmt::format(" | {:.1f} GPU-hours at stake", f.gpu_hours);
   text += " | " + f.evidence;
   return text;
@@ -68,24 +78,27 @@ std::string IncidentJson(const Incident& inc, const std::string& run, bool resol
     AppendJsonString(&hosts, f.hosts[i]);
   }
   std::string ranks;
-  for (size_t i = 0; i < f.ranks.size(); ++i) ranks += fmt::format("{}{}", i ? "," : "", f.ranks[i]);
+  for (size_t i = 0; i < f.ranks.size(); ++i)
+    ranks += fmt::format("{}{}", i ? "," : "", f.ranks[i]);
   return fmt::format(
       "{{\"id\":{},\"run\":{},\"kind\":\"{}\",\"status\":\"{}\",\"severity\":{},\"summary\":{},"
       "\"ranks\":[{}],\"ranks_compact\":{},\"hosts\":[{}],\"since\":{},\"opened\":{},{}"
       "\"evidence\":{},\"gpu_hours\":{:.3f}}}",
       JsonString(inc.id), JsonString(run), KindName(f.kind), resolved ? "resolved" : "firing",
-      JsonString(f.severity), JsonString(f.summary), ranks, JsonString(CompactRanges(Ranks(f))), hosts,
-      JsonString(Rfc3339(f.since)), JsonString(Rfc3339(inc.opened)),
+      JsonString(f.severity), JsonString(f.summary), ranks, JsonString(CompactRanges(Ranks(f))),
+      hosts, JsonString(Rfc3339(f.since)), JsonString(Rfc3339(inc.opened)),
       resolved ? fmt::format("\"resolved\":{},", JsonString(Rfc3339(inc.resolved))) : "",
       JsonString(f.evidence), f.gpu_hours);
 }
 
 namespace {
 
-Status PostJson(HttpClient* http, const std::string& url, const std::string& body, double timeout_s) {
+Status PostJson(HttpClient* http, const std::string& url, const std::string& body,
+                double timeout_s) {
   EK_ASSIGN_OR_RETURN(HttpResponse res, http->Send("POST", url, body, {}, timeout_s));
   if (res.status < 200 || res.status >= 300) {
-    return UnavailableError(fmt::format("POST {}: HTTP {}: {}", url, res.status, res.body.substr(0, 200)));
+    return UnavailableError(
+        fmt::format("POST {}: HTTP {}: {}", url, res.status, res.body.substr(0, 200)));
   }
   return Status::Ok();
 }
@@ -102,14 +115,16 @@ class AlertmanagerSink : public Sink {
     const Finding& f = inc.finding;
     std::string hosts = fmt::format("{}", fmt::join(f.hosts, ","));
     std::string out = "[{\"labels\":{";
-    out += fmt::format("\"alertname\":\"{}\",\"run\":{},\"kind\":\"{}\",\"severity\":{},\"incident\":{}",
-                       AlertName(f.kind), JsonString(run), KindName(f.kind), JsonString(f.severity),
-                       JsonString(inc.id));
+    out += fmt::format(
+        "\"alertname\":\"{}\",\"run\":{},\"kind\":\"{}\",\"severity\":{},\"incident\":{}",
+        AlertName(f.kind), JsonString(run), KindName(f.kind), JsonString(f.severity),
+        JsonString(inc.id));
     out += "},\"annotations\":{";
-    out += fmt::format("\"summary\":{},\"ranks\":{},\"hosts\":{},\"since\":{},\"evidence\":{},"
-                       "\"gpu_hours\":\"{:.2f}\"",
-                       JsonString(f.summary), JsonString(CompactRanges(Ranks(f))), JsonString(hosts),
-                       JsonString(Rfc3339(f.since)), JsonString(f.evidence), f.gpu_hours);
+    out += fmt::format(
+        "\"summary\":{},\"ranks\":{},\"hosts\":{},\"since\":{},\"evidence\":{},"
+        "\"gpu_hours\":\"{:.2f}\"",
+        JsonString(f.summary), JsonString(CompactRanges(Ranks(f))), JsonString(hosts),
+        JsonString(Rfc3339(f.since)), JsonString(f.evidence), f.gpu_hours);
     out += fmt::format("}},\"startsAt\":{}", JsonString(Rfc3339(inc.opened)));
     if (resolved) out += fmt::format(",\"endsAt\":{}", JsonString(Rfc3339(inc.resolved)));
     out += ",\"generatorURL\":\"http://evenkeel.invalid/watch\"}]";
@@ -131,10 +146,13 @@ class WebhookSink : public Sink {
       : url_(std::move(url)), http_(http), timeout_s_(timeout_s) {}
   std::string name() const override { return "webhook"; }
   std::string Render(const Incident& inc, const std::string& run, bool resolved) const override {
-    return fmt::format("{{\"text\":{},\"evenkeel\":{}}}", JsonString(IncidentText(inc, run, resolved)),
+    return fmt::format("{{\"text\":{},\"evenkeel\":{}}}",
+                       JsonString(IncidentText(inc, run, resolved)),
                        IncidentJson(inc, run, resolved));
   }
-  Status Deliver(const std::string& body) override { return PostJson(http_, url_, body, timeout_s_); }
+  Status Deliver(const std::string& body) override {
+    return PostJson(http_, url_, body, timeout_s_);
+  }
 
  private:
   std::string url_;
@@ -167,7 +185,8 @@ class CommandSink : public Sink {
     // The alert's own variables replace any the watcher inherited.
     for (char** e = environ; *e; ++e) {
       std::string_view var(*e);
-      if (var.starts_with("EVENKEEL_ALERT_")) o.unset_env.emplace_back(var.substr(0, var.find('=')));
+      if (var.starts_with("EVENKEEL_ALERT_"))
+        o.unset_env.emplace_back(var.substr(0, var.find('=')));
     }
     o.env = {{"EVENKEEL_ALERT_STATUS", Field(body, "status")},
              {"EVENKEEL_ALERT_KIND", Field(body, "kind")},
@@ -183,7 +202,8 @@ class CommandSink : public Sink {
     }
     if (!written.ok()) return written;
     if (!st->ok()) {
-      return UnavailableError(fmt::format("alert command failed (status {})", st->signal ? -1 : st->code));
+      return UnavailableError(
+          fmt::format("alert command failed (status {})", st->signal ? -1 : st->code));
     }
     return Status::Ok();
   }
@@ -196,7 +216,8 @@ class CommandSink : public Sink {
 
 }  // namespace
 
-std::unique_ptr<Sink> MakeAlertmanagerSink(const std::string& url, HttpClient* http, double timeout_s) {
+std::unique_ptr<Sink> MakeAlertmanagerSink(const std::string& url, HttpClient* http,
+                                           double timeout_s) {
   return std::make_unique<AlertmanagerSink>(url, http, timeout_s);
 }
 std::unique_ptr<Sink> MakeWebhookSink(const std::string& url, HttpClient* http, double timeout_s) {

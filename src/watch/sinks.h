@@ -22,12 +22,12 @@ using net::MakeHttpClient;
 // An incident as sinks see it: the finding that opened it (kept up to date
 // while it is open), its identity and its times.
 struct Incident {
-  std::string id;        // "<run>/<key>/<opened ms>": unique per incident
+  std::string id;  // "<run>/<key>/<opened ms>": unique per incident
   Finding finding;
-  double opened = 0;     // watcher clock when it was opened
-  double resolved = 0;   // 0 while open
+  double opened = 0;       // watcher clock when it was opened
+  double resolved = 0;     // 0 while open
   double last_resent = 0;  // last Alertmanager re-post of a firing alert
-  int clear_rounds = 0;  // consecutive rounds the condition was absent
+  int clear_rounds = 0;    // consecutive rounds the condition was absent
 };
 
 class Sink {
@@ -37,13 +37,15 @@ class Sink {
   // Whether the sink wants firing alerts re-posted while open (Alertmanager
   // resolves an alert it has not heard of for resolve_timeout).
   virtual bool wants_resend() const { return false; }
-  virtual std::string Render(const Incident& incident, const std::string& run, bool resolved) const = 0;
+  virtual std::string Render(const Incident& incident, const std::string& run,
+                             bool resolved) const = 0;
   virtual Status Deliver(const std::string& body) = 0;
 };
 
 // POST {url}/api/v2/alerts. Labels: alertname (EvenkeelHang, ...), run,
 // kind, severity, incident. Firing alerts carry no endsAt; resolved ones do.
-std::unique_ptr<Sink> MakeAlertmanagerSink(const std::string& url, HttpClient* http, double timeout_s);
+std::unique_ptr<Sink> MakeAlertmanagerSink(const std::string& url, HttpClient* http,
+                                           double timeout_s);
 // POST url, {"text": "...", "evenkeel": {...}}.
 std::unique_ptr<Sink> MakeWebhookSink(const std::string& url, HttpClient* http, double timeout_s);
 // /bin/sh -c command, the JSON on stdin and EVENKEEL_ALERT_STATUS,

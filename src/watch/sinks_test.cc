@@ -2,9 +2,8 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <simdjson.h>
-
 #include <signal.h>
+#include <simdjson.h>
 
 #include <thread>
 
@@ -51,7 +50,8 @@ struct Receiver {
     port = server.bind_to_any_port("127.0.0.1");
     thread = std::thread([this] { server.listen_after_bind(); });
     // stop() before the loop runs would be lost; wait (bounded) until it runs.
-    for (int i = 0; i < 2000 && !server.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    for (int i = 0; i < 2000 && !server.is_running(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   ~Receiver() {
     server.stop();
@@ -62,7 +62,8 @@ struct Receiver {
 TEST(Sinks, AlertmanagerBodyIsApiV2WithEndsAtOnlyWhenResolved) {
   auto http = MakeHttpClient();
   Receiver rx;
-  auto sink = MakeAlertmanagerSink("http://127.0.0.1:" + std::to_string(rx.port) + "/", http.get(), 2);
+  auto sink =
+      MakeAlertmanagerSink("http://127.0.0.1:" + std::to_string(rx.port) + "/", http.get(), 2);
   Incident inc = Sample();
   std::string firing = sink->Render(inc, "demo", false);
   simdjson::dom::parser parser;
@@ -86,7 +87,8 @@ TEST(Sinks, WebhookHasASlackTextAndTheIncident) {
   auto http = MakeHttpClient();
   Receiver rx;
   rx.fail_first = 1;
-  auto sink = MakeWebhookSink("http://127.0.0.1:" + std::to_string(rx.port) + "/hook", http.get(), 2);
+  auto sink =
+      MakeWebhookSink("http://127.0.0.1:" + std::to_string(rx.port) + "/hook", http.get(), 2);
   std::string body = sink->Render(Sample(), "demo", false);
   Status first = sink->Deliver(body);
   EXPECT_FALSE(first.ok());
@@ -101,7 +103,8 @@ TEST(Sinks, WebhookHasASlackTextAndTheIncident) {
   EXPECT_NE(text.find("ranks 0-2,4-15 on node-a,node-b"), std::string::npos) << text;
   EXPECT_NE(text.find("2.5 GPU-hours at stake"), std::string::npos) << text;
   EXPECT_EQ(std::string_view(doc["evenkeel"]["status"]), "firing");
-  EXPECT_EQ(std::string_view(doc["evenkeel"]["evidence"]), "process gone: rank 3 pid 4242 \"quoted\"");
+  EXPECT_EQ(std::string_view(doc["evenkeel"]["evidence"]),
+            "process gone: rank 3 pid 4242 \"quoted\"");
 }
 
 TEST(Sinks, WebhookDownIsAnError) {
@@ -118,7 +121,8 @@ TEST(Sinks, WebhookDownIsAnError) {
 TEST(Sinks, CommandGetsJsonOnStdinAndEnvironment) {
   testing::ScratchDir dir;
   std::string out = dir / "out";
-  auto sink = MakeCommandSink("cat > " + out + "; echo \"$EVENKEEL_ALERT_STATUS $EVENKEEL_ALERT_KIND\" >> " + out, 5);
+  auto sink = MakeCommandSink(
+      "cat > " + out + "; echo \"$EVENKEEL_ALERT_STATUS $EVENKEEL_ALERT_KIND\" >> " + out, 5);
   Incident inc = Sample();
   inc.resolved = inc.opened + 5;
   ASSERT_TRUE(sink->Deliver(sink->Render(inc, "demo", true)).ok());
@@ -147,14 +151,16 @@ TEST(Sinks, ACommandThatDoesNotReadItsInputIsAnErrorNotASigpipe) {
   // it was (the default here: the sink changes no disposition).
   // (httplib::Server, which the tests above use as a receiver, ignores
   // SIGPIPE for the whole process: put the default back for this test.)
-  struct sigaction dfl{}, before{};
+  struct sigaction dfl {
+  }, before{};
   dfl.sa_handler = SIG_DFL;
   ASSERT_EQ(sigaction(SIGPIPE, &dfl, &before), 0);
   std::string body(1 << 20, 'x');
   Status st = MakeCommandSink("exec 0<&-; exit 0", 5)->Deliver(body);
   EXPECT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("alert command: write: Broken pipe"), std::string::npos) << st.message();
-  struct sigaction after{};
+  EXPECT_NE(st.message().find("alert command: write: Broken pipe"), std::string::npos)
+      << st.message();
+  struct sigaction after {};
   ASSERT_EQ(sigaction(SIGPIPE, &before, &after), 0);
   EXPECT_EQ(after.sa_handler, SIG_DFL);
 }

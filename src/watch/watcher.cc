@@ -4,8 +4,8 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <limits>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <thread>
 
@@ -27,7 +27,8 @@ std::string AgentUrl(const std::string& target) {
 
 std::string FindingJson(const Finding& f) {
   std::string ranks, hosts;
-  for (size_t i = 0; i < f.ranks.size(); ++i) ranks += fmt::format("{}{}", i ? "," : "", f.ranks[i]);
+  for (size_t i = 0; i < f.ranks.size(); ++i)
+    ranks += fmt::format("{}{}", i ? "," : "", f.ranks[i]);
   for (size_t i = 0; i < f.hosts.size(); ++i) {
     if (i) hosts += ',';
     AppendJsonString(&hosts, f.hosts[i]);
@@ -35,15 +36,16 @@ std::string FindingJson(const Finding& f) {
   return fmt::format(
       "{{\"kind\":\"{}\",\"key\":{},\"severity\":{},\"summary\":{},\"ranks\":[{}],\"hosts\":[{}],"
       "\"since\":{:.3f},\"evidence\":{},\"gpu_hours\":{:.4f}}}",
-      KindName(f.kind), JsonString(f.key), JsonString(f.severity), JsonString(f.summary), ranks, hosts, f.since,
-      JsonString(f.evidence), f.gpu_hours);
+      KindName(f.kind), JsonString(f.key), JsonString(f.severity), JsonString(f.summary), ranks,
+      hosts, f.since, JsonString(f.evidence), f.gpu_hours);
 }
 
 Status ParseFinding(const JsonFields& e, Finding* f) {
   std::string kind;
   EK_RETURN_IF_ERROR(e.Str("kind", &kind));
   bool known = false;
-  for (Kind k : {Kind::kCompletion, Kind::kCrash, Kind::kHang, Kind::kDeadlock, Kind::kThroughput, Kind::kBlind}) {
+  for (Kind k : {Kind::kCompletion, Kind::kCrash, Kind::kHang, Kind::kDeadlock, Kind::kThroughput,
+                 Kind::kBlind}) {
     if (KindName(k) == kind) {
       f->kind = k;
       known = true;
@@ -66,7 +68,8 @@ Status ParseIncident(const JsonFields& e, Incident* inc) {
   EK_RETURN_IF_ERROR(e.Str("id", &inc->id));
   EK_RETURN_IF_ERROR(e.Num("opened", &inc->opened));
   EK_RETURN_IF_ERROR(e.Num("last_resent", &inc->last_resent));
-  EK_RETURN_IF_ERROR(e.IntIn("clear_rounds", 0, std::numeric_limits<int>::max(), &inc->clear_rounds));
+  EK_RETURN_IF_ERROR(
+      e.IntIn("clear_rounds", 0, std::numeric_limits<int>::max(), &inc->clear_rounds));
   JsonFields f = e;
   EK_RETURN_IF_ERROR(e.Object("finding", &f));
   return ParseFinding(f, &inc->finding);
@@ -89,9 +92,11 @@ Status ParseDelivery(const JsonFields& e, Delivery* d) {
 
 }  // namespace
 
-Result<std::unique_ptr<Watcher>> Watcher::Create(WatcherOptions options, std::vector<std::unique_ptr<Sink>> sinks,
+Result<std::unique_ptr<Watcher>> Watcher::Create(WatcherOptions options,
+                                                 std::vector<std::unique_ptr<Sink>> sinks,
                                                  HttpClient* http, Clock* clock, LogFn log) {
-  if (options.agents.empty()) return InvalidArgumentError("watch: no agents (--agents HOST:PORT,...)");
+  if (options.agents.empty())
+    return InvalidArgumentError("watch: no agents (--agents HOST:PORT,...)");
   if (options.state_dir.empty()) return InvalidArgumentError("watch: no state directory");
   std::unique_ptr<Watcher> w(new Watcher());
   w->options_ = std::move(options);
@@ -107,8 +112,8 @@ Result<std::unique_ptr<Watcher>> Watcher::Create(WatcherOptions options, std::ve
 
 void Watcher::Log(double now, std::string_view event, const std::string& fields) {
   if (!log_) return;
-  log_(fmt::format("{{\"time\":{},\"event\":\"{}\",\"run\":{}{}{}}}", JsonString(Rfc3339(now)), event,
-                   JsonString(options_.settings.run), fields.empty() ? "" : ",", fields));
+  log_(fmt::format("{{\"time\":{},\"event\":\"{}\",\"run\":{}{}{}}}", JsonString(Rfc3339(now)),
+                   event, JsonString(options_.settings.run), fields.empty() ? "" : ",", fields));
 }
 
 std::vector<AgentPoll> Watcher::PollAgents() {
@@ -118,24 +123,24 @@ std::vector<AgentPoll> Watcher::PollAgents() {
   // Bounded fan-out: kPollThreads polls in flight, each bounded by its timeout.
   if (!pool_) pool_ = std::make_unique<ThreadPool>(std::min(polls.size(), kPollThreads));
   pool_->ParallelFor(polls.size(), [&](size_t i, size_t) {
-      AgentPoll& p = polls[i];
-      p.target = options_.agents[i];
-      std::string url = AgentUrl(p.target);
-      auto res = http_->Send("GET", url, "", headers, options_.agent_timeout_s);
-      p.received = clock_->Now();
-      if (!res.ok()) {
-        p.error = res.status().message();
-      } else if (res->status != 200) {
-        p.error = fmt::format("GET {}: HTTP {}", url, res->status);
+    AgentPoll& p = polls[i];
+    p.target = options_.agents[i];
+    std::string url = AgentUrl(p.target);
+    auto res = http_->Send("GET", url, "", headers, options_.agent_timeout_s);
+    p.received = clock_->Now();
+    if (!res.ok()) {
+      p.error = res.status().message();
+    } else if (res->status != 200) {
+      p.error = fmt::format("GET {}: HTTP {}", url, res->status);
+    } else {
+      auto st = ParseAgentStatus(res->body, url);
+      if (!st.ok()) {
+        p.error = st.status().message();
       } else {
-        auto st = ParseAgentStatus(res->body, url);
-        if (!st.ok()) {
-          p.error = st.status().message();
-        } else {
-          p.status = std::move(*st);
-          p.ok = true;
-        }
+        p.status = std::move(*st);
+        p.ok = true;
       }
+    }
   });
   return polls;
 }
@@ -162,11 +167,13 @@ void Watcher::Update(double now, std::vector<Finding> findings) {
     auto it = open_.find(f.key);
     if (it == open_.end()) {
       Incident inc;
-      inc.id = fmt::format("{}/{}/{}", options_.settings.run, f.key, static_cast<int64_t>(now * 1000));
+      inc.id =
+          fmt::format("{}/{}/{}", options_.settings.run, f.key, static_cast<int64_t>(now * 1000));
       inc.opened = now;
       inc.last_resent = now;
       inc.finding = std::move(f);
-      Log(now, "incident_opened", fmt::format("\"incident\":{}", IncidentJson(inc, options_.settings.run, false)));
+      Log(now, "incident_opened",
+          fmt::format("\"incident\":{}", IncidentJson(inc, options_.settings.run, false)));
       Enqueue(inc, false, now, nullptr);
       open_.emplace(inc.finding.key, std::move(inc));
       continue;
@@ -193,7 +200,8 @@ void Watcher::Update(double now, std::vector<Finding> findings) {
       continue;
     }
     inc.resolved = now;
-    Log(now, "incident_resolved", fmt::format("\"incident\":{}", IncidentJson(inc, options_.settings.run, true)));
+    Log(now, "incident_resolved",
+        fmt::format("\"incident\":{}", IncidentJson(inc, options_.settings.run, true)));
     Enqueue(inc, true, now, nullptr);
     it = open_.erase(it);
   }
@@ -213,7 +221,8 @@ void Watcher::DeliverDue(double now, double budget_end) {
       if (s->name() == d.sink) sink = s.get();
     }
     if (!sink) {  // a sink removed from the configuration since the notice was queued
-      Log(now, "delivery_dropped", fmt::format("\"sink\":\"{}\",\"incident\":{}", d.sink, JsonString(d.incident)));
+      Log(now, "delivery_dropped",
+          fmt::format("\"sink\":\"{}\",\"incident\":{}", d.sink, JsonString(d.incident)));
       it = outbox_.erase(it);
       continue;
     }
@@ -221,16 +230,21 @@ void Watcher::DeliverDue(double now, double budget_end) {
     double t = clock_->Now();
     d.attempts++;
     if (st.ok()) {
-      Log(t, "delivered", fmt::format("\"sink\":\"{}\",\"incident\":{},\"status\":\"{}\",\"attempts\":{},\"delay_s\":{:.3f}",
-                                      d.sink, JsonString(d.incident), d.status, d.attempts, t - d.queued));
+      Log(t, "delivered",
+          fmt::format("\"sink\":\"{}\",\"incident\":{},\"status\":\"{}\",\"attempts\":{},\"delay_"
+                      "s\":{:.3f}",
+                      d.sink, JsonString(d.incident), d.status, d.attempts, t - d.queued));
       it = outbox_.erase(it);
       continue;
     }
-    double backoff = std::min(options_.backoff_max_s, options_.backoff_s * std::pow(2.0, d.attempts - 1));
+    double backoff =
+        std::min(options_.backoff_max_s, options_.backoff_s * std::pow(2.0, d.attempts - 1));
     d.next_attempt = t + backoff;
     d.last_error = st.message();
-    Log(t, "delivery_failed", fmt::format("\"sink\":\"{}\",\"incident\":{},\"attempts\":{},\"retry_in_s\":{:.1f},\"error\":{}",
-                                          d.sink, JsonString(d.incident), d.attempts, backoff, JsonString(st.message())));
+    Log(t, "delivery_failed",
+        fmt::format(
+            "\"sink\":\"{}\",\"incident\":{},\"attempts\":{},\"retry_in_s\":{:.1f},\"error\":{}",
+            d.sink, JsonString(d.incident), d.attempts, backoff, JsonString(st.message())));
     blocked.insert(d.sink);
     ++it;
   }
@@ -244,7 +258,8 @@ Status Watcher::Round() {
     if (fresh || it->second != p.ok) {
       it->second = p.ok;
       Log(now, p.ok ? "agent_up" : "agent_down",
-          fmt::format("\"agent\":{}{}", JsonString(p.target), p.ok ? "" : ",\"error\":" + JsonString(p.error)));
+          fmt::format("\"agent\":{}{}", JsonString(p.target),
+                      p.ok ? "" : ",\"error\":" + JsonString(p.error)));
     }
   }
   Update(now, detectors_->Evaluate(now, polls));
@@ -270,22 +285,26 @@ Status Watcher::Run(const std::atomic<bool>* stop) {
 }
 
 Status Watcher::Save() {
-  std::string out = fmt::format("{{\"v\":1,\"run\":{},\"next_seq\":{},\"detectors\":{},\"open\":[",
-                                JsonString(options_.settings.run), next_seq_, detectors_->SaveJson());
+  std::string out =
+      fmt::format("{{\"v\":1,\"run\":{},\"next_seq\":{},\"detectors\":{},\"open\":[",
+                  JsonString(options_.settings.run), next_seq_, detectors_->SaveJson());
   bool first = true;
   for (const auto& [key, inc] : open_) {
-    out += fmt::format("{}{{\"id\":{},\"opened\":{:.3f},\"last_resent\":{:.3f},\"clear_rounds\":{},\"finding\":{}}}",
-                       first ? "" : ",", JsonString(inc.id), inc.opened, inc.last_resent, inc.clear_rounds,
-                       FindingJson(inc.finding));
+    out += fmt::format(
+        "{}{{\"id\":{},\"opened\":{:.3f},\"last_resent\":{:.3f},\"clear_rounds\":{},\"finding\":{}}"
+        "}",
+        first ? "" : ",", JsonString(inc.id), inc.opened, inc.last_resent, inc.clear_rounds,
+        FindingJson(inc.finding));
     first = false;
   }
   out += "],\"outbox\":[";
   first = true;
   for (const Delivery& d : outbox_) {
-    out += fmt::format("{}{{\"seq\":{},\"sink\":{},\"incident\":{},\"status\":\"{}\",\"body\":{},\"attempts\":{},"
-                       "\"queued\":{:.3f},\"next_attempt\":{:.3f},\"last_error\":{}}}",
-                       first ? "" : ",", d.seq, JsonString(d.sink), JsonString(d.incident), d.status,
-                       JsonString(d.body), d.attempts, d.queued, d.next_attempt, JsonString(d.last_error));
+    out += fmt::format(
+        "{}{{\"seq\":{},\"sink\":{},\"incident\":{},\"status\":\"{}\",\"body\":{},\"attempts\":{},"
+        "\"queued\":{:.3f},\"next_attempt\":{:.3f},\"last_error\":{}}}",
+        first ? "" : ",", d.seq, JsonString(d.sink), JsonString(d.incident), d.status,
+        JsonString(d.body), d.attempts, d.queued, d.next_attempt, JsonString(d.last_error));
     first = false;
   }
   out += "]}\n";
@@ -307,8 +326,9 @@ Status Watcher::Load() {
   std::string run;
   EK_RETURN_IF_ERROR(f.Str("run", &run));
   if (run != options_.settings.run) {
-    return FailedPreconditionError(fmt::format("{}: state of run '{}', not '{}' (use another state dir)", path,
-                                               run, options_.settings.run));
+    return FailedPreconditionError(
+        fmt::format("{}: state of run '{}', not '{}' (use another state dir)", path, run,
+                    options_.settings.run));
   }
   EK_RETURN_IF_ERROR(f.U64("next_seq", &next_seq_));
   JsonFields det = f;
@@ -327,7 +347,8 @@ Status Watcher::Load() {
     return Status::Ok();
   }));
   if (next_seq_ == 0) next_seq_ = 1;
-  Log(clock_->Now(), "state_loaded", fmt::format("\"open\":{},\"outbox\":{}", open_.size(), outbox_.size()));
+  Log(clock_->Now(), "state_loaded",
+      fmt::format("\"open\":{},\"outbox\":{}", open_.size(), outbox_.size()));
   return Status::Ok();
 }
 

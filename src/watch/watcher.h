@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "core/env.h"
+#include "core/thread_pool.h"
 #include "telemetry/sample.h"
 #include "triage/profile.h"
 #include "watch/detectors.h"
@@ -43,7 +43,7 @@ struct WatcherOptions {
   double backoff_s = 1;
   double backoff_max_s = 60;
   double resend_s = 60;
-  int clear_rounds = 2;  // rounds a condition must be absent before its incident resolves
+  int clear_rounds = 2;       // rounds a condition must be absent before its incident resolves
   Env* env = Env::Default();  // STATE_DIR and state.json are written through it
 };
 
@@ -107,7 +107,7 @@ class Watcher {
   std::vector<Delivery> outbox_;
   uint64_t next_seq_ = 1;
   std::map<std::string, bool> agent_ok_;  // for logging transitions only
-  std::unique_ptr<ThreadPool> pool_;       // the polls' workers (kPollThreads)
+  std::unique_ptr<ThreadPool> pool_;      // the polls' workers (kPollThreads)
   RoundObserver observer_;
 };
 

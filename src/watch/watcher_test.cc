@@ -9,9 +9,9 @@
 #include <mutex>
 #include <thread>
 
+#include "core/fake_clock.h"
 #include "core/fault_env.h"
 #include "core/file.h"
-#include "core/fake_clock.h"
 #include "net/http_server.h"
 #include "watch/test_util.h"
 
@@ -22,10 +22,12 @@ namespace {
 class FakeHttp : public HttpClient {
  public:
   Result<HttpResponse> Send(const std::string& method, const std::string& url, const std::string&,
-                            const std::vector<std::pair<std::string, std::string>>&, double) override {
+                            const std::vector<std::pair<std::string, std::string>>&,
+                            double) override {
     std::lock_guard<std::mutex> lock(mu);
     auto it = agents.find(url);
-    if (method != "GET" || it == agents.end()) return UnavailableError(url + ": connection refused");
+    if (method != "GET" || it == agents.end())
+      return UnavailableError(url + ": connection refused");
     return HttpResponse{200, AgentStatusToJson(it->second)};
   }
   std::mutex mu;
@@ -34,7 +36,8 @@ class FakeHttp : public HttpClient {
 
 class FakeSink : public Sink {
  public:
-  FakeSink(std::vector<std::string>* got, bool* up, bool resend = false, std::string name = "webhook")
+  FakeSink(std::vector<std::string>* got, bool* up, bool resend = false,
+           std::string name = "webhook")
       : got_(got), up_(up), resend_(resend), name_(std::move(name)) {}
   std::string name() const override { return name_; }
   bool wants_resend() const override { return resend_; }
@@ -112,7 +115,8 @@ struct Rig {
   }
   int Count(std::string_view status) const {
     int n = 0;
-    for (const auto& g : got) n += g.find(std::string("\"status\":\"") + std::string(status) + "\"") != std::string::npos;
+    for (const auto& g : got)
+      n += g.find(std::string("\"status\":\"") + std::string(status) + "\"") != std::string::npos;
     return n;
   }
 };
@@ -214,8 +218,10 @@ TEST(Watcher, StateWithAMissingOrMistypedFieldIsAnErrorNamingIt) {
   };
   EXPECT_EQ(with("", ""), "ok");
   EXPECT_EQ(with("\"next_seq\":", "\"next_sequence\":"), path + ": next_seq: missing");
-  EXPECT_EQ(with("\"detectors\":{", "\"detectors\":[],\"old\":{"), path + ": detectors: not an object");
-  EXPECT_EQ(with("\"completed\":false", "\"completed\":\"no\""), path + ": detectors.completed: not true or false");
+  EXPECT_EQ(with("\"detectors\":{", "\"detectors\":[],\"old\":{"),
+            path + ": detectors: not an object");
+  EXPECT_EQ(with("\"completed\":false", "\"completed\":\"no\""),
+            path + ": detectors.completed: not true or false");
   EXPECT_EQ(with("\"outbox\":[", "\"outbox\":3,\"old\":["), path + ": outbox: not an array");
   EXPECT_EQ(with("\"open\":[", "\"open\":[7],\"old\":["), path + ": open[0]: not an object");
 }
@@ -257,7 +263,8 @@ TEST(Watcher, StateSaveSurvivesEveryWriteFault) {
     Status st = w->Round();
     ASSERT_FALSE(st.ok());
     EXPECT_EQ(st.message().rfind("watch: saving state: " + path + ": ", 0), 0u) << st.message();
-    for (const auto& e : fault.expect) EXPECT_NE(st.message().find(e), std::string::npos) << st.message();
+    for (const auto& e : fault.expect)
+      EXPECT_NE(st.message().find(e), std::string::npos) << st.message();
     EXPECT_EQ(*ReadFile(path), before);
     for (const auto& e : std::filesystem::directory_iterator(rig.dir / "state")) {
       EXPECT_EQ(e.path().filename(), "state.json");  // no temp file left behind
@@ -268,7 +275,7 @@ TEST(Watcher, StateSaveSurvivesEveryWriteFault) {
     w.reset();
     rig.sink_up = true;
     rig.clock.Advance(60);  // past any backoff
-    auto w2 = rig.Make();  // restarts from what the healthy round saved
+    auto w2 = rig.Make();   // restarts from what the healthy round saved
     EXPECT_EQ(w2->open_incidents().size(), 1u);
     ASSERT_EQ(w2->outbox().size(), 1u);
     rig.Rounds(w2.get(), 1, 80);
@@ -287,7 +294,8 @@ TEST(Watcher, StateDirThatCannotBeMadeIsNamed) {
   o.env = &env;
   auto w = Watcher::Create(std::move(o), {}, &rig.http, &rig.clock, nullptr);
   ASSERT_FALSE(w.ok());
-  EXPECT_NE(w.status().message().find(rig.dir / "state: create directory: Permission denied"), std::string::npos)
+  EXPECT_NE(w.status().message().find(rig.dir / "state: create directory: Permission denied"),
+            std::string::npos)
       << w.status().message();
 }
 
@@ -301,7 +309,8 @@ namespace {
 class SlowHttp : public HttpClient {
  public:
   Result<HttpResponse> Send(const std::string&, const std::string& url, const std::string&,
-                            const std::vector<std::pair<std::string, std::string>>&, double) override {
+                            const std::vector<std::pair<std::string, std::string>>&,
+                            double) override {
     int now = ++in_flight;
     int seen = max_in_flight.load();
     while (now > seen && !max_in_flight.compare_exchange_weak(seen, now)) {
@@ -396,7 +405,7 @@ TEST(Watcher, Polls128RealAgentsOverLoopbackWithABoundedNumberOfThreads) {
   const int before = ThreadsNow();  // main, the 128 server loops and the sampler
   std::vector<AgentPoll> seen;
   (*w)->set_observer([&](double, const std::vector<AgentPoll>& polls, const triage::Assessment&,
-                        const std::map<std::string, Incident>&) { seen = polls; });
+                         const std::map<std::string, Incident>&) { seen = polls; });
   Status round = (*w)->Round();
   done = true;
   sampler.join();
@@ -410,7 +419,8 @@ TEST(Watcher, Polls128RealAgentsOverLoopbackWithABoundedNumberOfThreads) {
   EXPECT_LE(max_in_flight.load(), static_cast<int>(kPollThreads));
   EXPECT_GT(max_in_flight.load(), 1) << "polls run in parallel";
   // The round adds the pool's threads and nothing per agent.
-  EXPECT_LE(peak.load() - before, static_cast<int>(kPollThreads)) << "before " << before << ", peak " << peak.load();
+  EXPECT_LE(peak.load() - before, static_cast<int>(kPollThreads))
+      << "before " << before << ", peak " << peak.load();
 }
 
 }  // namespace
