@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale benchmark for `evenkeel fr` (issue 6: 1,024 ranks x 2,000 entries in
+# Scale benchmark for `evenkeel fr` (the target: 1,024 ranks x 2,000 entries in
 # under 2 s and under 2 GB). Generates the dumps once into bench/out/fr/, then
 # times the analysis (wall clock and peak RSS from /usr/bin/time, best of 3).
 #   bash bench/fr/run_bench.sh [BUILD_DIR=build] [RANKS=1024] [ENTRIES=2000]

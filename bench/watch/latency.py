@@ -8,7 +8,7 @@ prometheus-alertmanager on loopback.
             at 0% with the rest busy; in the fixture one sample before power
             reaches the floor; read from its /status at 20 Hz) to the alert in
             Alertmanager's API v2.
-            Budget (issue 7): 2 samples + 2 s = 4 s at 1 sample/s.
+            Budget (docs/watch.md): 2 samples + 2 s = 4 s at 1 sample/s.
   hang:     from the last step any rank finished (its heartbeat's step_time)
             to the alert in Alertmanager. Budget: the hang limit + one poll.
 

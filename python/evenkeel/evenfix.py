@@ -1,7 +1,7 @@
 """evenfix: every rank iterates the same number of blocks, so no rank leaves the
 training loop (and walks into a collective outside it, like the end-of-epoch save
 barrier) while the others still reduce gradients. The field report's deadlock:
-a 0.17% block spread hung 16 GPUs at step 3,850 of 3,857 (docs: issue 4)."""
+a 0.17% block spread hung 16 GPUs at step 3,850 of 3,857 (README, docs/trainer.md)."""
 
 from __future__ import annotations
 

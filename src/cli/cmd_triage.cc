@@ -1,5 +1,5 @@
 // evenkeel triage: name the state of a training run from GPU power and
-// per-rank utilization (field report §3), one line or JSON object per window.
+// per-rank utilization (docs/triage.md), one line or JSON object per window.
 // evenkeel triage calibrate: learn a profile from a healthy window.
 #include <fmt/format.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 // One rank's flight-recorder dump, read from the pickle or JSON form into a
 // compact model. Field meanings: docs/fr.md and the research notes
-// (shared/research/flight_recorder.md §2); names follow torch's keys.
+// (docs/fr.md); names follow torch's keys.
 #pragma once
 
 #include <array>

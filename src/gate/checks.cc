@@ -409,8 +409,10 @@ Findings StorageCheck(const GateInputs& in) {
     } else {
       std::string kind;
       if (OnNetworkFs(pack_dir, &kind)) {
-        warns.push_back(fmt::format(
-            "pack dir {} is on {}, not a node-local disk (contention risk, §4.2)", pack_dir, kind));
+        warns.push_back(
+            fmt::format("pack dir {} is on {}, not a node-local disk (every rank reading a shared "
+                        "disk contends with the others and with other tenants)",
+                        pack_dir, kind));
       }
     }
   }

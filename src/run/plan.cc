@@ -327,7 +327,7 @@ void PlanCheckpoint(const RunFile& run, const ModelShape& model, Plan* p) {
   p->checkpoint_weight_bytes = weights;
   p->checkpoint_extra_bytes = extra;
   p->checkpoint_state_bytes =
-      0;  // weights only today; 12 x params once checkpoints hold the optimizer (issue 22)
+      0;  // weights only today; 12 x params once checkpoints hold the optimizer
   p->checkpoint_bytes =
       p->checkpoint_weight_bytes + p->checkpoint_extra_bytes + p->checkpoint_state_bytes;
   p->checkpoint_shards = static_cast<int64_t>(shards);

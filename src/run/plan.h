@@ -150,7 +150,7 @@ struct Plan {
   double checkpoint_extra_bytes =
       0;  // beside them: the copied model files, the index, evenkeel-checkpoint.json
   // The training state (fp32 master weights, Adam m and v): 0 while checkpoints hold
-  // weights only. When they hold it (issue 22, DCP) it is 12 B/param in all, written
+  // weights only. When they hold it (a DCP checkpoint) it is 12 B/param in all, written
   // sharded (each rank its 12 x params / world), so 12 x params on a shared checkpoint.dir.
   double checkpoint_state_bytes = 0;
   int64_t checkpoint_shards = 0;

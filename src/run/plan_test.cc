@@ -32,7 +32,7 @@ pack::Manifest ReportManifest() {
   m.world = 16;
   m.seq_len = 2048;
   for (int r = 0; r < 16; ++r) m.ranks.push_back({r, 0, 0, 30849, 0, 0, 0, ""});
-  m.ranks[3].blocks = 30835;   // the short rank of §5
+  m.ranks[3].blocks = 30835;   // the short rank of the field report's deadlock
   m.ranks[11].blocks = 30888;  // 53 blocks more
   return m;
 }

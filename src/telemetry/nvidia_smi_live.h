@@ -50,7 +50,7 @@ class ChildLineStream : public LineStream {
   int exit_status_ = -1;
 };
 
-// The command line the issue and the field report use, sampling every
+// The command line the field report uses (docs/triage.md), sampling every
 // `interval_s` (nvidia-smi takes whole seconds; -lms for less).
 std::vector<std::string> NvidiaSmiCommand(const std::string& program, double interval_s);
 

@@ -1,6 +1,6 @@
 // The triage classifier: names the state of a training run from per-rank
 // board power and utilization over a sliding window of samples, following the
-// field report's decision procedure (§3):
+// field report's decision procedure (docs/triage.md):
 //
 //   uniform power in the healthy band                      -> HEALTHY
 //   floor power, rank 0 alone at ~0%, the rest waiting     -> CHECKPOINT

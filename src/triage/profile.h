@@ -1,5 +1,5 @@
 // Power bands per GPU model. Absolute wattages do not transfer between boards
-// (field report §3, §9); the ordering floor < starvation < communication <
+// (docs/triage.md); the ordering floor < starvation < communication <
 // healthy and the per-rank shapes do. See docs/triage.md for how each profile
 // is built.
 #pragma once

@@ -1,4 +1,4 @@
-// Issue 5's budget: classifying 1,024 GPUs at one sample per second costs
+// The budget (docs/triage.md): classifying 1,024 GPUs at one sample per second costs
 // under 1% of one core, i.e. under 10 ms of CPU per one-second window. The
 // Google Benchmark in bench/triage/ gives the precise figure; this guards it.
 #include <gtest/gtest.h>

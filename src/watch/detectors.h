@@ -1,7 +1,7 @@
 // The watcher's detectors: from one round of agent polls to the conditions
 // that hold now. Completion, crash, hang, deadlock, throughput floor /
 // starvation and blind, each with its evidence (docs/watch.md). Pure logic on
-// the watcher's clock; the incident store (incidents.h) turns conditions into
+// the watcher's clock; the watcher's incident store (watcher.h) turns conditions into
 // alerts. Not thread-safe.
 #pragma once
 

@@ -1,7 +1,7 @@
 // Alert sinks: Alertmanager (API v2), a JSON webhook (Slack-compatible
 // "text"), and a command. A sink renders an incident into the body it sends
 // (rendered once, when the notice is queued, and kept in the spool) and
-// delivers a body; delivery is retried by the outbox (incidents.h).
+// delivers a body; delivery is retried by the watcher's outbox (watcher.h).
 #pragma once
 
 #include <memory>

@@ -156,7 +156,7 @@ def test_deadlock_signature(stack, run_factory):
     ann = alert[0]["annotations"]
     assert ann["ranks"] == "3", ann
     assert ann["hosts"] == "node-a"
-    # Issue 7's budget is 2 samples + 2 s at 1 sample/s (4 s); this run samples at 0.5 s.
+    # The alert budget (docs/watch.md) is 2 samples + 2 s at 1 sample/s (4 s); this run samples at 0.5 s.
     assert latency < 2 * 1 + 2, f"deadlock took {latency:.1f} s from onset"
     wait_for("receiver notified", lambda: firing(rec, r.name, "EvenkeelDeadlock"), 10)
     # The documented PromQL rule sees the same signature in the scraped metrics.

@@ -3,11 +3,11 @@
 
 16 ranks on 2 nodes (node-a: ranks 0-7, node-b: ranks 8-15), sampled once a
 second like `nvidia-smi --query-gpu=timestamp,index,utilization.gpu,power.draw,
-memory.used --format=csv -l 1`, with the field report's B300 numbers (§3):
+memory.used --format=csv -l 1`, with the field report's B300 numbers (docs/triage.md):
 healthy ~940-1040 W with every rank at 100%; communication-bound ~640 W, all
 busy; input-starved ~575 W with rank-to-rank utilization scatter; floor ~190 W
 for a checkpoint (rank 0 alone at 0%) or a deadlock (rank 3 at 0%, the rest
-pinned at 100%, as in the report's §5 incident). node-b samples 0.25 s after
+pinned at 100%, as in the report's deadlock). node-b samples 0.25 s after
 node-a, as two unsynchronised samplers would.
 
 Each scenario is a folder; src/triage/fixtures_test.cc asserts the verdict
@@ -27,7 +27,7 @@ HOSTS = ["node-a", "node-b"]
 PHASE = {"node-a": 0.0, "node-b": 0.25}
 HEADER = "timestamp, index, utilization.gpu [%], power.draw [W], memory.used [MiB]"
 HOST_HEADER = "host, " + HEADER
-MEM_MIB = 83968  # 82 GB live per GPU (report §1)
+MEM_MIB = 83968  # 82 GB live per GPU (the field report's run)
 
 
 def stamp(t):
@@ -147,7 +147,7 @@ def single_states(out):
 
 
 def transitions(out):
-    # Checkpoint: report §1, rank 0 writes ~62 GB to NFS, the others resume in ~2 min.
+    # Checkpoint: in the field report, rank 0 writes ~62 GB to NFS, the others resume in ~2 min.
     per_host(out, "healthy_checkpoint_healthy", 7, timeline([
         (20, healthy), (1, ramp(checkpoint, 520)), (100, checkpoint),
         (1, ramp(healthy, 600)), (20, healthy)]))
