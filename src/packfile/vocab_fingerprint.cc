@@ -10,6 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/byte_level.h"
 #include "core/file.h"
 #include "core/json_check.h"
 
@@ -18,49 +19,6 @@ namespace ek::pack {
 namespace {
 
 using simdjson::dom::element;
-
-// GPT-2's byte <-> printable code point table (HF byte_level.rs bytes_char), as
-// the tokenizer's loader builds it. Its code points are all below U+0200.
-struct ByteTable {
-  int16_t cp_to_byte[512];
-  ByteTable() {
-    std::fill(std::begin(cp_to_byte), std::end(cp_to_byte), -1);
-    int n = 0;
-    for (int b = 0; b < 256; ++b) {
-      bool keep = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      int cp = keep ? b : 256 + n++;
-      cp_to_byte[cp] = static_cast<int16_t>(b);
-    }
-  }
-};
-const ByteTable& Bytes() {
-  static const ByteTable t;
-  return t;
-}
-
-// A byte-level token string to raw bytes; false when a character is outside the
-// table. The input is well-formed UTF-8 (simdjson validated the document), and
-// the table's code points take one or two bytes, so a lead byte of a longer
-// sequence is outside it: this is the table's inverse, not a UTF-8 decoder.
-bool ByteLevelToBytes(std::string_view s, std::string* out) {
-  out->clear();
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  size_t i = 0;
-  while (i < s.size()) {
-    uint32_t cp;
-    if (p[i] < 0x80) {
-      cp = p[i++];
-    } else if ((p[i] & 0xE0) == 0xC0 && i + 1 < s.size()) {
-      cp = ((p[i] & 0x1Fu) << 6) | (p[i + 1] & 0x3Fu);
-      i += 2;
-    } else {
-      return false;
-    }
-    if (cp >= 512 || Bytes().cp_to_byte[cp] < 0) return false;
-    out->push_back(static_cast<char>(Bytes().cp_to_byte[cp]));
-  }
-  return true;
-}
 
 std::string TypeOf(element e) {
   if (!e.is_object()) return "";

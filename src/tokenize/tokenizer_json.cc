@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/byte_level.h"
 #include "core/file.h"
 #include "core/json_check.h"
 #include "tokenize/tokenizer.h"
@@ -20,39 +21,6 @@ namespace ek::tokenize {
 // Loading.
 
 namespace {
-
-// GPT-2's byte <-> printable code point table (HF byte_level.rs bytes_char).
-struct ByteTable {
-  uint32_t byte_to_cp[256];
-  int16_t cp_to_byte[512];
-  ByteTable() {
-    std::fill(std::begin(cp_to_byte), std::end(cp_to_byte), -1);
-    int n = 0;
-    for (int b = 0; b < 256; ++b) {
-      bool keep = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-      byte_to_cp[b] = keep ? static_cast<uint32_t>(b) : static_cast<uint32_t>(256 + n++);
-      cp_to_byte[byte_to_cp[b]] = static_cast<int16_t>(b);
-    }
-  }
-};
-const ByteTable& Bytes() {
-  static const ByteTable t;
-  return t;
-}
-
-// Maps a byte-level token string to raw bytes; false if a char is outside the table.
-bool ByteLevelToBytes(std::string_view s, std::string* out) {
-  out->clear();
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  size_t i = 0;
-  while (i < s.size()) {
-    uint32_t cp;
-    i += DecodeUtf8(p + i, &cp);
-    if (cp >= 512 || Bytes().cp_to_byte[cp] < 0) return false;
-    out->push_back(static_cast<char>(Bytes().cp_to_byte[cp]));
-  }
-  return true;
-}
 
 // HF ByteLevel decoder: a token whose chars all map gives those bytes, any
 // other token gives its own UTF-8.

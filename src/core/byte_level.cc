@@ -1,0 +1,47 @@
+#include "core/byte_level.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <iterator>
+
+#include "core/utf8.h"
+
+namespace ek {
+namespace {
+
+// The table's code points are all below U+0200: the bytes that print as
+// themselves keep their value, the other 68 take 256, 257, ... in byte order.
+struct ByteTable {
+  int16_t cp_to_byte[512];
+  ByteTable() {
+    std::fill(std::begin(cp_to_byte), std::end(cp_to_byte), -1);
+    int n = 0;
+    for (int b = 0; b < 256; ++b) {
+      bool keep = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
+      int cp = keep ? b : 256 + n++;
+      cp_to_byte[cp] = static_cast<int16_t>(b);
+    }
+  }
+};
+
+const ByteTable& Bytes() {
+  static const ByteTable t;
+  return t;
+}
+
+}  // namespace
+
+bool ByteLevelToBytes(std::string_view s, std::string* out) {
+  out->clear();
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  size_t i = 0;
+  while (i < s.size()) {
+    uint32_t cp;
+    i += DecodeUtf8(p + i, &cp);
+    if (cp >= 512 || Bytes().cp_to_byte[cp] < 0) return false;
+    out->push_back(static_cast<char>(Bytes().cp_to_byte[cp]));
+  }
+  return true;
+}
+
+}  // namespace ek
