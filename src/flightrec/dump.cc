@@ -1,3 +1,4 @@
+// One file over 600 lines: one Builder, whose parsers share its symbol table.
 #include "flightrec/dump.h"
 
 #include <fmt/format.h>

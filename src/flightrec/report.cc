@@ -1,3 +1,4 @@
+// One file over 600 lines: the text and JSON renderings of one analysis share helpers.
 #include "flightrec/report.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// One file over 600 lines: one row per branch of the judgement, which is one function.
 // The launcher's judgement, one row per branch (launch/judge.h): the facts of
 // an attempt in, the decision, outcome, why and which branch out.
 #include "launch/judge.h"

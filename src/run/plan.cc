@@ -1,3 +1,4 @@
+// One file over 600 lines: the plan is one fact, computed and rendered (text, JSON) here.
 #include "run/plan.h"
 
 #include <fmt/core.h>

@@ -1,3 +1,4 @@
+// One file over 600 lines: Value and Python's semantics on it (repr, str, ==, <) agree here.
 #include "template/value.h"
 
 #include <fmt/core.h>

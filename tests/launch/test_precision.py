@@ -1,3 +1,4 @@
+# One file over 600 lines: the 43 cases of one table share its fixtures (one small model, a background of waiting launches, the rows the docs table is written from).
 """The launcher's precision table (docs/launch.md "Precision"): induced failures of a
 real 2-rank CPU run under `evenkeel launch` (gloo, FSDP2, a tiny Qwen3), each judged
 by the launcher. Every case asserts the exit code, the decision (action, exit code and

@@ -1,3 +1,4 @@
+// One file over 600 lines: the page is one script the report embeds whole (no bundler), drawing one data model.
 // evenkeel's run report page: draws the data model of docs/report_format.md (format_version
 // 1) and computes nothing the C++ side decides (verdicts, incidents, GPU-hours).
 //
