@@ -143,7 +143,9 @@ JsonWriter& JsonWriter::Null() {
 
 JsonWriter& JsonWriter::Fixed(double v, int decimals) {
   Separate();
-  fmt::format_to(std::back_inserter(out_), "{:.{}f}", v, decimals);
+  // fmt::format, not format_to: clang-14's mangling of format_to's buffer context is not the
+  // one Debian's libfmt.so.9 (built by gcc) exports, so build-san would not link.
+  out_ += fmt::format("{:.{}f}", v, decimals);
   return *this;
 }
 
