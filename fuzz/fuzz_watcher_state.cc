@@ -15,6 +15,8 @@ namespace {
 class FixedClock : public telemetry::Clock {
  public:
   double Now() override { return 2000; }
+  double Monotonic() override { return 2000; }
+  void SleepFor(double) override {}
   void SleepUntil(double) override {}
 };
 }  // namespace
