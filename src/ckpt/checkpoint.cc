@@ -23,6 +23,11 @@ std::string StepDirName(int64_t step) { return fmt::format("step-{:08d}", step);
 
 namespace internal {
 
+std::string Quoted(std::string_view s) {
+  if (s.size() > 80) return fmt::format("'{}...'", s.substr(0, 80));
+  return fmt::format("'{}'", s);
+}
+
 std::string BaseName(const std::string& path) {
   std::filesystem::path p(path);
   if (!p.has_filename() && p.has_relative_path()) p = p.parent_path();  // "a/b/" names b

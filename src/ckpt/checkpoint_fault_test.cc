@@ -19,7 +19,7 @@ using testing::SampleMeta;
 using testing::ScratchDir;
 using testing::WriteTrainerFiles;
 
-constexpr const char* kShard1 = "model-00001-of-00002.safetensors";
+constexpr const char* kFaultShard1 = "model-00001-of-00002.safetensors";
 constexpr int kOldSeed = 1, kNewSeed = 5;
 
 enum class After { kOld, kNew };  // what the final name holds after the fault
@@ -41,8 +41,8 @@ std::vector<Case> Cases(const ScratchDir& ckpt, bool had_old) {
     cases.push_back({"manifest_" + f.name, f.rule, f.expect});
   }
   cases.push_back({"shard_fsync",
-                   FaultRule::Fail(FileOp::kSyncFile, kShard1, EIO),
-                   {std::string(kShard1) + ": fsync: " + eio}});
+                   FaultRule::Fail(FileOp::kSyncFile, kFaultShard1, EIO),
+                   {std::string(kFaultShard1) + ": fsync: " + eio}});
   // SyncDir calls: the manifest's directory (the temp dir), the temp dir once
   // the manifest is in, the parent after the rename.
   cases.push_back({"manifest_dir_fsync",
@@ -69,7 +69,7 @@ std::vector<Case> Cases(const ScratchDir& ckpt, bool had_old) {
 }
 
 std::string Shard(const std::string& dir) {
-  auto r = ReadFile(dir + "/" + kShard1);
+  auto r = ReadFile(dir + "/" + kFaultShard1);
   return r.ok() ? *r : "<missing>";
 }
 

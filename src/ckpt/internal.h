@@ -32,6 +32,9 @@ Result<std::vector<DirEntry>> ListDir(const std::string& dir, Env* env = Env::De
 std::string BaseName(const std::string& path);
 std::string ParentOf(const std::string& path);
 
+// A tensor name or dtype quoted for a message: 'name', hostile names cut to 80 bytes.
+std::string Quoted(std::string_view s);
+
 // Reads the file at `path` once, filling rec's size, xxh3 and per-chunk
 // hashes (rec->name is left alone).
 Status HashFileChunks(const std::string& path, uint64_t chunk_bytes, FileRecord* rec);

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <set>
 
+#include "ckpt/internal.h"
 #include "core/json_check.h"
 
 namespace ek::ckpt {
@@ -34,6 +35,7 @@ int DtypeBits(std::string_view dtype) {
 
 namespace {
 
+using internal::Quoted;
 using simdjson::ondemand::array;
 using simdjson::ondemand::field;
 using simdjson::ondemand::object;
@@ -43,12 +45,6 @@ uint64_t LoadLe64(std::string_view b) {
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(b[i]);
   return n;
-}
-
-// Quotes a tensor name for a message; hostile names are cut short.
-std::string Quoted(std::string_view s) {
-  if (s.size() > 80) return fmt::format("'{}...'", s.substr(0, 80));
-  return fmt::format("'{}'", s);
 }
 
 // Reads one JSON key/value walk of the header. Every simdjson call's error is

@@ -19,7 +19,7 @@ Result<SafetensorsHeader> Parse(const std::string& file) {
 }
 
 // The error message of parsing `file`; "" when it parses.
-std::string ErrorOf(const std::string& file) {
+std::string ParseErrorOf(const std::string& file) {
   auto h = Parse(file);
   if (h.ok()) return "";
   EXPECT_EQ(h.status().code(), StatusCode::kCorrupt) << h.status().message();
@@ -54,14 +54,14 @@ TEST(Safetensors, TensorsInAnyHeaderOrderAndNoTensorsAtAll) {
   std::string file = RawSafetensors(
       R"({"b":{"dtype":"U8","shape":[2],"data_offsets":[2,4]},"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}})",
       "abcd");
-  EXPECT_EQ(ErrorOf(file), "");
-  EXPECT_EQ(ErrorOf(RawSafetensors("{}", "")), "");
-  EXPECT_EQ(ErrorOf(RawSafetensors("{\"__metadata__\":{}}   ", "")), "");
+  EXPECT_EQ(ParseErrorOf(file), "");
+  EXPECT_EQ(ParseErrorOf(RawSafetensors("{}", "")), "");
+  EXPECT_EQ(ParseErrorOf(RawSafetensors("{\"__metadata__\":{}}   ", "")), "");
 }
 
 TEST(Safetensors, SubByteDtypesMustFillWholeBytes) {
-  EXPECT_EQ(ErrorOf(OneTensor(R"({"dtype":"F4","shape":[4],"data_offsets":[0,2]})", "ab")), "");
-  EXPECT_NE(ErrorOf(OneTensor(R"({"dtype":"F4","shape":[3],"data_offsets":[0,2]})", "ab"))
+  EXPECT_EQ(ParseErrorOf(OneTensor(R"({"dtype":"F4","shape":[4],"data_offsets":[0,2]})", "ab")), "");
+  EXPECT_NE(ParseErrorOf(OneTensor(R"({"dtype":"F4","shape":[3],"data_offsets":[0,2]})", "ab"))
                 .find("whole bytes"),
             std::string::npos);
 }
@@ -70,36 +70,36 @@ TEST(Safetensors, HeaderLengthBeyondTheFile) {
   std::string file(4096, ' ');
   uint64_t n = 99999999;
   for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((n >> (8 * i)) & 0xff);
-  EXPECT_EQ(ErrorOf(file),
+  EXPECT_EQ(ParseErrorOf(file),
             "x.safetensors: byte 8: header length 99999999 exceeds the file (4096 bytes)");
   n = 1ull << 40;
   for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((n >> (8 * i)) & 0xff);
-  EXPECT_EQ(ErrorOf(file),
+  EXPECT_EQ(ParseErrorOf(file),
             "x.safetensors: byte 0: header length 1099511627776 exceeds the 100000000-byte limit");
   n = UINT64_MAX;
   for (int i = 0; i < 8; ++i) file[i] = static_cast<char>((n >> (8 * i)) & 0xff);
-  EXPECT_NE(ErrorOf(file), "");
-  EXPECT_EQ(ErrorOf("abc"),
+  EXPECT_NE(ParseErrorOf(file), "");
+  EXPECT_EQ(ParseErrorOf("abc"),
             "x.safetensors: byte 0: file is 3 bytes, too short for the 8-byte header length");
 }
 
 TEST(Safetensors, MalformedHeaderJsonNamesTheByte) {
   // Header byte 14 (file byte 22) is where the value should be.
-  std::string err = ErrorOf(RawSafetensors(R"({"w":{"dtype":}})", ""));
+  std::string err = ParseErrorOf(RawSafetensors(R"({"w":{"dtype":}})", ""));
   EXPECT_NE(err.find("x.safetensors: byte 22: malformed header JSON"), std::string::npos) << err;
-  EXPECT_NE(ErrorOf(RawSafetensors("[1,2]", "")).find("byte 8: header does not start with '{'"),
+  EXPECT_NE(ParseErrorOf(RawSafetensors("[1,2]", "")).find("byte 8: header does not start with '{'"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(RawSafetensors("{\"w\":1}", "")).find("tensor 'w' is not an object"),
+  EXPECT_NE(ParseErrorOf(RawSafetensors("{\"w\":1}", "")).find("tensor 'w' is not an object"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(RawSafetensors("{\"a\":1} x", "")).find("malformed header JSON"),
+  EXPECT_NE(ParseErrorOf(RawSafetensors("{\"a\":1} x", "")).find("malformed header JSON"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(RawSafetensors("{\"\xff\":1}", "")).find("byte 8: malformed header JSON"),
+  EXPECT_NE(ParseErrorOf(RawSafetensors("{\"\xff\":1}", "")).find("byte 8: malformed header JSON"),
             std::string::npos);
 }
 
 TEST(Safetensors, FieldRules) {
   auto err = [](const std::string& entry, const std::string& data) {
-    return ErrorOf(OneTensor(entry, data));
+    return ParseErrorOf(OneTensor(entry, data));
   };
   EXPECT_NE(
       err(R"({"dtype":"Q7","shape":[1],"data_offsets":[0,1]})", "a").find("unknown dtype 'Q7'"),
@@ -125,44 +125,44 @@ TEST(Safetensors, FieldRules) {
   EXPECT_NE(err(R"({"dtype":"U8","shape":[1],"data_offsets":[0,1],"dtype":"U8"})", "a")
                 .find("dtype twice"),
             std::string::npos);
-  std::string dup = ErrorOf(RawSafetensors(
+  std::string dup = ParseErrorOf(RawSafetensors(
       R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"w":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
       "ab"));
   EXPECT_NE(dup.find("tensor 'w' appears twice"), std::string::npos) << dup;
-  EXPECT_NE(ErrorOf(RawSafetensors(R"({"__metadata__":{"a":1}})", "")).find("is not a string"),
+  EXPECT_NE(ParseErrorOf(RawSafetensors(R"({"__metadata__":{"a":1}})", "")).find("is not a string"),
             std::string::npos);
   EXPECT_NE(
-      ErrorOf(RawSafetensors(R"({"__metadata__":[]})", "")).find("__metadata__ is not an object"),
+      ParseErrorOf(RawSafetensors(R"({"__metadata__":[]})", "")).find("__metadata__ is not an object"),
       std::string::npos);
   // Unknown keys inside an entry are ignored, as the safetensors crate does.
   EXPECT_EQ(err(R"({"dtype":"U8","shape":[1],"data_offsets":[0,1],"note":{"x":[1]}})", "a"), "");
 }
 
 TEST(Safetensors, OverlapsAndHolesAreCorrupt) {
-  std::string overlap = ErrorOf(RawSafetensors(
+  std::string overlap = ParseErrorOf(RawSafetensors(
       R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]}})",
       "abcdef"));
   EXPECT_NE(overlap.find("tensor 'b' (data offsets 2-6) overlaps tensor 'a' (0-4)"),
             std::string::npos)
       << overlap;
-  std::string hole = ErrorOf(RawSafetensors(
+  std::string hole = ParseErrorOf(RawSafetensors(
       R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":{"dtype":"U8","shape":[2],"data_offsets":[4,6]}})",
       "abcdef"));
   EXPECT_NE(hole.find("2 bytes before tensor 'b' belong to no tensor (a hole at data offsets 2-4)"),
             std::string::npos)
       << hole;
   std::string leading =
-      ErrorOf(OneTensor(R"({"dtype":"U8","shape":[2],"data_offsets":[1,3]})", "abc"));
+      ParseErrorOf(OneTensor(R"({"dtype":"U8","shape":[2],"data_offsets":[1,3]})", "abc"));
   EXPECT_NE(leading.find("a hole at data offsets 0-1"), std::string::npos) << leading;
 }
 
 TEST(Safetensors, TruncatedAndOverlongFiles) {
   std::string file = MakeSafetensors({{"a", {8}}});
   std::string cut = file.substr(0, file.size() - 3);
-  EXPECT_EQ(ErrorOf(cut), "x.safetensors: truncated: header declares data up to byte " +
+  EXPECT_EQ(ParseErrorOf(cut), "x.safetensors: truncated: header declares data up to byte " +
                               std::to_string(file.size()) + ", file ends at byte " +
                               std::to_string(cut.size()));
-  std::string err = ErrorOf(file + "zz");
+  std::string err = ParseErrorOf(file + "zz");
   EXPECT_NE(err.find("byte " + std::to_string(file.size()) + ": 2 bytes after the data region"),
             std::string::npos)
       << err;

@@ -47,11 +47,6 @@ bool PlainName(std::string_view s) {
          s.find('\0') == std::string_view::npos;
 }
 
-std::string Quoted(std::string_view s) {
-  if (s.size() > 80) return fmt::format("'{}...'", s.substr(0, 80));
-  return fmt::format("'{}'", s);
-}
-
 struct Index {
   std::vector<std::pair<std::string, std::string>> weight_map;  // tensor -> shard, as written
   std::optional<uint64_t> total_size;

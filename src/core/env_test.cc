@@ -18,12 +18,12 @@
 namespace ek {
 namespace {
 
-std::string TempDir() {
+std::string EnvTempDir() {
   char tmpl[] = "/tmp/ek_env_test.XXXXXX";
   return ::mkdtemp(tmpl);
 }
 
-std::vector<std::string> List(const std::string& dir) {
+std::vector<std::string> ListNames(const std::string& dir) {
   std::vector<std::string> names;
   DIR* d = ::opendir(dir.c_str());
   while (auto* e = ::readdir(d)) {
@@ -47,7 +47,7 @@ void ExpectMentions(const Status& st, const std::vector<std::string>& parts) {
 
 TEST(EnvTest, PosixWriteAppendRenameRemove) {
   Env* env = Env::Default();
-  std::string dir = TempDir();
+  std::string dir = EnvTempDir();
   ASSERT_TRUE(env->CreateDirs(dir + "/a/b").ok());
   auto f = env->NewWritableFile(dir + "/a/b/x");
   ASSERT_TRUE(f.ok());
@@ -67,7 +67,7 @@ TEST(EnvTest, PosixWriteAppendRenameRemove) {
   EXPECT_EQ(env->RemoveFile(dir + "/a/y").code(), StatusCode::kNotFound);
   ASSERT_TRUE(env->RemoveTree(dir + "/a").ok());
   ASSERT_TRUE(env->RemoveTree(dir + "/a").ok());  // already gone
-  EXPECT_TRUE(List(dir).empty());
+  EXPECT_TRUE(ListNames(dir).empty());
 }
 
 TEST(EnvTest, PosixErrorsNamePathAndOperation) {
@@ -80,7 +80,7 @@ TEST(EnvTest, PosixErrorsNamePathAndOperation) {
 }
 
 TEST(FaultEnvTest, NthAndTimesSelectCalls) {
-  std::string dir = TempDir();
+  std::string dir = EnvTempDir();
   FaultInjectionEnv env(Env::Default());
   env.Add(FaultRule::Fail(FileOp::kOpen, "/part-", ENOSPC).Nth(2).Times(2));
   EXPECT_TRUE(env.NewWritableFile(dir + "/part-1").ok());
@@ -95,7 +95,7 @@ TEST(FaultEnvTest, NthAndTimesSelectCalls) {
 }
 
 TEST(FaultEnvTest, ShortWriteLandsThePrefixThenFails) {
-  std::string dir = TempDir();
+  std::string dir = EnvTempDir();
   FaultInjectionEnv env(Env::Default());
   env.Add(FaultRule::ShortWrite("half", 3));
   auto f = env.NewWritableFile(dir + "/half");
@@ -111,7 +111,7 @@ TEST(FaultEnvTest, ShortWriteLandsThePrefixThenFails) {
 TEST(FaultEnvTest, AtomicFileKeepsTheOldFileUnderEveryFault) {
   for (const WriteFault& fault : WriteFaults("x.json")) {
     SCOPED_TRACE(fault.name);
-    std::string dir = TempDir();
+    std::string dir = EnvTempDir();
     std::string path = dir + "/x.json";
     ASSERT_TRUE(WriteFileAtomic(path, "old complete contents").ok());
     FaultInjectionEnv env(Env::Default());
@@ -122,7 +122,7 @@ TEST(FaultEnvTest, AtomicFileKeepsTheOldFileUnderEveryFault) {
     expect.push_back(path);
     ExpectMentions(st, expect);
     EXPECT_EQ(Slurp(path), "old complete contents");
-    EXPECT_EQ(List(dir), std::vector<std::string>{"x.json"});
+    EXPECT_EQ(ListNames(dir), std::vector<std::string>{"x.json"});
     env.Clear();
     ASSERT_TRUE(WriteFileAtomic(path, "new contents", &env).ok());
     EXPECT_EQ(Slurp(path), "new contents");
@@ -132,16 +132,16 @@ TEST(FaultEnvTest, AtomicFileKeepsTheOldFileUnderEveryFault) {
 TEST(FaultEnvTest, AtomicFileWithNoOldFileLeavesNothing) {
   for (const WriteFault& fault : WriteFaults("fresh")) {
     SCOPED_TRACE(fault.name);
-    std::string dir = TempDir();
+    std::string dir = EnvTempDir();
     FaultInjectionEnv env(Env::Default());
     env.Add(fault.rule);
     EXPECT_FALSE(WriteFileAtomic(dir + "/fresh", "data that would be half written", &env).ok());
-    EXPECT_TRUE(List(dir).empty());
+    EXPECT_TRUE(ListNames(dir).empty());
   }
 }
 
 TEST(FaultEnvTest, DirectoryFsyncFailureIsReported) {
-  std::string dir = TempDir();
+  std::string dir = EnvTempDir();
   FaultInjectionEnv env(Env::Default());
   env.Add(FaultRule::Fail(FileOp::kSyncDir, dir, EIO));
   Status st = WriteFileAtomic(dir + "/d.json", "{}", &env);
@@ -150,17 +150,17 @@ TEST(FaultEnvTest, DirectoryFsyncFailureIsReported) {
 }
 
 TEST(FaultEnvTest, MakeDirsGoesThroughEnv) {
-  std::string dir = TempDir();
+  std::string dir = EnvTempDir();
   FaultInjectionEnv env(Env::Default());
   env.Add(FaultRule::Fail(FileOp::kCreateDirs, "sub", EACCES));
   ExpectMentions(MakeDirs(dir + "/sub", &env),
                  {dir + "/sub", "create directory", "Permission denied"});
-  EXPECT_TRUE(List(dir).empty());
+  EXPECT_TRUE(ListNames(dir).empty());
 }
 
 TEST(EnvTest, PosixReadListAndStat) {
   Env* env = Env::Default();
-  const std::string dir = TempDir();
+  const std::string dir = EnvTempDir();
   ASSERT_TRUE(WriteFileAtomic(dir + "/b.json", "{}").ok());
   ASSERT_TRUE(WriteFileAtomic(dir + "/a.txt", "hello").ok());
   ASSERT_TRUE(MakeDirs(dir + "/c").ok());
@@ -199,7 +199,7 @@ TEST(EnvTest, PosixReadListAndStat) {
 
 TEST(EnvTest, PosixReadErrorsNameThePathAndAreBadInput) {
   Env* env = Env::Default();
-  const std::string dir = TempDir();
+  const std::string dir = EnvTempDir();
   ASSERT_TRUE(WriteFileAtomic(dir + "/f", "x").ok());
   // The same Statuses as core/file.h's readers: exit 65, not 74.
   auto missing = env->ReadFile(dir + "/none");
@@ -226,7 +226,7 @@ TEST(EnvTest, PosixReadErrorsNameThePathAndAreBadInput) {
 }
 
 TEST(FaultEnvTest, ReadsFailByRuleAndTheMachineIsFaked) {
-  const std::string dir = TempDir();
+  const std::string dir = EnvTempDir();
   ASSERT_TRUE(WriteFileAtomic(dir + "/state.json", "{}").ok());
   FaultInjectionEnv env(Env::Default());
   env.Add(FaultRule::Fail(FileOp::kRead, "state.json", EIO));

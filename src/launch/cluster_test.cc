@@ -17,7 +17,7 @@ struct Machine {
   NodelistExpander expand;
 };
 
-Machine Env(std::map<std::string, std::string> vars, std::vector<std::string> hosts = {}) {
+Machine MachineWith(std::map<std::string, std::string> vars, std::vector<std::string> hosts = {}) {
   Machine m{std::make_shared<FaultInjectionEnv>(ek::Env::Default()), nullptr};
   m.env->SetVars(std::move(vars));
   m.expand = [hosts](const std::string&) -> Result<std::vector<std::string>> { return hosts; };
@@ -39,7 +39,7 @@ run::RunFile MakeRun(int nodes, int gpus, std::vector<std::string> hosts = {}) {
 }
 
 TEST(ClusterTest, OneNodeIsStandalone) {
-  auto c = ResolveCluster(MakeRun(1, 4), -1, Env({}));
+  auto c = ResolveCluster(MakeRun(1, 4), -1, MachineWith({}));
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->node_rank, 0);
   EXPECT_TRUE(c->standalone);
@@ -47,22 +47,22 @@ TEST(ClusterTest, OneNodeIsStandalone) {
 }
 
 TEST(ClusterTest, SeveralNodesNeedARankAndAnEndpoint) {
-  auto none = ResolveCluster(MakeRun(2, 2), -1, Env({}));
+  auto none = ResolveCluster(MakeRun(2, 2), -1, MachineWith({}));
   ASSERT_FALSE(none.ok());
   EXPECT_NE(none.status().message().find("--node-rank"), std::string::npos);
-  auto no_endpoint = ResolveCluster(MakeRun(2, 2), 1, Env({}));
+  auto no_endpoint = ResolveCluster(MakeRun(2, 2), 1, MachineWith({}));
   ASSERT_FALSE(no_endpoint.ok());
   EXPECT_NE(no_endpoint.status().message().find("rendezvous endpoint"), std::string::npos);
-  auto from_hosts = ResolveCluster(MakeRun(2, 2, {"a", "b"}), 1, Env({}));
+  auto from_hosts = ResolveCluster(MakeRun(2, 2, {"a", "b"}), 1, MachineWith({}));
   ASSERT_TRUE(from_hosts.ok());
   EXPECT_EQ(from_hosts->rdzv_endpoint, "a:29500");
   auto from_env = ResolveCluster(
       MakeRun(2, 2), 1,
-      Env({{"EVENKEEL_RDZV_ENDPOINT", "127.0.0.1:1234"}, {"EVENKEEL_RUN_ID", "x y"}}));
+      MachineWith({{"EVENKEEL_RDZV_ENDPOINT", "127.0.0.1:1234"}, {"EVENKEEL_RUN_ID", "x y"}}));
   ASSERT_TRUE(from_env.ok());
   EXPECT_EQ(from_env->rdzv_endpoint, "127.0.0.1:1234");
   EXPECT_EQ(from_env->run_id, "x_y");
-  auto out_of_range = ResolveCluster(MakeRun(2, 2, {"a", "b"}), 2, Env({}));
+  auto out_of_range = ResolveCluster(MakeRun(2, 2, {"a", "b"}), 2, MachineWith({}));
   EXPECT_FALSE(out_of_range.ok());
 }
 
@@ -71,21 +71,21 @@ TEST(ClusterTest, SlurmGivesTheNodeAndIsCheckedAgainstTheRunFile) {
                                               {"SLURM_NODEID", "1"},
                                               {"SLURM_NNODES", "2"},
                                               {"SLURM_JOB_NODELIST", "n[1-2]"}};
-  auto c = ResolveCluster(MakeRun(2, 2), -1, Env(slurm, {"n1", "n2"}));
+  auto c = ResolveCluster(MakeRun(2, 2), -1, MachineWith(slurm, {"n1", "n2"}));
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->node_rank, 1);
   EXPECT_EQ(c->rdzv_endpoint, "n1:29500");
   EXPECT_EQ(c->run_id, "slurm-77");
   EXPECT_EQ(c->source, "SLURM job 77");
-  auto nodes = ResolveCluster(MakeRun(3, 2), -1, Env(slurm, {"n1", "n2"}));
+  auto nodes = ResolveCluster(MakeRun(3, 2), -1, MachineWith(slurm, {"n1", "n2"}));
   ASSERT_FALSE(nodes.ok());
   EXPECT_NE(
       nodes.status().message().find("SLURM_NNODES=2 but /runs/run.toml has cluster.nodes = 3"),
       std::string::npos);
-  auto hosts = ResolveCluster(MakeRun(2, 2, {"x", "y"}), -1, Env(slurm, {"n1", "n2"}));
+  auto hosts = ResolveCluster(MakeRun(2, 2, {"x", "y"}), -1, MachineWith(slurm, {"n1", "n2"}));
   ASSERT_FALSE(hosts.ok());
   EXPECT_NE(hosts.status().message().find("cluster.hosts"), std::string::npos);
-  auto flag = ResolveCluster(MakeRun(2, 2), 0, Env(slurm, {"n1", "n2"}));
+  auto flag = ResolveCluster(MakeRun(2, 2), 0, MachineWith(slurm, {"n1", "n2"}));
   ASSERT_FALSE(flag.ok());
   EXPECT_NE(flag.status().message().find("contradicts SLURM_NODEID=1"), std::string::npos);
 }
