@@ -54,10 +54,26 @@ if [ "$MODE" = all ] || [ "$MODE" = --tidy-all ]; then
       echo "lint: clang-tidy over the ${#tidy[@]} sources changed since ${base:0:12} (all: --tidy-all)" >&2
     fi
   fi
+  # build/ is a unity build (scripts/setup.sh): its database names the batch files
+  # (Unity/unity_N_cxx.cxx), so clang-tidy reads one made from it with an entry per source,
+  # each with its batch's command: the same flags, one configuration.
+  mkdir -p build/tidy
+  python3 - build/compile_commands.json build/tidy/compile_commands.json <<'PY'
+import json, re, sys
+out = []
+for e in json.load(open(sys.argv[1])):
+    f = e["file"]
+    if not re.search(r"/Unity/unity_\d+_cxx\.cxx$", f):
+        out.append(e)
+        continue
+    for src in re.findall(r'^#include "([^"]+)"', open(f).read(), re.M):
+        out.append({**e, "file": src, "command": e["command"].replace(f, src)})
+json.dump(out, open(sys.argv[2], "w"), indent=0)
+PY
   # run-clang-tidy takes regular expressions; the paths are anchored to the project root.
   regex=()
   for f in "${tidy[@]}"; do regex+=("$PWD/${f//./\\.}\$"); done
-  if [ ${#tidy[@]} -gt 0 ] && ! "$CT" -quiet -p build -j"$(nproc)" "${regex[@]}" >build/clang-tidy.log 2>&1; then
+  if [ ${#tidy[@]} -gt 0 ] && ! "$CT" -quiet -p build/tidy -j"$(nproc)" "${regex[@]}" >build/clang-tidy.log 2>&1; then
     # run-clang-tidy-14 always passes --use-color: the log is made plain text for CI's output.
     sed -i 's/\x1b\[[0-9;]*m//g' build/clang-tidy.log
     grep -E 'warning:|error:' build/clang-tidy.log | sort -u >&2 || cat build/clang-tidy.log >&2

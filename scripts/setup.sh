@@ -99,7 +99,7 @@ fi
 VENV=$ROOT/.venv
 # pybind11 comes from here, not Debian: 12's pybind11-dev (2.10.3) predates NumPy 2 and
 # builds an extension whose arrays all have stride 0 (python/CMakeLists.txt).
-PIP_PKGS=(pytest bpe-qwen==0.1.5 "torch>=2.8" "numpy>=1.24" "datasets>=2.19" "tokenizers>=0.21"
+PIP_PKGS=(pytest pytest-xdist bpe-qwen==0.1.5 "torch>=2.8" "numpy>=1.24" "datasets>=2.19" "tokenizers>=0.21"
   "transformers>=4.56" "safetensors>=0.5" trl==1.16.0 "pybind11>=2.12")
 # The main job: PyTorch, transformers (the model and its check), safetensors, pybind11.
 PIP_MAIN=("torch>=2.8" "numpy>=1.24" "transformers>=4.56" "safetensors>=0.5" "pybind11>=2.12")
@@ -123,7 +123,7 @@ spec = importlib.util.find_spec("bpe_qwen")
 ok = (md.version("bpe-qwen") == "0.1.5" and spec is not None
       and glob.glob(os.path.join(spec.submodule_search_locations[0], "bpe_qwen.*.so"))
       and all(importlib.util.find_spec(m) is not None
-              for m in ("pytest", "numpy", "datasets", "tokenizers", "torch", "transformers", "safetensors",
+              for m in ("pytest", "xdist", "numpy", "datasets", "tokenizers", "torch", "transformers", "safetensors",
                         "pybind11"))
       and md.version("trl") == "1.16.0")
 if ok:
@@ -147,8 +147,11 @@ fi
 # evenkeel._core is a target of this build (-DEK_BUILD_PYTHON=ON, python/CMakeLists.txt),
 # against the venv's Python, linking the libraries built once here for the CLI and tests;
 # build/python/ is the importable package (python/evenkeel/*.py linked, plus the module).
+# A unity build (CMake batches of 8 sources per translation unit): each source parses fmt,
+# simdjson and gtest once per batch instead of once per file, which cut the build's compile
+# time by about a third on 2 cores. A developer's own `cmake -B` is per-file by default.
 cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-  -DEK_COMPONENTS=all -DEK_BUILD_BENCH=OFF -DEK_BUILD_PYTHON=ON -DPython_EXECUTABLE="$VENV/bin/python" \
+  -DCMAKE_UNITY_BUILD=ON -DEK_COMPONENTS=all -DEK_BUILD_BENCH=OFF -DEK_BUILD_PYTHON=ON -DPython_EXECUTABLE="$VENV/bin/python" \
   -Dpybind11_DIR="$("$VENV/bin/python" -m pybind11 --cmakedir)" >/dev/null
 if [ "$MODE" = main ]; then
   cmake --build "$ROOT/build" -j"$(nproc)" --target evenkeel _core

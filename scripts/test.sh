@@ -34,9 +34,13 @@ for d in "${suites[@]}"; do
   [ -d "$d" ] || { echo "test: error: test folder $d is missing" >&2; exit 1; }
 done
 # Two runs over the same suites, every test in exactly one: the fast set, then the slow one
-# (tests/conftest.py: modules whose tests start real PyTorch ranks).
+# (tests/conftest.py: modules whose tests start real PyTorch ranks). The fast set runs on
+# two pytest-xdist workers, a module to a worker (--dist loadfile keeps a module's order):
+# its tests wait on the binary and on Hugging Face's tokenizer in turn, so one worker left
+# a core idle. The slow set stays on one: its tests start four ranks each, which load both
+# cores already, and its hang and timeout tests measure real seconds.
 EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=10 \
-  -m "not slow" "${suites[@]}" || status=1
+  -n 2 --dist loadfile -m "not slow" "${suites[@]}" || status=1
 t25=$(date +%s); stage "pytest fast" "$t2"
 EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=25 \
   -m slow "${suites[@]}" || status=1
@@ -48,7 +52,7 @@ t3=$(date +%s); stage "pytest slow" "$t25"
 # CI costs the harnesses' link and run time, not another build.)
 san0=$(date +%s)
 CC=clang-14 CXX=clang++-14 cmake -S "$ROOT" -B "$ROOT/build-san" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DEK_SANITIZE=ON -DEK_FUZZ=ON -DEK_BUILD_BENCH=OFF -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+  -DEK_SANITIZE=ON -DEK_FUZZ=ON -DEK_BUILD_BENCH=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   -DCMAKE_C_COMPILER_LAUNCHER=ccache -DEK_COMPONENTS=all >/dev/null
 cmake --build "$ROOT/build-san" -j"$(nproc)" --target unit_tests fuzzers
 san1=$(date +%s); stage "sanitizer build" "$san0"
