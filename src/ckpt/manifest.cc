@@ -83,48 +83,34 @@ Status CheckExtraJson(std::string_view text) {
 }
 
 std::string CheckpointManifestToJson(const CheckpointManifest& m) {
-  std::string o = "{\n";
-  auto str = [&](std::string_view key, std::string_view v, bool comma = true) {
-    o += "  ";
-    AppendJsonString(&o, key);
-    o += ": ";
-    AppendJsonString(&o, v);
-    o += comma ? ",\n" : "\n";
-  };
-  o += fmt::format("  \"format_version\": {},\n", m.format_version);
-  o += fmt::format("  \"step\": {},\n", m.step);
-  o += fmt::format("  \"epoch\": {},\n", m.epoch);
-  o += fmt::format("  \"step_in_epoch\": {},\n", m.step_in_epoch);
-  o += fmt::format("  \"epoch_complete\": {},\n", m.epoch_complete);
-  o += fmt::format("  \"final\": {},\n", m.final);
-  o += fmt::format("  \"tokens_seen\": {},\n", m.tokens_seen);
-  o += "  \"run\": {\"name\": ";
-  AppendJsonString(&o, m.run.name);
-  o += ", \"path\": ";
-  AppendJsonString(&o, m.run.path);
-  o += fmt::format(", \"xxh3\": \"{}\"}},\n", Hex(m.run.xxh3));
-  o += "  \"pack\": {\"dir\": ";
-  AppendJsonString(&o, m.pack.dir);
-  o += fmt::format(", \"manifest_xxh3\": \"{}\", \"world\": {}, \"seq_len\": {}}},\n",
-                   Hex(m.pack.manifest_xxh3), m.pack.world, m.pack.seq_len);
-  str("dtype", m.dtype);
-  str("created", m.created);
-  str("evenkeel_version", m.evenkeel_version);
-  o += "  \"extra\": ";
-  o += m.extra.empty() ? "{}" : m.extra;
-  o += ",\n  \"files\": [";
-  for (size_t i = 0; i < m.files.size(); ++i) {
-    const FileRecord& f = m.files[i];
-    o += i ? ",\n    {\"name\": " : "\n    {\"name\": ";
-    AppendJsonString(&o, f.name);
-    o += fmt::format(", \"size\": {}, \"xxh3\": \"{}\", \"chunk_bytes\": {}, \"chunks\": [", f.size,
-                     Hex(f.xxh3), f.chunk_bytes);
-    for (size_t k = 0; k < f.chunks.size(); ++k)
-      o += fmt::format("{}\"{}\"", k ? ", " : "", Hex(f.chunks[k]));
-    o += "]}";
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject(JsonWriter::kLines);
+  w.Key("format_version").Int(m.format_version);
+  w.Key("step").Int(m.step);
+  w.Key("epoch").Int(m.epoch);
+  w.Key("step_in_epoch").Int(m.step_in_epoch);
+  w.Key("epoch_complete").Bool(m.epoch_complete);
+  w.Key("final").Bool(m.final);
+  w.Key("tokens_seen").Uint(m.tokens_seen);
+  w.Key("run").BeginObject().Key("name").Str(m.run.name).Key("path").Str(m.run.path);
+  w.Key("xxh3").Str(Hex(m.run.xxh3)).EndObject();
+  w.Key("pack").BeginObject().Key("dir").Str(m.pack.dir);
+  w.Key("manifest_xxh3").Str(Hex(m.pack.manifest_xxh3)).Key("world").Int(m.pack.world);
+  w.Key("seq_len").Int(m.pack.seq_len).EndObject();
+  w.Key("dtype").Str(m.dtype);
+  w.Key("created").Str(m.created);
+  w.Key("evenkeel_version").Str(m.evenkeel_version);
+  // The trainer's own object, its bytes as it gave them (CheckExtraJson checked them).
+  w.Key("extra").Raw(m.extra.empty() ? "{}" : m.extra);
+  w.Key("files").BeginArray(JsonWriter::kLines);
+  for (const FileRecord& f : m.files) {
+    w.BeginObject().Key("name").Str(f.name).Key("size").Uint(f.size).Key("xxh3").Str(Hex(f.xxh3));
+    w.Key("chunk_bytes").Uint(f.chunk_bytes).Key("chunks").BeginArray();
+    for (uint64_t c : f.chunks) w.Str(Hex(c));
+    w.EndArray().EndObject();
   }
-  o += m.files.empty() ? "]\n}\n" : "\n  ]\n}\n";
-  return o;
+  w.EndArray().EndObject();
+  return w.Line();
 }
 
 Result<CheckpointManifest> CheckpointManifestFromJson(std::string_view json,

@@ -21,18 +21,14 @@ std::string_view LevelName(ckpt::VerifyLevel level) {
 }
 
 std::string ReportJson(const std::string& dir, const ckpt::VerifyReport& r) {
-  std::string o = "{\"dir\": ";
-  AppendJsonString(&o, dir);
-  o += fmt::format(
-      ", \"ok\": {}, \"level\": \"{}\", \"has_manifest\": {}, \"step\": {}, \"total_bytes\": {}, "
-      "\"tensor_count\": {}, \"shard_count\": {}, \"seconds\": {:.3f}, \"problems\": [",
-      r.ok, LevelName(r.level), r.has_manifest, r.step, r.total_bytes, r.tensor_count,
-      r.shard_count, r.seconds);
-  for (size_t i = 0; i < r.problems.size(); ++i) {
-    if (i) o += ", ";
-    AppendJsonString(&o, r.problems[i]);
-  }
-  return o + "]}\n";
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject().Key("dir").Str(dir).Key("ok").Bool(r.ok).Key("level").Str(LevelName(r.level));
+  w.Key("has_manifest").Bool(r.has_manifest).Key("step").Int(r.step);
+  w.Key("total_bytes").Uint(r.total_bytes).Key("tensor_count").Uint(r.tensor_count);
+  w.Key("shard_count").Int(r.shard_count).Key("seconds").Fixed(r.seconds, 3);
+  w.Key("problems").BeginArray();
+  for (const auto& p : r.problems) w.Str(p);
+  return w.EndArray().EndObject().Line();
 }
 
 std::string Bytes(uint64_t n) { return n == 0 ? "0 B" : run::FormatBytes(static_cast<double>(n)); }
@@ -81,22 +77,14 @@ int RunList(const std::string& ckpt_dir, bool quick, bool json) {
   auto list = ckpt::ListCheckpoints(ckpt_dir, level);
   if (!list.ok()) return ReportError(list.status());
   if (json) {
-    std::string o = "[";
-    for (size_t i = 0; i < list->size(); ++i) {
-      const auto& e = (*list)[i];
-      o += i ? ",\n {\"name\": " : "\n {\"name\": ";
-      AppendJsonString(&o, e.name);
-      o += ", \"path\": ";
-      AppendJsonString(&o, e.path);
-      o += fmt::format(
-          ", \"step\": {}, \"temp\": {}, \"ok\": {}, \"bytes\": {}, \"mtime\": {:.3f}, "
-          "\"verdict\": ",
-          e.step, e.temp, e.ok, e.bytes, e.mtime);
-      AppendJsonString(&o, e.verdict);
-      o += "}";
+    JsonWriter w(JsonWriter::kSpaced);
+    w.BeginArray(JsonWriter::kLines);
+    for (const auto& e : *list) {
+      w.BeginObject().Key("name").Str(e.name).Key("path").Str(e.path).Key("step").Int(e.step);
+      w.Key("temp").Bool(e.temp).Key("ok").Bool(e.ok).Key("bytes").Uint(e.bytes);
+      w.Key("mtime").Fixed(e.mtime, 3).Key("verdict").Str(e.verdict).EndObject();
     }
-    o += list->empty() ? "]\n" : "\n]\n";
-    std::fputs(o.c_str(), stdout);
+    std::fputs(w.EndArray().Line().c_str(), stdout);
     return kExitOk;
   }
   if (list->empty()) {

@@ -226,8 +226,9 @@ int RunInspect(int argc, char** argv) {
     if (!st.ok()) return ReportError(st);
     tokenize::ReplaceInvalidUtf8(bytes, &text);
     if (json) {
-      std::printf("{\"rank\":%d,\"block\":%lld,\"text\":%s}\n", rank, static_cast<long long>(block),
-                  JsonString(text).c_str());
+      JsonWriter w;
+      w.BeginObject().Key("rank").Int(rank).Key("block").Int(block).Key("text").Str(text);
+      std::fputs(w.EndObject().Line().c_str(), stdout);
     } else {
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fputc('\n', stdout);
@@ -236,23 +237,19 @@ int RunInspect(int argc, char** argv) {
   }
   pack::InspectReport report = pack::InspectWith(*m, dir, threads, true);
   if (json) {
-    std::string o = "{\"ok\":";
-    o += report.ok() ? "true" : "false";
-    o += fmt::format(
-        ",\"complete\":{},\"world\":{},\"seq_len\":{},\"global_min_blocks\":{},\"global_max_"
-        "blocks\":{},\"spread\":{},\"ranks\":[",
-        m->complete() ? "true" : "false", m->world, m->seq_len, m->min_blocks(), m->max_blocks(),
-        m->max_blocks() - m->min_blocks());
+    JsonWriter w;
+    w.BeginObject().Key("ok").Bool(report.ok()).Key("complete").Bool(m->complete());
+    w.Key("world").Int(m->world).Key("seq_len").Int(m->seq_len);
+    w.Key("global_min_blocks").Uint(m->min_blocks()).Key("global_max_blocks").Uint(m->max_blocks());
+    w.Key("spread").Uint(m->max_blocks() - m->min_blocks()).Key("ranks").BeginArray();
     for (size_t i = 0; i < report.ranks.size(); ++i) {
       const auto& r = report.ranks[i];
-      o += fmt::format("{}{{\"rank\":{},\"blocks\":{},\"ok\":{},\"problems\":[", i ? "," : "",
-                       r.rank, m->ranks[i].blocks, r.problems.empty() ? "true" : "false");
-      for (size_t k = 0; k < r.problems.size(); ++k)
-        o += (k ? "," : "") + JsonString(r.problems[k]);
-      o += "]}";
+      w.BeginObject().Key("rank").Int(r.rank).Key("blocks").Uint(m->ranks[i].blocks);
+      w.Key("ok").Bool(r.problems.empty()).Key("problems").BeginArray();
+      for (const auto& p : r.problems) w.Str(p);
+      w.EndArray().EndObject();
     }
-    o += "]}\n";
-    std::fputs(o.c_str(), stdout);
+    std::fputs(w.EndArray().EndObject().Line().c_str(), stdout);
   } else {
     std::printf("%6s %10s  %s\n", "rank", "blocks", "check");
     for (size_t i = 0; i < report.ranks.size(); ++i) {

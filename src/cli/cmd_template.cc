@@ -29,18 +29,17 @@ Result<tmpl::ChatTemplate> Load(const Source& s) {
   return tmpl::ChatTemplate::FromTokenizerConfig(s.config);
 }
 
-void AppendSpans(std::string* out, const std::string& text,
-                 const std::vector<std::pair<size_t, size_t>>& spans) {
-  // transformers reports character (code point) offsets.
-  out->append("[");
-  for (size_t i = 0; i < spans.size(); ++i) {
-    if (i) out->append(",");
-    size_t b = tmpl::CodePoints(std::string_view(text).substr(0, spans[i].first));
-    size_t e = b + tmpl::CodePoints(std::string_view(text).substr(
-                       spans[i].first, spans[i].second - spans[i].first));
-    out->append(fmt::format("[{},{}]", b, e));
+// The generation spans as [[begin, end], ...] in characters (code points), as transformers reports
+// them.
+void WriteSpans(JsonWriter& w, const std::string& text,
+                const std::vector<std::pair<size_t, size_t>>& spans) {
+  w.BeginArray();
+  for (const auto& [start, stop] : spans) {
+    size_t b = tmpl::CodePoints(std::string_view(text).substr(0, start));
+    size_t e = b + tmpl::CodePoints(std::string_view(text).substr(start, stop - start));
+    w.BeginArray().Uint(b).Uint(e).EndArray();
   }
-  out->append("]");
+  w.EndArray();
 }
 
 int Render(const Source& src, const std::string& input, bool add_generation_prompt,
@@ -86,15 +85,13 @@ int Render(const Source& src, const std::string& input, bool add_generation_prom
     }
     if (!st.ok()) {
       if (!keep_going) return ReportError(fail(st));
-      out.append("{\"error\":");
-      AppendJsonString(&out, st.message());
-      out.append("}\n");
+      JsonWriter w;
+      out += w.BeginObject().Key("error").Str(st.message()).EndObject().Line();
     } else {
-      out.append("{\"text\":");
-      AppendJsonString(&out, r->text);
-      out.append(",\"generation\":");
-      AppendSpans(&out, r->text, r->generation);
-      out.append("}\n");
+      JsonWriter w;
+      w.BeginObject().Key("text").Str(r->text).Key("generation");
+      WriteSpans(w, r->text, r->generation);
+      out += w.EndObject().Line();
     }
     if (out.size() > (1 << 20)) {
       std::fwrite(out.data(), 1, out.size(), stdout);

@@ -77,25 +77,35 @@ void AppendIntArray(std::string* out, const int32_t* v, size_t n) {
   out->resize(static_cast<size_t>(p - out->data()));
 }
 
+void JsonWriter::NewLine(size_t depth) {
+  out_.push_back('\n');
+  out_.append(2 * depth, ' ');
+}
+
 void JsonWriter::Separate() {
   if (after_key_) {
     after_key_ = false;
     return;
   }
-  if (has_items_.empty()) return;
-  if (has_items_.back()) out_.append(spaced_ ? ", " : ",");
-  has_items_.back() = true;
+  if (levels_.empty()) return;
+  Level& level = levels_.back();
+  if (level.has_items) out_.append(level.lines ? "," : spaced_ ? ", " : ",");
+  if (level.lines) NewLine(levels_.size());
+  level.has_items = true;
 }
 
-JsonWriter& JsonWriter::Open(char c) {
+JsonWriter& JsonWriter::Open(char c, Layout layout) {
   Separate();
   out_.push_back(c);
-  has_items_.push_back(false);
+  levels_.push_back({false, layout == kLines});
   return *this;
 }
 
 JsonWriter& JsonWriter::Close(char c) {
-  if (!has_items_.empty()) has_items_.pop_back();
+  if (!levels_.empty()) {
+    if (levels_.back().lines && levels_.back().has_items) NewLine(levels_.size() - 1);
+    levels_.pop_back();
+  }
   after_key_ = false;
   out_.push_back(c);
   return *this;
@@ -146,6 +156,12 @@ JsonWriter& JsonWriter::Fixed(double v, int decimals) {
   // fmt::format, not format_to: clang-14's mangling of format_to's buffer context is not the
   // one Debian's libfmt.so.9 (built by gcc) exports, so build-san would not link.
   out_ += fmt::format("{:.{}f}", v, decimals);
+  return *this;
+}
+
+JsonWriter& JsonWriter::Double(double v) {
+  Separate();
+  out_ += fmt::format("{}", v);  // fmt::format, not format_to: see Fixed
   return *this;
 }
 

@@ -28,18 +28,33 @@ void AppendIntArray(std::string* out, const int32_t* v, size_t n);
 //   w.BeginObject().Key("rank").Int(3).Key("time").Fixed(t, 3).EndObject();
 //   WriteRecord(path, w.Line());  // "{"rank": 3, "time": 12.500}\n"
 //
-// Numbers: Int/Uint as decimals; Fixed(v, n) as fmt's "{:.nf}". Raw(json) puts
-// in a value written elsewhere (another record's writer), trailing newlines
-// dropped. Nesting is the caller's to balance: a writer used out of order
-// writes what it is told (tests pin the bytes of every record).
+// Numbers: Int/Uint as decimals; Fixed(v, n) as fmt's "{:.nf}"; Double(v) as
+// fmt's "{}" (the shortest form that reads back as v: 0.1, 1e+21, 80000000000;
+// NaN and infinities as fmt spells them, not JSON). Raw(json) puts in a value
+// written elsewhere (another record's writer, a number in a format of its own),
+// trailing newlines dropped. Nesting is the caller's to balance: a writer used
+// out of order writes what it is told (tests pin the bytes of every record).
+//
+// Layout kLines opens a container whose members each start a line, indented two
+// spaces a level, with the closer on a line of its own at the container's level
+// (an empty one stays {} or []): the documents people read, the pack and
+// checkpoint manifests and the gate log:
+//
+//   {
+//     "seq_len": 2048,
+//     "ranks": [
+//       {"rank": 0, "blocks": 3}
+//     ]
+//   }
 class JsonWriter {
  public:
   enum Style { kCompact, kSpaced };
+  enum Layout { kInline, kLines };
   explicit JsonWriter(Style style = kCompact) : spaced_(style == kSpaced) {}
 
-  JsonWriter& BeginObject() { return Open('{'); }
+  JsonWriter& BeginObject(Layout layout = kInline) { return Open('{', layout); }
   JsonWriter& EndObject() { return Close('}'); }
-  JsonWriter& BeginArray() { return Open('['); }
+  JsonWriter& BeginArray(Layout layout = kInline) { return Open('[', layout); }
   JsonWriter& EndArray() { return Close(']'); }
   // A member's key; the next call writes its value.
   JsonWriter& Key(std::string_view key);
@@ -50,6 +65,7 @@ class JsonWriter {
   JsonWriter& Bool(bool v);
   JsonWriter& Null();
   JsonWriter& Fixed(double v, int decimals);
+  JsonWriter& Double(double v);
   JsonWriter& Raw(std::string_view json);
 
   const std::string& str() const { return out_; }
@@ -57,11 +73,18 @@ class JsonWriter {
   std::string Line() const { return out_ + "\n"; }
 
  private:
-  JsonWriter& Open(char c);
+  struct Level {  // one per open object or array
+    bool has_items = false;
+    bool lines = false;  // Layout kLines
+  };
+  JsonWriter& Open(char c, Layout layout);
   JsonWriter& Close(char c);
-  void Separate();  // before a value or a key: the comma, unless first or after a key
+  // Before a value or a key: the comma, unless first or after a key; in a kLines
+  // container, the line break and indent.
+  void Separate();
+  void NewLine(size_t depth);
   std::string out_;
-  std::vector<bool> has_items_;  // one per open object or array
+  std::vector<Level> levels_;
   bool spaced_ = false;
   bool after_key_ = false;
 };

@@ -1,6 +1,10 @@
 #include "core/json_out.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
 
 namespace ek {
 namespace {
@@ -46,6 +50,43 @@ TEST(JsonWriterTest, RawPutsInAValueWrittenElsewhereWithoutItsNewline) {
   JsonWriter w(JsonWriter::kSpaced);
   w.BeginArray().Raw("{\"x\": 1}\n").Raw("[]").Int(-3).EndArray();
   EXPECT_EQ(w.str(), "[{\"x\": 1}, [], -3]");
+}
+
+TEST(JsonWriterTest, DoubleIsFmtsShortestForm) {
+  JsonWriter w;
+  w.BeginArray().Double(0.1).Double(1e21).Double(8e10).Double(3).Double(-0.0).Double(1.5e-7);
+  w.Double(0.1 + 0.2).Double(54.054054054054056).EndArray();
+  EXPECT_EQ(w.str(), "[0.1,1e+21,80000000000,3,-0,1.5e-07,0.30000000000000004,54.054054054054056]");
+  for (double v : {0.1 + 0.2, 1e300, 5e-324, 123456.789, 2.5}) {
+    JsonWriter one;
+    one.Double(v);
+    EXPECT_EQ(one.str(), fmt::format("{}", v));
+    EXPECT_EQ(std::strtod(one.str().c_str(), nullptr), v);  // reads back as the same double
+  }
+}
+
+TEST(JsonWriterTest, LinesPutEachMemberOnALineIndentedByLevel) {
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject(JsonWriter::kLines).Key("a").Int(1).Key("b").BeginObject().Key("x").Int(2);
+  w.Key("y").BeginArray().Int(3).Int(4).EndArray().EndObject();
+  w.Key("rows").BeginArray(JsonWriter::kLines);
+  w.BeginObject().Key("r").Int(0).EndObject().BeginObject().Key("r").Int(1).EndObject();
+  w.EndArray().Key("none").BeginArray(JsonWriter::kLines).EndArray();
+  w.Key("empty").BeginObject(JsonWriter::kLines).EndObject().EndObject();
+  EXPECT_EQ(w.Line(),
+            "{\n"
+            "  \"a\": 1,\n"
+            "  \"b\": {\"x\": 2, \"y\": [3, 4]},\n"
+            "  \"rows\": [\n"
+            "    {\"r\": 0},\n"
+            "    {\"r\": 1}\n"
+            "  ],\n"
+            "  \"none\": [],\n"
+            "  \"empty\": {}\n"
+            "}\n");
+  JsonWriter compact;
+  compact.BeginArray(JsonWriter::kLines).Int(1).BeginArray().Int(2).Int(3).EndArray().EndArray();
+  EXPECT_EQ(compact.str(), "[\n  1,\n  [2,3]\n]");
 }
 
 }  // namespace

@@ -275,47 +275,49 @@ Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts, const 
   return out;
 }
 
-std::string GateReportToJson(const GateReport& r) {
-  std::string o = "{\n";
-  o += fmt::format(
-      "  \"run\": {},\n  \"run_file\": {{\"path\": {}, \"xxh3\": \"{:016x}\"}},\n  \"overall\": "
-      "\"{}\",\n"
-      "  \"host\": {},\n  \"node_rank\": {},\n",
-      JsonString(r.run_name), JsonString(r.run_file), r.run_xxh3, VerdictName(r.overall()),
-      JsonString(r.host), r.node_rank);
+void WriteGateReportMembers(JsonWriter& w, const GateReport& r) {
+  w.Key("run").Str(r.run_name);
+  w.Key("run_file").BeginObject().Key("path").Str(r.run_file);
+  w.Key("xxh3").Str(fmt::format("{:016x}", r.run_xxh3)).EndObject();
+  w.Key("overall").Str(VerdictName(r.overall()));
+  w.Key("host").Str(r.host);
+  w.Key("node_rank").Int(r.node_rank);
   // The run's layout, which a merge needs to know every node sent a part (absent when not known).
-  if (r.nodes > 0)
-    o += fmt::format("  \"nodes\": {},\n  \"gpus_per_node\": {},\n", r.nodes, r.gpus_per_node);
-  o += "  \"hosts\": [";
-  for (size_t i = 0; i < r.hosts.size(); ++i) o += (i ? ", " : "") + JsonString(r.hosts[i]);
-  o += "],\n  \"ranks_checked\": [";
-  for (size_t i = 0; i < r.ranks_checked.size(); ++i)
-    o += fmt::format("{}{}", i ? ", " : "", r.ranks_checked[i]);
-  o += "],\n  \"rank_blocks\": {";
-  bool first = true;
-  for (auto [k, v] : r.rank_blocks) {
-    o += fmt::format("{}\"{}\": {}", first ? "" : ", ", k, v);
-    first = false;
+  if (r.nodes > 0) {
+    w.Key("nodes").Int(r.nodes);
+    w.Key("gpus_per_node").Int(r.gpus_per_node);
   }
-  o += "},\n  \"checks\": [\n";
-  for (size_t i = 0; i < r.checks.size(); ++i) {
-    const Check& c = r.checks[i];
-    o += fmt::format("    {{\"name\": {}, \"verdict\": \"{}\", \"reason\": {}, \"numbers\": {{",
-                     JsonString(c.name), VerdictName(c.verdict), JsonString(c.reason));
-    bool f = true;
-    for (const auto& [k, v] : c.numbers) {
-      o += fmt::format("{}{}: {}", f ? "" : ", ", JsonString(k), v);
-      f = false;
-    }
-    o += "}, \"problems\": [";
-    for (size_t k = 0; k < c.problems.size(); ++k) o += (k ? ", " : "") + JsonString(c.problems[k]);
-    o += i + 1 < r.checks.size() ? "]},\n" : "]}\n";
+  w.Key("hosts").BeginArray();
+  for (const auto& h : r.hosts) w.Str(h);
+  w.EndArray();
+  w.Key("ranks_checked").BeginArray();
+  for (int rank : r.ranks_checked) w.Int(rank);
+  w.EndArray();
+  w.Key("rank_blocks").BeginObject();
+  for (auto [rank, blocks] : r.rank_blocks) w.Key(std::to_string(rank)).Uint(blocks);
+  w.EndObject();
+  w.Key("checks").BeginArray(JsonWriter::kLines);
+  for (const Check& c : r.checks) {
+    w.BeginObject().Key("name").Str(c.name).Key("verdict").Str(VerdictName(c.verdict));
+    w.Key("reason").Str(c.reason).Key("numbers").BeginObject();
+    for (const auto& [k, v] : c.numbers) w.Key(k).Double(v);
+    w.EndObject().Key("problems").BeginArray();
+    for (const auto& p : c.problems) w.Str(p);
+    w.EndArray().EndObject();
   }
-  o += fmt::format(
-      "  ],\n  \"global_min_blocks\": {},\n  \"versions\": {{\"evenkeel\": {}}},\n  \"time\": "
-      "{},\n  \"seconds\": {:.3f}\n}}\n",
-      r.global_min_blocks, JsonString(r.evenkeel_version), JsonString(r.time), r.seconds);
-  return o;
+  w.EndArray();
+  w.Key("global_min_blocks").Uint(r.global_min_blocks);
+  w.Key("versions").BeginObject().Key("evenkeel").Str(r.evenkeel_version).EndObject();
+  w.Key("time").Str(r.time);
+  w.Key("seconds").Fixed(r.seconds, 3);
+}
+
+std::string GateReportToJson(const GateReport& r) {
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject(JsonWriter::kLines);
+  WriteGateReportMembers(w, r);
+  w.EndObject();
+  return w.Line();
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/env.h"
+#include "core/json_out.h"
 #include "core/status.h"
 #include "run/plan.h"
 #include "run/run_file.h"
@@ -104,7 +105,11 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
 Result<GateReport> MergeGateReports(const std::vector<GateReport>& parts,
                                     const RunFile* run = nullptr);
 
+// The pass log (docs/gate_format.md), one member a line. WriteGateReportMembers writes its
+// members into an object the caller opened (kSpaced, kLines) and closes, after members of its
+// own: the launcher's nonce and start time on the parts it exchanges.
 std::string GateReportToJson(const GateReport& r);
+void WriteGateReportMembers(JsonWriter& w, const GateReport& r);
 Result<GateReport> GateReportFromJson(std::string_view json, const std::string& name);
 // One line per check, then each of its problems on a line of its own when it
 // has more than one, at most `max_problems` per check ("... and N more").

@@ -66,14 +66,14 @@ int64_t PositionOf(const Heartbeat& hb) {
 }
 
 std::string HeartbeatToJson(const Heartbeat& hb) {
-  std::string out = fmt::format(
-      "{{\"v\":1,\"rank\":{},\"local_rank\":{},\"pid\":{},\"host\":{},\"step\":{},\"tokens\":{},"
-      "\"time\":{:.3f},\"step_time\":{:.3f},\"step_s\":{},\"tok_s\":{},\"phase\":{},"
-      "\"phase_step\":{},\"phase_time\":{:.3f},\"total_steps\":{}}}",
-      hb.rank, hb.local_rank, hb.pid, JsonString(hb.host), hb.step, hb.tokens, hb.time,
-      hb.step_time, hb.step_s, hb.tok_s, JsonString(hb.phase), hb.phase_step, hb.phase_time,
-      hb.total_steps);
-  return out;
+  JsonWriter w;
+  w.BeginObject().Key("v").Int(1).Key("rank").Int(hb.rank).Key("local_rank").Int(hb.local_rank);
+  w.Key("pid").Int(hb.pid).Key("host").Str(hb.host).Key("step").Int(hb.step);
+  w.Key("tokens").Int(hb.tokens).Key("time").Fixed(hb.time, 3);
+  w.Key("step_time").Fixed(hb.step_time, 3).Key("step_s").Double(hb.step_s);
+  w.Key("tok_s").Double(hb.tok_s).Key("phase").Str(hb.phase).Key("phase_step").Int(hb.phase_step);
+  w.Key("phase_time").Fixed(hb.phase_time, 3).Key("total_steps").Int(hb.total_steps);
+  return w.EndObject().str();
 }
 
 std::vector<Heartbeat> ReadHeartbeatDir(const std::string& dir, std::vector<std::string>* problems,

@@ -93,10 +93,12 @@ Result<bool> Launcher::Gate(int* first_attempt, int* exit_code) {
     return true;
   }
   // Several nodes: parts and the verdict travel through the session directory.
-  std::string part_json = gate::GateReportToJson(*part);
-  // Tag the part with this launcher's nonce and start time.
-  part_json.insert(1, fmt::format("\n  \"launch_nonce\": {}, \"launch_started\": {:.3f},",
-                                  JsonString(nonce_), started_));
+  // The part, tagged first with this launcher's nonce and start time.
+  JsonWriter part_writer(JsonWriter::kSpaced);
+  part_writer.BeginObject(JsonWriter::kLines).Key("launch_nonce").Str(nonce_);
+  part_writer.Key("launch_started").Fixed(started_, 3);
+  gate::WriteGateReportMembers(part_writer, *part);
+  const std::string part_json = part_writer.EndObject().Line();
   const std::string my_part = fmt::format("{}/node-{}.json", gate_dir, cluster_.node_rank);
   if (cluster_.node_rank == 0) {
     // A new session: no verdict, no part from before this launch.

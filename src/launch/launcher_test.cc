@@ -17,6 +17,7 @@
 #include "core/fake_clock.h"
 #include "core/fault_env.h"
 #include "core/file.h"
+#include "gate/gate.h"
 #include "launch/records.h"
 #include "launch/session_lock.h"
 
@@ -469,6 +470,43 @@ TEST_F(LauncherTest, NodeZeroClearsStaleGateRecordsButNotAPartBeingWritten) {
   EXPECT_FALSE(FileExists(gate + "/node-1.json")) << "the stale part is removed";
   EXPECT_TRUE(FileExists(gate + "/.node-1.json.tmp.99.1")) << "a part being written is left alone";
   EXPECT_EQ(TorchrunArgs(), "") << "nothing may start";
+}
+
+// The part node 0 exchanges is the gate's pass log with the launcher's nonce and start time
+// first, written by the one JSON writer: the gate's reader and GatePartNonce both read it.
+TEST_F(LauncherTest, TheGatePartLeadsWithTheNonceAndReadsBackAsAGateReport) {
+  std::string toml =
+      "[run]\nname = \"t\"\n[cluster]\nnodes = 2\ngpus_per_node = 1\n"
+      "[checkpoint]\ndir = \"" +
+      dir_ +
+      "/ckpt\"\n"
+      "[launch]\ngate_timeout_s = 1\nstop_grace_s = 1\n"
+      "[retry]\nmax_restarts = 0\nbackoff_s = 0\n";
+  ASSERT_TRUE(WriteFileAtomic(o_.run_path, toml).ok());
+  o_.node_rank = 0;
+  o_.accept_gate_fail = false;
+  machine_.SetVar("EVENKEEL_RDZV_ENDPOINT", "127.0.0.1:29999");
+  FakeClock clock;
+  machine_.SetClock(&clock);
+  auto r = Launch(o_, say_);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, kExitGateRefused);  // node 1 never reports
+  const std::string path = Session() + "/gate/node-0.json";
+  auto text = ReadFile(path);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_TRUE(text->starts_with("{\n  \"launch_nonce\": \"")) << *text;
+  EXPECT_NE(text->find(",\n  \"launch_started\": "), std::string::npos) << *text;
+  EXPECT_NE(text->find(",\n  \"run\": \"t\",\n"), std::string::npos) << *text;
+  EXPECT_TRUE(text->ends_with("\n}\n")) << *text;
+  auto nonce = GatePartNonce(*text, path);
+  ASSERT_TRUE(nonce.ok()) << nonce.status().message();
+  EXPECT_FALSE(nonce->empty());
+  auto part = gate::GateReportFromJson(*text, path);
+  ASSERT_TRUE(part.ok()) << part.status().message();
+  EXPECT_EQ(part->run_name, "t");
+  EXPECT_EQ(part->node_rank, 0);
+  EXPECT_EQ(part->nodes, 2);
+  EXPECT_EQ(gate::GateReportToJson(*part).find("launch_nonce"), std::string::npos);
 }
 
 }  // namespace

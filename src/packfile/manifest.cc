@@ -61,111 +61,61 @@ std::string Hex(uint64_t v) { return fmt::format("{:016x}", v); }
 }  // namespace
 
 std::string ManifestToJson(const Manifest& m) {
-  std::string o;
-  auto kv = [&](std::string_view k) {
-    o += "  ";
-    AppendJsonString(&o, k);
-    o += ": ";
-  };
-  o += "{\n";
-  kv("format_version");
-  o += fmt::format("{},\n", m.format_version);
-  kv("evenkeel_version");
-  AppendJsonString(&o, m.evenkeel_version);
-  o += ",\n";
-  kv("created");
-  AppendJsonString(&o, m.created);
-  o += ",\n";
-  kv("tokenizer");
-  o += "{\"path\": ";
-  AppendJsonString(&o, m.tokenizer_path);
-  o += fmt::format(", \"xxh3\": \"{}\", \"vocab_xxh3\": \"{}\", \"vocab_size\": {}}},\n",
-                   Hex(m.tokenizer_xxh3), Hex(m.tokenizer_vocab_xxh3), m.vocab_size);
-  kv("seq_len");
-  o += fmt::format("{},\n", m.seq_len);
-  kv("world");
-  o += fmt::format("{},\n", m.world);
-  kv("shard");
-  AppendJsonString(&o, ShardModeName(m.shard));
-  o += ",\n";
-  kv("eos");
-  o += fmt::format("{{\"id\": {}, \"token\": ", m.eos_id);
-  AppendJsonString(&o, m.eos_token);
-  o += "},\n";
-  kv("chat_template");
-  AppendJsonString(&o, m.chat_template);
-  o += ",\n";
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject(JsonWriter::kLines);
+  w.Key("format_version").Int(m.format_version);
+  w.Key("evenkeel_version").Str(m.evenkeel_version);
+  w.Key("created").Str(m.created);
+  w.Key("tokenizer").BeginObject().Key("path").Str(m.tokenizer_path);
+  w.Key("xxh3").Str(Hex(m.tokenizer_xxh3)).Key("vocab_xxh3").Str(Hex(m.tokenizer_vocab_xxh3));
+  w.Key("vocab_size").Int(m.vocab_size).EndObject();
+  w.Key("seq_len").Int(m.seq_len);
+  w.Key("world").Int(m.world);
+  w.Key("shard").Str(ShardModeName(m.shard));
+  w.Key("eos").BeginObject().Key("id").Int(m.eos_id).Key("token").Str(m.eos_token).EndObject();
+  w.Key("chat_template").Str(m.chat_template);
   if (m.chat_template == "jinja") {
-    kv("chat_template_source");
-    o += "{\"path\": ";
-    AppendJsonString(&o, m.chat_template_path);
-    o += fmt::format(", \"xxh3\": \"{}\"}},\n", Hex(m.chat_template_xxh3));
+    w.Key("chat_template_source").BeginObject().Key("path").Str(m.chat_template_path);
+    w.Key("xxh3").Str(Hex(m.chat_template_xxh3)).EndObject();
   }
-  kv("loss_mask");
-  AppendJsonString(&o, m.loss_mask);
-  o += ",\n";
-  kv("text_field");
-  AppendJsonString(&o, m.text_field);
-  o += ",\n";
-  kv("inputs");
-  o += "[";
-  for (size_t i = 0; i < m.inputs.size(); ++i) {
-    const auto& in = m.inputs[i];
-    o += i ? ",\n    " : "\n    ";
-    o += "{\"path\": ";
-    AppendJsonString(&o, in.path);
-    o += fmt::format(", \"size\": {}, \"xxh3\": \"{}\", \"records\": {}, \"skipped_bad\": {}}}",
-                     in.size, Hex(in.xxh3), in.records, in.skipped_bad);
+  w.Key("loss_mask").Str(m.loss_mask);
+  w.Key("text_field").Str(m.text_field);
+  w.Key("inputs").BeginArray(JsonWriter::kLines);
+  for (const auto& in : m.inputs) {
+    w.BeginObject().Key("path").Str(in.path).Key("size").Uint(in.size);
+    w.Key("xxh3").Str(Hex(in.xxh3)).Key("records").Uint(in.records);
+    w.Key("skipped_bad").Uint(in.skipped_bad).EndObject();
   }
-  o += m.inputs.empty() ? "],\n" : "\n  ],\n";
-  kv("ranks");
-  o += "[";
-  for (size_t i = 0; i < m.ranks.size(); ++i) {
-    const auto& r = m.ranks[i];
-    o += i ? ",\n    " : "\n    ";
-    o += fmt::format("{{\"rank\": {}, \"file\": ", r.rank);
-    AppendJsonString(&o, r.file);
-    o += fmt::format(
-        ", \"records\": {}, \"tokens\": {}, \"blocks\": {}, \"bytes\": {}, \"dropped_tokens\": {}, "
-        "\"xxh3\": \"{}\"}}",
-        r.records, r.tokens, r.blocks, r.bytes, r.dropped_tokens, Hex(r.xxh3));
+  w.EndArray();
+  w.Key("ranks").BeginArray(JsonWriter::kLines);
+  for (const auto& r : m.ranks) {
+    w.BeginObject().Key("rank").Int(r.rank).Key("file").Str(r.file);
+    w.Key("records").Uint(r.records).Key("tokens").Uint(r.tokens).Key("blocks").Uint(r.blocks);
+    w.Key("bytes").Uint(r.bytes).Key("dropped_tokens").Uint(r.dropped_tokens);
+    w.Key("xxh3").Str(Hex(r.xxh3));
     if (!r.mask_file.empty()) {
-      o.pop_back();
-      o += ", \"mask_file\": ";
-      AppendJsonString(&o, r.mask_file);
-      o += fmt::format(", \"mask_xxh3\": \"{}\", \"loss_tokens\": {}}}", Hex(r.mask_xxh3),
-                       r.loss_tokens);
+      w.Key("mask_file").Str(r.mask_file).Key("mask_xxh3").Str(Hex(r.mask_xxh3));
+      w.Key("loss_tokens").Uint(r.loss_tokens);
     }
+    w.EndObject();
   }
-  o += m.ranks.empty() ? "],\n" : "\n  ],\n";
-  kv("complete");
-  o += m.complete() ? "true,\n" : "false,\n";
-  kv("totals");
-  o += fmt::format(
-      "{{\"records\": {}, \"chat_records\": {}, \"tokens\": {}, \"blocks\": {}, "
-      "\"dropped_tokens\": {}, \"skipped_bad\": {}}},\n",
-      m.total_records, m.chat_records, m.total_tokens, m.total_blocks(), m.total_dropped_tokens,
-      m.skipped_bad);
-  kv("bad_examples");
-  o += "[";
-  for (size_t i = 0; i < m.bad_examples.size(); ++i) {
-    const auto& b = m.bad_examples[i];
-    o += i ? ", " : "";
-    o += "{\"path\": ";
-    AppendJsonString(&o, b.path);
-    o += fmt::format(", \"line\": {}, \"error\": ", b.line);
-    AppendJsonString(&o, b.error);
-    o += "}";
+  w.EndArray();
+  w.Key("complete").Bool(m.complete());
+  w.Key("totals").BeginObject().Key("records").Uint(m.total_records);
+  w.Key("chat_records").Uint(m.chat_records).Key("tokens").Uint(m.total_tokens);
+  w.Key("blocks").Uint(m.total_blocks()).Key("dropped_tokens").Uint(m.total_dropped_tokens);
+  w.Key("skipped_bad").Uint(m.skipped_bad).EndObject();
+  w.Key("bad_examples").BeginArray();
+  for (const auto& b : m.bad_examples) {
+    w.BeginObject().Key("path").Str(b.path).Key("line").Uint(b.line);
+    w.Key("error").Str(b.error).EndObject();
   }
-  o += "],\n";
-  kv("global_min_blocks");
-  o += fmt::format("{},\n", m.min_blocks());
-  kv("global_max_blocks");
-  o += fmt::format("{},\n", m.max_blocks());
-  kv("spread");
-  o += fmt::format("{}\n", m.max_blocks() - m.min_blocks());
-  o += "}\n";
-  return o;
+  w.EndArray();
+  w.Key("global_min_blocks").Uint(m.min_blocks());
+  w.Key("global_max_blocks").Uint(m.max_blocks());
+  w.Key("spread").Uint(m.max_blocks() - m.min_blocks());
+  w.EndObject();
+  return w.Line();
 }
 
 namespace {

@@ -384,33 +384,47 @@ Result<Schedule> ScheduleForRun(const RunFile& run) {
   return MakeSchedule(run, m);
 }
 
+namespace {
+
+void WriteSchedule(JsonWriter& w, const Schedule& s) {
+  auto list = [&w](const std::vector<uint64_t>& v) {
+    w.BeginArray();
+    for (uint64_t x : v) w.Uint(x);
+    w.EndArray();
+  };
+  w.BeginObject().Key("world").Int(s.world).Key("epochs").Int(s.epochs);
+  w.Key("max_steps").Int(s.max_steps).Key("evenfix").Str(EvenfixModeName(s.evenfix));
+  w.Key("blocks_per_step").Uint(s.blocks_per_step).Key("seq_len").Uint(s.seq_len);
+  w.Key("global_min_blocks").Uint(s.global_min_blocks);
+  w.Key("global_max_blocks").Uint(s.global_max_blocks);
+  w.Key("target_blocks").Uint(s.target_blocks).Key("steps_per_epoch").Uint(s.steps_per_epoch);
+  w.Key("total_steps").Uint(s.total_steps);
+  w.Key("epoch_steps");
+  list(s.epoch_steps);
+  w.Key("save_steps");
+  list(s.save_steps);
+  w.Key("warmup_steps").Uint(s.warmup_steps).Key("decay_end_step").Uint(s.decay_end_step);
+  w.Key("tokens_per_step").Uint(s.tokens_per_step).Key("dropped_blocks").Uint(s.dropped_blocks);
+  w.Key("dropped_tokens").Uint(s.dropped_tokens).Key("padded_blocks").Uint(s.padded_blocks);
+  // Nine significant digits, the form the trainer and the tests have always read.
+  w.Key("dropped_fraction").Raw(fmt::format("{:.9g}", s.dropped_fraction));
+  w.Key("rank_blocks");
+  list(s.rank_blocks);
+  w.Key("rank_steps_per_epoch");
+  list(s.rank_steps_per_epoch);
+  w.Key("rank_total_steps");
+  list(s.rank_total_steps);
+  w.Key("rank_save_steps").BeginArray();
+  for (const auto& v : s.rank_save_steps) list(v);
+  w.EndArray().EndObject();
+}
+
+}  // namespace
+
 std::string ScheduleToJson(const Schedule& s) {
-  auto list = [](const std::vector<uint64_t>& v) {
-    std::string o = "[";
-    for (size_t i = 0; i < v.size(); ++i) o += (i ? "," : "") + std::to_string(v[i]);
-    return o + "]";
-  };
-  auto lists = [&list](const std::vector<std::vector<uint64_t>>& v) {
-    std::string o = "[";
-    for (size_t i = 0; i < v.size(); ++i) o += (i ? "," : "") + list(v[i]);
-    return o + "]";
-  };
-  return fmt::format(
-      "{{\"world\":{},\"epochs\":{},\"max_steps\":{},\"evenfix\":{},\"blocks_per_step\":{},\"seq_"
-      "len\":{},"
-      "\"global_min_blocks\":{},\"global_max_blocks\":{},\"target_blocks\":{},\"steps_per_epoch\":{"
-      "},"
-      "\"total_steps\":{},\"epoch_steps\":{},\"save_steps\":{},\"warmup_steps\":{},\"decay_end_"
-      "step\":{},"
-      "\"tokens_per_step\":{},\"dropped_blocks\":{},\"dropped_tokens\":{},\"padded_blocks\":{},"
-      "\"dropped_fraction\":{:.9g},\"rank_blocks\":{},\"rank_steps_per_epoch\":{},\"rank_total_"
-      "steps\":{},\"rank_save_steps\":{}}}",
-      s.world, s.epochs, s.max_steps, JsonString(EvenfixModeName(s.evenfix)), s.blocks_per_step,
-      s.seq_len, s.global_min_blocks, s.global_max_blocks, s.target_blocks, s.steps_per_epoch,
-      s.total_steps, list(s.epoch_steps), list(s.save_steps), s.warmup_steps, s.decay_end_step,
-      s.tokens_per_step, s.dropped_blocks, s.dropped_tokens, s.padded_blocks, s.dropped_fraction,
-      list(s.rank_blocks), list(s.rank_steps_per_epoch), list(s.rank_total_steps),
-      lists(s.rank_save_steps));
+  JsonWriter w;
+  WriteSchedule(w, s);
+  return w.str();
 }
 
 Result<Plan> MakePlan(const RunFile& run, const ModelShape& model, const pack::Manifest* manifest,
@@ -598,49 +612,45 @@ std::string PlanToText(const RunFile& run, const Plan& p) {
 }
 
 std::string PlanToJson(const RunFile& run, const Plan& p) {
-  std::string o = "{";
-  o += fmt::format("\"run\":{},\"world\":{},\"params\":{:.0f},\"tokens_per_step\":{},",
-                   JsonString(run.name), p.world, p.params, p.tokens_per_step);
-  o += fmt::format("\"state_bytes\":{:.0f},\"state_bytes_per_gpu\":{:.0f},", p.state_bytes,
-                   p.state_bytes_per_gpu);
+  JsonWriter w;
+  w.BeginObject().Key("run").Str(run.name).Key("world").Int(p.world);
+  w.Key("params").Fixed(p.params, 0).Key("tokens_per_step").Uint(p.tokens_per_step);
+  w.Key("state_bytes").Fixed(p.state_bytes, 0);
+  w.Key("state_bytes_per_gpu").Fixed(p.state_bytes_per_gpu, 0);
   if (p.has_activations) {
-    o += fmt::format(
-        "\"activation_bytes\":{:.0f},\"activation_bytes_ckpt\":{:.0f},\"transient_bytes\":{:.0f},",
-        p.activation_bytes, p.activation_bytes_ckpt, p.transient_bytes);
+    w.Key("activation_bytes").Fixed(p.activation_bytes, 0);
+    w.Key("activation_bytes_ckpt").Fixed(p.activation_bytes_ckpt, 0);
+    w.Key("transient_bytes").Fixed(p.transient_bytes, 0);
   }
-  o += fmt::format(
-      "\"gradient_checkpointing\":{},\"per_gpu_bytes\":{:.0f},\"gpu_memory_bytes\":{:.0f},",
-      run.gradient_checkpointing ? "true" : "false", p.per_gpu_bytes, p.gpu_memory_bytes);
-  o += fmt::format(
-      "\"checkpoint_bytes\":{:.0f},\"checkpoint_weight_bytes\":{:.0f},\"checkpoint_extra_bytes\":{:"
-      ".0f},"
-      "\"checkpoint_state_bytes\":{:.0f},\"checkpoint_shards\":{},\"checkpoint_copies_measured\":{}"
-      ","
-      "\"checkpoint_files\":[",
-      p.checkpoint_bytes, p.checkpoint_weight_bytes, p.checkpoint_extra_bytes,
-      p.checkpoint_state_bytes, p.checkpoint_shards,
-      p.checkpoint_copies_measured ? "true" : "false");
-  for (size_t i = 0; i < p.checkpoint_files.size(); ++i) {
-    o += fmt::format("{}{{\"name\":{},\"bytes\":{}}}", i ? "," : "",
-                     JsonString(p.checkpoint_files[i].name), p.checkpoint_files[i].bytes);
-  }
-  o += fmt::format("],\"checkpoint_write_s\":{:.1f},", p.checkpoint_write_s);
+  w.Key("gradient_checkpointing").Bool(run.gradient_checkpointing);
+  w.Key("per_gpu_bytes").Fixed(p.per_gpu_bytes, 0);
+  w.Key("gpu_memory_bytes").Fixed(p.gpu_memory_bytes, 0);
+  w.Key("checkpoint_bytes").Fixed(p.checkpoint_bytes, 0);
+  w.Key("checkpoint_weight_bytes").Fixed(p.checkpoint_weight_bytes, 0);
+  w.Key("checkpoint_extra_bytes").Fixed(p.checkpoint_extra_bytes, 0);
+  w.Key("checkpoint_state_bytes").Fixed(p.checkpoint_state_bytes, 0);
+  w.Key("checkpoint_shards").Int(p.checkpoint_shards);
+  w.Key("checkpoint_copies_measured").Bool(p.checkpoint_copies_measured);
+  w.Key("checkpoint_files").BeginArray();
+  for (const auto& f : p.checkpoint_files)
+    w.BeginObject().Key("name").Str(f.name).Key("bytes").Uint(f.bytes).EndObject();
+  w.EndArray().Key("checkpoint_write_s").Fixed(p.checkpoint_write_s, 1);
   if (p.has_pack) {
-    o += fmt::format(
-        "\"global_min_blocks\":{},\"global_max_blocks\":{},\"spread\":{},\"evenfix\":{},"
-        "\"evenfix_target_blocks\":{},\"steps_per_epoch\":{},\"total_steps\":{},"
-        "\"evenfix_dropped_blocks\":{},\"evenfix_dropped_tokens\":{},\"evenfix_padded_blocks\":{},"
-        "\"save_count\":{},",
-        p.global_min_blocks, p.global_max_blocks, p.global_max_blocks - p.global_min_blocks,
-        JsonString(EvenfixModeName(run.evenfix)), p.evenfix_target_blocks, p.steps_per_epoch,
-        p.total_steps, p.evenfix_dropped_blocks, p.evenfix_dropped_tokens, p.evenfix_padded_blocks,
-        p.save_count);
-    o += "\"schedule\":" + ScheduleToJson(p.schedule) + ",";
+    w.Key("global_min_blocks").Uint(p.global_min_blocks);
+    w.Key("global_max_blocks").Uint(p.global_max_blocks);
+    w.Key("spread").Uint(p.global_max_blocks - p.global_min_blocks);
+    w.Key("evenfix").Str(EvenfixModeName(run.evenfix));
+    w.Key("evenfix_target_blocks").Uint(p.evenfix_target_blocks);
+    w.Key("steps_per_epoch").Uint(p.steps_per_epoch).Key("total_steps").Uint(p.total_steps);
+    w.Key("evenfix_dropped_blocks").Uint(p.evenfix_dropped_blocks);
+    w.Key("evenfix_dropped_tokens").Uint(p.evenfix_dropped_tokens);
+    w.Key("evenfix_padded_blocks").Uint(p.evenfix_padded_blocks);
+    w.Key("save_count").Uint(p.save_count);
+    w.Key("schedule");
+    WriteSchedule(w, p.schedule);
   }
-  o += "\"has_pack\":";
-  o += p.has_pack ? "true" : "false";
-  o += "}";
-  return o;
+  w.Key("has_pack").Bool(p.has_pack);
+  return w.EndObject().str();
 }
 
 }  // namespace ek::run

@@ -216,28 +216,25 @@ struct Reader {
   }
 };
 
-void AppendValue(std::string* o, const RunFile& r, const Key& k) {
+void WriteValue(JsonWriter& w, const RunFile& r, const Key& k) {
   std::visit(
       [&](auto m) {
         using T = std::decay_t<decltype(r.*m)>;
         const T& v = r.*m;
         if constexpr (std::is_same_v<T, std::string>) {
-          AppendJsonString(o, k.is_path ? r.Resolve(v) : v);
+          w.Str(k.is_path ? r.Resolve(v) : v);
         } else if constexpr (std::is_same_v<T, bool>) {
-          *o += v ? "true" : "false";
+          w.Bool(v);
         } else if constexpr (std::is_same_v<T, double>) {
-          *o += fmt::format("{}", v);
+          w.Double(v);
         } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-          *o += "[";
-          for (size_t i = 0; i < v.size(); ++i) {
-            if (i) *o += ", ";
-            AppendJsonString(o, v[i]);
-          }
-          *o += "]";
+          w.BeginArray();
+          for (const std::string& s : v) w.Str(s);
+          w.EndArray();
         } else if constexpr (std::is_same_v<T, EvenfixMode>) {
-          AppendJsonString(o, EvenfixModeName(v));
+          w.Str(EvenfixModeName(v));
         } else {
-          *o += fmt::format("{}", v);
+          w.Int(v);
         }
       },
       k.member);
@@ -501,32 +498,25 @@ Result<RunFile> ReadRunFile(const std::string& path, const std::vector<std::stri
 }
 
 std::string RunFileToJson(const RunFile& r) {
-  std::string o = "{\"path\": ";
-  AppendJsonString(&o, r.path);
-  o += fmt::format(", \"xxh3\": \"{:016x}\", \"world\": {}, \"config_path\": ", r.xxh3, r.world());
-  AppendJsonString(&o, r.ConfigPath());
-  o += ", \"overrides\": [";
-  for (size_t i = 0; i < r.overrides.size(); ++i) {
-    if (i) o += ", ";
-    AppendJsonString(&o, r.overrides[i]);
-  }
-  o += "]";
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject().Key("path").Str(r.path).Key("xxh3").Str(fmt::format("{:016x}", r.xxh3));
+  w.Key("world").Int(r.world()).Key("config_path").Str(r.ConfigPath());
+  w.Key("overrides").BeginArray();
+  for (const std::string& o : r.overrides) w.Str(o);
+  w.EndArray();
+  // One object per section, in kKeys' order (the keys of a section are adjacent).
   std::string section;
   for (const Key& k : kKeys) {
     if (section != k.section) {
-      o += section.empty() ? ", " : "}, ";
+      if (!section.empty()) w.EndObject();
       section = k.section;
-      AppendJsonString(&o, section);
-      o += ": {";
-    } else {
-      o += ", ";
+      w.Key(section).BeginObject();
     }
-    AppendJsonString(&o, k.name);
-    o += ": ";
-    AppendValue(&o, r, k);
+    w.Key(k.name);
+    WriteValue(w, r, k);
   }
-  o += "}}";
-  return o;
+  if (!section.empty()) w.EndObject();
+  return w.EndObject().str();
 }
 
 }  // namespace ek::run
