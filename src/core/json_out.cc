@@ -83,8 +83,15 @@ void JsonWriter::Separate() {
     return;
   }
   if (has_items_.empty()) return;
-  if (has_items_.back()) out_.append(spaced_ ? ", " : ",");
+  if (has_items_.back()) out_.append(style_ == kSpaced ? ", " : ",");
   has_items_.back() = true;
+  NewLine();
+}
+
+void JsonWriter::NewLine() {
+  if (style_ != kIndented) return;
+  out_.push_back('\n');
+  out_.append(2 * has_items_.size(), ' ');
 }
 
 JsonWriter& JsonWriter::Open(char c) {
@@ -95,7 +102,11 @@ JsonWriter& JsonWriter::Open(char c) {
 }
 
 JsonWriter& JsonWriter::Close(char c) {
-  if (!has_items_.empty()) has_items_.pop_back();
+  if (!has_items_.empty()) {
+    bool had_items = has_items_.back();
+    has_items_.pop_back();
+    if (had_items) NewLine();
+  }
   after_key_ = false;
   out_.push_back(c);
   return *this;
@@ -104,7 +115,7 @@ JsonWriter& JsonWriter::Close(char c) {
 JsonWriter& JsonWriter::Key(std::string_view key) {
   Separate();
   AppendJsonString(&out_, key);
-  out_.append(spaced_ ? ": " : ":");
+  out_.append(style_ == kCompact ? ":" : ": ");
   after_key_ = true;
   return *this;
 }
@@ -146,6 +157,12 @@ JsonWriter& JsonWriter::Fixed(double v, int decimals) {
   // fmt::format, not format_to: clang-14's mangling of format_to's buffer context is not the
   // one Debian's libfmt.so.9 (built by gcc) exports, so build-san would not link.
   out_ += fmt::format("{:.{}f}", v, decimals);
+  return *this;
+}
+
+JsonWriter& JsonWriter::Double(double v) {
+  Separate();
+  out_ += fmt::format("{}", v);  // fmt::format, not format_to: as Fixed
   return *this;
 }
 

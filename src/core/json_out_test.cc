@@ -48,5 +48,23 @@ TEST(JsonWriterTest, RawPutsInAValueWrittenElsewhereWithoutItsNewline) {
   EXPECT_EQ(w.str(), "[{\"x\": 1}, [], -3]");
 }
 
+TEST(JsonWriterTest, IndentedPutsEachMemberOnALineAsPythonsIndent2) {
+  // json.dumps({"a": 1, "b": [True, {}], "c": {"d": "x"}, "e": []}, indent=2)
+  JsonWriter w(JsonWriter::kIndented);
+  w.BeginObject().Key("a").Int(1).Key("b").BeginArray().Bool(true).BeginObject().EndObject();
+  w.EndArray().Key("c").BeginObject().Key("d").Str("x").EndObject();
+  w.Key("e").BeginArray().EndArray().EndObject();
+  EXPECT_EQ(w.Line(),
+            "{\n  \"a\": 1,\n  \"b\": [\n    true,\n    {}\n  ],\n  \"c\": {\n    \"d\": \"x\"\n  "
+            "},\n  \"e\": []\n}\n");
+}
+
+TEST(JsonWriterTest, DoubleIsFmtsShortestRoundTripForm) {
+  JsonWriter w;
+  w.BeginArray().Double(0.1 + 0.2).Double(1e-7).Double(52345.5).Double(3).Double(-0.0);
+  w.Double(1e21).Double(1.0 / 3).EndArray();
+  EXPECT_EQ(w.str(), "[0.30000000000000004,1e-07,52345.5,3,-0,1e+21,0.3333333333333333]");
+}
+
 }  // namespace
 }  // namespace ek
