@@ -357,7 +357,8 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
     while (k + 1 < windows_.size() && windows_[k + 1].verdict == windows_[i].verdict) ++k;
     w.BeginObject().Key("t0");
     Time(w, windows_[i].time).Key("t1");
-    Time(w, windows_[k].time + o.interval_s).Key("verdict").Str(VerdictNames()[windows_[i].verdict]);
+    Time(w, windows_[k].time + o.interval_s).Key("verdict");
+    w.Str(VerdictNames()[windows_[i].verdict]);
     IntArray(w.Key("ranks"), RanksOf(i, k)).Key("reason").Str(windows_[i].reason).EndObject();
     i = k + 1;
   }

@@ -64,7 +64,8 @@ std::string FormatJson(const Assessment& a, const telemetry::Topology& topology)
   JsonWriter w;
   w.BeginObject();
   Number(w, "time", a.time);
-  w.Key("time_utc").Str(telemetry::FormatTimestamp(a.time)).Key("verdict").Str(VerdictName(a.verdict));
+  w.Key("time_utc").Str(telemetry::FormatTimestamp(a.time));
+  w.Key("verdict").Str(VerdictName(a.verdict));
   w.Key("ranks").BeginArray();
   for (int r : a.ranks) w.Int(r);
   w.EndArray();

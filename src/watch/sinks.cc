@@ -112,7 +112,8 @@ class AlertmanagerSink : public Sink {
     w.Key("alertname").Str(AlertName(f.kind)).Key("run").Str(run).Key("kind").Str(KindName(f.kind));
     w.Key("severity").Str(f.severity).Key("incident").Str(inc.id).EndObject();
     w.Key("annotations").BeginObject().Key("summary").Str(f.summary);
-    w.Key("ranks").Str(CompactRanges(Ranks(f))).Key("hosts").Str(fmt::format("{}", fmt::join(f.hosts, ",")));
+    w.Key("ranks").Str(CompactRanges(Ranks(f)));
+    w.Key("hosts").Str(fmt::format("{}", fmt::join(f.hosts, ",")));
     w.Key("since").Str(Rfc3339(f.since)).Key("evidence").Str(f.evidence);
     w.Key("gpu_hours").Str(fmt::format("{:.2f}", f.gpu_hours)).EndObject();
     w.Key("startsAt").Str(Rfc3339(inc.opened));

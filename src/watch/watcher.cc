@@ -346,9 +346,8 @@ Status Watcher::Load() {
     return Status::Ok();
   }));
   if (next_seq_ == 0) next_seq_ = 1;
-  Log(clock_->Now(), "state_loaded", [&](JsonWriter& w) {
-    w.Key("open").Uint(open_.size()).Key("outbox").Uint(outbox_.size());
-  });
+  Log(clock_->Now(), "state_loaded",
+      [&](JsonWriter& w) { w.Key("open").Uint(open_.size()).Key("outbox").Uint(outbox_.size()); });
   return Status::Ok();
 }
 
