@@ -11,6 +11,7 @@
 
 extern char** environ;
 
+#include "core/json_fields.h"
 #include "core/json_out.h"
 #include "core/process.h"
 #include "triage/classifier.h"
@@ -152,14 +153,19 @@ class WebhookSink : public Sink {
   double timeout_s_;
 };
 
-// Reads one JSON string field out of our own rendering (for the command's environment).
-std::string Field(const std::string& json, std::string_view key) {
-  std::string pat = fmt::format("\"{}\":\"", key);
-  size_t a = json.find(pat);
-  if (a == std::string::npos) return "";
-  a += pat.size();
-  size_t b = json.find('"', a);
-  return b == std::string::npos ? "" : json.substr(a, b - a);
+// The command's variables, read back from the record Render wrote (IncidentJson): "status",
+// "kind" and "id". A body without them (a test's "{}") leaves them empty.
+std::vector<std::pair<std::string, std::string>> AlertVariables(const std::string& body) {
+  std::string status, kind, id;
+  JsonDocument doc;
+  Result<JsonFields> f = doc.Parse(body, "alert");
+  if (f.ok()) {
+    (void)f->OptStr("status", &status);
+    (void)f->OptStr("kind", &kind);
+    (void)f->OptStr("id", &id);
+  }
+  return {
+      {"EVENKEEL_ALERT_STATUS", status}, {"EVENKEEL_ALERT_KIND", kind}, {"EVENKEEL_ALERT_ID", id}};
 }
 
 class CommandSink : public Sink {
@@ -180,9 +186,7 @@ class CommandSink : public Sink {
       if (var.starts_with("EVENKEEL_ALERT_"))
         o.unset_env.emplace_back(var.substr(0, var.find('=')));
     }
-    o.env = {{"EVENKEEL_ALERT_STATUS", Field(body, "status")},
-             {"EVENKEEL_ALERT_KIND", Field(body, "kind")},
-             {"EVENKEEL_ALERT_ID", Field(body, "id")}};
+    o.env = AlertVariables(body);
     auto child = Child::Spawn(o);
     if (!child.ok()) return child.status().WithContext("alert command");
     Status written = child->WriteInput(body, "alert command");

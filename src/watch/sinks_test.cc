@@ -132,6 +132,24 @@ TEST(Sinks, CommandGetsJsonOnStdinAndEnvironment) {
   EXPECT_NE(text->find("resolved crash\n"), std::string::npos) << *text;
 }
 
+// The variables are the record's fields, decoded: a quote in the run's name (and so in the
+// incident's id) is a quote, not the end of the value (the old scan of the text cut it there).
+TEST(Sinks, CommandVariablesAreTheRecordsFieldsDecoded) {
+  testing::ScratchDir dir;
+  std::string out = dir / "out";
+  auto sink = MakeCommandSink(
+      "printf '%s|%s|%s' \"$EVENKEEL_ALERT_STATUS\" \"$EVENKEEL_ALERT_KIND\" "
+      "\"$EVENKEEL_ALERT_ID\" > " +
+          out,
+      5);
+  Incident inc = Sample();
+  inc.id = "de\"mo/crash/1764424981200";
+  ASSERT_TRUE(sink->Deliver(sink->Render(inc, "de\"mo", false)).ok());
+  auto text = ReadFile(out);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "firing|crash|de\"mo/crash/1764424981200");
+}
+
 TEST(Sinks, CommandFailureAndTimeoutAreErrors) {
   EXPECT_FALSE(MakeCommandSink("exit 3", 5)->Deliver("{}").ok());
   // The 30 s timeout passes on a fake clock: the test takes no 30 s.
