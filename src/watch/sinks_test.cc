@@ -138,7 +138,7 @@ TEST(Sinks, CommandVariablesAreTheRecordsFieldsDecoded) {
   testing::ScratchDir dir;
   std::string out = dir / "out";
   auto sink = MakeCommandSink(
-      "printf '%s|%s|%s' \"$EVENKEEL_ALERT_STATUS\" \"$EVENKEEL_ALERT_KIND\" "
+      "cat >/dev/null; printf '%s|%s|%s' \"$EVENKEEL_ALERT_STATUS\" \"$EVENKEEL_ALERT_KIND\" "
       "\"$EVENKEEL_ALERT_ID\" > " +
           out,
       5);
