@@ -14,24 +14,24 @@ namespace ek::watch {
 
 namespace {
 
-void Num(std::string* out, std::string_view key, double v) {
-  out->append(fmt::format(",\"{}\":{}", key, std::isfinite(v) ? fmt::format("{:.6g}", v) : "null"));
+// The agent's numbers in six significant digits; NaN (an unknown reading) as null.
+void Num(JsonWriter& w, std::string_view key, double v) {
+  w.Key(key);
+  if (std::isfinite(v))
+    w.Raw(fmt::format("{:.6g}", v));
+  else
+    w.Null();
 }
-void Opt(std::string* out, std::string_view key, const std::optional<double>& v) {
-  if (v) Num(out, key, *v);
+void Opt(JsonWriter& w, std::string_view key, const std::optional<double>& v) {
+  if (v) Num(w, key, *v);
 }
 
-void CheckpointJson(std::string* out, const CheckpointInfo& c, double age) {
-  out->append("{\"name\":");
-  AppendJsonString(out, c.name);
-  out->append(fmt::format(",\"step\":{},\"complete\":{},\"files\":{},\"bytes\":{}", c.step,
-                          c.complete ? "true" : "false", c.files, c.bytes));
-  Num(out, "age_s", age);
-  if (!c.why.empty()) {
-    out->append(",\"why\":");
-    AppendJsonString(out, c.why);
-  }
-  out->push_back('}');
+void CheckpointJson(JsonWriter& w, const CheckpointInfo& c, double age) {
+  w.BeginObject().Key("name").Str(c.name).Key("step").Int(c.step);
+  w.Key("complete").Bool(c.complete).Key("files").Int(c.files).Key("bytes").Uint(c.bytes);
+  Num(w, "age_s", age);
+  if (!c.why.empty()) w.Key("why").Str(c.why);
+  w.EndObject();
 }
 
 // Prometheus label value escaping: \\, \" and \n.
@@ -101,59 +101,46 @@ Status ParseRank(const JsonFields& e, RankReading* r) {
 }  // namespace
 
 std::string AgentStatusToJson(const AgentStatus& s) {
-  std::string out = "{\"v\":1,\"run\":";
-  AppendJsonString(&out, s.run);
-  out += ",\"host\":";
-  AppendJsonString(&out, s.host);
-  Num(&out, "time", s.time);
-  out += fmt::format(",\"rank_base\":{}", s.rank_base);
-  out += ",\"telemetry\":";
-  AppendJsonString(&out, s.telemetry);
-  out += ",\"gpus\":[";
-  for (size_t i = 0; i < s.gpus.size(); ++i) {
-    const GpuReading& g = s.gpus[i];
-    if (i) out += ',';
-    out += fmt::format("{{\"gpu\":{}", g.gpu);
-    Opt(&out, "util_pct", g.util_pct);
-    Opt(&out, "power_w", g.power_w);
-    Opt(&out, "mem_used_mib", g.mem_used_mib);
-    Num(&out, "age_s", g.age_s);
-    out += '}';
+  JsonWriter w;
+  w.BeginObject().Key("v").Int(1).Key("run").Str(s.run).Key("host").Str(s.host);
+  Num(w, "time", s.time);
+  w.Key("rank_base").Int(s.rank_base).Key("telemetry").Str(s.telemetry);
+  w.Key("gpus").BeginArray();
+  for (const GpuReading& g : s.gpus) {
+    w.BeginObject().Key("gpu").Int(g.gpu);
+    Opt(w, "util_pct", g.util_pct);
+    Opt(w, "power_w", g.power_w);
+    Opt(w, "mem_used_mib", g.mem_used_mib);
+    Num(w, "age_s", g.age_s);
+    w.EndObject();
   }
-  out += "],\"ranks\":[";
-  for (size_t i = 0; i < s.ranks.size(); ++i) {
-    const RankReading& r = s.ranks[i];
-    if (i) out += ',';
-    out += fmt::format(
-        "{{\"rank\":{},\"local_rank\":{},\"pid\":{},\"alive\":{},\"step\":{},\"tokens\":{}",
-        r.hb.rank, r.hb.local_rank, r.hb.pid, r.alive ? "true" : "false", r.hb.step, r.hb.tokens);
-    Num(&out, "tok_s", r.hb.tok_s);
-    Num(&out, "step_s", r.hb.step_s);
-    Num(&out, "beat_age_s", r.beat_age_s);
-    Num(&out, "step_age_s", r.step_age_s);
-    Num(&out, "phase_age_s", r.phase_age_s);
-    out += ",\"phase\":";
-    AppendJsonString(&out, r.hb.phase);
-    out +=
-        fmt::format(",\"phase_step\":{},\"total_steps\":{}}}", r.hb.phase_step, r.hb.total_steps);
+  w.EndArray().Key("ranks").BeginArray();
+  for (const RankReading& r : s.ranks) {
+    w.BeginObject().Key("rank").Int(r.hb.rank).Key("local_rank").Int(r.hb.local_rank);
+    w.Key("pid").Int(r.hb.pid).Key("alive").Bool(r.alive).Key("step").Int(r.hb.step);
+    w.Key("tokens").Int(r.hb.tokens);
+    Num(w, "tok_s", r.hb.tok_s);
+    Num(w, "step_s", r.hb.step_s);
+    Num(w, "beat_age_s", r.beat_age_s);
+    Num(w, "step_age_s", r.step_age_s);
+    Num(w, "phase_age_s", r.phase_age_s);
+    w.Key("phase").Str(r.hb.phase).Key("phase_step").Int(r.hb.phase_step);
+    w.Key("total_steps").Int(r.hb.total_steps).EndObject();
   }
-  out += "],\"checkpoint\":{";
-  out += fmt::format("\"complete_count\":{}", s.checkpoint.complete_count);
+  w.EndArray().Key("checkpoint").BeginObject();
+  w.Key("complete_count").Int(s.checkpoint.complete_count);
   if (s.checkpoint.newest_complete) {
-    out += ",\"complete\":";
-    CheckpointJson(&out, *s.checkpoint.newest_complete, s.checkpoint_complete_age_s);
+    w.Key("complete");
+    CheckpointJson(w, *s.checkpoint.newest_complete, s.checkpoint_complete_age_s);
   }
   if (s.checkpoint.in_progress) {
-    out += ",\"in_progress\":";
-    CheckpointJson(&out, *s.checkpoint.in_progress, s.checkpoint_progress_age_s);
+    w.Key("in_progress");
+    CheckpointJson(w, *s.checkpoint.in_progress, s.checkpoint_progress_age_s);
   }
-  out += "},\"problems\":[";
-  for (size_t i = 0; i < s.problems.size(); ++i) {
-    if (i) out += ',';
-    AppendJsonString(&out, s.problems[i]);
-  }
-  out += "]}\n";
-  return out;
+  w.EndObject().Key("problems").BeginArray();
+  for (const std::string& p : s.problems) w.Str(p);
+  w.EndArray().EndObject();
+  return w.Line();
 }
 
 // Strict (docs/watch.md): every field AgentStatusToJson writes is required

@@ -178,5 +178,59 @@ TEST(AgentServer, TokenReadOnlyAndBoundedBodies) {
   t.join();
 }
 
+// The bytes of /status (docs/watch.md), as the writer before JsonWriter wrote them: six
+// significant digits, NaN as null, optional readings and checkpoints absent when unknown.
+TEST(AgentStatus, JsonBytesArePinned) {
+  EXPECT_EQ(AgentStatusToJson(AgentStatus{}),
+            R"({"v":1,"run":"","host":"","time":0,"rank_base":-1,"telemetry":"","gpus":[],)"
+            R"("ranks":[],"checkpoint":{"complete_count":0},"problems":[]})"
+            "\n");
+  AgentStatus s;
+  s.run = "de\"mo";
+  s.host = "node-a";
+  s.time = 1700000000.123456789;
+  s.rank_base = 8;
+  s.telemetry = "ok";
+  GpuReading g;
+  g.gpu = 1;
+  g.util_pct = std::numeric_limits<double>::quiet_NaN();
+  g.power_w = 1012.345678;
+  g.age_s = 1e-7;
+  s.gpus = {g};
+  RankReading r;
+  r.hb.rank = 9;
+  r.hb.local_rank = 1;
+  r.hb.pid = 1234;
+  r.hb.step = 12;
+  r.hb.tokens = 123456789012;
+  r.hb.tok_s = 52345.678;
+  r.hb.step_s = std::numeric_limits<double>::quiet_NaN();
+  r.step_age_s = 3.25;
+  r.hb.phase = "checkpoint";
+  r.hb.phase_step = 2;
+  r.hb.total_steps = 100;
+  s.ranks = {r};
+  CheckpointInfo c;
+  c.name = "step-20";
+  c.step = 20;
+  c.files = 3;
+  c.bytes = 1ull << 40;
+  c.why = "no \"marker\"";
+  s.checkpoint.complete_count = 2;
+  s.checkpoint.in_progress = c;
+  s.checkpoint_progress_age_s = 123.456789;
+  s.problems = {"x\\y"};
+  EXPECT_EQ(
+      AgentStatusToJson(s),
+      R"({"v":1,"run":"de\"mo","host":"node-a","time":1.7e+09,"rank_base":8,"telemetry":"ok",)"
+      R"("gpus":[{"gpu":1,"util_pct":null,"power_w":1012.35,"age_s":1e-07}],"ranks":[{"rank":9,)"
+      R"("local_rank":1,"pid":1234,"alive":false,"step":12,"tokens":123456789012,"tok_s":52345.7,)"
+      R"("step_s":null,"beat_age_s":0,"step_age_s":3.25,"phase_age_s":-1,"phase":"checkpoint",)"
+      R"("phase_step":2,"total_steps":100}],"checkpoint":{"complete_count":2,"in_progress":)"
+      R"({"name":"step-20","step":20,"complete":false,"files":3,"bytes":1099511627776,)"
+      R"("age_s":123.457,"why":"no \"marker\""}},"problems":["x\\y"]})"
+      "\n");
+}
+
 }  // namespace
 }  // namespace ek::watch

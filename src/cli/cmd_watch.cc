@@ -20,6 +20,7 @@
 #include "agent/agent_server.h"
 #include "cli/commands.h"
 #include "core/env.h"
+#include "core/json_out.h"
 #include "net/host_port.h"
 #include "net/http_client.h"
 #include "run/plan.h"
@@ -291,7 +292,9 @@ Status RunWatchLoop(const WatchFlags& f) {
       p->OnRound(now, polls, a, open);
     });
     std::string host = f.http.substr(0, f.http.rfind(':'));
-    log_fn(fmt::format("{{\"event\":\"page\",\"url\":\"http://{}:{}/\"}}", host, page->port()));
+    JsonWriter line;
+    line.BeginObject().Key("event").Str("page");
+    log_fn(line.Key("url").Str(fmt::format("http://{}:{}/", host, page->port())).EndObject().str());
   }
   CatchStopSignals();
   Status st;

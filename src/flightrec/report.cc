@@ -419,219 +419,78 @@ std::string RenderText(const std::string& dir, const LoadResult& load, const Ana
 
 namespace {
 
-void Key(std::string* out, std::string_view k) {
-  AppendJsonString(out, k);
-  *out += ':';
+JsonWriter& IntList(JsonWriter& w, const std::vector<int64_t>& v) {
+  w.BeginArray();
+  for (int64_t x : v) w.Int(x);
+  return w.EndArray();
 }
 
-void IntList(std::string* out, const std::vector<int64_t>& v) {
-  *out += '[';
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) *out += ',';
-    AppendInt(out, v[i]);
+void FindingJson(JsonWriter& w, const Finding& f) {
+  w.BeginObject().Key("kind").Str(FindingKindName(f.kind)).Key("first_in_pg").Bool(f.first_in_pg);
+  w.Key("pg").Str(f.pg_name).Key("pg_desc").Str(f.pg_desc);
+  w.Key("collective_seq_id").Int(f.collective_seq_id).Key("p2p_seq_id").Int(f.p2p_seq_id);
+  w.Key("record_id").Int(f.record_id).Key("reference_rank").Int(f.reference_rank);
+  w.Key("fr_trace_reference_rank").Int(f.fr_trace_reference_rank);
+  w.Key("expected_ranks").Str(CompactRanges(f.expected_ranks));
+  IntList(w.Key("missing_ranks"), f.missing_ranks);
+  IntList(w.Key("missing_dump_ranks"), f.missing_dump_ranks);
+  w.Key("rank_stopped").Bool(RankStopped(f)).Key("stopped").BeginArray();
+  for (const auto& s : f.stopped) {
+    w.BeginObject().Key("rank").Int(s.rank).Key("last_seq").Int(s.last_seq);
+    w.Key("last_op").Str(s.last.entry ? OpLabel(s.last) : "").EndObject();
   }
-  *out += ']';
+  w.EndArray().Key("culprits").BeginArray();
+  for (const auto& c : f.culprits) {
+    w.BeginObject().Key("rank").Int(c.rank).Key("error_type").Str(MatchStateName(c.info.state));
+    w.Key("detail").Str(c.info.detail).EndObject();
+  }
+  w.EndArray().Key("groups").BeginArray();
+  for (auto& [label, ranks] : SlotGroups(f))
+    w.BeginObject().Key("ranks").Str(CompactRanges(ranks)).Key("op").Str(label).EndObject();
+  w.EndArray().EndObject();
 }
 
 }  // namespace
 
 std::string RenderJson(const std::string& dir, const LoadResult& load, const Analysis& a) {
-  std::string o = "{";
   const Finding* head = HeadlineFinding(a);
-  Key(&o, "dir");
-  AppendJsonString(&o, dir);
-  o += ',';
-  Key(&o, "prefix");
-  AppendJsonString(&o, load.prefix);
-  o += ',';
-  Key(&o, "world_size");
-  AppendInt(&o, load.world_size);
-  o += ',';
-  Key(&o, "verdict");
-  AppendJsonString(&o, VerdictLine(load, a));
-  o += ',';
-  Key(&o, "desync");
-  o += head && head->kind != FindingKind::kMissingDumps && !RankStopped(*head) ? "true" : "false";
-  o += ',';
-  Key(&o, "conclusive");
-  o += Conclusive(a) ? "true" : "false";
-  o += ',';
-  Key(&o, "differs_from_fr_trace");
-  AppendJsonString(&o, head ? DifferenceNote(*head) : "");
+  JsonWriter w;
+  w.BeginObject().Key("dir").Str(dir).Key("prefix").Str(load.prefix);
+  w.Key("world_size").Int(load.world_size).Key("verdict").Str(VerdictLine(load, a));
+  w.Key("desync").Bool(head && head->kind != FindingKind::kMissingDumps && !RankStopped(*head));
+  w.Key("conclusive").Bool(Conclusive(a));
+  w.Key("differs_from_fr_trace").Str(head ? DifferenceNote(*head) : "");
   std::vector<int64_t> read;
   for (const Dump& d : load.dumps) read.push_back(d.rank);
-  o += ',';
-  Key(&o, "ranks_read");
-  IntList(&o, read);
-  o += ',';
-  Key(&o, "missing_ranks");
-  IntList(&o, MissingRanks(load, a));
-  o += ',';
-  Key(&o, "bad_files");
-  o += '[';
-  for (size_t i = 0; i < load.bad.size(); ++i) {
-    if (i) o += ',';
-    o += '{';
-    Key(&o, "path");
-    AppendJsonString(&o, load.bad[i].path);
-    o += ',';
-    Key(&o, "rank");
-    AppendInt(&o, load.bad[i].rank);
-    o += ',';
-    Key(&o, "error");
-    AppendJsonString(&o, load.bad[i].status.message());
-    o += '}';
+  IntList(w.Key("ranks_read"), read);
+  IntList(w.Key("missing_ranks"), MissingRanks(load, a));
+  w.Key("bad_files").BeginArray();
+  for (const BadFile& b : load.bad) {
+    w.BeginObject().Key("path").Str(b.path).Key("rank").Int(b.rank);
+    w.Key("error").Str(b.status.message()).EndObject();
   }
-  o += "],";
-  Key(&o, "collectives_matched");
-  AppendInt(&o, static_cast<int64_t>(a.collectives_matched));
-  o += ',';
-  Key(&o, "findings");
-  o += '[';
-  for (size_t i = 0; i < a.findings.size(); ++i) {
-    const Finding& f = a.findings[i];
-    if (i) o += ',';
-    o += '{';
-    Key(&o, "kind");
-    AppendJsonString(&o, FindingKindName(f.kind));
-    o += ',';
-    Key(&o, "first_in_pg");
-    o += f.first_in_pg ? "true" : "false";
-    o += ',';
-    Key(&o, "pg");
-    AppendJsonString(&o, f.pg_name);
-    o += ',';
-    Key(&o, "pg_desc");
-    AppendJsonString(&o, f.pg_desc);
-    o += ',';
-    Key(&o, "collective_seq_id");
-    AppendInt(&o, f.collective_seq_id);
-    o += ',';
-    Key(&o, "p2p_seq_id");
-    AppendInt(&o, f.p2p_seq_id);
-    o += ',';
-    Key(&o, "record_id");
-    AppendInt(&o, f.record_id);
-    o += ',';
-    Key(&o, "reference_rank");
-    AppendInt(&o, f.reference_rank);
-    o += ',';
-    Key(&o, "fr_trace_reference_rank");
-    AppendInt(&o, f.fr_trace_reference_rank);
-    o += ',';
-    Key(&o, "expected_ranks");
-    AppendJsonString(&o, CompactRanges(f.expected_ranks));
-    o += ',';
-    Key(&o, "missing_ranks");
-    IntList(&o, f.missing_ranks);
-    o += ',';
-    Key(&o, "missing_dump_ranks");
-    IntList(&o, f.missing_dump_ranks);
-    o += ',';
-    Key(&o, "rank_stopped");
-    o += RankStopped(f) ? "true" : "false";
-    o += ',';
-    Key(&o, "stopped");
-    o += '[';
-    for (size_t j = 0; j < f.stopped.size(); ++j) {
-      if (j) o += ',';
-      o += '{';
-      Key(&o, "rank");
-      AppendInt(&o, f.stopped[j].rank);
-      o += ',';
-      Key(&o, "last_seq");
-      AppendInt(&o, f.stopped[j].last_seq);
-      o += ',';
-      Key(&o, "last_op");
-      AppendJsonString(&o, f.stopped[j].last.entry ? OpLabel(f.stopped[j].last) : "");
-      o += '}';
-    }
-    o += ']';
-    o += ',';
-    Key(&o, "culprits");
-    o += '[';
-    for (size_t j = 0; j < f.culprits.size(); ++j) {
-      if (j) o += ',';
-      o += '{';
-      Key(&o, "rank");
-      AppendInt(&o, f.culprits[j].rank);
-      o += ',';
-      Key(&o, "error_type");
-      AppendJsonString(&o, MatchStateName(f.culprits[j].info.state));
-      o += ',';
-      Key(&o, "detail");
-      AppendJsonString(&o, f.culprits[j].info.detail);
-      o += '}';
-    }
-    o += "],";
-    Key(&o, "groups");
-    o += '[';
-    bool first = true;
-    for (auto& [label, ranks] : SlotGroups(f)) {
-      if (!first) o += ',';
-      first = false;
-      o += '{';
-      Key(&o, "ranks");
-      AppendJsonString(&o, CompactRanges(ranks));
-      o += ',';
-      Key(&o, "op");
-      AppendJsonString(&o, label);
-      o += '}';
-    }
-    o += "]}";
-  }
-  o += "],";
-  Key(&o, "findings_dropped");
-  AppendInt(&o, static_cast<int64_t>(a.findings_dropped));
-  o += ',';
-  Key(&o, "last_completed");
-  o += '[';
+  w.EndArray().Key("collectives_matched").Int(static_cast<int64_t>(a.collectives_matched));
+  w.Key("findings").BeginArray();
+  for (const Finding& f : a.findings) FindingJson(w, f);
+  w.EndArray().Key("findings_dropped").Int(static_cast<int64_t>(a.findings_dropped));
+  w.Key("last_completed").BeginArray();
   std::vector<RankLine> lines;
   for (const Dump& d : load.dumps) lines.push_back({d.rank, LastCompleted(d)});
-  bool first = true;
   for (auto& [text, ranks] : GroupLines(lines)) {
-    if (!first) o += ',';
-    first = false;
-    o += '{';
-    Key(&o, "ranks");
-    AppendJsonString(&o, CompactRanges(ranks));
-    o += ',';
-    Key(&o, "last_completed");
-    AppendJsonString(&o, text);
-    o += '}';
+    w.BeginObject().Key("ranks").Str(CompactRanges(ranks)).Key("last_completed").Str(text);
+    w.EndObject();
   }
-  o += "],";
-  Key(&o, "lagging");
-  o += '[';
-  first = true;
+  w.EndArray().Key("lagging").BeginArray();
   for (const Lag& lag : Lagging(load)) {
     for (auto [r, s] : lag.behind) {
-      if (!first) o += ',';
-      first = false;
-      o += '{';
-      Key(&o, "rank");
-      AppendInt(&o, r);
-      o += ',';
-      Key(&o, "pg");
-      AppendJsonString(&o, lag.pg);
-      o += ',';
-      Key(&o, "last_seq");
-      AppendInt(&o, s);
-      o += ',';
-      Key(&o, "max_seq");
-      AppendInt(&o, lag.max_seq);
-      o += '}';
+      w.BeginObject().Key("rank").Int(r).Key("pg").Str(lag.pg).Key("last_seq").Int(s);
+      w.Key("max_seq").Int(lag.max_seq).EndObject();
     }
   }
-  o += "],";
-  Key(&o, "notes");
-  o += '[';
-  for (size_t i = 0; i < a.notes.size(); ++i) {
-    if (i) o += ',';
-    AppendJsonString(&o, a.notes[i]);
-  }
-  o += "]}\n";
-  return o;
+  w.EndArray().Key("notes").BeginArray();
+  for (const std::string& n : a.notes) w.Str(n);
+  w.EndArray().EndObject();
+  return w.Line();
 }
 
 }  // namespace ek::flightrec

@@ -60,36 +60,35 @@ std::string Base64(const std::vector<uint8_t>& in) {
   return out;
 }
 
-std::string Num(double v) {
-  if (!std::isfinite(v)) return "null";
-  return fmt::format("{}", v);
+// The model's numbers in their shortest form; NaN and infinities as null.
+JsonWriter& Num(JsonWriter& w, double v) { return std::isfinite(v) ? w.Double(v) : w.Null(); }
+
+JsonWriter& Time(JsonWriter& w, double t) { return w.Fixed(t, 3); }
+
+JsonWriter& IntArray(JsonWriter& w, const std::vector<int>& v) {
+  w.BeginArray();
+  for (int x : v) w.Int(x);
+  return w.EndArray();
 }
 
-std::string Time(double t) { return fmt::format("{:.3f}", t); }
-
-std::string IntArray(const std::vector<int>& v) {
-  std::string o = "[";
-  for (size_t i = 0; i < v.size(); ++i) o += fmt::format("{}{}", i ? "," : "", v[i]);
-  return o + "]";
+JsonWriter& StrArray(JsonWriter& w, const std::vector<std::string>& v) {
+  w.BeginArray();
+  for (const std::string& x : v) w.Str(x);
+  return w.EndArray();
 }
 
-std::string StrArray(const std::vector<std::string>& v) {
-  std::string o = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) o += ",";
-    AppendJsonString(&o, v[i]);
-  }
-  return o + "]";
-}
-
-std::string IncidentJson(const Incident& inc) {
-  return fmt::format(
-      "{{\"source\":{},\"kind\":{},\"summary\":{},\"ranks\":{},\"hosts\":{},\"since\":{},\"until\":"
-      "{},"
-      "\"evidence\":{},\"gpu_hours\":{}}}",
-      JsonString(inc.source), JsonString(inc.kind), JsonString(inc.summary), IntArray(inc.ranks),
-      StrArray(inc.hosts), Time(inc.since), inc.until ? Time(*inc.until) : "null",
-      JsonString(inc.evidence), Num(inc.gpu_hours));
+void IncidentJson(JsonWriter& w, const Incident& inc) {
+  w.BeginObject().Key("source").Str(inc.source).Key("kind").Str(inc.kind);
+  w.Key("summary").Str(inc.summary).Key("ranks");
+  IntArray(w, inc.ranks).Key("hosts");
+  StrArray(w, inc.hosts).Key("since");
+  Time(w, inc.since).Key("until");
+  if (inc.until)
+    Time(w, *inc.until);
+  else
+    w.Null();
+  w.Key("evidence").Str(inc.evidence).Key("gpu_hours");
+  Num(w, inc.gpu_hours).EndObject();
 }
 
 }  // namespace
@@ -227,37 +226,30 @@ std::vector<Incident> Recorder::TriageIncidents() const {
 
 std::string Recorder::ToJson(const ModelOptions& o) const {
   const int world = static_cast<int>(ranks_.size());
-  std::string j = "{\"format_version\":1,\"generated\":";
-  AppendJsonString(&j, UtcNowIso8601());
-  j += ",\"evenkeel_version\":";
-  AppendJsonString(&j, kVersion);
-  j += fmt::format(",\"live\":{},\"poll_s\":{}", o.live ? "true" : "false", Num(o.poll_s));
-  j += fmt::format(
-      ",\"run\":{{\"name\":{},\"run_file\":{},\"xxh3\":{},\"world\":{},\"nodes\":{},\"gpus_per_"
-      "node\":{},"
-      "\"hosts\":{}}}",
-      JsonString(run.name), JsonString(run.run_file), JsonString(run.xxh3), run.world, run.nodes,
-      run.gpus_per_node, StrArray(run.hosts));
-  j += ",\"notes\":" + StrArray(notes);
+  JsonWriter w;
+  w.BeginObject().Key("format_version").Int(1).Key("generated").Str(UtcNowIso8601());
+  w.Key("evenkeel_version").Str(kVersion).Key("live").Bool(o.live).Key("poll_s");
+  Num(w, o.poll_s).Key("run").BeginObject().Key("name").Str(run.name);
+  w.Key("run_file").Str(run.run_file).Key("xxh3").Str(run.xxh3).Key("world").Int(run.world);
+  w.Key("nodes").Int(run.nodes).Key("gpus_per_node").Int(run.gpus_per_node).Key("hosts");
+  StrArray(w, run.hosts).EndObject().Key("notes");
+  StrArray(w, notes);
   // Summary: only what is known.
-  j += ",\"summary\":{";
-  bool first = true;
-  auto field = [&](const char* k, const std::string& v) {
-    j += fmt::format("{}\"{}\":{}", first ? "" : ",", k, v);
-    first = false;
+  w.Key("summary").BeginObject();
+  auto num = [&](const char* key, const std::optional<double>& v) {
+    if (v) Num(w.Key(key), *v);
   };
-  if (summary.outcome) field("outcome", JsonString(*summary.outcome));
-  if (summary.steps) field("steps", Num(*summary.steps));
-  if (summary.planned_steps) field("planned_steps", Num(*summary.planned_steps));
-  if (summary.tokens) field("tokens", Num(*summary.tokens));
-  if (summary.tokens_per_s) field("tokens_per_s", Num(*summary.tokens_per_s));
-  if (summary.attempts) field("attempts", Num(*summary.attempts));
-  if (summary.gpu_hours_used) field("gpu_hours_used", Num(*summary.gpu_hours_used));
-  if (summary.gpu_hours_lost) field("gpu_hours_lost", Num(*summary.gpu_hours_lost));
-  if (summary.evenfix_dropped_blocks)
-    field("evenfix_dropped_blocks", Num(*summary.evenfix_dropped_blocks));
-  if (summary.final_checkpoint) field("final_checkpoint", JsonString(*summary.final_checkpoint));
-  j += "}";
+  if (summary.outcome) w.Key("outcome").Str(*summary.outcome);
+  num("steps", summary.steps);
+  num("planned_steps", summary.planned_steps);
+  num("tokens", summary.tokens);
+  num("tokens_per_s", summary.tokens_per_s);
+  num("attempts", summary.attempts);
+  num("gpu_hours_used", summary.gpu_hours_used);
+  num("gpu_hours_lost", summary.gpu_hours_lost);
+  num("evenfix_dropped_blocks", summary.evenfix_dropped_blocks);
+  if (summary.final_checkpoint) w.Key("final_checkpoint").Str(*summary.final_checkpoint);
+  w.EndObject();
 
   // The time span: readings, series, markers.
   double t_start = has_base_ ? first_ : 0, t_end = has_base_ ? last_ : 0;
@@ -272,20 +264,29 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
     for (const auto& [t, v] : s) widen(t);
   for (const auto& c : checkpoints) widen(c.time);
   for (const auto& a : attempts) widen(a.start), widen(a.end);
-  j += any ? fmt::format(",\"time\":{{\"start\":{},\"end\":{}}}", Time(t_start),
-                         Time(t_end + o.interval_s))
-           : ",\"time\":null";
-
-  j += ",\"ranks\":[";
-  for (int r = 0; r < world; ++r) {
-    j += fmt::format("{}{{\"rank\":{},\"host\":{},\"gpu\":{}}}", r ? "," : "", ranks_[r].rank,
-                     JsonString(ranks_[r].host), ranks_[r].gpu);
+  w.Key("time");
+  if (any) {
+    w.BeginObject().Key("start");
+    Time(w, t_start).Key("end");
+    Time(w, t_end + o.interval_s).EndObject();
+  } else {
+    w.Null();
   }
-  j += "]";
 
-  // Heatmap levels within the byte budget.
-  std::string levels, bands;
+  w.Key("ranks").BeginArray();
+  for (int r = 0; r < world; ++r) {
+    w.BeginObject().Key("rank").Int(ranks_[r].rank).Key("host").Str(ranks_[r].host);
+    w.Key("gpu").Int(ranks_[r].gpu).EndObject();
+  }
+  w.EndArray();
+
+  // Heatmap levels within the byte budget. The band's levels go in "verdicts", further on.
+  JsonWriter bands;
+  bands.BeginArray();
   if (has_base_ && world > 0) {
+    w.Key("heatmap").BeginObject().Key("scale").BeginObject().Key("util_max").Int(100);
+    Num(w.Key("power_max_w"), power_max_w_).EndObject();
+    w.Key("missing").Int(255).Key("levels").BeginArray();
     // The finest grid is the sampling interval itself from the first reading (two hosts'
     // samplers a fraction of a second apart share a column); coarser ones divide the same span.
     const int64_t ticks =
@@ -325,98 +326,92 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
         }
       }
       std::vector<uint8_t> band(c, kMissing);
-      for (const Window& w : windows_) {
+      for (const Window& win : windows_) {
         // A window's verdict is about the readings up to its tick: the column holding the tick.
-        int64_t col = static_cast<int64_t>(std::floor((w.time - first_) / dt));
+        int64_t col = static_cast<int64_t>(std::floor((win.time - first_) / dt));
         col = std::clamp<int64_t>(col, 0, c - 1);
-        if (band[col] == kMissing || Severity(w.verdict) > Severity(band[col]))
-          band[col] = w.verdict;
+        if (band[col] == kMissing || Severity(win.verdict) > Severity(band[col]))
+          band[col] = win.verdict;
       }
-      levels += fmt::format(
-          "{}{{\"cols\":{},\"t0\":{},\"dt\":{},\"util_min\":\"{}\",\"util_max\":\"{}\",\"power_"
-          "min\":\"{}\","
-          "\"power_max\":\"{}\"}}",
-          levels.empty() ? "" : ",", c, Time(first_), Num(dt), Base64(umin), Base64(umax),
-          Base64(pmin), Base64(pmax));
-      bands += fmt::format("{}{{\"cols\":{},\"t0\":{},\"dt\":{},\"values\":\"{}\"}}",
-                           bands.empty() ? "" : ",", c, Time(first_), Num(dt), Base64(band));
+      w.BeginObject().Key("cols").Int(c).Key("t0");
+      Time(w, first_).Key("dt");
+      Num(w, dt).Key("util_min").Str(Base64(umin)).Key("util_max").Str(Base64(umax));
+      w.Key("power_min").Str(Base64(pmin)).Key("power_max").Str(Base64(pmax)).EndObject();
+      bands.BeginObject().Key("cols").Int(c).Key("t0");
+      Time(bands, first_).Key("dt");
+      Num(bands, dt).Key("values").Str(Base64(band)).EndObject();
     }
-    j += fmt::format(
-        ",\"heatmap\":{{\"scale\":{{\"util_max\":100,\"power_max_w\":{}}},\"missing\":255,"
-        "\"levels\":[{}]}}",
-        Num(power_max_w_), levels);
+    w.EndArray().EndObject();
   } else {
-    j += ",\"heatmap\":null";
+    w.Key("heatmap").Null();
   }
+  bands.EndArray();
 
   // Verdicts: segments and the band.
-  j += ",\"verdicts\":{\"names\":" + StrArray(VerdictNames()) + ",\"colors\":{";
-  for (size_t i = 0; i < VerdictNames().size(); ++i) {
-    j += fmt::format("{}{}:{}", i ? "," : "", JsonString(VerdictNames()[i]),
-                     JsonString(VerdictColor(VerdictNames()[i])));
-  }
-  j += "},\"segments\":[";
-  for (size_t i = 0, n = 0; i < windows_.size(); ++n) {
+  w.Key("verdicts").BeginObject().Key("names");
+  StrArray(w, VerdictNames()).Key("colors").BeginObject();
+  for (const std::string& name : VerdictNames()) w.Key(name).Str(VerdictColor(name));
+  w.EndObject().Key("segments").BeginArray();
+  for (size_t i = 0; i < windows_.size();) {
     size_t k = i;
     while (k + 1 < windows_.size() && windows_[k + 1].verdict == windows_[i].verdict) ++k;
-    std::vector<int> rv = RanksOf(i, k);
-    j += fmt::format("{}{{\"t0\":{},\"t1\":{},\"verdict\":{},\"ranks\":{},\"reason\":{}}}",
-                     n ? "," : "", Time(windows_[i].time), Time(windows_[k].time + o.interval_s),
-                     JsonString(VerdictNames()[windows_[i].verdict]), IntArray(rv),
-                     JsonString(windows_[i].reason));
+    w.BeginObject().Key("t0");
+    Time(w, windows_[i].time).Key("t1");
+    Time(w, windows_[k].time + o.interval_s).Key("verdict");
+    w.Str(VerdictNames()[windows_[i].verdict]);
+    IntArray(w.Key("ranks"), RanksOf(i, k)).Key("reason").Str(windows_[i].reason).EndObject();
     i = k + 1;
   }
-  j += "],\"band\":[" + bands + "]}";
+  w.EndArray().Key("band").Raw(bands.str()).EndObject();
 
   // Series.
   static const char* kSeries[] = {"tokens_per_s", "step", "loss"};
-  j += ",\"series\":{";
+  w.Key("series").BeginObject();
   for (int s = 0; s < 3; ++s) {
-    j += fmt::format("{}\"{}\":[", s ? "," : "", kSeries[s]);
-    for (size_t i = 0; i < series_[s].size(); ++i) {
-      j += fmt::format("{}[{},{}]", i ? "," : "", Time(series_[s][i].first),
-                       Num(series_[s][i].second));
+    w.Key(kSeries[s]).BeginArray();
+    for (const auto& [t, v] : series_[s]) {
+      w.BeginArray();
+      Time(w, t);
+      Num(w, v).EndArray();
     }
-    j += "]";
+    w.EndArray();
   }
-  j += "}";
+  w.EndObject();
 
-  j += ",\"checkpoints\":[";
-  for (size_t i = 0; i < checkpoints.size(); ++i) {
-    const auto& c = checkpoints[i];
-    j += fmt::format("{}{{\"step\":{},\"time\":{},\"path\":{},\"ok\":{},\"verdict\":{}}}",
-                     i ? "," : "", c.step, Time(c.time), JsonString(c.path),
-                     c.ok ? "true" : "false", JsonString(c.verdict));
+  w.Key("checkpoints").BeginArray();
+  for (const auto& c : checkpoints) {
+    w.BeginObject().Key("step").Int(c.step).Key("time");
+    Time(w, c.time).Key("path").Str(c.path).Key("ok").Bool(c.ok).Key("verdict").Str(c.verdict);
+    w.EndObject();
   }
-  j += "],\"attempts\":[";
-  for (size_t i = 0; i < attempts.size(); ++i) {
-    const auto& a = attempts[i];
-    j += fmt::format(
-        "{}{{\"attempt\":{},\"start\":{},\"end\":{},\"outcome\":{},\"decision\":{},\"exit_code\":{}"
-        ","
-        "\"reason\":{},\"flight_recorder\":{}",
-        i ? "," : "", a.attempt, Time(a.start), Time(a.end), JsonString(a.outcome),
-        JsonString(a.decision), a.exit_code >= 0 ? std::to_string(a.exit_code) : "null",
-        JsonString(a.reason), JsonString(a.flight_recorder));
+  w.EndArray().Key("attempts").BeginArray();
+  for (const auto& a : attempts) {
+    w.BeginObject().Key("attempt").Int(a.attempt).Key("start");
+    Time(w, a.start).Key("end");
+    Time(w, a.end).Key("outcome").Str(a.outcome).Key("decision").Str(a.decision);
+    w.Key("exit_code");
+    if (a.exit_code >= 0)
+      w.Int(a.exit_code);
+    else
+      w.Null();
+    w.Key("reason").Str(a.reason).Key("flight_recorder").Str(a.flight_recorder);
     // Absent when the launcher recorded none (an older one); [] when no rank failed.
     if (a.causes_recorded) {
-      j += ",\"causes\":[";
-      for (size_t k = 0; k < a.causes.size(); ++k) {
-        j += fmt::format("{}{{\"rank\":{},\"cause\":{}}}", k ? "," : "", a.causes[k].rank,
-                         JsonString(a.causes[k].cause));
-      }
-      j += "]";
+      w.Key("causes").BeginArray();
+      for (const auto& c : a.causes)
+        w.BeginObject().Key("rank").Int(c.rank).Key("cause").Str(c.cause).EndObject();
+      w.EndArray();
     }
-    j += "}";
+    w.EndObject();
   }
-  j += "],\"incidents\":[";
+  w.EndArray().Key("incidents").BeginArray();
   std::vector<Incident> all = incidents;
   for (auto& inc : TriageIncidents()) all.push_back(std::move(inc));
   std::stable_sort(all.begin(), all.end(),
                    [](const Incident& a, const Incident& b) { return a.since < b.since; });
-  for (size_t i = 0; i < all.size(); ++i) j += (i ? "," : "") + IncidentJson(all[i]);
-  j += "]}";
-  return j;
+  for (const Incident& inc : all) IncidentJson(w, inc);
+  w.EndArray().EndObject();
+  return w.str();
 }
 
 }  // namespace ek::report

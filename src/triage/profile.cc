@@ -24,8 +24,6 @@ std::string Upper(std::string_view s) {
   return u;
 }
 
-std::string Num(double v) { return fmt::format("{:.1f}", v); }
-
 }  // namespace
 
 Status Profile::Validate() const {
@@ -142,16 +140,11 @@ Result<Profile> ParseProfileJson(std::string_view json, std::string_view where) 
   return p;
 }
 
+// One field a line (docs/triage_profile_format.md): a file people read, diff and edit.
 std::string ProfileToJson(const Profile& p) {
-  std::string out = "{\n  \"format\": ";
-  AppendJsonString(&out, kFormat);
-  out += ",\n  \"name\": ";
-  AppendJsonString(&out, p.name);
-  out += ",\n  \"origin\": ";
-  AppendJsonString(&out, p.origin);
-  auto field = [&](const char* key, double v) {
-    out += fmt::format(",\n  \"{}\": {}", key, Num(v));
-  };
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject(JsonWriter::kLines).Key("format").Str(kFormat).Key("name").Str(p.name).Key("origin").Str(p.origin);
+  auto field = [&](const char* key, double v) { w.Key(key).Fixed(v, 1); };
   if (p.power_limit_w > 0) field("power_limit_w", p.power_limit_w);
   field("healthy_lo_w", p.healthy_lo_w);
   field("healthy_hi_w", p.healthy_hi_w);
@@ -159,8 +152,8 @@ std::string ProfileToJson(const Profile& p) {
   field("starvation_w", p.starvation_w);
   field("floor_w", p.floor_w);
   if (p.idle_w > 0) field("idle_w", p.idle_w);
-  out += "\n}\n";
-  return out;
+  w.EndObject();
+  return w.Line();
 }
 
 }  // namespace ek::triage

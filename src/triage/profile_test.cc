@@ -97,5 +97,25 @@ TEST(Profile, ProfileFileNamesAMissingOrMistypedField) {
   EXPECT_EQ(ParseProfileJson("[1]", "cal.json").status().message(), "cal.json: not a JSON object");
 }
 
+// The profile file's bytes: one field a line, as docs/triage_profile_format.md shows it.
+TEST(Profile, FileBytesArePinned) {
+  Profile p = *BuiltinProfile("H200");
+  p.name = "x\"y";
+  p.idle_w = 75.25;
+  p.power_limit_w = 0;
+  EXPECT_EQ(ProfileToJson(p),
+            "{\n"
+            "  \"format\": \"evenkeel-triage-profile/1\",\n"
+            "  \"name\": \"x\\\"y\",\n"
+            "  \"origin\": \"B300 bands scaled to a 700 W power limit (x0.636)\",\n"
+            "  \"healthy_lo_w\": 598.2,\n"
+            "  \"healthy_hi_w\": 661.8,\n"
+            "  \"communication_w\": 407.3,\n"
+            "  \"starvation_w\": 365.9,\n"
+            "  \"floor_w\": 120.9,\n"
+            "  \"idle_w\": 75.2\n"
+            "}\n");
+}
+
 }  // namespace
 }  // namespace ek::triage

@@ -11,12 +11,13 @@ namespace ek::triage {
 
 namespace {
 
-void AppendNumber(std::string* out, double v) {
-  if (!std::isfinite(v)) {
-    out->append("null");
-  } else {
-    out->append(fmt::format("{:.3f}", v));
-  }
+// Three decimals; NaN (no reading) as null.
+void Number(JsonWriter& w, std::string_view key, double v) {
+  w.Key(key);
+  if (std::isfinite(v))
+    w.Fixed(v, 3);
+  else
+    w.Null();
 }
 
 bool AllRanks(const Assessment& a, const telemetry::Topology& topology) {
@@ -60,48 +61,30 @@ std::string FormatLine(const Assessment& a, const telemetry::Topology& topology)
 }
 
 std::string FormatJson(const Assessment& a, const telemetry::Topology& topology) {
-  std::string out = "{\"time\":";
-  AppendNumber(&out, a.time);
-  out += ",\"time_utc\":";
-  AppendJsonString(&out, telemetry::FormatTimestamp(a.time));
-  out += ",\"verdict\":";
-  AppendJsonString(&out, VerdictName(a.verdict));
-  out += ",\"ranks\":[";
-  for (size_t i = 0; i < a.ranks.size(); ++i) {
-    if (i) out.push_back(',');
-    AppendInt(&out, a.ranks[i]);
-  }
-  out += "],\"rank_ranges\":";
-  AppendJsonString(&out, CompactRanges(std::vector<int64_t>(a.ranks.begin(), a.ranks.end())));
+  JsonWriter w;
+  w.BeginObject();
+  Number(w, "time", a.time);
+  w.Key("time_utc").Str(telemetry::FormatTimestamp(a.time));
+  w.Key("verdict").Str(VerdictName(a.verdict));
+  w.Key("ranks").BeginArray();
+  for (int r : a.ranks) w.Int(r);
+  w.EndArray();
+  w.Key("rank_ranges").Str(CompactRanges(std::vector<int64_t>(a.ranks.begin(), a.ranks.end())));
   if (topology.world() > 0 && !AllRanks(a, topology)) {
-    out += ",\"gpus\":[";
-    for (size_t i = 0; i < a.ranks.size(); ++i) {
-      if (i) out.push_back(',');
-      AppendJsonString(&out, topology.RankName(a.ranks[i]));
-    }
-    out += "]";
+    w.Key("gpus").BeginArray();
+    for (int r : a.ranks) w.Str(topology.RankName(r));
+    w.EndArray();
   }
-  out += ",\"band\":";
-  AppendJsonString(&out, BandName(a.band));
-  out += ",\"median_power_w\":";
-  AppendNumber(&out, a.median_power_w);
-  out += ",\"util_min\":";
-  AppendNumber(&out, a.util_min);
-  out += ",\"util_max\":";
-  AppendNumber(&out, a.util_max);
-  out += ",\"util_sd\":";
-  AppendNumber(&out, a.util_sd);
-  out += ",\"since\":";
-  AppendNumber(&out, a.since);
-  out += ",\"duration_s\":";
-  AppendNumber(&out, a.duration_s);
-  out += ",\"samples\":";
-  AppendInt(&out, a.samples);
-  out += a.overdue ? ",\"overdue\":true" : ",\"overdue\":false";
-  out += ",\"reason\":";
-  AppendJsonString(&out, a.reason);
-  out += "}";
-  return out;
+  w.Key("band").Str(BandName(a.band));
+  Number(w, "median_power_w", a.median_power_w);
+  Number(w, "util_min", a.util_min);
+  Number(w, "util_max", a.util_max);
+  Number(w, "util_sd", a.util_sd);
+  Number(w, "since", a.since);
+  Number(w, "duration_s", a.duration_s);
+  w.Key("samples").Int(a.samples).Key("overdue").Bool(a.overdue).Key("reason").Str(a.reason);
+  w.EndObject();
+  return w.str();
 }
 
 }  // namespace ek::triage

@@ -65,5 +65,27 @@ TEST(Report, UnknownWithoutPowerWritesNull) {
   EXPECT_FALSE(parser.parse(json).get(doc));
 }
 
+// The bytes of one --json window (docs/triage.md), as the writer before JsonWriter wrote
+// them: three decimals, NaN as null, gpus only when the verdict is about some ranks.
+TEST(Report, JsonBytesArePinned) {
+  Assessment a;
+  a.time = 1700000000.5;
+  a.verdict = Verdict::kDeadlockSuspect;
+  a.ranks = {3};
+  a.since = 1699999990.25;
+  a.duration_s = 10.25;
+  a.samples = 3;
+  a.median_power_w = 190.5;
+  a.util_min = 0;
+  a.util_max = 100;
+  a.reason = "one \"rank\" at 0%";
+  EXPECT_EQ(FormatJson(a, telemetry::Topology(2, 4, {"node-a", "node-b"})),
+            R"({"time":1700000000.500,"time_utc":"2023-11-14T22:13:20.500Z",)"
+            R"("verdict":"DEADLOCK_SUSPECT","ranks":[3],"rank_ranges":"3","gpus":["node-a:3"],)"
+            R"("band":"none","median_power_w":190.500,"util_min":0.000,"util_max":100.000,)"
+            R"("util_sd":null,"since":1699999990.250,"duration_s":10.250,"samples":3,)"
+            R"("overdue":false,"reason":"one \"rank\" at 0%"})");
+}
+
 }  // namespace
 }  // namespace ek::triage

@@ -492,20 +492,17 @@ void Detectors::Throughput(double now, const triage::Assessment& a, std::vector<
 }
 
 std::string Detectors::SaveJson() const {
-  std::string out = fmt::format(
-      "{{\"completed\":{},\"completed_at\":{:.3f},\"completion_evidence\":{},"
-      "\"low_rounds\":{},\"low_since\":{:.3f},\"starved_rounds\":{},\"starved_since\":{:.3f},"
-      "\"hosts\":{{",
-      completed_ ? "true" : "false", completed_at_, JsonString(completion_evidence_), low_rounds_,
-      low_since_, starved_rounds_, starved_since_);
-  bool first = true;
+  JsonWriter w;
+  w.BeginObject().Key("completed").Bool(completed_).Key("completed_at").Fixed(completed_at_, 3);
+  w.Key("completion_evidence").Str(completion_evidence_).Key("low_rounds").Int(low_rounds_);
+  w.Key("low_since").Fixed(low_since_, 3).Key("starved_rounds").Int(starved_rounds_);
+  w.Key("starved_since").Fixed(starved_since_, 3).Key("hosts").BeginObject();
   for (const auto& [target, h] : hosts_) {
-    out += fmt::format("{}{}:{{\"first_poll\":{:.3f},\"last_ok\":{:.3f}}}", first ? "" : ",",
-                       JsonString(target), h.first_poll, h.last_ok);
-    first = false;
+    w.Key(target).BeginObject().Key("first_poll").Fixed(h.first_poll, 3);
+    w.Key("last_ok").Fixed(h.last_ok, 3).EndObject();
   }
-  out += "}}";
-  return out;
+  w.EndObject().EndObject();
+  return w.str();
 }
 
 Status Detectors::LoadJson(std::string_view json, std::string_view where) {

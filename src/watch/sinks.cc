@@ -11,6 +11,7 @@
 
 extern char** environ;
 
+#include "core/json_fields.h"
 #include "core/json_out.h"
 #include "core/process.h"
 #include "triage/classifier.h"
@@ -72,23 +73,17 @@ std::string IncidentText(const Incident& inc, const std::string& run, bool resol
 
 std::string IncidentJson(const Incident& inc, const std::string& run, bool resolved) {
   const Finding& f = inc.finding;
-  std::string hosts;
-  for (size_t i = 0; i < f.hosts.size(); ++i) {
-    if (i) hosts += ',';
-    AppendJsonString(&hosts, f.hosts[i]);
-  }
-  std::string ranks;
-  for (size_t i = 0; i < f.ranks.size(); ++i)
-    ranks += fmt::format("{}{}", i ? "," : "", f.ranks[i]);
-  return fmt::format(
-      "{{\"id\":{},\"run\":{},\"kind\":\"{}\",\"status\":\"{}\",\"severity\":{},\"summary\":{},"
-      "\"ranks\":[{}],\"ranks_compact\":{},\"hosts\":[{}],\"since\":{},\"opened\":{},{}"
-      "\"evidence\":{},\"gpu_hours\":{:.3f}}}",
-      JsonString(inc.id), JsonString(run), KindName(f.kind), resolved ? "resolved" : "firing",
-      JsonString(f.severity), JsonString(f.summary), ranks, JsonString(CompactRanges(Ranks(f))),
-      hosts, JsonString(Rfc3339(f.since)), JsonString(Rfc3339(inc.opened)),
-      resolved ? fmt::format("\"resolved\":{},", JsonString(Rfc3339(inc.resolved))) : "",
-      JsonString(f.evidence), f.gpu_hours);
+  JsonWriter w;
+  w.BeginObject().Key("id").Str(inc.id).Key("run").Str(run).Key("kind").Str(KindName(f.kind));
+  w.Key("status").Str(resolved ? "resolved" : "firing").Key("severity").Str(f.severity);
+  w.Key("summary").Str(f.summary).Key("ranks").BeginArray();
+  for (int r : f.ranks) w.Int(r);
+  w.EndArray().Key("ranks_compact").Str(CompactRanges(Ranks(f))).Key("hosts").BeginArray();
+  for (const std::string& h : f.hosts) w.Str(h);
+  w.EndArray().Key("since").Str(Rfc3339(f.since)).Key("opened").Str(Rfc3339(inc.opened));
+  if (resolved) w.Key("resolved").Str(Rfc3339(inc.resolved));
+  w.Key("evidence").Str(f.evidence).Key("gpu_hours").Fixed(f.gpu_hours, 3).EndObject();
+  return w.str();
 }
 
 namespace {
@@ -113,22 +108,19 @@ class AlertmanagerSink : public Sink {
   bool wants_resend() const override { return true; }
   std::string Render(const Incident& inc, const std::string& run, bool resolved) const override {
     const Finding& f = inc.finding;
-    std::string hosts = fmt::format("{}", fmt::join(f.hosts, ","));
-    std::string out = "[{\"labels\":{";
-    out += fmt::format(
-        "\"alertname\":\"{}\",\"run\":{},\"kind\":\"{}\",\"severity\":{},\"incident\":{}",
-        AlertName(f.kind), JsonString(run), KindName(f.kind), JsonString(f.severity),
-        JsonString(inc.id));
-    out += "},\"annotations\":{";
-    out += fmt::format(
-        "\"summary\":{},\"ranks\":{},\"hosts\":{},\"since\":{},\"evidence\":{},"
-        "\"gpu_hours\":\"{:.2f}\"",
-        JsonString(f.summary), JsonString(CompactRanges(Ranks(f))), JsonString(hosts),
-        JsonString(Rfc3339(f.since)), JsonString(f.evidence), f.gpu_hours);
-    out += fmt::format("}},\"startsAt\":{}", JsonString(Rfc3339(inc.opened)));
-    if (resolved) out += fmt::format(",\"endsAt\":{}", JsonString(Rfc3339(inc.resolved)));
-    out += ",\"generatorURL\":\"http://evenkeel.invalid/watch\"}]";
-    return out;
+    JsonWriter w;
+    w.BeginArray().BeginObject().Key("labels").BeginObject();
+    w.Key("alertname").Str(AlertName(f.kind)).Key("run").Str(run).Key("kind").Str(KindName(f.kind));
+    w.Key("severity").Str(f.severity).Key("incident").Str(inc.id).EndObject();
+    w.Key("annotations").BeginObject().Key("summary").Str(f.summary);
+    w.Key("ranks").Str(CompactRanges(Ranks(f)));
+    w.Key("hosts").Str(fmt::format("{}", fmt::join(f.hosts, ",")));
+    w.Key("since").Str(Rfc3339(f.since)).Key("evidence").Str(f.evidence);
+    w.Key("gpu_hours").Str(fmt::format("{:.2f}", f.gpu_hours)).EndObject();
+    w.Key("startsAt").Str(Rfc3339(inc.opened));
+    if (resolved) w.Key("endsAt").Str(Rfc3339(inc.resolved));
+    w.Key("generatorURL").Str("http://evenkeel.invalid/watch").EndObject().EndArray();
+    return w.str();
   }
   Status Deliver(const std::string& body) override {
     return PostJson(http_, url_ + "/api/v2/alerts", body, timeout_s_);
@@ -146,9 +138,10 @@ class WebhookSink : public Sink {
       : url_(std::move(url)), http_(http), timeout_s_(timeout_s) {}
   std::string name() const override { return "webhook"; }
   std::string Render(const Incident& inc, const std::string& run, bool resolved) const override {
-    return fmt::format("{{\"text\":{},\"evenkeel\":{}}}",
-                       JsonString(IncidentText(inc, run, resolved)),
-                       IncidentJson(inc, run, resolved));
+    JsonWriter w;
+    w.BeginObject().Key("text").Str(IncidentText(inc, run, resolved));
+    w.Key("evenkeel").Raw(IncidentJson(inc, run, resolved)).EndObject();
+    return w.str();
   }
   Status Deliver(const std::string& body) override {
     return PostJson(http_, url_, body, timeout_s_);
@@ -160,14 +153,19 @@ class WebhookSink : public Sink {
   double timeout_s_;
 };
 
-// Reads one JSON string field out of our own rendering (for the command's environment).
-std::string Field(const std::string& json, std::string_view key) {
-  std::string pat = fmt::format("\"{}\":\"", key);
-  size_t a = json.find(pat);
-  if (a == std::string::npos) return "";
-  a += pat.size();
-  size_t b = json.find('"', a);
-  return b == std::string::npos ? "" : json.substr(a, b - a);
+// The command's variables, read back from the record Render wrote (IncidentJson): "status",
+// "kind" and "id". A body without them (a test's "{}") leaves them empty.
+std::vector<std::pair<std::string, std::string>> AlertVariables(const std::string& body) {
+  std::string status, kind, id;
+  JsonDocument doc;
+  Result<JsonFields> f = doc.Parse(body, "alert");
+  if (f.ok()) {
+    (void)f->OptStr("status", &status);
+    (void)f->OptStr("kind", &kind);
+    (void)f->OptStr("id", &id);
+  }
+  return {
+      {"EVENKEEL_ALERT_STATUS", status}, {"EVENKEEL_ALERT_KIND", kind}, {"EVENKEEL_ALERT_ID", id}};
 }
 
 class CommandSink : public Sink {
@@ -188,9 +186,7 @@ class CommandSink : public Sink {
       if (var.starts_with("EVENKEEL_ALERT_"))
         o.unset_env.emplace_back(var.substr(0, var.find('=')));
     }
-    o.env = {{"EVENKEEL_ALERT_STATUS", Field(body, "status")},
-             {"EVENKEEL_ALERT_KIND", Field(body, "kind")},
-             {"EVENKEEL_ALERT_ID", Field(body, "id")}};
+    o.env = AlertVariables(body);
     auto child = Child::Spawn(o);
     if (!child.ok()) return child.status().WithContext("alert command");
     Status written = child->WriteInput(body, "alert command");

@@ -132,6 +132,24 @@ TEST(Sinks, CommandGetsJsonOnStdinAndEnvironment) {
   EXPECT_NE(text->find("resolved crash\n"), std::string::npos) << *text;
 }
 
+// The variables are the record's fields, decoded: a quote in the run's name (and so in the
+// incident's id) is a quote, not the end of the value (the old scan of the text cut it there).
+TEST(Sinks, CommandVariablesAreTheRecordsFieldsDecoded) {
+  testing::ScratchDir dir;
+  std::string out = dir / "out";
+  auto sink = MakeCommandSink(
+      "cat >/dev/null; printf '%s|%s|%s' \"$EVENKEEL_ALERT_STATUS\" \"$EVENKEEL_ALERT_KIND\" "
+      "\"$EVENKEEL_ALERT_ID\" > " +
+          out,
+      5);
+  Incident inc = Sample();
+  inc.id = "de\"mo/crash/1764424981200";
+  ASSERT_TRUE(sink->Deliver(sink->Render(inc, "de\"mo", false)).ok());
+  auto text = ReadFile(out);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "firing|crash|de\"mo/crash/1764424981200");
+}
+
 TEST(Sinks, CommandFailureAndTimeoutAreErrors) {
   EXPECT_FALSE(MakeCommandSink("exit 3", 5)->Deliver("{}").ok());
   // The 30 s timeout passes on a fake clock: the test takes no 30 s.
@@ -163,6 +181,37 @@ TEST(Sinks, ACommandThatDoesNotReadItsInputIsAnErrorNotASigpipe) {
   struct sigaction after {};
   ASSERT_EQ(sigaction(SIGPIPE, &before, &after), 0);
   EXPECT_EQ(after.sa_handler, SIG_DFL);
+}
+
+// The bytes of the incident record (the command sink's stdin, the webhook's "evenkeel", the
+// watch log) and of the Alertmanager payload, as the writer before JsonWriter wrote them.
+TEST(Sinks, PayloadBytesArePinned) {
+  Incident inc;
+  inc.id = "run/hang/1700000000123";
+  inc.opened = 1700000000.1234;
+  inc.finding.kind = Kind::kHang;
+  inc.finding.key = "hang";
+  inc.finding.severity = "critical";
+  inc.finding.summary = "hang: \"no\" rank advanced";
+  inc.finding.ranks = {0, 1, 2, 5};
+  inc.finding.hosts = {"node-a", "node\"b"};
+  inc.finding.since = 1699999999.9996;
+  inc.finding.evidence = "steps 12..12\n";
+  inc.finding.gpu_hours = 12.34567;
+  EXPECT_EQ(IncidentJson(inc, "r\"un", false),
+            R"({"id":"run/hang/1700000000123","run":"r\"un","kind":"hang","status":"firing",)"
+            R"("severity":"critical","summary":"hang: \"no\" rank advanced","ranks":[0,1,2,5],)"
+            R"("ranks_compact":"0-2,5","hosts":["node-a","node\"b"],)"
+            R"("since":"2023-11-14T22:13:20.000Z","opened":"2023-11-14T22:13:20.123Z",)"
+            R"("evidence":"steps 12..12\n","gpu_hours":12.346})");
+  auto am = MakeAlertmanagerSink("http://am/", nullptr, 1);
+  EXPECT_EQ(
+      am->Render(inc, "r\"un", false),
+      R"([{"labels":{"alertname":"EvenkeelHang","run":"r\"un","kind":"hang",)"
+      R"("severity":"critical","incident":"run/hang/1700000000123"},"annotations":)"
+      R"({"summary":"hang: \"no\" rank advanced","ranks":"0-2,5","hosts":"node-a,node\"b",)"
+      R"("since":"2023-11-14T22:13:20.000Z","evidence":"steps 12..12\n","gpu_hours":"12.35"},)"
+      R"("startsAt":"2023-11-14T22:13:20.123Z","generatorURL":"http://evenkeel.invalid/watch"}])");
 }
 
 }  // namespace

@@ -25,19 +25,14 @@ std::string AgentUrl(const std::string& target) {
 
 // ---- state file (de)serialization ----
 
-std::string FindingJson(const Finding& f) {
-  std::string ranks, hosts;
-  for (size_t i = 0; i < f.ranks.size(); ++i)
-    ranks += fmt::format("{}{}", i ? "," : "", f.ranks[i]);
-  for (size_t i = 0; i < f.hosts.size(); ++i) {
-    if (i) hosts += ',';
-    AppendJsonString(&hosts, f.hosts[i]);
-  }
-  return fmt::format(
-      "{{\"kind\":\"{}\",\"key\":{},\"severity\":{},\"summary\":{},\"ranks\":[{}],\"hosts\":[{}],"
-      "\"since\":{:.3f},\"evidence\":{},\"gpu_hours\":{:.4f}}}",
-      KindName(f.kind), JsonString(f.key), JsonString(f.severity), JsonString(f.summary), ranks,
-      hosts, f.since, JsonString(f.evidence), f.gpu_hours);
+void FindingJson(JsonWriter& w, const Finding& f) {
+  w.BeginObject().Key("kind").Str(KindName(f.kind)).Key("key").Str(f.key);
+  w.Key("severity").Str(f.severity).Key("summary").Str(f.summary).Key("ranks").BeginArray();
+  for (int r : f.ranks) w.Int(r);
+  w.EndArray().Key("hosts").BeginArray();
+  for (const std::string& h : f.hosts) w.Str(h);
+  w.EndArray().Key("since").Fixed(f.since, 3).Key("evidence").Str(f.evidence);
+  w.Key("gpu_hours").Fixed(f.gpu_hours, 4).EndObject();
 }
 
 Status ParseFinding(const JsonFields& e, Finding* f) {
@@ -110,10 +105,14 @@ Result<std::unique_ptr<Watcher>> Watcher::Create(WatcherOptions options,
   return w;
 }
 
-void Watcher::Log(double now, std::string_view event, const std::string& fields) {
+void Watcher::Log(double now, std::string_view event,
+                  const std::function<void(JsonWriter&)>& fields) {
   if (!log_) return;
-  log_(fmt::format("{{\"time\":{},\"event\":\"{}\",\"run\":{}{}{}}}", JsonString(Rfc3339(now)),
-                   event, JsonString(options_.settings.run), fields.empty() ? "" : ",", fields));
+  JsonWriter w;
+  w.BeginObject().Key("time").Str(Rfc3339(now)).Key("event").Str(event);
+  w.Key("run").Str(options_.settings.run);
+  if (fields) fields(w);
+  log_(w.EndObject().str());
 }
 
 std::vector<AgentPoll> Watcher::PollAgents() {
@@ -172,8 +171,9 @@ void Watcher::Update(double now, std::vector<Finding> findings) {
       inc.opened = now;
       inc.last_resent = now;
       inc.finding = std::move(f);
-      Log(now, "incident_opened",
-          fmt::format("\"incident\":{}", IncidentJson(inc, options_.settings.run, false)));
+      Log(now, "incident_opened", [&](JsonWriter& w) {
+        w.Key("incident").Raw(IncidentJson(inc, options_.settings.run, false));
+      });
       Enqueue(inc, false, now, nullptr);
       open_.emplace(inc.finding.key, std::move(inc));
       continue;
@@ -200,8 +200,9 @@ void Watcher::Update(double now, std::vector<Finding> findings) {
       continue;
     }
     inc.resolved = now;
-    Log(now, "incident_resolved",
-        fmt::format("\"incident\":{}", IncidentJson(inc, options_.settings.run, true)));
+    Log(now, "incident_resolved", [&](JsonWriter& w) {
+      w.Key("incident").Raw(IncidentJson(inc, options_.settings.run, true));
+    });
     Enqueue(inc, true, now, nullptr);
     it = open_.erase(it);
   }
@@ -222,7 +223,7 @@ void Watcher::DeliverDue(double now, double budget_end) {
     }
     if (!sink) {  // a sink removed from the configuration since the notice was queued
       Log(now, "delivery_dropped",
-          fmt::format("\"sink\":\"{}\",\"incident\":{}", d.sink, JsonString(d.incident)));
+          [&](JsonWriter& w) { w.Key("sink").Str(d.sink).Key("incident").Str(d.incident); });
       it = outbox_.erase(it);
       continue;
     }
@@ -230,10 +231,10 @@ void Watcher::DeliverDue(double now, double budget_end) {
     double t = clock_->Now();
     d.attempts++;
     if (st.ok()) {
-      Log(t, "delivered",
-          fmt::format("\"sink\":\"{}\",\"incident\":{},\"status\":\"{}\",\"attempts\":{},\"delay_"
-                      "s\":{:.3f}",
-                      d.sink, JsonString(d.incident), d.status, d.attempts, t - d.queued));
+      Log(t, "delivered", [&](JsonWriter& w) {
+        w.Key("sink").Str(d.sink).Key("incident").Str(d.incident).Key("status").Str(d.status);
+        w.Key("attempts").Int(d.attempts).Key("delay_s").Fixed(t - d.queued, 3);
+      });
       it = outbox_.erase(it);
       continue;
     }
@@ -241,10 +242,10 @@ void Watcher::DeliverDue(double now, double budget_end) {
         std::min(options_.backoff_max_s, options_.backoff_s * std::pow(2.0, d.attempts - 1));
     d.next_attempt = t + backoff;
     d.last_error = st.message();
-    Log(t, "delivery_failed",
-        fmt::format(
-            "\"sink\":\"{}\",\"incident\":{},\"attempts\":{},\"retry_in_s\":{:.1f},\"error\":{}",
-            d.sink, JsonString(d.incident), d.attempts, backoff, JsonString(st.message())));
+    Log(t, "delivery_failed", [&](JsonWriter& w) {
+      w.Key("sink").Str(d.sink).Key("incident").Str(d.incident).Key("attempts").Int(d.attempts);
+      w.Key("retry_in_s").Fixed(backoff, 1).Key("error").Str(st.message());
+    });
     blocked.insert(d.sink);
     ++it;
   }
@@ -257,9 +258,10 @@ Status Watcher::Round() {
     auto [it, fresh] = agent_ok_.emplace(p.target, !p.ok);
     if (fresh || it->second != p.ok) {
       it->second = p.ok;
-      Log(now, p.ok ? "agent_up" : "agent_down",
-          fmt::format("\"agent\":{}{}", JsonString(p.target),
-                      p.ok ? "" : ",\"error\":" + JsonString(p.error)));
+      Log(now, p.ok ? "agent_up" : "agent_down", [&](JsonWriter& w) {
+        w.Key("agent").Str(p.target);
+        if (!p.ok) w.Key("error").Str(p.error);
+      });
     }
   }
   Update(now, detectors_->Evaluate(now, polls));
@@ -285,29 +287,26 @@ Status Watcher::Run(const std::atomic<bool>* stop) {
 }
 
 Status Watcher::Save() {
-  std::string out =
-      fmt::format("{{\"v\":1,\"run\":{},\"next_seq\":{},\"detectors\":{},\"open\":[",
-                  JsonString(options_.settings.run), next_seq_, detectors_->SaveJson());
-  bool first = true;
+  JsonWriter w;
+  w.BeginObject().Key("v").Int(1).Key("run").Str(options_.settings.run);
+  w.Key("next_seq").Uint(next_seq_).Key("detectors").Raw(detectors_->SaveJson());
+  w.Key("open").BeginArray();
   for (const auto& [key, inc] : open_) {
-    out += fmt::format(
-        "{}{{\"id\":{},\"opened\":{:.3f},\"last_resent\":{:.3f},\"clear_rounds\":{},\"finding\":{}}"
-        "}",
-        first ? "" : ",", JsonString(inc.id), inc.opened, inc.last_resent, inc.clear_rounds,
-        FindingJson(inc.finding));
-    first = false;
+    w.BeginObject().Key("id").Str(inc.id).Key("opened").Fixed(inc.opened, 3);
+    w.Key("last_resent").Fixed(inc.last_resent, 3).Key("clear_rounds").Int(inc.clear_rounds);
+    w.Key("finding");
+    FindingJson(w, inc.finding);
+    w.EndObject();
   }
-  out += "],\"outbox\":[";
-  first = true;
+  w.EndArray().Key("outbox").BeginArray();
   for (const Delivery& d : outbox_) {
-    out += fmt::format(
-        "{}{{\"seq\":{},\"sink\":{},\"incident\":{},\"status\":\"{}\",\"body\":{},\"attempts\":{},"
-        "\"queued\":{:.3f},\"next_attempt\":{:.3f},\"last_error\":{}}}",
-        first ? "" : ",", d.seq, JsonString(d.sink), JsonString(d.incident), d.status,
-        JsonString(d.body), d.attempts, d.queued, d.next_attempt, JsonString(d.last_error));
-    first = false;
+    w.BeginObject().Key("seq").Uint(d.seq).Key("sink").Str(d.sink).Key("incident").Str(d.incident);
+    w.Key("status").Str(d.status).Key("body").Str(d.body).Key("attempts").Int(d.attempts);
+    w.Key("queued").Fixed(d.queued, 3).Key("next_attempt").Fixed(d.next_attempt, 3);
+    w.Key("last_error").Str(d.last_error).EndObject();
   }
-  out += "]}\n";
+  w.EndArray().EndObject();
+  const std::string out = w.Line();
   Status st = WriteFileAtomic(options_.state_dir + "/state.json", out, options_.env);
   return st.ok() ? st : st.WithContext("watch: saving state");
 }
@@ -348,7 +347,7 @@ Status Watcher::Load() {
   }));
   if (next_seq_ == 0) next_seq_ = 1;
   Log(clock_->Now(), "state_loaded",
-      fmt::format("\"open\":{},\"outbox\":{}", open_.size(), outbox_.size()));
+      [&](JsonWriter& w) { w.Key("open").Uint(open_.size()).Key("outbox").Uint(outbox_.size()); });
   return Status::Ok();
 }
 

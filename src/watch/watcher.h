@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/env.h"
+#include "core/json_out.h"
 #include "core/thread_pool.h"
 #include "telemetry/sample.h"
 #include "triage/profile.h"
@@ -95,7 +96,9 @@ class Watcher {
   void DeliverDue(double now, double budget_end);
   Status Save();
   Status Load();
-  void Log(double now, std::string_view event, const std::string& fields);
+  // One log line: time, event, run, then the members `fields` writes.
+  void Log(double now, std::string_view event,
+           const std::function<void(JsonWriter&)>& fields = nullptr);
 
   WatcherOptions options_;
   std::vector<std::unique_ptr<Sink>> sinks_;
