@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "agent/checkpoint_scan.h"
+#include "core/process.h"
 #include "telemetry/replay.h"
 
 namespace ek::watch {
@@ -150,7 +151,7 @@ AgentStatus Agent::Snapshot() {
   }
   for (auto& hb : heartbeat::ReadHeartbeatDir(options_.heartbeat_dir, &s.problems)) {
     RankReading r;
-    r.alive = heartbeat::ProcessAlive(hb.pid);
+    r.alive = ProcessAlive(hb.pid);
     r.beat_age_s = std::max(0.0, now - hb.time);
     // A rank that has not finished a step yet (starting up) counts from its
     // last beat, not from the epoch: otherwise every start looks like a hang.

@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 #include "ckpt/internal.h"
 #include "core/clock.h"
 #include "core/file.h"
+#include "core/process.h"
 #include "core/version.h"
 
 namespace ek::ckpt {
@@ -144,11 +144,6 @@ std::optional<TempName> ParseTempName(std::string_view name) {
     t.pid = t.pid * 10 + (c - '0');
   }
   return t;
-}
-
-bool ProcessAlive(int64_t pid) {
-  if (pid <= 0) return false;
-  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
 }  // namespace internal

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -485,6 +487,38 @@ TEST(Checkpoint, ListCheckpointsSortsByStepWithVerdicts) {
   EXPECT_EQ(l[4].verdict, fmt::format("in progress (pid {})", ::getpid()));
   EXPECT_EQ(ListCheckpoints(ckpt / "nope", VerifyLevel::kStructure).status().code(),
             StatusCode::kNotFound);
+}
+
+// A writer killed but not yet reaped (a zombie) is gone: its temporary is
+// abandoned, and prune removes it, as for a writer whose pid no process has.
+TEST(Checkpoint, ATempWhoseWriterIsAZombieIsAbandoned) {
+  ScratchDir ckpt;
+  Save(ckpt, 10);
+  pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  ::kill(child, SIGKILL);
+  // Wait until the kernel has made it a zombie (it is never reaped before the end).
+  for (int i = 0; i < 200; ++i) {
+    std::string stat;
+    if (auto text = ReadFile(fmt::format("/proc/{}/stat", child)); text.ok()) stat = *text;
+    if (stat.find(") Z") != std::string::npos) break;
+    usleep(5000);
+  }
+  const std::string temp = fmt::format(".step-00000020.tmp-{}", child);
+  WriteTrainerFiles(ckpt / temp);
+  auto list = ListCheckpoints(ckpt.path(), VerifyLevel::kStructure);
+  ASSERT_TRUE(list.ok()) << list.status().message();
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[1].name, temp);
+  EXPECT_EQ((*list)[1].verdict, fmt::format("abandoned (pid {} is gone)", child));
+  std::vector<std::string> removed;
+  ASSERT_TRUE(PruneCheckpoints(ckpt.path(), 1, &removed).ok());
+  EXPECT_EQ(removed, std::vector<std::string>{temp});
+  waitpid(child, nullptr, 0);
 }
 
 TEST(Checkpoint, NewestVerifiedSkipsACorruptedNewest) {

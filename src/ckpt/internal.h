@@ -52,9 +52,6 @@ struct TempName {
 };
 std::optional<TempName> ParseTempName(std::string_view name);
 
-// kill(pid, 0): true while a process with that id exists on this host.
-bool ProcessAlive(int64_t pid);
-
 // Runs fn(i) for i in [0, n) on up to `threads` threads (0: up to 8).
 void RunParallel(size_t n, size_t threads, const std::function<void(size_t)>& fn);
 

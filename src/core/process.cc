@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include "core/file.h"
@@ -44,6 +45,19 @@ ExitStatus FromWaitStatus(int status) {
   if (WIFEXITED(status)) s.code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) s.signal = WTERMSIG(status);
   return s;
+}
+
+bool ProcessAlive(int64_t pid) {
+  if (pid <= 0 || pid > std::numeric_limits<pid_t>::max()) return false;
+  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
+  auto stat = ReadFile(fmt::format("/proc/{}/stat", pid));
+  if (!stat.ok()) return true;  // no procfs: trust kill()
+  const std::string& line = *stat;
+  // "PID (COMM) S ...": COMM may hold ')' and spaces, so the state follows the last ')'.
+  size_t paren = line.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= line.size()) return true;
+  char state = line[paren + 2];
+  return state != 'Z' && state != 'X';
 }
 
 std::string FindExecutable(const std::string& name) {

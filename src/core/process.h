@@ -99,6 +99,14 @@ class Child {
 // The path of `name` on PATH (or `name` itself when it holds a '/' and exists), or "".
 std::string FindExecutable(const std::string& name);
 
+// True while `pid` names a live process on this host: kill(pid, 0) finds it
+// (EPERM counts: it exists, another user's) and it is not a zombie, a killed
+// child its parent has not reaped, which is dead to us (/proc/PID/stat's
+// state Z or X; without procfs kill() alone decides). False for pid <= 0.
+// The one liveness check: heartbeats (agent, launcher) and the checkpoint
+// temporaries' writers.
+bool ProcessAlive(int64_t pid);
+
 // Signals a program was asked to stop by (SIGINT, SIGTERM, SIGHUP): the
 // handler only records the first one; the main loop polls it. A program's
 // choice: called from a command's main path (src/cli), never a library.

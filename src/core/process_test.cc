@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -146,6 +147,27 @@ TEST(ProcessTest, SleepInterruptibleRunsOnTheClock) {
   SleepInterruptible(120, &clock);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
   EXPECT_NEAR(clock.slept(), 120, 1e-6);
+}
+
+TEST(ProcessTest, ProcessAliveSeesZombiesAsDead) {
+  EXPECT_TRUE(ProcessAlive(getpid()));
+  EXPECT_FALSE(ProcessAlive(0));
+  EXPECT_FALSE(ProcessAlive(-5));
+  // Beyond pid_t: not truncated onto some other process's id.
+  EXPECT_FALSE(ProcessAlive((int64_t{1} << 32) + getpid()));
+  pid_t child = fork();
+  if (child == 0) {
+    pause();
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  EXPECT_TRUE(ProcessAlive(child));
+  kill(child, SIGKILL);
+  // Not reaped yet: a zombie, which must read as gone.
+  for (int i = 0; i < 200 && ProcessAlive(child); ++i) usleep(5000);
+  EXPECT_FALSE(ProcessAlive(child));
+  waitpid(child, nullptr, 0);
+  EXPECT_FALSE(ProcessAlive(child));
 }
 
 }  // namespace

@@ -179,8 +179,8 @@ Findings BalanceCheck(const RunFile& run, const std::map<int, uint64_t>& blocks,
     c.fails.push_back(planned.status().message());
     return c;
   }
-  const Plan& p = *planned;
-  const uint64_t lo = p.global_min_blocks, hi = p.global_max_blocks, spread = hi - lo;
+  const run::Schedule& sch = planned->schedule;
+  const uint64_t lo = sch.global_min_blocks, hi = sch.global_max_blocks, spread = hi - lo;
   c.numbers = {{"global_min_blocks", static_cast<double>(lo)},
                {"global_max_blocks", static_cast<double>(hi)},
                {"spread", static_cast<double>(spread)},
@@ -190,8 +190,8 @@ Findings BalanceCheck(const RunFile& run, const std::map<int, uint64_t>& blocks,
     c.pass_reason = fmt::format("every rank has {} blocks{}: spread 0", Thousands(lo), scope);
     return c;
   }
-  c.numbers["evenfix_dropped_tokens"] = static_cast<double>(p.evenfix_dropped_tokens);
-  c.numbers["evenfix_dropped_pct"] = 100 * p.evenfix_dropped_fraction;
+  c.numbers["evenfix_dropped_tokens"] = static_cast<double>(sch.dropped_tokens);
+  c.numbers["evenfix_dropped_pct"] = 100 * sch.dropped_fraction;
   c.numbers["evenfix_max_drop_pct"] = run.evenfix_max_drop_pct;
   auto& fails = c.fails;
   auto& warns = c.warns;
@@ -207,14 +207,14 @@ Findings BalanceCheck(const RunFile& run, const std::map<int, uint64_t>& blocks,
         fmt::format("block spread {} (min {}, max {}){}: evenfix pad repeats {} blocks so every "
                     "rank runs {} blocks",
                     Thousands(spread), Thousands(lo), Thousands(hi), scope,
-                    Thousands(p.evenfix_padded_blocks), Thousands(hi)));
+                    Thousands(sch.padded_blocks), Thousands(hi)));
   } else {
-    const double pct = 100 * p.evenfix_dropped_fraction;
+    const double pct = 100 * sch.dropped_fraction;
     std::string what = fmt::format(
         "block spread {} (min {}, max {}){}: evenfix pins every rank to {} blocks, dropping {} "
         "tokens ({:.3f}% of the data)",
         Thousands(spread), Thousands(lo), Thousands(hi), scope, Thousands(lo),
-        Thousands(p.evenfix_dropped_tokens), pct);
+        Thousands(sch.dropped_tokens), pct);
     if (pct > run.evenfix_max_drop_pct) {
       fails.push_back(fmt::format(
           "{}, more than evenfix.max_drop_pct {}%: re-pack with --shard balanced (spread 0), "
@@ -233,7 +233,7 @@ Findings ScheduleCheck(const GateInputs& in) {
   const RunFile& run = in.run;
   const pack::Manifest* mp = in.manifest_or_null;
   const Result<run::ModelShape>& model = in.model;
-  const Plan& plan = in.plan;
+  const run::Schedule& sch = in.plan.schedule;  // empty without a pack: every count 0
   Findings c;
   c.name = "schedule";
   auto& fails = c.fails;
@@ -245,33 +245,33 @@ Findings ScheduleCheck(const GateInputs& in) {
   if (!mp) fails.push_back("no pack manifest: steps unknown");
   if (!model.ok()) fails.push_back(model.status().message());
   if (mp && model.ok()) {
-    if (plan.steps_per_epoch < 1) {
+    if (sch.steps_per_epoch < 1) {
       fails.push_back(
           fmt::format("0 steps per epoch: {} blocks per rank < micro-batch {} x accumulation {}",
-                      plan.evenfix_target_blocks, run.micro_batch, run.grad_accum));
+                      sch.target_blocks, run.micro_batch, run.grad_accum));
     }
-    if (static_cast<uint64_t>(run.warmup_steps) >= plan.total_steps && plan.total_steps > 0) {
+    if (static_cast<uint64_t>(run.warmup_steps) >= sch.total_steps && sch.total_steps > 0) {
       fails.push_back(fmt::format("warmup {} steps >= the whole run ({} steps)", run.warmup_steps,
-                                  plan.total_steps));
+                                  sch.total_steps));
     }
     if (run.save_every == 0) {
       warns.push_back("save_every is 0: a checkpoint only at epoch end");
-    } else if (static_cast<uint64_t>(run.save_every) > plan.steps_per_epoch &&
-               plan.steps_per_epoch > 0) {
+    } else if (static_cast<uint64_t>(run.save_every) > sch.steps_per_epoch &&
+               sch.steps_per_epoch > 0) {
       warns.push_back(
           fmt::format("save_every {} > {} steps per epoch: no periodic checkpoint inside an epoch",
-                      run.save_every, plan.steps_per_epoch));
+                      run.save_every, sch.steps_per_epoch));
     }
-    c.numbers = {{"steps_per_epoch", static_cast<double>(plan.steps_per_epoch)},
-                 {"total_steps", static_cast<double>(plan.total_steps)},
-                 {"tokens_per_step", static_cast<double>(plan.tokens_per_step)},
-                 {"checkpoints", static_cast<double>(plan.save_count)}};
+    c.numbers = {{"steps_per_epoch", static_cast<double>(sch.steps_per_epoch)},
+                 {"total_steps", static_cast<double>(sch.total_steps)},
+                 {"tokens_per_step", static_cast<double>(in.plan.tokens_per_step)},
+                 {"checkpoints", static_cast<double>(sch.save_steps.size())}};
   }
   c.pass_reason = fmt::format(
       "world {} matches the pack; {} steps per epoch x {} epoch(s), warmup {}, {} checkpoints "
       "(every {} steps and at each epoch end, reached by every rank)",
-      run.world(), Thousands(plan.steps_per_epoch), run.epochs, run.warmup_steps, plan.save_count,
-      run.save_every);
+      run.world(), Thousands(sch.steps_per_epoch), run.epochs, run.warmup_steps,
+      sch.save_steps.size(), run.save_every);
   return c;
 }
 

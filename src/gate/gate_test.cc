@@ -130,7 +130,7 @@ TEST_F(GateTest, EvenfixDropAboveMaxDropPctFailsWithTheAdvice) {
   ASSERT_TRUE(manifest.ok());
   auto plan = run::MakePlan(r, run::ModelShape{}, &*manifest);
   ASSERT_TRUE(plan.ok());
-  const double pct = 100 * plan->evenfix_dropped_fraction;
+  const double pct = 100 * plan->schedule.dropped_fraction;
   ASSERT_GT(pct, 1.0) << "the uneven fixture should drop more than the default 1%";
   // The default: 1%.
   const Check over = Get(Gate(r), "balance");
@@ -143,7 +143,7 @@ TEST_F(GateTest, EvenfixDropAboveMaxDropPctFailsWithTheAdvice) {
   EXPECT_NE(over.reason.find("evenfix.mode = \"pad\""), std::string::npos) << over.reason;
   EXPECT_DOUBLE_EQ(over.numbers.at("evenfix_dropped_pct"), pct);
   EXPECT_EQ(over.numbers.at("evenfix_dropped_tokens"),
-            static_cast<double>(plan->evenfix_dropped_tokens));
+            static_cast<double>(plan->schedule.dropped_tokens));
   // Just above the drop: a WARN; just below: a FAIL.
   r.evenfix_max_drop_pct = pct + 0.001;
   EXPECT_EQ(Get(Gate(r), "balance").verdict, Verdict::kWarn);

@@ -1,12 +1,9 @@
 #include "heartbeat/heartbeat.h"
 
 #include <fmt/format.h>
-#include <signal.h>
 #include <simdjson.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <fstream>
 
 #include "core/file.h"
 #include "core/json_fields.h"
@@ -99,19 +96,6 @@ std::vector<Heartbeat> ReadHeartbeatDir(const std::string& dir, std::vector<std:
   std::sort(out.begin(), out.end(),
             [](const Heartbeat& a, const Heartbeat& b) { return a.rank < b.rank; });
   return out;
-}
-
-bool ProcessAlive(int64_t pid) {
-  if (pid <= 0) return false;
-  if (kill(static_cast<pid_t>(pid), 0) != 0 && errno != EPERM) return false;
-  // A killed child that its parent has not reaped yet is a zombie: dead to us.
-  std::ifstream stat(fmt::format("/proc/{}/stat", pid));
-  std::string line;
-  if (!std::getline(stat, line)) return true;  // no procfs: trust kill()
-  size_t paren = line.rfind(')');
-  if (paren == std::string::npos || paren + 2 >= line.size()) return true;
-  char state = line[paren + 2];
-  return state != 'Z' && state != 'X';
 }
 
 }  // namespace ek::heartbeat

@@ -52,7 +52,4 @@ std::string HeartbeatToJson(const Heartbeat& hb);
 std::vector<Heartbeat> ReadHeartbeatDir(const std::string& dir, std::vector<std::string>* problems,
                                         Env* env = Env::Default());
 
-// True while `pid` names a live, non-zombie process on this host.
-bool ProcessAlive(int64_t pid);
-
 }  // namespace ek::heartbeat

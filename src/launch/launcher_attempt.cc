@@ -256,7 +256,7 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
       auto text = ReadIfExists(p);
       if (!text.ok() || !*text) continue;
       auto rr = RankRecordFromJson(**text, p);
-      pending = rr.ok() && rr->status != "exited" && heartbeat::ProcessAlive(rr->pid);
+      pending = rr.ok() && rr->status != "exited" && ProcessAlive(rr->pid);
     }
     if (!pending) break;
     ::usleep(200000);

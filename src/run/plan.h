@@ -133,16 +133,10 @@ struct Plan {
   double per_gpu_bytes = 0;          // states + activations (as configured) + transient
   double gpu_memory_bytes = 0;       // 0 when unknown
   std::string gpu_memory_source;     // "nvml", "run file", ""
-  // Steps.
+  // Steps: the schedule over the manifest's ranks (has_pack), read from it and
+  // stated nowhere else in the plan; without a pack it is empty (every count 0).
   bool has_pack = false;
-  uint64_t global_min_blocks = 0, global_max_blocks = 0;
-  uint64_t steps_per_epoch = 0;  // floor(min blocks / (micro_batch x grad_accum))
-  uint64_t total_steps = 0;
-  uint64_t evenfix_target_blocks = 0;  // min (or max for pad)
-  uint64_t evenfix_dropped_blocks = 0;
-  uint64_t evenfix_dropped_tokens = 0;
-  uint64_t evenfix_padded_blocks = 0;
-  double evenfix_dropped_fraction = 0;
+  Schedule schedule;
   // Checkpoints: one save as the trainer writes it (docs/run_format.md, "The checkpoint").
   double checkpoint_bytes = 0;  // weight + extra + state bytes: what one save puts on disk
   double checkpoint_weight_bytes =
@@ -159,10 +153,7 @@ struct Plan {
   std::vector<CheckpointFile>
       checkpoint_files;  // every file of one save, by name, with its planned size
                          // (at most 4,096 shards listed; checkpoint_shards counts them all)
-  double checkpoint_write_s = 0;     // checkpoint_bytes / write_gbps
-  std::vector<uint64_t> save_steps;  // global steps at which a checkpoint is written (capped list)
-  uint64_t save_count = 0;
-  Schedule schedule;  // has_pack: the whole schedule (the fields above are its summary)
+  double checkpoint_write_s = 0;  // checkpoint_bytes / write_gbps
 };
 
 // `manifest` may be null (no pack yet); `gpu_memory_bytes` overrides the run

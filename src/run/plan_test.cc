@@ -48,8 +48,8 @@ TEST(PlanTest, ReproducesTheReportsFigures) {
   EXPECT_NEAR(p->state_bytes / 1e9, 525, 1.0);
   EXPECT_EQ(FormatBytes(p->state_bytes_per_gpu), "32.8 GB");
   EXPECT_EQ(p->tokens_per_step, 262144u);
-  EXPECT_EQ(p->steps_per_epoch, 3854u);
-  EXPECT_EQ(p->global_min_blocks, 30835u);
+  EXPECT_EQ(p->schedule.steps_per_epoch, 3854u);
+  EXPECT_EQ(p->schedule.global_min_blocks, 30835u);
   EXPECT_EQ(Thousands(p->tokens_per_step), "262,144");
   // Checkpoint: bf16 consolidated, 2 B/param (the report's ~62 GB is GiB); with only
   // model.params, 14 shards of 5 GB and the manifest's chunk hashes beside them.
@@ -57,10 +57,10 @@ TEST(PlanTest, ReproducesTheReportsFigures) {
   EXPECT_EQ(p->checkpoint_shards, 14);
   EXPECT_FALSE(p->checkpoint_copies_measured);
   // Saves at 500, 1000, ..., 3500 and at the epoch end 3854.
-  EXPECT_EQ(p->save_count, 8u);
-  EXPECT_EQ(p->save_steps.back(), 3854u);
+  EXPECT_EQ(p->schedule.save_steps.size(), 8u);
+  EXPECT_EQ(p->schedule.save_steps.back(), 3854u);
   // evenfix drops (30849-30835) x 14 + 0 + (30888-30835) blocks.
-  EXPECT_EQ(p->evenfix_dropped_blocks, 14u * 14 + 53);
+  EXPECT_EQ(p->schedule.dropped_blocks, 14u * 14 + 53);
 }
 
 TEST(PlanTest, ParamsFromConfigJson) {
@@ -210,9 +210,9 @@ TEST(PlanTest, PadModeKeepsEveryBlock) {
   run.evenfix = EvenfixMode::kPad;
   pack::Manifest m = ReportManifest();
   auto p = MakePlan(run, *ModelForRun(run), &m);
-  EXPECT_EQ(p->evenfix_target_blocks, 30888u);
-  EXPECT_EQ(p->evenfix_dropped_blocks, 0u);
-  EXPECT_EQ(p->steps_per_epoch, 30888u / 8);
+  EXPECT_EQ(p->schedule.target_blocks, 30888u);
+  EXPECT_EQ(p->schedule.dropped_blocks, 0u);
+  EXPECT_EQ(p->schedule.steps_per_epoch, 30888u / 8);
 }
 
 TEST(PlanTest, BadConfigIsAnError) {
@@ -398,9 +398,12 @@ TEST(ScheduleTest, ThePlanCarriesTheScheduleAndItsJson) {
   ASSERT_TRUE(model.ok());
   auto p = MakePlan(run, *model, &m);
   ASSERT_TRUE(p.ok());
-  EXPECT_EQ(p->total_steps, 7u);
-  EXPECT_EQ(p->save_count, p->schedule.save_steps.size());
+  EXPECT_EQ(p->schedule.total_steps, 7u);
+  ASSERT_EQ(p->schedule.save_steps.size(), 4u);
   std::string json = PlanToJson(run, *p);
+  // The plan's summary fields are read from its schedule.
+  EXPECT_NE(json.find("\"steps_per_epoch\":5,\"total_steps\":7,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"save_count\":4,"), std::string::npos) << json;
   EXPECT_NE(json.find("\"save_steps\":[3,5,6,7]"), std::string::npos) << json;
   EXPECT_NE(PlanToText(run, *p).find("capped by max_steps = 7 of 10"), std::string::npos)
       << PlanToText(run, *p);

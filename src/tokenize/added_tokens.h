@@ -9,17 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "tokjson/added_token.h"
+
 namespace ek::tokenize {
 
-struct AddedToken {
-  std::string content;
-  int32_t id = 0;
-  bool special = false;
-  bool single_word = false;
-  bool lstrip = false;
-  bool rstrip = false;
-  bool normalized = false;
-};
+// An added token as the tokenizer.json reader gives it (content, id, flags).
+using AddedToken = tokjson::AddedToken;
 
 // A piece of text between added tokens (token_id < 0) or an added token.
 struct AddedSplit {

@@ -14,6 +14,7 @@
 
 #include "tokenize/tokenizer_internal.h"
 #include "tokenize/unicode.h"
+#include "tokjson/vocab_hash.h"
 
 namespace ek::tokenize {
 
@@ -313,21 +314,16 @@ void Tokenizer::EncodePiece(std::string_view piece, std::vector<int32_t>* ids,
 }
 
 uint64_t Tokenizer::VocabFingerprint() const {
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
+  tokjson::VocabHash hash;
   std::string bytes;
   for (int32_t id = 0; id < vocab_size_; ++id) {
     if (!has_id_[static_cast<size_t>(id)]) continue;
     bytes.clear();
     const int32_t one[1] = {id};
     if (!Decode(one, &bytes).ok()) continue;
-    const uint32_t head[2] = {static_cast<uint32_t>(id), static_cast<uint32_t>(bytes.size())};
-    XXH3_64bits_update(state, head, sizeof head);
-    XXH3_64bits_update(state, bytes.data(), bytes.size());
+    hash.Add(id, bytes);
   }
-  uint64_t h = XXH3_64bits_digest(state);
-  XXH3_freeState(state);
-  return h;
+  return hash.Digest();
 }
 
 Status Tokenizer::Decode(std::span<const int32_t> ids, std::string* out) const {

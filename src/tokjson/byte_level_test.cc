@@ -1,10 +1,10 @@
-#include "core/byte_level.h"
+#include "tokjson/byte_level.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace ek {
+namespace ek::tokjson {
 namespace {
 
 TEST(ByteLevel, PrintableBytesAreThemselvesAndTheRestAreShifted) {
@@ -30,4 +30,4 @@ TEST(ByteLevel, ACharacterOutsideTheTableIsRefused) {
 }
 
 }  // namespace
-}  // namespace ek
+}  // namespace ek::tokjson

@@ -1,4 +1,4 @@
-#include "core/byte_level.h"
+#include "tokjson/byte_level.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -6,7 +6,7 @@
 
 #include "core/utf8.h"
 
-namespace ek {
+namespace ek::tokjson {
 namespace {
 
 // The table's code points are all below U+0200: the bytes that print as
@@ -44,4 +44,10 @@ bool ByteLevelToBytes(std::string_view s, std::string* out) {
   return true;
 }
 
-}  // namespace ek
+std::string ByteLevelDecode(std::string_view s) {
+  std::string out;
+  if (ByteLevelToBytes(s, &out)) return out;
+  return std::string(s);
+}
+
+}  // namespace ek::tokjson

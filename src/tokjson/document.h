@@ -1,0 +1,112 @@
+// The one reader of Hugging Face's tokenizer.json format: the document parsed
+// once, the parts every reader needs (the model's type, the vocabulary, the
+// added tokens with the ids Hugging Face gives them, the decoder's kind) read
+// into plain fields, the rest handed over as JSON for the reader that needs it
+// (the tokenizer's loader: model options, normalizer, pre-tokenizer, merges).
+// Below both readers of the format: the tokenizer (tokenize/tokenizer_json.cc)
+// and the pack format's vocabulary fingerprint (packfile/vocab_fingerprint.h),
+// which must not link the tokenizer; so this depends only on core.
+//
+// Errors name the file and the field ("t.json: model.vocab[b]: id is not a
+// non-negative integer", "t.json: added_tokens[0]: bad id"): malformed JSON is
+// located by line and column; a missing or mistyped field is kInvalidArgument;
+// a model other than BPE or a decoder other than ByteLevel is kUnsupported.
+// Both exit 65. What Parse reads is what makes the ids mean tokens; a file
+// whose encoding parts alone are wrong (merges, pre-tokenizer, normalizer)
+// still parses, so it still has a fingerprint.
+#pragma once
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "tokjson/added_token.h"
+
+namespace ek::tokjson {
+
+enum class Decoder {
+  kNone,       // "decoder": null or absent: Hugging Face joins token strings with ' '
+  kByteLevel,  // the byte-level decoder: a token's bytes
+};
+
+class Document {
+ public:
+  // Parses `json`; `name` names the file in every error.
+  static Result<Document> Parse(std::string_view json, std::string_view name);
+
+  const std::string& name() const { return name_; }
+  // The whole document and its "model" object (an object, Parse checked), for
+  // the parts a reader interprets itself. Valid while this Document lives.
+  simdjson::dom::element root() const { return root_; }
+  simdjson::dom::element model() const { return model_; }
+
+  Decoder decoder = Decoder::kNone;
+
+  // model.vocab, indexed by id up to vocab_limit (one more than its largest
+  // id). An entry whose key is in the byte-level alphabet (byte_level.h) has
+  // its raw bytes in vocab_bytes and vocab_byte_level set; any other keeps its
+  // own text in vocab_other (Hugging Face's ByteLevel decoder gives it as is).
+  // vocab_key is each id's key as written (the text the no-decoder join uses).
+  // With two keys on one id the later one wins, as in the tokenizer's tables.
+  int32_t vocab_limit = 0;
+  std::vector<std::string> vocab_bytes;
+  std::vector<bool> vocab_byte_level;
+  std::vector<std::string_view> vocab_key;
+  std::unordered_map<int32_t, std::string> vocab_other;
+  // The vocabulary map's length, Hugging Face's model.get_vocab_size(): every
+  // distinct key. Added tokens outside the vocabulary are numbered from it.
+  int64_t vocab_len = 0;
+
+  // added_tokens in file order, with the ids Hugging Face assigns when it
+  // loads them (AddedVocabulary::add_tokens): content listed twice is one
+  // token at the first one's place and id with the later flags; content that
+  // is a vocabulary entry (byte-level or not) takes that entry's id; anything
+  // else takes max(assigned ids) + 1, or vocab_len while no assigned id
+  // reaches it. An empty content is dropped. The file's "id" is only a hint
+  // there (Hugging Face warns when they differ); real files agree with this.
+  std::vector<AddedToken> added_tokens;
+
+  // One more than the largest id, vocabulary or added; has_id[id] says
+  // whether a vocabulary entry or an added token has it.
+  int32_t id_limit = 0;
+  std::vector<bool> has_id;
+
+  // FieldError and UnsupportedField (below) for this file.
+  Status Error(std::string_view where, std::string_view what) const;
+  Status Unsupported(std::string_view where, std::string_view what) const;
+
+ private:
+  Status ReadVocab();
+  Status ReadAddedTokens();
+
+  std::string name_;
+  // The DOM the elements point into; on the heap, so a moved Document's
+  // elements stay valid.
+  std::unique_ptr<simdjson::dom::parser> parser_;
+  simdjson::dom::element root_;
+  simdjson::dom::element model_;
+};
+
+// An error naming the file and the field: "FILE: WHERE: WHAT" (kInvalidArgument;
+// "FILE: WHAT" with no field), "FILE: WHERE: unsupported: WHAT" (kUnsupported).
+Status FieldError(std::string_view file, std::string_view where, std::string_view what);
+Status UnsupportedField(std::string_view file, std::string_view where, std::string_view what);
+
+// The "type" string of a JSON object ("" when absent or not an object).
+std::string TypeOf(simdjson::dom::element e);
+
+// model.merges ("a b" strings or ["a", "b"] pairs, in rank order) as pairs of
+// ids: each token's byte-level raw bytes looked up through `find` (-1: not in
+// the vocabulary). Errors name model.merges[i].
+Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(
+    const Document& doc, const std::function<int32_t(std::string_view bytes)>& find);
+
+}  // namespace ek::tokjson

@@ -1,0 +1,206 @@
+#include "tokjson/document.h"
+
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <string>
+#include <utility>
+
+#include "tokjson/vocab_hash.h"
+
+namespace ek::tokjson {
+namespace {
+
+// A byte-level vocabulary written out by hand: printable ASCII bytes are
+// themselves in GPT-2's table, "Ġ" (U+0120) is the space.
+std::string Json(std::string_view vocab, std::string_view added = "[]",
+                 std::string_view decoder = R"({"type":"ByteLevel"})",
+                 std::string_view merges = R"(["a b"])") {
+  return std::string(R"({"added_tokens":)") + std::string(added) + R"(,"decoder":)" +
+         std::string(decoder) + R"(,"model":{"type":"BPE","vocab":)" + std::string(vocab) +
+         R"(,"merges":)" + std::string(merges) + "}}";
+}
+
+std::string ErrorOf(std::string_view json) {
+  auto doc = Document::Parse(json, "m/tokenizer.json");
+  EXPECT_FALSE(doc.ok());
+  return doc.ok() ? "" : doc.status().message();
+}
+
+TEST(TokenizerJson, TheVocabularyByIdInItsTwoSpellings) {
+  auto doc = Document::Parse(Json(R"({"a":0,"b":1,"Ġa":2,"☃":4})"), "t.json");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  EXPECT_EQ(doc->name(), "t.json");
+  EXPECT_EQ(doc->decoder, Decoder::kByteLevel);
+  EXPECT_EQ(doc->vocab_limit, 5);
+  EXPECT_EQ(doc->vocab_len, 4);
+  EXPECT_EQ(doc->id_limit, 5);
+  EXPECT_EQ(doc->has_id, (std::vector<bool>{true, true, true, false, true}));
+  EXPECT_EQ(doc->vocab_bytes[2], " a");
+  EXPECT_TRUE(doc->vocab_byte_level[2]);
+  EXPECT_EQ(doc->vocab_key[2], "Ġa");
+  // Outside the byte-level alphabet: its own text, no bytes.
+  EXPECT_FALSE(doc->vocab_byte_level[4]);
+  EXPECT_EQ(doc->vocab_bytes[4], "");
+  ASSERT_EQ(doc->vocab_other.size(), 1u);
+  EXPECT_EQ(doc->vocab_other.at(4), "☃");
+  // The hole.
+  EXPECT_FALSE(doc->vocab_byte_level[3]);
+  EXPECT_EQ(doc->vocab_key[3], "");
+
+  auto none = Document::Parse(Json(R"({"a":0})", "[]", "null"), "t.json");
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_EQ(none->decoder, Decoder::kNone);
+  auto absent = Document::Parse(R"({"model":{"vocab":{"a":0}}})", "t.json");
+  ASSERT_TRUE(absent.ok()) << absent.status().message();
+  EXPECT_EQ(absent->decoder, Decoder::kNone);
+  EXPECT_TRUE(absent->added_tokens.empty());
+}
+
+TEST(TokenizerJson, AddedTokensTakeTheIdsHuggingFaceAssigns) {
+  // Vocabulary of 3 (ids 0-2). In file order: <s> listed as 3 keeps 3 (the
+  // vocabulary's size); "b" is a vocabulary entry and takes its id 1 whatever
+  // it says; <t> listed as 99 takes max + 1 = 4; "☃" is a key outside the
+  // alphabet and takes its id 2; <s> again keeps its place and id with the
+  // later flags; an empty content is dropped.
+  auto doc = Document::Parse(Json(R"({"a":0,"b":1,"☃":2})",
+                                  R"([{"id":3,"content":"<s>","special":true},)"
+                                  R"({"id":7,"content":"b","special":false,"lstrip":true},)"
+                                  R"({"id":99,"content":"<t>","special":true,"normalized":true},)"
+                                  R"({"id":8,"content":"☃","single_word":true},)"
+                                  R"({"id":3,"content":"<s>","special":false,"rstrip":true},)"
+                                  R"({"id":9,"content":""}])"),
+                             "t.json");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  const auto& added = doc->added_tokens;
+  ASSERT_EQ(added.size(), 4u);
+  EXPECT_EQ(added[0].content, "<s>");
+  EXPECT_EQ(added[0].id, 3);
+  EXPECT_FALSE(added[0].special);  // the later listing's flags
+  EXPECT_TRUE(added[0].rstrip);
+  EXPECT_EQ(added[1].content, "b");
+  EXPECT_EQ(added[1].id, 1);
+  EXPECT_TRUE(added[1].lstrip);
+  EXPECT_EQ(added[2].content, "<t>");
+  EXPECT_EQ(added[2].id, 4);
+  EXPECT_TRUE(added[2].special);
+  EXPECT_TRUE(added[2].normalized);
+  EXPECT_EQ(added[3].content, "☃");
+  EXPECT_EQ(added[3].id, 2);
+  EXPECT_TRUE(added[3].single_word);
+  EXPECT_EQ(doc->vocab_limit, 3);
+  EXPECT_EQ(doc->id_limit, 5);
+  EXPECT_EQ(doc->has_id, (std::vector<bool>{true, true, true, true, true}));
+
+  // With no added id reaching the vocabulary's size, the first new one takes it.
+  auto low = Document::Parse(Json(R"({"a":0,"b":1})", R"([{"id":0,"content":"<x>"}])"), "t.json");
+  ASSERT_TRUE(low.ok());
+  ASSERT_EQ(low->added_tokens.size(), 1u);
+  EXPECT_EQ(low->added_tokens[0].id, 2);
+}
+
+TEST(TokenizerJson, WhatMakesTheIdsMeaninglessIsAnErrorNamingTheFileAndField) {
+  EXPECT_EQ(ErrorOf(R"({"model":{"type":"BPE"}})"),
+            "m/tokenizer.json: model.vocab: missing or not an object");
+  EXPECT_EQ(ErrorOf(Json(R"({"a":0,"b":"one"})")),
+            "m/tokenizer.json: model.vocab[b]: id is not a non-negative integer");
+  EXPECT_EQ(ErrorOf(Json(R"({"a":-1})")),
+            "m/tokenizer.json: model.vocab[a]: id is not a non-negative integer");
+  EXPECT_EQ(ErrorOf(Json(R"({"a":0,"b":1000000})")),
+            "m/tokenizer.json: model.vocab: ids are too sparse: the largest is 1000000 for 2 "
+            "entries");
+  EXPECT_EQ(ErrorOf(Json(R"({"a":0})", R"([{"content":"<s>"}])")),
+            "m/tokenizer.json: added_tokens[0]: bad id");
+  EXPECT_EQ(ErrorOf(Json(R"({"a":0})", R"([{"id":1,"content":"<s>"},{"id":2}])")),
+            "m/tokenizer.json: added_tokens[1]: bad content");
+  EXPECT_EQ(ErrorOf(Json(R"({"a":0})", R"([{"id":1,"content":"<s>","special":"yes"}])")),
+            "m/tokenizer.json: added_tokens[0].special: not a bool");
+  EXPECT_EQ(ErrorOf(Json(R"({"a":0})", R"({"id":1})")),
+            "m/tokenizer.json: added_tokens: not an array");
+  EXPECT_EQ(ErrorOf("[1]"),
+            "m/tokenizer.json: not a tokenizer.json: the top level is not an object");
+  EXPECT_EQ(ErrorOf(R"({"version":"1.0"})"),
+            "m/tokenizer.json: model: missing: not a tokenizer.json");
+  EXPECT_NE(ErrorOf(R"({"model":)").find("m/tokenizer.json: malformed JSON: line 1"),
+            std::string::npos);
+
+  auto decoder = Document::Parse(Json(R"({"a":0})", "[]", R"({"type":"WordPiece"})"), "t.json");
+  ASSERT_FALSE(decoder.ok());
+  EXPECT_EQ(decoder.status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(decoder.status().message(),
+            "t.json: decoder: unsupported: 'WordPiece' (supported: ByteLevel)");
+  auto model = Document::Parse(R"({"model":{"type":"Unigram","vocab":[]}})", "t.json");
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(model.status().message(),
+            "t.json: model.type: unsupported: 'Unigram' (only byte-level BPE is supported)");
+}
+
+TEST(TokenizerJson, EncodingPartsAreLeftToTheirReader) {
+  // Merges, pre-tokenizer and normalizer are not read by Parse: a file wrong in
+  // them alone still parses (the vocabulary fingerprint needs only the ids).
+  std::string json = Json(R"({"a":0,"b":1})", "[]", R"({"type":"ByteLevel"})", R"(["nospace"])");
+  json.insert(1, R"("pre_tokenizer":{"type":"Metaspace"},"normalizer":{"type":"Lowercase"},)");
+  auto doc = Document::Parse(json, "t.json");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  // Handed over as JSON, valid after the Document moves (the DOM is on the heap).
+  Document moved = std::move(doc).value();
+  EXPECT_EQ(TypeOf(moved.root()["pre_tokenizer"].value_unsafe()), "Metaspace");
+  EXPECT_EQ(TypeOf(moved.model()), "BPE");
+  EXPECT_EQ(TypeOf(moved.root()["normalizer"].value_unsafe()), "Lowercase");
+  simdjson::dom::element merges_json;
+  ASSERT_EQ(moved.model()["merges"].get(merges_json), simdjson::SUCCESS);
+  EXPECT_EQ(TypeOf(merges_json), "");  // not an object
+  auto find = [](std::string_view) { return 0; };
+  auto merges = ReadMerges(moved, find);
+  ASSERT_FALSE(merges.ok());
+  EXPECT_EQ(merges.status().message(), "t.json: model.merges[0]: no space in merge");
+}
+
+TEST(TokenizerJson, MergesAreIdPairsThroughTheCallersVocabulary) {
+  // The caller's lookup is over raw bytes: "Ġa" reaches it as " a".
+  auto find = [](std::string_view bytes) -> int32_t {
+    if (bytes == "a") return 0;
+    if (bytes == " a") return 2;
+    if (bytes == "b") return 1;
+    return -1;
+  };
+  auto merges_of = [&](std::string_view merges) {
+    auto doc = Document::Parse(
+        Json(R"({"a":0,"b":1,"Ġa":2})", "[]", R"({"type":"ByteLevel"})", merges), "t.json");
+    EXPECT_TRUE(doc.ok()) << doc.status().message();
+    return ReadMerges(*doc, find);
+  };
+  auto ok = merges_of(R"(["a b",["Ġa","a"]])");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(*ok, (std::vector<std::pair<int32_t, int32_t>>{{0, 1}, {2, 0}}));
+  EXPECT_EQ(merges_of(R"(["a b",["a"]])").status().message(),
+            "t.json: model.merges[1]: not a pair of strings");
+  EXPECT_EQ(merges_of(R"([["a","b","a"]])").status().message(),
+            "t.json: model.merges[0]: not a pair of strings");
+  EXPECT_EQ(merges_of(R"([["a",1]])").status().message(),
+            "t.json: model.merges[0]: not a pair of strings");
+  EXPECT_EQ(merges_of(R"([7])").status().message(),
+            "t.json: model.merges[0]: not a string or a pair");
+  EXPECT_EQ(merges_of(R"(["a c"])").status().message(),
+            "t.json: model.merges[0]: token 'c' is not a byte-level token in model.vocab");
+  EXPECT_EQ(merges_of(R"(["☃ a"])").status().message(),
+            "t.json: model.merges[0]: token '☃' is not a byte-level token in model.vocab");
+  auto none = Document::Parse(R"({"model":{"vocab":{"a":0}}})", "t.json");
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(ReadMerges(*none, find).status().message(),
+            "t.json: model.merges: missing or not an array");
+}
+
+TEST(VocabHash, IsXxh3OverIdLengthAndBytesPerId) {
+  VocabHash hash;
+  hash.Add(1, "ab");
+  hash.Add(258, "");
+  // {uint32 1, uint32 2} "ab" {uint32 258, uint32 0}, little-endian.
+  const char bytes[] = {1, 0, 0, 0, 2, 0, 0, 0, 'a', 'b', 2, 1, 0, 0, 0, 0, 0, 0};
+  EXPECT_EQ(hash.Digest(), XXH3_64bits(bytes, sizeof bytes));
+  EXPECT_EQ(VocabHash().Digest(), XXH3_64bits(nullptr, 0));
+}
+
+}  // namespace
+}  // namespace ek::tokjson
