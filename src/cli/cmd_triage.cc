@@ -30,17 +30,6 @@ namespace {
 
 constexpr size_t kMaxWarnings = 50;
 
-std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
-
-// SIGINT/SIGTERM end --follow cleanly: the last window's verdict is the exit status.
-void CatchStopSignals() {
-  struct sigaction sa {};
-  sa.sa_handler = OnSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
 
 struct SourceFlags {
   std::string run_file;             // run.toml: hosts, GPUs per node, profile, checkpoint plan
@@ -212,10 +201,10 @@ int RunCalibrate(int argc, char** argv) {
   Warnings warnings;
   telemetry::Batch healthy;
   if (source->live()) {
-    CatchStopSignals();
+    CatchStopSignals();  // --follow ends cleanly: the last window's verdict is the exit status
     Clock* clock = Clock::Default();
     double end = clock->Now() + duration_s;
-    while (!g_stop && !healthy.end && clock->Now() < end) {
+    while (!StopRequested() && !healthy.end && clock->Now() < end) {
       telemetry::Batch b;
       Status s = source->Poll(std::min(end, clock->Now() + f.interval_s), &b);
       if (!s.ok()) return ReportError(s.WithContext("triage calibrate"));
@@ -316,7 +305,7 @@ int RunTriage(int argc, char** argv) {
   Warnings warnings;
   std::optional<triage::Assessment> last;
   int n = 0;
-  while (!g_stop) {
+  while (!StopRequested()) {
     auto window = session.Next();
     if (!window.ok()) return ReportError(window.status().WithContext("triage"));
     if (!window->has_value()) break;

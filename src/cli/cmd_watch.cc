@@ -35,19 +35,9 @@ namespace ek::cli {
 
 namespace {
 
-std::atomic<bool> g_stop{false};
 watch::AgentServer* g_server = nullptr;
-void OnStop(int) {
-  g_stop = true;
+void StopServer() {
   if (g_server) g_server->Stop();  // an atomic flag and a write(2) to a pipe: async-signal-safe
-}
-void CatchStopSignals() {
-  struct sigaction sa {};
-  sa.sa_handler = OnStop;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  signal(SIGPIPE, SIG_IGN);
 }
 
 std::string TokenFrom(const std::string& flag) {
@@ -155,17 +145,17 @@ Status RunAgentLoop(const AgentFlags& f) {
   std::fprintf(stderr, "evenkeel agent: run %s, host %s, listening on %s (port %d)\n",
                run.name.c_str(), options.host.c_str(), f.listen.c_str(), port);
   g_server = server.get();
-  CatchStopSignals();
+  CatchStopSignals(StopServer, /*ignore_sigpipe=*/true);
   std::thread sampler([&] {
-    while (!g_stop.load()) {
+    while (!StopRequested().load()) {
       double next = clock->Now() + run.watch_poll_s;
       agent.Sample();
-      while (!g_stop.load() && clock->Now() < next)
+      while (!StopRequested().load() && clock->Now() < next)
         clock->SleepUntil(std::min(next, clock->Now() + 0.1));
     }
   });
-  Status st = g_stop ? Status::Ok() : server->Serve();
-  g_stop = true;
+  Status st = StopRequested() ? Status::Ok() : server->Serve();
+  StopRequested() = true;
   sampler.join();
   g_server = nullptr;
   return st;
@@ -296,15 +286,15 @@ Status RunWatchLoop(const WatchFlags& f) {
     line.BeginObject().Key("event").Str("page");
     log_fn(line.Key("url").Str(fmt::format("http://{}:{}/", host, page->port())).EndObject().str());
   }
-  CatchStopSignals();
+  CatchStopSignals(StopServer, /*ignore_sigpipe=*/true);
   Status st;
   if (f.rounds > 0) {
-    for (int i = 0; i < f.rounds && st.ok() && !g_stop; ++i) {
+    for (int i = 0; i < f.rounds && st.ok() && !StopRequested(); ++i) {
       if (i) std::this_thread::sleep_for(std::chrono::duration<double>(run.watch_poll_s));
       st = watcher->Round();
     }
   } else {
-    st = watcher->Run(&g_stop);
+    st = watcher->Run(&StopRequested());
   }
   if (log) (void)log->Close();
   return st;

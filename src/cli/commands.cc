@@ -1,5 +1,7 @@
 #include "cli/commands.h"
 
+#include <csignal>
+
 namespace ek::cli {
 
 namespace {
@@ -35,5 +37,29 @@ constexpr Command kCommands[] = {
 }  // namespace
 
 std::span<const Command> Commands() { return kCommands; }
+
+namespace {
+void (*g_on_stop)() = nullptr;
+void OnStopSignal(int) {
+  StopRequested() = true;
+  if (g_on_stop) g_on_stop();
+}
+}  // namespace
+
+std::atomic<bool>& StopRequested() {
+  static std::atomic<bool> stop{false};
+  return stop;
+}
+
+void CatchStopSignals(void (*on_stop)(), bool ignore_sigpipe) {
+  StopRequested();  // constructed before a handler can run
+  g_on_stop = on_stop;
+  struct sigaction sa {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  if (ignore_sigpipe) signal(SIGPIPE, SIG_IGN);
+}
 
 }  // namespace ek::cli

@@ -3,6 +3,7 @@
 // errors").
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <span>
 #include <string>
@@ -58,6 +59,13 @@ int UsageError(std::string_view message);
 int ReportNo(std::string_view headline);
 // Prints "evenkeel: warning: <message>".
 void Warn(std::string_view message);
+
+// The one place a command sets signal dispositions (libraries never do): SIGINT and
+// SIGTERM set StopRequested() and then call on_stop, which must be async-signal-safe,
+// so a long-running command (triage --follow, watch, agent) ends cleanly; with
+// ignore_sigpipe, a write to a closed socket is an error the writer sees, not a death.
+std::atomic<bool>& StopRequested();
+void CatchStopSignals(void (*on_stop)() = nullptr, bool ignore_sigpipe = false);
 
 // Parses argv into `app`. Returns nullopt when the command should go on;
 // otherwise its exit code: 0 after printing --help, kExitUsage after printing
