@@ -60,7 +60,8 @@ TEST(Safetensors, TensorsInAnyHeaderOrderAndNoTensorsAtAll) {
 }
 
 TEST(Safetensors, SubByteDtypesMustFillWholeBytes) {
-  EXPECT_EQ(ParseErrorOf(OneTensor(R"({"dtype":"F4","shape":[4],"data_offsets":[0,2]})", "ab")), "");
+  EXPECT_EQ(ParseErrorOf(OneTensor(R"({"dtype":"F4","shape":[4],"data_offsets":[0,2]})", "ab")),
+            "");
   EXPECT_NE(ParseErrorOf(OneTensor(R"({"dtype":"F4","shape":[3],"data_offsets":[0,2]})", "ab"))
                 .find("whole bytes"),
             std::string::npos);
@@ -87,8 +88,9 @@ TEST(Safetensors, MalformedHeaderJsonNamesTheByte) {
   // Header byte 14 (file byte 22) is where the value should be.
   std::string err = ParseErrorOf(RawSafetensors(R"({"w":{"dtype":}})", ""));
   EXPECT_NE(err.find("x.safetensors: byte 22: malformed header JSON"), std::string::npos) << err;
-  EXPECT_NE(ParseErrorOf(RawSafetensors("[1,2]", "")).find("byte 8: header does not start with '{'"),
-            std::string::npos);
+  EXPECT_NE(
+      ParseErrorOf(RawSafetensors("[1,2]", "")).find("byte 8: header does not start with '{'"),
+      std::string::npos);
   EXPECT_NE(ParseErrorOf(RawSafetensors("{\"w\":1}", "")).find("tensor 'w' is not an object"),
             std::string::npos);
   EXPECT_NE(ParseErrorOf(RawSafetensors("{\"a\":1} x", "")).find("malformed header JSON"),
@@ -131,9 +133,9 @@ TEST(Safetensors, FieldRules) {
   EXPECT_NE(dup.find("tensor 'w' appears twice"), std::string::npos) << dup;
   EXPECT_NE(ParseErrorOf(RawSafetensors(R"({"__metadata__":{"a":1}})", "")).find("is not a string"),
             std::string::npos);
-  EXPECT_NE(
-      ParseErrorOf(RawSafetensors(R"({"__metadata__":[]})", "")).find("__metadata__ is not an object"),
-      std::string::npos);
+  EXPECT_NE(ParseErrorOf(RawSafetensors(R"({"__metadata__":[]})", ""))
+                .find("__metadata__ is not an object"),
+            std::string::npos);
   // Unknown keys inside an entry are ignored, as the safetensors crate does.
   EXPECT_EQ(err(R"({"dtype":"U8","shape":[1],"data_offsets":[0,1],"note":{"x":[1]}})", "a"), "");
 }
@@ -160,8 +162,8 @@ TEST(Safetensors, TruncatedAndOverlongFiles) {
   std::string file = MakeSafetensors({{"a", {8}}});
   std::string cut = file.substr(0, file.size() - 3);
   EXPECT_EQ(ParseErrorOf(cut), "x.safetensors: truncated: header declares data up to byte " +
-                              std::to_string(file.size()) + ", file ends at byte " +
-                              std::to_string(cut.size()));
+                                   std::to_string(file.size()) + ", file ends at byte " +
+                                   std::to_string(cut.size()));
   std::string err = ParseErrorOf(file + "zz");
   EXPECT_NE(err.find("byte " + std::to_string(file.size()) + ": 2 bytes after the data region"),
             std::string::npos)

@@ -30,7 +30,6 @@ namespace {
 
 constexpr size_t kMaxWarnings = 50;
 
-
 struct SourceFlags {
   std::string run_file;             // run.toml: hosts, GPUs per node, profile, checkpoint plan
   std::vector<std::string> source;  // KIND [ARG...]

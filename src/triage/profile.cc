@@ -143,7 +143,13 @@ Result<Profile> ParseProfileJson(std::string_view json, std::string_view where) 
 // One field a line (docs/triage_profile_format.md): a file people read, diff and edit.
 std::string ProfileToJson(const Profile& p) {
   JsonWriter w(JsonWriter::kSpaced);
-  w.BeginObject(JsonWriter::kLines).Key("format").Str(kFormat).Key("name").Str(p.name).Key("origin").Str(p.origin);
+  w.BeginObject(JsonWriter::kLines)
+      .Key("format")
+      .Str(kFormat)
+      .Key("name")
+      .Str(p.name)
+      .Key("origin")
+      .Str(p.origin);
   auto field = [&](const char* key, double v) { w.Key(key).Fixed(v, 1); };
   if (p.power_limit_w > 0) field("power_limit_w", p.power_limit_w);
   field("healthy_lo_w", p.healthy_lo_w);
