@@ -1,9 +1,9 @@
-// The vocabulary fingerprint has one definition (packfile/vocab_fingerprint.h),
+// The vocabulary fingerprint has one definition (tokjson/vocab_fingerprint.h),
 // read from tokenizer.json without the tokenizer; the packer records the
 // tokenizer's own (Tokenizer::VocabFingerprint). These prove the two equal on
 // every real tokenizer.json the tests hold and on the cases that take the
 // tokenizer's less common paths.
-#include "packfile/vocab_fingerprint.h"
+#include "tokjson/vocab_fingerprint.h"
 
 #include <gtest/gtest.h>
 
@@ -16,6 +16,8 @@
 
 namespace ek::pack {
 namespace {
+
+using tokjson::VocabFingerprintOfJson;
 
 void ExpectEqual(const std::string& json, const std::string& name) {
   auto tok = tokenize::Tokenizer::FromJson(json, name);

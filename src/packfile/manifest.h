@@ -52,7 +52,7 @@ struct Manifest {
   std::string tokenizer_path;
   uint64_t tokenizer_xxh3 = 0;
   uint64_t tokenizer_vocab_xxh3 =
-      0;  // packfile/vocab_fingerprint.h; 0 in packs made before it existed
+      0;  // tokjson/vocab_fingerprint.h; 0 in packs made before it existed
   int64_t vocab_size = 0;
   int seq_len = 2048;
   int world = 0;

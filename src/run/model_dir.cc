@@ -8,7 +8,7 @@
 #include "core/file.h"
 #include "core/json_check.h"
 #include "core/json_fields.h"
-#include "packfile/vocab_fingerprint.h"
+#include "tokjson/vocab_fingerprint.h"
 
 namespace ek::run {
 
@@ -96,7 +96,7 @@ Status CheckTokenizerMatch(const pack::Manifest& manifest, const std::string& pa
                     model.tokenizer_path, model.tokenizer_xxh3, manifest.tokenizer_path,
                     manifest.tokenizer_xxh3, pack_name));
   }
-  auto vocab = pack::VocabFingerprintOfFile(model.tokenizer_path);
+  auto vocab = tokjson::VocabFingerprintOfFile(model.tokenizer_path);
   if (!vocab.ok()) return vocab.status().WithContext("model tokenizer");
   const uint64_t fp = *vocab;
   if (fp != manifest.tokenizer_vocab_xxh3) {

@@ -28,7 +28,7 @@ Result<ModelDir> ReadModelDir(const std::string& path);
 
 // OK when the pack was tokenized with this model's tokenizer: the same
 // tokenizer.json bytes, or the same vocabulary (every id the same token bytes,
-// packfile/vocab_fingerprint.h), and every id of the pack is a row of the
+// tokjson/vocab_fingerprint.h), and every id of the pack is a row of the
 // model's embedding. Otherwise an error saying which and naming both files.
 Status CheckTokenizerMatch(const pack::Manifest& manifest, const std::string& pack_dir,
                            const ModelDir& model);

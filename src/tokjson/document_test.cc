@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "tokjson/test_json.h"
 #include "tokjson/vocab_hash.h"
 
 namespace ek::tokjson {
@@ -16,9 +17,7 @@ namespace {
 std::string Json(std::string_view vocab, std::string_view added = "[]",
                  std::string_view decoder = R"({"type":"ByteLevel"})",
                  std::string_view merges = R"(["a b"])") {
-  return std::string(R"({"added_tokens":)") + std::string(added) + R"(,"decoder":)" +
-         std::string(decoder) + R"(,"model":{"type":"BPE","vocab":)" + std::string(vocab) +
-         R"(,"merges":)" + std::string(merges) + "}}";
+  return testing::TokenizerJson(vocab, added, decoder, merges);
 }
 
 std::string ErrorOf(std::string_view json) {

@@ -1,4 +1,4 @@
-#include "packfile/vocab_fingerprint.h"
+#include "tokjson/vocab_fingerprint.h"
 
 #include <unordered_map>
 
@@ -7,7 +7,7 @@
 #include "tokjson/document.h"
 #include "tokjson/vocab_hash.h"
 
-namespace ek::pack {
+namespace ek::tokjson {
 
 namespace {
 
@@ -52,4 +52,4 @@ Result<uint64_t> VocabFingerprintOfFile(const std::string& path) {
   return VocabFingerprintOfJson(f.data(), path);
 }
 
-}  // namespace ek::pack
+}  // namespace ek::tokjson

@@ -31,10 +31,10 @@
 
 #include "core/status.h"
 
-namespace ek::pack {
+namespace ek::tokjson {
 
 // `name` names the file in errors ("model/tokenizer.json: model.vocab: missing").
 Result<uint64_t> VocabFingerprintOfJson(std::string_view json, std::string_view name);
 Result<uint64_t> VocabFingerprintOfFile(const std::string& path);
 
-}  // namespace ek::pack
+}  // namespace ek::tokjson

@@ -1,38 +1,36 @@
-#include "packfile/vocab_fingerprint.h"
+#include "tokjson/vocab_fingerprint.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 
-namespace ek::pack {
+#include "tokjson/test_json.h"
+
+namespace ek::tokjson {
 namespace {
 
 // A byte-level vocabulary written out by hand: the printable ASCII bytes map to
 // themselves in GPT-2's table, so "a" is byte 0x61.
-std::string Json(std::string_view vocab, std::string_view added = "[]",
-                 std::string_view decoder = R"({"type":"ByteLevel"})") {
-  return std::string(R"({"added_tokens":)") + std::string(added) + R"(,"decoder":)" +
-         std::string(decoder) + R"(,"model":{"type":"BPE","vocab":)" + std::string(vocab) +
-         R"(,"merges":[]}})";
-}
+using testing::TokenizerJson;
 
 TEST(VocabFingerprint, DependsOnIdsAndTokensOnly) {
-  auto a = VocabFingerprintOfJson(Json(R"({"a":0,"b":1,"ab":2})"), "a.json");
+  auto a = VocabFingerprintOfJson(TokenizerJson(R"({"a":0,"b":1,"ab":2})"), "a.json");
   ASSERT_TRUE(a.ok()) << a.status().message();
   auto reformatted =
-      VocabFingerprintOfJson("\n " + Json(R"({"b":1, "a":0, "ab":2})") + "\n", "b.json");
+      VocabFingerprintOfJson("\n " + TokenizerJson(R"({"b":1, "a":0, "ab":2})") + "\n", "b.json");
   ASSERT_TRUE(reformatted.ok());
   EXPECT_EQ(*a, *reformatted);
-  auto swapped = VocabFingerprintOfJson(Json(R"({"a":1,"b":0,"ab":2})"), "c.json");
+  auto swapped = VocabFingerprintOfJson(TokenizerJson(R"({"a":1,"b":0,"ab":2})"), "c.json");
   ASSERT_TRUE(swapped.ok());
   EXPECT_NE(*a, *swapped);
-  auto with_added =
-      VocabFingerprintOfJson(Json(R"({"a":0,"b":1,"ab":2})", R"([{"id":3,"content":"<s>"}])"), "d");
+  auto with_added = VocabFingerprintOfJson(
+      TokenizerJson(R"({"a":0,"b":1,"ab":2})", R"([{"id":3,"content":"<s>"}])"), "d");
   ASSERT_TRUE(with_added.ok());
   EXPECT_NE(*a, *with_added);
   // No decoder: Hugging Face joins token strings, so the token text is the token.
-  auto joined = VocabFingerprintOfJson(Json(R"({"a":0,"b":1,"ab":2})", "[]", "null"), "e.json");
+  auto joined =
+      VocabFingerprintOfJson(TokenizerJson(R"({"a":0,"b":1,"ab":2})", "[]", "null"), "e.json");
   ASSERT_TRUE(joined.ok());
 }
 
@@ -40,19 +38,19 @@ TEST(VocabFingerprint, WhatMakesIdsMeaninglessIsAnErrorNamingTheField) {
   auto no_vocab = VocabFingerprintOfJson(R"({"model":{"type":"BPE"}})", "m/tokenizer.json");
   ASSERT_FALSE(no_vocab.ok());
   EXPECT_EQ(no_vocab.status().message(), "m/tokenizer.json: model.vocab: missing or not an object");
-  auto bad_id = VocabFingerprintOfJson(Json(R"({"a":0,"b":"one"})"), "m/tokenizer.json");
+  auto bad_id = VocabFingerprintOfJson(TokenizerJson(R"({"a":0,"b":"one"})"), "m/tokenizer.json");
   ASSERT_FALSE(bad_id.ok());
   EXPECT_EQ(bad_id.status().message(),
             "m/tokenizer.json: model.vocab[b]: id is not a non-negative integer");
-  auto sparse = VocabFingerprintOfJson(Json(R"({"a":0,"b":1000000})"), "m/tokenizer.json");
+  auto sparse = VocabFingerprintOfJson(TokenizerJson(R"({"a":0,"b":1000000})"), "m/tokenizer.json");
   ASSERT_FALSE(sparse.ok());
   EXPECT_NE(sparse.status().message().find("model.vocab: ids are too sparse"), std::string::npos);
-  auto added =
-      VocabFingerprintOfJson(Json(R"({"a":0})", R"([{"content":"<s>"}])"), "m/tokenizer.json");
+  auto added = VocabFingerprintOfJson(TokenizerJson(R"({"a":0})", R"([{"content":"<s>"}])"),
+                                      "m/tokenizer.json");
   ASSERT_FALSE(added.ok());
   EXPECT_EQ(added.status().message(), "m/tokenizer.json: added_tokens[0]: bad id");
-  auto decoder = VocabFingerprintOfJson(Json(R"({"a":0})", "[]", R"({"type":"WordPiece"})"),
-                                        "m/tokenizer.json");
+  auto decoder = VocabFingerprintOfJson(
+      TokenizerJson(R"({"a":0})", "[]", R"({"type":"WordPiece"})"), "m/tokenizer.json");
   ASSERT_FALSE(decoder.ok());
   EXPECT_EQ(decoder.status().code(), StatusCode::kUnsupported);
   EXPECT_NE(decoder.status().message().find("decoder: unsupported: 'WordPiece'"),
@@ -96,4 +94,4 @@ TEST(VocabFingerprint, RealTokenizersKeepTheValuesPacksRecorded) {
 }
 
 }  // namespace
-}  // namespace ek::pack
+}  // namespace ek::tokjson

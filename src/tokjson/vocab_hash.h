@@ -1,4 +1,4 @@
-// The hash behind the vocabulary fingerprint (packfile/vocab_fingerprint.h
+// The hash behind the vocabulary fingerprint (tokjson/vocab_fingerprint.h
 // defines it; tokenize::Tokenizer::VocabFingerprint and the pack format's
 // VocabFingerprintOfJson both compute it): xxh3-64 over, per id in increasing
 // order, {uint32 id, uint32 byte length} in host (little-endian) order, then
