@@ -68,6 +68,23 @@ class LauncherTest : public ::testing::Test {
     ASSERT_TRUE(WriteFileAtomic(o_.run_path, toml).ok());
   }
 
+  // Node 0 of a two-node run (gate_timeout_s = 1, no restarts) whose node 1 never reports:
+  // the gate's 1 s wait for it passes on `clock`, without a real second.
+  void SetUpNodeZeroOfTwo(FakeClock* clock) {
+    std::string toml =
+        "[run]\nname = \"t\"\n[cluster]\nnodes = 2\ngpus_per_node = 1\n"
+        "[checkpoint]\ndir = \"" +
+        dir_ +
+        "/ckpt\"\n"
+        "[launch]\ngate_timeout_s = 1\nstop_grace_s = 1\n"
+        "[retry]\nmax_restarts = 0\nbackoff_s = 0\n";
+    ASSERT_TRUE(WriteFileAtomic(o_.run_path, toml).ok());
+    o_.node_rank = 0;
+    o_.accept_gate_fail = false;
+    machine_.SetVar("EVENKEEL_RDZV_ENDPOINT", "127.0.0.1:29999");
+    machine_.SetClock(clock);
+  }
+
   std::string Session() const { return dir_ + "/ckpt/launch/t"; }
   std::string TorchrunArgs() const {
     auto text = ReadFile(dir_ + "/torchrun-args");
@@ -445,19 +462,8 @@ TEST_F(LauncherTest, EarlierAttemptsOfTheSessionAreCountedInTheSummary) {
 // not a temp file another node is writing its part through: removing that would
 // fail the other node's rename (seen: node 1 exited 74 with "rename ... No such file").
 TEST_F(LauncherTest, NodeZeroClearsStaleGateRecordsButNotAPartBeingWritten) {
-  std::string toml =
-      "[run]\nname = \"t\"\n[cluster]\nnodes = 2\ngpus_per_node = 1\n"
-      "[checkpoint]\ndir = \"" +
-      dir_ +
-      "/ckpt\"\n"
-      "[launch]\ngate_timeout_s = 1\nstop_grace_s = 1\n"
-      "[retry]\nmax_restarts = 0\nbackoff_s = 0\n";
-  ASSERT_TRUE(WriteFileAtomic(o_.run_path, toml).ok());
-  o_.node_rank = 0;
-  o_.accept_gate_fail = false;
-  machine_.SetVar("EVENKEEL_RDZV_ENDPOINT", "127.0.0.1:29999");
-  FakeClock clock;  // the gate's 1 s wait for node 1 passes without a real second
-  machine_.SetClock(&clock);
+  FakeClock clock;
+  SetUpNodeZeroOfTwo(&clock);
   const std::string gate = Session() + "/gate";
   ASSERT_TRUE(MakeDirs(gate).ok());
   for (const char* name : {"node-1.json", "verdict.json", ".node-1.json.tmp.99.1"}) {
@@ -475,19 +481,8 @@ TEST_F(LauncherTest, NodeZeroClearsStaleGateRecordsButNotAPartBeingWritten) {
 // The part node 0 exchanges is the gate's pass log with the launcher's nonce and start time
 // first, written by the one JSON writer: the gate's reader and GatePartNonce both read it.
 TEST_F(LauncherTest, TheGatePartLeadsWithTheNonceAndReadsBackAsAGateReport) {
-  std::string toml =
-      "[run]\nname = \"t\"\n[cluster]\nnodes = 2\ngpus_per_node = 1\n"
-      "[checkpoint]\ndir = \"" +
-      dir_ +
-      "/ckpt\"\n"
-      "[launch]\ngate_timeout_s = 1\nstop_grace_s = 1\n"
-      "[retry]\nmax_restarts = 0\nbackoff_s = 0\n";
-  ASSERT_TRUE(WriteFileAtomic(o_.run_path, toml).ok());
-  o_.node_rank = 0;
-  o_.accept_gate_fail = false;
-  machine_.SetVar("EVENKEEL_RDZV_ENDPOINT", "127.0.0.1:29999");
   FakeClock clock;
-  machine_.SetClock(&clock);
+  SetUpNodeZeroOfTwo(&clock);
   auto r = Launch(o_, say_);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->exit_code, kExitGateRefused);  // node 1 never reports
