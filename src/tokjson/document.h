@@ -4,7 +4,7 @@
 // into plain fields, the rest handed over as JSON for the reader that needs it
 // (the tokenizer's loader: model options, normalizer, pre-tokenizer, merges).
 // Below both readers of the format: the tokenizer (tokenize/tokenizer_json.cc)
-// and the pack format's vocabulary fingerprint (tokjson/vocab_fingerprint.h),
+// and the vocabulary fingerprint of a file (tokjson/vocab_fingerprint.h),
 // which must not link the tokenizer; so this depends only on core.
 //
 // Errors name the file and the field ("t.json: model.vocab[b]: id is not a

@@ -15,20 +15,19 @@ namespace {
 // no decoder the token text (an added token's content over a vocabulary key);
 // else an added token's byte-level decoding, a key outside the byte-level
 // alphabet its text, a byte-level entry its raw bytes.
-uint64_t Hash(const tokjson::Document& doc) {
+uint64_t Hash(const Document& doc) {
   std::unordered_map<int32_t, std::string> added;  // id -> what decoding it gives
-  for (const tokjson::AddedToken& a : doc.added_tokens) {
-    added[a.id] =
-        doc.decoder == tokjson::Decoder::kNone ? a.content : tokjson::ByteLevelDecode(a.content);
+  for (const AddedToken& a : doc.added_tokens) {
+    added[a.id] = doc.decoder == Decoder::kNone ? a.content : ByteLevelDecode(a.content);
   }
-  tokjson::VocabHash hash;
+  VocabHash hash;
   for (int32_t id = 0; id < doc.id_limit; ++id) {
     const size_t i = static_cast<size_t>(id);
     if (!doc.has_id[i]) continue;
     std::string_view bytes;
     if (auto a = added.find(id); a != added.end()) {
       bytes = a->second;
-    } else if (doc.decoder == tokjson::Decoder::kNone) {
+    } else if (doc.decoder == Decoder::kNone) {
       bytes = doc.vocab_key[i];
     } else if (auto o = doc.vocab_other.find(id); o != doc.vocab_other.end()) {
       bytes = o->second;
@@ -43,7 +42,7 @@ uint64_t Hash(const tokjson::Document& doc) {
 }  // namespace
 
 Result<uint64_t> VocabFingerprintOfJson(std::string_view json, std::string_view name) {
-  EK_ASSIGN_OR_RETURN(tokjson::Document doc, tokjson::Document::Parse(json, name));
+  EK_ASSIGN_OR_RETURN(Document doc, Document::Parse(json, name));
   return Hash(doc);
 }
 

@@ -1,5 +1,5 @@
 // The hash behind the vocabulary fingerprint (tokjson/vocab_fingerprint.h
-// defines it; tokenize::Tokenizer::VocabFingerprint and the pack format's
+// defines it; tokenize::Tokenizer::VocabFingerprint and
 // VocabFingerprintOfJson both compute it): xxh3-64 over, per id in increasing
 // order, {uint32 id, uint32 byte length} in host (little-endian) order, then
 // the bytes. One home for the record's layout, so the two stay bit-identical.
