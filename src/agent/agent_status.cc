@@ -137,9 +137,7 @@ std::string AgentStatusToJson(const AgentStatus& s) {
     w.Key("in_progress");
     CheckpointJson(w, *s.checkpoint.in_progress, s.checkpoint_progress_age_s);
   }
-  w.EndObject().Key("problems").BeginArray();
-  for (const std::string& p : s.problems) w.Str(p);
-  w.EndArray().EndObject();
+  w.EndObject().Key("problems").StrArray(s.problems).EndObject();
   return w.Line();
 }
 

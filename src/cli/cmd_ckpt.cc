@@ -26,9 +26,7 @@ std::string ReportJson(const std::string& dir, const ckpt::VerifyReport& r) {
   w.Key("has_manifest").Bool(r.has_manifest).Key("step").Int(r.step);
   w.Key("total_bytes").Uint(r.total_bytes).Key("tensor_count").Uint(r.tensor_count);
   w.Key("shard_count").Int(r.shard_count).Key("seconds").Fixed(r.seconds, 3);
-  w.Key("problems").BeginArray();
-  for (const auto& p : r.problems) w.Str(p);
-  return w.EndArray().EndObject().Line();
+  return w.Key("problems").StrArray(r.problems).EndObject().Line();
 }
 
 std::string Bytes(uint64_t n) { return n == 0 ? "0 B" : run::FormatBytes(static_cast<double>(n)); }

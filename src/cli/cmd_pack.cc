@@ -245,9 +245,7 @@ int RunInspect(int argc, char** argv) {
     for (size_t i = 0; i < report.ranks.size(); ++i) {
       const auto& r = report.ranks[i];
       w.BeginObject().Key("rank").Int(r.rank).Key("blocks").Uint(m->ranks[i].blocks);
-      w.Key("ok").Bool(r.problems.empty()).Key("problems").BeginArray();
-      for (const auto& p : r.problems) w.Str(p);
-      w.EndArray().EndObject();
+      w.Key("ok").Bool(r.problems.empty()).Key("problems").StrArray(r.problems).EndObject();
     }
     std::fputs(w.EndArray().EndObject().Line().c_str(), stdout);
   } else {

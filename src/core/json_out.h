@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace ek {
@@ -67,6 +68,24 @@ class JsonWriter {
   JsonWriter& Fixed(double v, int decimals);
   JsonWriter& Double(double v);
   JsonWriter& Raw(std::string_view json);
+  // [a,b,c] of a range of integers (Int, or Uint for an unsigned type) or of strings.
+  template <class Range>
+  JsonWriter& IntArray(const Range& values) {
+    BeginArray();
+    for (const auto& v : values) {
+      if constexpr (std::is_unsigned_v<std::decay_t<decltype(v)>>)
+        Uint(v);
+      else
+        Int(v);
+    }
+    return EndArray();
+  }
+  template <class Range>
+  JsonWriter& StrArray(const Range& values) {
+    BeginArray();
+    for (const auto& v : values) Str(v);
+    return EndArray();
+  }
 
   const std::string& str() const { return out_; }
   // The record as a file holds it: the JSON and one '\n'.

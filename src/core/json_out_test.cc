@@ -89,5 +89,16 @@ TEST(JsonWriterTest, LinesPutEachMemberOnALineIndentedByLevel) {
   EXPECT_EQ(compact.str(), "[\n  1,\n  [2,3]\n]");
 }
 
+TEST(JsonWriterTest, ArraysOfARange) {
+  JsonWriter w(JsonWriter::kSpaced);
+  w.BeginObject().Key("ranks").IntArray(std::vector<int>{0, -1, 2});
+  w.Key("steps").IntArray(std::vector<uint64_t>{18446744073709551615u});
+  w.Key("hosts").StrArray(std::vector<std::string>{"a", "b\"c"});
+  w.Key("none").IntArray(std::vector<int64_t>{}).EndObject();
+  EXPECT_EQ(w.str(),
+            R"({"ranks": [0, -1, 2], "steps": [18446744073709551615], "hosts": ["a", "b\"c"], )"
+            R"("none": []})");
+}
+
 }  // namespace
 }  // namespace ek

@@ -419,12 +419,6 @@ std::string RenderText(const std::string& dir, const LoadResult& load, const Ana
 
 namespace {
 
-JsonWriter& IntList(JsonWriter& w, const std::vector<int64_t>& v) {
-  w.BeginArray();
-  for (int64_t x : v) w.Int(x);
-  return w.EndArray();
-}
-
 void FindingJson(JsonWriter& w, const Finding& f) {
   w.BeginObject().Key("kind").Str(FindingKindName(f.kind)).Key("first_in_pg").Bool(f.first_in_pg);
   w.Key("pg").Str(f.pg_name).Key("pg_desc").Str(f.pg_desc);
@@ -432,8 +426,8 @@ void FindingJson(JsonWriter& w, const Finding& f) {
   w.Key("record_id").Int(f.record_id).Key("reference_rank").Int(f.reference_rank);
   w.Key("fr_trace_reference_rank").Int(f.fr_trace_reference_rank);
   w.Key("expected_ranks").Str(CompactRanges(f.expected_ranks));
-  IntList(w.Key("missing_ranks"), f.missing_ranks);
-  IntList(w.Key("missing_dump_ranks"), f.missing_dump_ranks);
+  w.Key("missing_ranks").IntArray(f.missing_ranks);
+  w.Key("missing_dump_ranks").IntArray(f.missing_dump_ranks);
   w.Key("rank_stopped").Bool(RankStopped(f)).Key("stopped").BeginArray();
   for (const auto& s : f.stopped) {
     w.BeginObject().Key("rank").Int(s.rank).Key("last_seq").Int(s.last_seq);
@@ -462,8 +456,8 @@ std::string RenderJson(const std::string& dir, const LoadResult& load, const Ana
   w.Key("differs_from_fr_trace").Str(head ? DifferenceNote(*head) : "");
   std::vector<int64_t> read;
   for (const Dump& d : load.dumps) read.push_back(d.rank);
-  IntList(w.Key("ranks_read"), read);
-  IntList(w.Key("missing_ranks"), MissingRanks(load, a));
+  w.Key("ranks_read").IntArray(read);
+  w.Key("missing_ranks").IntArray(MissingRanks(load, a));
   w.Key("bad_files").BeginArray();
   for (const BadFile& b : load.bad) {
     w.BeginObject().Key("path").Str(b.path).Key("rank").Int(b.rank);
@@ -487,9 +481,7 @@ std::string RenderJson(const std::string& dir, const LoadResult& load, const Ana
       w.Key("max_seq").Int(lag.max_seq).EndObject();
     }
   }
-  w.EndArray().Key("notes").BeginArray();
-  for (const std::string& n : a.notes) w.Str(n);
-  w.EndArray().EndObject();
+  w.EndArray().Key("notes").StrArray(a.notes).EndObject();
   return w.Line();
 }
 

@@ -287,12 +287,8 @@ void WriteGateReportMembers(JsonWriter& w, const GateReport& r) {
     w.Key("nodes").Int(r.nodes);
     w.Key("gpus_per_node").Int(r.gpus_per_node);
   }
-  w.Key("hosts").BeginArray();
-  for (const auto& h : r.hosts) w.Str(h);
-  w.EndArray();
-  w.Key("ranks_checked").BeginArray();
-  for (int rank : r.ranks_checked) w.Int(rank);
-  w.EndArray();
+  w.Key("hosts").StrArray(r.hosts);
+  w.Key("ranks_checked").IntArray(r.ranks_checked);
   w.Key("rank_blocks").BeginObject();
   for (auto [rank, blocks] : r.rank_blocks) w.Key(std::to_string(rank)).Uint(blocks);
   w.EndObject();
@@ -301,9 +297,7 @@ void WriteGateReportMembers(JsonWriter& w, const GateReport& r) {
     w.BeginObject().Key("name").Str(c.name).Key("verdict").Str(VerdictName(c.verdict));
     w.Key("reason").Str(c.reason).Key("numbers").BeginObject();
     for (const auto& [k, v] : c.numbers) w.Key(k).Double(v);
-    w.EndObject().Key("problems").BeginArray();
-    for (const auto& p : c.problems) w.Str(p);
-    w.EndArray().EndObject();
+    w.EndObject().Key("problems").StrArray(c.problems).EndObject();
   }
   w.EndArray();
   w.Key("global_min_blocks").Uint(r.global_min_blocks);

@@ -65,23 +65,10 @@ JsonWriter& Num(JsonWriter& w, double v) { return std::isfinite(v) ? w.Double(v)
 
 JsonWriter& Time(JsonWriter& w, double t) { return w.Fixed(t, 3); }
 
-JsonWriter& IntArray(JsonWriter& w, const std::vector<int>& v) {
-  w.BeginArray();
-  for (int x : v) w.Int(x);
-  return w.EndArray();
-}
-
-JsonWriter& StrArray(JsonWriter& w, const std::vector<std::string>& v) {
-  w.BeginArray();
-  for (const std::string& x : v) w.Str(x);
-  return w.EndArray();
-}
-
 void IncidentJson(JsonWriter& w, const Incident& inc) {
   w.BeginObject().Key("source").Str(inc.source).Key("kind").Str(inc.kind);
   w.Key("summary").Str(inc.summary).Key("ranks");
-  IntArray(w, inc.ranks).Key("hosts");
-  StrArray(w, inc.hosts).Key("since");
+  w.IntArray(inc.ranks).Key("hosts").StrArray(inc.hosts).Key("since");
   Time(w, inc.since).Key("until");
   if (inc.until)
     Time(w, *inc.until);
@@ -232,8 +219,7 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
   Num(w, o.poll_s).Key("run").BeginObject().Key("name").Str(run.name);
   w.Key("run_file").Str(run.run_file).Key("xxh3").Str(run.xxh3).Key("world").Int(run.world);
   w.Key("nodes").Int(run.nodes).Key("gpus_per_node").Int(run.gpus_per_node).Key("hosts");
-  StrArray(w, run.hosts).EndObject().Key("notes");
-  StrArray(w, notes);
+  w.StrArray(run.hosts).EndObject().Key("notes").StrArray(notes);
   // Summary: only what is known.
   w.Key("summary").BeginObject();
   auto num = [&](const char* key, const std::optional<double>& v) {
@@ -349,7 +335,7 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
 
   // Verdicts: segments and the band.
   w.Key("verdicts").BeginObject().Key("names");
-  StrArray(w, VerdictNames()).Key("colors").BeginObject();
+  w.StrArray(VerdictNames()).Key("colors").BeginObject();
   for (const std::string& name : VerdictNames()) w.Key(name).Str(VerdictColor(name));
   w.EndObject().Key("segments").BeginArray();
   for (size_t i = 0; i < windows_.size();) {
@@ -359,7 +345,7 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
     Time(w, windows_[i].time).Key("t1");
     Time(w, windows_[k].time + o.interval_s).Key("verdict");
     w.Str(VerdictNames()[windows_[i].verdict]);
-    IntArray(w.Key("ranks"), RanksOf(i, k)).Key("reason").Str(windows_[i].reason).EndObject();
+    w.Key("ranks").IntArray(RanksOf(i, k)).Key("reason").Str(windows_[i].reason).EndObject();
     i = k + 1;
   }
   w.EndArray().Key("band").Raw(bands.str()).EndObject();

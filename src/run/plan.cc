@@ -387,11 +387,6 @@ Result<Schedule> ScheduleForRun(const RunFile& run) {
 namespace {
 
 void WriteSchedule(JsonWriter& w, const Schedule& s) {
-  auto list = [&w](const std::vector<uint64_t>& v) {
-    w.BeginArray();
-    for (uint64_t x : v) w.Uint(x);
-    w.EndArray();
-  };
   w.BeginObject().Key("world").Int(s.world).Key("epochs").Int(s.epochs);
   w.Key("max_steps").Int(s.max_steps).Key("evenfix").Str(EvenfixModeName(s.evenfix));
   w.Key("blocks_per_step").Uint(s.blocks_per_step).Key("seq_len").Uint(s.seq_len);
@@ -399,23 +394,18 @@ void WriteSchedule(JsonWriter& w, const Schedule& s) {
   w.Key("global_max_blocks").Uint(s.global_max_blocks);
   w.Key("target_blocks").Uint(s.target_blocks).Key("steps_per_epoch").Uint(s.steps_per_epoch);
   w.Key("total_steps").Uint(s.total_steps);
-  w.Key("epoch_steps");
-  list(s.epoch_steps);
-  w.Key("save_steps");
-  list(s.save_steps);
+  w.Key("epoch_steps").IntArray(s.epoch_steps);
+  w.Key("save_steps").IntArray(s.save_steps);
   w.Key("warmup_steps").Uint(s.warmup_steps).Key("decay_end_step").Uint(s.decay_end_step);
   w.Key("tokens_per_step").Uint(s.tokens_per_step).Key("dropped_blocks").Uint(s.dropped_blocks);
   w.Key("dropped_tokens").Uint(s.dropped_tokens).Key("padded_blocks").Uint(s.padded_blocks);
   // Nine significant digits, the form the trainer and the tests have always read.
   w.Key("dropped_fraction").Raw(fmt::format("{:.9g}", s.dropped_fraction));
-  w.Key("rank_blocks");
-  list(s.rank_blocks);
-  w.Key("rank_steps_per_epoch");
-  list(s.rank_steps_per_epoch);
-  w.Key("rank_total_steps");
-  list(s.rank_total_steps);
+  w.Key("rank_blocks").IntArray(s.rank_blocks);
+  w.Key("rank_steps_per_epoch").IntArray(s.rank_steps_per_epoch);
+  w.Key("rank_total_steps").IntArray(s.rank_total_steps);
   w.Key("rank_save_steps").BeginArray();
-  for (const auto& v : s.rank_save_steps) list(v);
+  for (const auto& v : s.rank_save_steps) w.IntArray(v);
   w.EndArray().EndObject();
 }
 

@@ -228,9 +228,7 @@ void WriteValue(JsonWriter& w, const RunFile& r, const Key& k) {
         } else if constexpr (std::is_same_v<T, double>) {
           w.Double(v);
         } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-          w.BeginArray();
-          for (const std::string& s : v) w.Str(s);
-          w.EndArray();
+          w.StrArray(v);
         } else if constexpr (std::is_same_v<T, EvenfixMode>) {
           w.Str(EvenfixModeName(v));
         } else {
@@ -501,9 +499,7 @@ std::string RunFileToJson(const RunFile& r) {
   JsonWriter w(JsonWriter::kSpaced);
   w.BeginObject().Key("path").Str(r.path).Key("xxh3").Str(fmt::format("{:016x}", r.xxh3));
   w.Key("world").Int(r.world()).Key("config_path").Str(r.ConfigPath());
-  w.Key("overrides").BeginArray();
-  for (const std::string& o : r.overrides) w.Str(o);
-  w.EndArray();
+  w.Key("overrides").StrArray(r.overrides);
   // One object per section, in kKeys' order (the keys of a section are adjacent).
   std::string section;
   for (const Key& k : kKeys) {

@@ -66,9 +66,7 @@ std::string FormatJson(const Assessment& a, const telemetry::Topology& topology)
   Number(w, "time", a.time);
   w.Key("time_utc").Str(telemetry::FormatTimestamp(a.time));
   w.Key("verdict").Str(VerdictName(a.verdict));
-  w.Key("ranks").BeginArray();
-  for (int r : a.ranks) w.Int(r);
-  w.EndArray();
+  w.Key("ranks").IntArray(a.ranks);
   w.Key("rank_ranges").Str(CompactRanges(std::vector<int64_t>(a.ranks.begin(), a.ranks.end())));
   if (topology.world() > 0 && !AllRanks(a, topology)) {
     w.Key("gpus").BeginArray();

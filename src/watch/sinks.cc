@@ -76,11 +76,9 @@ std::string IncidentJson(const Incident& inc, const std::string& run, bool resol
   JsonWriter w;
   w.BeginObject().Key("id").Str(inc.id).Key("run").Str(run).Key("kind").Str(KindName(f.kind));
   w.Key("status").Str(resolved ? "resolved" : "firing").Key("severity").Str(f.severity);
-  w.Key("summary").Str(f.summary).Key("ranks").BeginArray();
-  for (int r : f.ranks) w.Int(r);
-  w.EndArray().Key("ranks_compact").Str(CompactRanges(Ranks(f))).Key("hosts").BeginArray();
-  for (const std::string& h : f.hosts) w.Str(h);
-  w.EndArray().Key("since").Str(Rfc3339(f.since)).Key("opened").Str(Rfc3339(inc.opened));
+  w.Key("summary").Str(f.summary).Key("ranks").IntArray(f.ranks);
+  w.Key("ranks_compact").Str(CompactRanges(Ranks(f))).Key("hosts").StrArray(f.hosts);
+  w.Key("since").Str(Rfc3339(f.since)).Key("opened").Str(Rfc3339(inc.opened));
   if (resolved) w.Key("resolved").Str(Rfc3339(inc.resolved));
   w.Key("evidence").Str(f.evidence).Key("gpu_hours").Fixed(f.gpu_hours, 3).EndObject();
   return w.str();

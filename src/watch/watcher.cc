@@ -27,11 +27,8 @@ std::string AgentUrl(const std::string& target) {
 
 void FindingJson(JsonWriter& w, const Finding& f) {
   w.BeginObject().Key("kind").Str(KindName(f.kind)).Key("key").Str(f.key);
-  w.Key("severity").Str(f.severity).Key("summary").Str(f.summary).Key("ranks").BeginArray();
-  for (int r : f.ranks) w.Int(r);
-  w.EndArray().Key("hosts").BeginArray();
-  for (const std::string& h : f.hosts) w.Str(h);
-  w.EndArray().Key("since").Fixed(f.since, 3).Key("evidence").Str(f.evidence);
+  w.Key("severity").Str(f.severity).Key("summary").Str(f.summary).Key("ranks").IntArray(f.ranks);
+  w.Key("hosts").StrArray(f.hosts).Key("since").Fixed(f.since, 3).Key("evidence").Str(f.evidence);
   w.Key("gpu_hours").Fixed(f.gpu_hours, 4).EndObject();
 }
 
