@@ -153,7 +153,9 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
     argv.insert(argv.end(), {"--rdzv-backend", "c10d", "--rdzv-endpoint", cluster_.rdzv_endpoint,
                              "--rdzv-id", fmt::format("{}-{}", cluster_.run_id, attempt)});
   }
-  argv.insert(argv.end(), {"--max-restarts", "0", "--monitor-interval", "1", "--no-python",
+  // torchrun's own default poll (0.1 s): at 1 s, every attempt's end waited up to a
+  // second for torchrun to notice its ranks had exited.
+  argv.insert(argv.end(), {"--max-restarts", "0", "--monitor-interval", "0.1", "--no-python",
                            o_.evenkeel_exe, "launch-rank", "--attempt-dir", dir, "--node-rank",
                            std::to_string(cluster_.node_rank), "--nproc-per-node",
                            std::to_string(run_.gpus_per_node), "--"});

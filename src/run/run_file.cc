@@ -6,6 +6,7 @@
 #include <toml++/toml.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -14,6 +15,7 @@
 
 #include "core/file.h"
 #include "core/json_out.h"
+#include "packfile/manifest.h"
 
 namespace ek::run {
 
@@ -75,6 +77,10 @@ const Key kKeys[] = {
     {"cluster", "hosts", &RunFile::hosts},
     {"data", "pack_dir", &RunFile::pack_dir, true},
     {"data", "cache_dir", &RunFile::cache_dir, true},
+    {"data", "shard", &RunFile::shard},
+    {"data", "chat_template", &RunFile::chat_template},
+    {"data", "loss_mask", &RunFile::loss_mask},
+    {"data", "mixture_seed", &RunFile::mixture_seed},
     {"model", "name", &RunFile::model_name},
     {"model", "path", &RunFile::model_path, true},
     {"model", "params", &RunFile::params},
@@ -326,6 +332,107 @@ Status CheckTomlppHazards(std::string_view t, const std::string& name) {
   return Status::Ok();
 }
 
+// [[data.source]]: an array of tables, each checked key by key as the rest of the file.
+Status ReadSources(const toml::node& node, const std::string& file, RunFile* r) {
+  const toml::array* list = node.as_array();
+  const int at = node.source().begin.line;
+  if (!list || !list->is_array_of_tables()) {
+    return InvalidArgumentError(fmt::format(
+        "{}: data.source (line {}) must be an array of tables: one [[data.source]] per source",
+        file, at));
+  }
+  for (const toml::node& entry : *list) {
+    const toml::table& t = *entry.as_table();
+    DataSource src;
+    src.line = t.source().begin.line;
+    auto where = [&](std::string_view key, const toml::node& n) {
+      return fmt::format("{}: data.source[{}].{} (line {})", file, r->sources.size(), key,
+                         n.source().begin.line);
+    };
+    auto str = [&](std::string_view key, const toml::node& n, std::string* out) -> Status {
+      auto v = n.value<std::string>();
+      if (!n.is_string() || !v) return InvalidArgumentError(where(key, n) + " must be a string");
+      *out = *v;
+      return Status::Ok();
+    };
+    auto map = [&](std::string_view key, const toml::node& n,
+                   std::vector<std::pair<std::string, std::string>>* out) -> Status {
+      const toml::table* m = n.as_table();
+      if (!m) {
+        return InvalidArgumentError(where(key, n) +
+                                    " must be a table of strings, e.g. { messages = \"conversations\" }");
+      }
+      // toml++ keeps a table's keys sorted; the file's order is the user's.
+      std::vector<std::pair<std::string_view, const toml::node*>> keys;
+      for (const auto& [k, v] : *m) keys.emplace_back(k.str(), &v);
+      std::sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+        const auto &pa = a.second->source().begin, &pb = b.second->source().begin;
+        return std::pair(pa.line, pa.column) < std::pair(pb.line, pb.column);
+      });
+      for (const auto& [k, vp] : keys) {
+        const toml::node& v = *vp;
+        auto s = v.value<std::string>();
+        if (!v.is_string() || !s) {
+          return InvalidArgumentError(
+              fmt::format("{}: data.source[{}].{}.{} (line {}) must be a string", file,
+                          r->sources.size(), key, k, v.source().begin.line));
+        }
+        out->emplace_back(std::string(k), *s);
+      }
+      return Status::Ok();
+    };
+    for (const auto& [key, n] : t) {
+      const std::string_view k = key.str();
+      if (k == "name") {
+        EK_RETURN_IF_ERROR(str(k, n, &src.name));
+      } else if (k == "path") {
+        EK_RETURN_IF_ERROR(str(k, n, &src.path));
+      } else if (k == "format") {
+        EK_RETURN_IF_ERROR(str(k, n, &src.format));
+      } else if (k == "split") {
+        EK_RETURN_IF_ERROR(str(k, n, &src.split));
+      } else if (k == "shape") {
+        EK_RETURN_IF_ERROR(str(k, n, &src.shape));
+      } else if (k == "text_field") {
+        EK_RETURN_IF_ERROR(str(k, n, &src.text_field));
+      } else if (k == "columns") {
+        EK_RETURN_IF_ERROR(map(k, n, &src.columns));
+      } else if (k == "tags") {
+        EK_RETURN_IF_ERROR(map(k, n, &src.tags));
+      } else if (k == "weight") {
+        auto v = n.value<double>();
+        if (!n.is_number() || !v || !std::isfinite(*v) || *v <= 0) {
+          return InvalidArgumentError(where(k, n) + " must be a positive number");
+        }
+        src.weight = *v;
+      } else if (k == "epochs") {
+        auto v = n.value<int64_t>();
+        if (!n.is_integer() || !v || *v < 1 || *v > 1000000) {
+          return InvalidArgumentError(where(k, n) + " must be a whole number of passes (>= 1)");
+        }
+        src.epochs = static_cast<int>(*v);
+      } else {
+        return InvalidArgumentError(fmt::format(
+            "{}: unknown key data.source[{}].{} (line {}); a source has name, path, format, "
+            "split, shape, text_field, columns, tags, weight, epochs",
+            file, r->sources.size(), k, n.source().begin.line));
+      }
+    }
+    if (src.path.empty()) {
+      return InvalidArgumentError(fmt::format(
+          "{}: data.source[{}] (line {}) has no path", file, r->sources.size(), src.line));
+    }
+    if (src.weight > 0 && src.epochs > 0) {
+      return InvalidArgumentError(fmt::format(
+          "{}: data.source[{}] (line {}) has both weight and epochs: a source takes a share of "
+          "the tokens (weight) or whole passes (epochs), not both",
+          file, r->sources.size(), src.line));
+    }
+    r->sources.push_back(std::move(src));
+  }
+  return Status::Ok();
+}
+
 const Key* FindKey(std::string_view section, std::string_view name) {
   for (const Key& k : kKeys) {
     if (section == k.section && name == k.name) return &k;
@@ -352,6 +459,12 @@ Status ApplyOverride(const std::string& text, const std::string& name, RunFile* 
         fmt::format("{}: --set {}: not section.key=value (e.g. --set train.lr=2e-5)", name, text));
   }
   const Key* k = FindKey(key.substr(0, dot), key.substr(dot + 1));
+  if (!k && key.starts_with("data.source")) {
+    return InvalidArgumentError(fmt::format(
+        "{}: --set {}: the sources are [[data.source]] tables of the file, not set one key at a "
+        "time",
+        name, text));
+  }
   if (!k) {
     return InvalidArgumentError(fmt::format("{}: unknown key {} (--set {})", name, key, text));
   }
@@ -435,6 +548,23 @@ Status ValidateRunFile(const RunFile& r) {
     return bad("launch.flight_recorder_entries and launch.omp_threads must be >= 0");
   }
   if (r.launch_torchrun.empty()) return bad("launch.torchrun must name torchrun");
+  if (r.mixture_seed < 0) return bad("data.mixture_seed must be >= 0");
+  if (auto shard = pack::ParseShardMode(r.shard); !shard.ok()) {
+    return bad(fmt::format("data.shard: {}", shard.status().message()));
+  }
+  if (!r.sources.empty()) {
+    const bool weighted = r.sources[0].weight > 0;
+    for (size_t i = 1; i < r.sources.size(); ++i) {
+      if ((r.sources[i].weight > 0) != weighted) {
+        return bad(fmt::format(
+            "data.source[{}] (line {}) {} and data.source[0] (line {}) {}: give every "
+            "source a weight (shares of the tokens) or none (each source in whole passes, "
+            "epochs = 1 by default)",
+            i, r.sources[i].line, r.sources[i].weight > 0 ? "has a weight" : "has no weight",
+            r.sources[0].line, weighted ? "has one" : "has none"));
+      }
+    }
+  }
   if (r.max_restarts < 0 || r.max_no_progress < 1) {
     return bad("retry.max_restarts must be >= 0 and retry.max_no_progress >= 1");
   }
@@ -471,6 +601,10 @@ Result<RunFile> ParseRunFile(std::string_view text, const std::string& name,
           fmt::format("{}: {} (line {}) must be a table", name, k.str(), v.source().begin.line));
     }
     for (const auto& [key, node] : *t) {
+      if (k.str() == "data" && key.str() == "source") {
+        EK_RETURN_IF_ERROR(ReadSources(node, name, &r));
+        continue;
+      }
       const Key* found = FindKey(k.str(), key.str());
       if (!found) {
         return InvalidArgumentError(fmt::format("{}: unknown key {}.{} (line {})", name, k.str(),
@@ -495,6 +629,30 @@ Result<RunFile> ReadRunFile(const std::string& path, const std::vector<std::stri
   return ParseRunFile(text, path, overrides);
 }
 
+namespace {
+
+void WriteSources(JsonWriter& w, const RunFile& r) {
+  auto map = [&](const std::vector<std::pair<std::string, std::string>>& m) {
+    w.BeginObject();
+    for (const auto& [k, v] : m) w.Key(k).Str(v);
+    w.EndObject();
+  };
+  w.Key("source").BeginArray();
+  for (const DataSource& s : r.sources) {
+    w.BeginObject().Key("name").Str(s.name).Key("path").Str(r.Resolve(s.path));
+    w.Key("format").Str(s.format).Key("split").Str(s.split).Key("shape").Str(s.shape);
+    w.Key("text_field").Str(s.text_field).Key("columns");
+    map(s.columns);
+    w.Key("tags");
+    map(s.tags);
+    w.Key("weight").Double(s.weight).Key("epochs").Int(s.epochs).Key("line").Int(s.line);
+    w.EndObject();
+  }
+  w.EndArray();
+}
+
+}  // namespace
+
 std::string RunFileToJson(const RunFile& r) {
   JsonWriter w(JsonWriter::kSpaced);
   w.BeginObject().Key("path").Str(r.path).Key("xxh3").Str(fmt::format("{:016x}", r.xxh3));
@@ -504,6 +662,7 @@ std::string RunFileToJson(const RunFile& r) {
   std::string section;
   for (const Key& k : kKeys) {
     if (section != k.section) {
+      if (section == "data") WriteSources(w, r);
       if (!section.empty()) w.EndObject();
       section = k.section;
       w.Key(section).BeginObject();

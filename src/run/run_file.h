@@ -18,6 +18,25 @@ enum class EvenfixMode { kMin, kPad, kOff };
 Result<EvenfixMode> ParseEvenfixMode(std::string_view s);
 std::string_view EvenfixModeName(EvenfixMode m);
 
+// One [[data.source]] of the run file: a corpus file, directory or glob the pack reads,
+// how its records are shaped, and its part in the mixture. The names (format, shape, the
+// columns and tags maps) are the packer's to check (src/pack, src/ingest): the run file
+// keeps them as written and the packer's error names the key.
+struct DataSource {
+  std::string name;       // "" = the path's file name
+  std::string path;       // a file, a directory (datasets) or a glob; relative to the run file
+  std::string format = "auto";  // auto | jsonl | json | parquet | arrow | datasets
+  std::string split;            // a DatasetDict's split
+  std::string shape = "auto";   // auto | text | messages | sharegpt | alpaca | prompt-completion
+  std::string text_field;       // "" = "text"
+  // LLaMA-Factory's dataset_info maps, in the file's order: columns (record field names:
+  // messages = "conversations", ...) and tags (role_tag = "from", user_tag = "human", ...).
+  std::vector<std::pair<std::string, std::string>> columns, tags;
+  double weight = 0;  // the share of the pack's tokens (weights are normalized); 0: not given
+  int epochs = 0;     // whole passes over the source; 0: not given
+  int line = 0;       // where the entry starts in the file
+};
+
 struct RunFile {
   std::string path;   // where it was read from; "" when built from flags
   uint64_t xxh3 = 0;  // xxh3-64 of the file's bytes: the run's identity in logs and checkpoints
@@ -34,6 +53,14 @@ struct RunFile {
   // [data]
   std::string pack_dir;
   std::string cache_dir;  // node-local cache (defaults to pack_dir)
+  // What `evenkeel pack RUN.toml` packs, and how (docs/run_format.md): the sources, the
+  // shard mode, the chat template, the loss mask and the mixture's seed. The tokenizer is
+  // the model's (model.path), the world the cluster's, the block length train.seq_len.
+  std::vector<DataSource> sources;
+  std::string shard = "balanced";  // balanced | contiguous | strided
+  std::string chat_template = "auto";  // auto | none | chatml | llama3 | FILE.jinja (relative)
+  std::string loss_mask = "none";      // none | assistant
+  int64_t mixture_seed = 0;            // which records a weighted mixture takes
   // [model]
   std::string model_name;
   std::string model_path;  // a Hugging Face model directory (config.json, safetensors, tokenizer)

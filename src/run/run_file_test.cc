@@ -331,5 +331,90 @@ TEST(RunFileSetTest, AMalformedOverrideIsAnErrorNamingIt) {
             "/runs/run.toml: train.lr (--set train.lr=1e-5 w = 2) must be a number");
 }
 
+TEST(RunFileDataTest, SourcesAndThePacksKeysAreRead) {
+  auto r = ParseRunFile(R"(
+[data]
+pack_dir = "pack"
+shard = "contiguous"
+chat_template = "chatml"
+loss_mask = "assistant"
+mixture_seed = 7
+
+[[data.source]]
+name = "chat"
+path = "data/chat-*.jsonl"
+shape = "sharegpt"
+columns = { messages = "conversations" }
+tags = { role_tag = "from", content_tag = "value", user_tag = "human" }
+weight = 0.7
+
+[[data.source]]
+path = "hub/ds"
+format = "datasets"
+split = "train"
+text_field = "body"
+weight = 0.3
+)",
+                        "/runs/run.toml");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->shard, "contiguous");
+  EXPECT_EQ(r->chat_template, "chatml");
+  EXPECT_EQ(r->loss_mask, "assistant");
+  EXPECT_EQ(r->mixture_seed, 7);
+  ASSERT_EQ(r->sources.size(), 2u);
+  const DataSource& a = r->sources[0];
+  EXPECT_EQ(a.name, "chat");
+  EXPECT_EQ(a.path, "data/chat-*.jsonl");
+  EXPECT_EQ(a.format, "auto");
+  EXPECT_EQ(a.shape, "sharegpt");
+  EXPECT_DOUBLE_EQ(a.weight, 0.7);
+  EXPECT_EQ(a.epochs, 0);
+  EXPECT_EQ(a.line, 9);
+  using Map = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(a.columns, (Map{{"messages", "conversations"}}));
+  EXPECT_EQ(a.tags, (Map{{"role_tag", "from"}, {"content_tag", "value"}, {"user_tag", "human"}}));
+  const DataSource& b = r->sources[1];
+  EXPECT_EQ(b.format, "datasets");
+  EXPECT_EQ(b.split, "train");
+  EXPECT_EQ(b.text_field, "body");
+  const std::string json = RunFileToJson(*r);
+  EXPECT_NE(json.find(R"("path": "/runs/data/chat-*.jsonl")"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("columns": {"messages": "conversations"})"), std::string::npos) << json;
+}
+
+TEST(RunFileDataTest, BadSourcesAreNamed) {
+  auto err = [](const std::string& toml) {
+    auto r = ParseRunFile(toml, "run.toml");
+    return r.ok() ? std::string("ok") : r.status().message();
+  };
+  EXPECT_EQ(err("[[data.source]]\npath = \"a.jsonl\"\nwieght = 1\n"),
+            "run.toml: unknown key data.source[0].wieght (line 3); a source has name, path, "
+            "format, split, shape, text_field, columns, tags, weight, epochs");
+  EXPECT_EQ(err("[[data.source]]\nname = \"a\"\n"), "run.toml: data.source[0] (line 1) has no path");
+  EXPECT_EQ(err("[[data.source]]\npath = \"a\"\nweight = -1\n"),
+            "run.toml: data.source[0].weight (line 3) must be a positive number");
+  EXPECT_EQ(err("[[data.source]]\npath = \"a\"\nepochs = 1.5\n"),
+            "run.toml: data.source[0].epochs (line 3) must be a whole number of passes (>= 1)");
+  EXPECT_EQ(err("[[data.source]]\npath = \"a\"\nweight = 1\nepochs = 2\n"),
+            "run.toml: data.source[0] (line 1) has both weight and epochs: a source takes a share "
+            "of the tokens (weight) or whole passes (epochs), not both");
+  EXPECT_EQ(err("[[data.source]]\npath = \"a\"\ncolumns = { messages = 3 }\n"),
+            "run.toml: data.source[0].columns.messages (line 3) must be a string");
+  EXPECT_EQ(err("[data]\nsource = \"a.jsonl\"\n"),
+            "run.toml: data.source (line 2) must be an array of tables: one [[data.source]] per "
+            "source");
+  EXPECT_EQ(err("[[data.source]]\npath = \"a\"\nweight = 1\n[[data.source]]\npath = \"b\"\n"),
+            "run.toml: data.source[1] (line 4) has no weight and data.source[0] (line 1) has one: "
+            "give every source a weight (shares of the tokens) or none (each source in whole "
+            "passes, epochs = 1 by default)");
+  EXPECT_EQ(err("[data]\nshard = \"round-robin\"\n"),
+            "run.toml: data.shard: unknown shard mode 'round-robin' (contiguous, strided, balanced)");
+  auto set = ParseRunFile("[run]\n", "run.toml", {"data.source.path=x"});
+  ASSERT_FALSE(set.ok());
+  EXPECT_EQ(set.status().message(),
+            "run.toml: --set data.source.path=x: the sources are [[data.source]] tables of the "
+            "file, not set one key at a time");
+}
+
 }  // namespace
 }  // namespace ek::run
