@@ -46,12 +46,20 @@ std::vector<std::string> SplitAtDashes(int* argc, char** argv) {
 Status PrintSummary(const launch::LaunchResult& r) {
   EK_ASSIGN_OR_RETURN(launch::LaunchSummary s,
                       launch::LaunchSummaryFromJson(r.summary_json, r.summary_name));
+  // -1 in the summary is "none": no checkpoint yet, no plan (a gate that refused).
+  const std::string steps = s.steps >= 0 ? fmt::format("steps {}", s.steps) : "no checkpoint";
+  const std::string planned =
+      s.planned_steps >= 0 ? fmt::format(" of {} planned", s.planned_steps) : " (no plan)";
+  const std::string dropped =
+      s.evenfix_dropped_blocks >= 0
+          ? fmt::format("; evenfix dropped {} blocks", s.evenfix_dropped_blocks)
+          : std::string();
   std::printf(
-      "launch: %s: steps %lld of %lld planned, %llu tokens, %.0f tok/s; %lld attempt(s); "
-      "%.3f GPU-hours used, %.3f lost to failures; evenfix dropped %lld blocks\n",
-      s.outcome.c_str(), static_cast<long long>(s.steps), static_cast<long long>(s.planned_steps),
-      static_cast<unsigned long long>(s.tokens), s.tokens_per_s, static_cast<long long>(s.attempts),
-      s.gpu_hours_used, s.gpu_hours_lost, static_cast<long long>(s.evenfix_dropped_blocks));
+      "launch: %s: %s%s, %llu tokens, %.0f tok/s; %lld attempt(s); "
+      "%.3f GPU-hours used, %.3f lost to failures%s\n",
+      s.outcome.c_str(), steps.c_str(), planned.c_str(), static_cast<unsigned long long>(s.tokens),
+      s.tokens_per_s, static_cast<long long>(s.attempts), s.gpu_hours_used, s.gpu_hours_lost,
+      dropped.c_str());
   if (!s.final_checkpoint.empty())
     std::printf("launch: final checkpoint %s\n", s.final_checkpoint.c_str());
   return Status::Ok();

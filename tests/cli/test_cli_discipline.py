@@ -391,3 +391,19 @@ def test_watch_names_the_connection_error(tmp_path):
     text = log.read_text()
     want = f"GET http://127.0.0.1:{port}/status: cannot connect to 127.0.0.1:{port}: Connection refused"
     assert want in text, text
+
+
+def test_a_refused_launchs_summary_line_says_none_in_words(tmp_path):
+    """A launch the gate refuses has no checkpoint, no plan and no evenfix figure: the summary
+    line says so in words instead of printing the JSON's -1s ("steps -1 of -1 planned")."""
+    import sys
+    rf = tmp_path / "run.toml"
+    rf.write_text('[data]\npack_dir = "no-pack"\n[model]\npath = "no-model"\n[checkpoint]\ndir = "ck"\n'
+                  '[distributed]\nbackend = "gloo"\n')
+    env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}:{os.environ['PATH']}")  # torchrun
+    p = subprocess.run([EVENKEEL, "launch", str(rf)], capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 1, p.stdout + p.stderr  # the gate refused
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("launch: gate refused:")]
+    assert line == ["launch: gate refused: no checkpoint (no plan), 0 tokens, 0 tok/s; 0 attempt(s); "
+                    "0.000 GPU-hours used, 0.000 lost to failures"], p.stdout
+    assert "-1" not in line[0]
