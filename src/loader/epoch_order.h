@@ -6,29 +6,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/random.h"
 #include "core/status.h"
 
 namespace ek::loader {
 
-// SplitMix64 (Steele, Lea, Flood, "Fast splittable pseudorandom number
-// generators", OOPSLA 2014; the constants of Vigna's reference splitmix64.c).
-// Advances `state` and returns the next output.
-uint64_t SplitMix64(uint64_t& state);
-
-// The generator state for (seed, epoch): both pass through the SplitMix64
-// finalizer so that neighbouring seeds and epochs give unrelated streams.
-uint64_t EpochState(uint64_t seed, uint64_t epoch);
-
-// A uniform integer in [0, bound) from the stream (bound > 0), by Lemire's
-// multiply-shift with rejection ("Fast random integer generation in an
-// interval", ACM TOMACS 2019): unbiased, and exact in integer arithmetic.
-uint64_t UniformBelow(uint64_t& state, uint64_t bound);
-
-// A permutation of [0, n): Fisher-Yates (Durstenfeld), for i = n-1 down to 1
-// swap element i with element UniformBelow(state, i + 1), state =
-// EpochState(seed, epoch). Without `shuffle`, the identity. Depends only on
-// (seed, epoch, n, shuffle).
-std::vector<uint64_t> Permutation(uint64_t seed, uint64_t epoch, uint64_t n, bool shuffle);
+// The generator and the permutation (core/random.h), as the loader has always named them.
+using ek::EpochState;
+using ek::Permutation;
+using ek::SplitMix64;
+using ek::UniformBelow;
 
 // One epoch of one rank: `count` positions over a rank that holds
 // `local_blocks` blocks. Position p holds block Permutation(...)[p % local_blocks]:
