@@ -150,7 +150,8 @@ int RunPack(int argc, char** argv) {
   app.add_option("--shape", shape,
                  "the records' shape: auto (by the fields each record has) | text | messages | "
                  "sharegpt | alpaca | prompt-completion (docs/data_shapes.md)")
-      ->check(CLI::IsMember({"auto", "text", "messages", "sharegpt", "alpaca", "prompt-completion"}))
+      ->check(
+          CLI::IsMember({"auto", "text", "messages", "sharegpt", "alpaca", "prompt-completion"}))
       ->capture_default_str();
   app.add_option("--columns", columns,
                  "the records' field names, as LLaMA-Factory's dataset_info columns: e.g. "

@@ -144,8 +144,8 @@ Status RecordRenderer::Render(std::string_view line, RenderedRecord* out, size_t
   if (err) {
     std::string where = LocateJsonError(line);
     if (where.empty() && err == simdjson::INCORRECT_TYPE) where = "a record is a JSON object";
-    return InvalidArgumentError("malformed JSON: " +
-                                (where.empty() ? std::string(simdjson::error_message(err)) : where));
+    return InvalidArgumentError(
+        "malformed JSON: " + (where.empty() ? std::string(simdjson::error_message(err)) : where));
   }
   EK_RETURN_IF_ERROR(NormalizeRecord(opt_.shape, opt_.text_field, root, &norm_));
   if (!norm_.chat) {
@@ -185,8 +185,8 @@ Status RecordRenderer::RenderJinja(RenderedRecord* out) {
     // rendered with the generation prompt is the completion.
     const tmpl::List& all = messages.list();
     auto prompt = opt_.jinja->Apply(
-        tmpl::Value::MakeList(tmpl::List(
-            all.begin(), all.begin() + static_cast<ptrdiff_t>(norm_.prompt_messages))),
+        tmpl::Value::MakeList(
+            tmpl::List(all.begin(), all.begin() + static_cast<ptrdiff_t>(norm_.prompt_messages))),
         tools, true);
     if (!prompt.ok()) return prompt.status().WithContext("rendering the prompt");
     if (out->text.compare(0, prompt->text.size(), prompt->text) != 0) {
@@ -311,7 +311,8 @@ Status RecordRenderer::CheckDrops(RenderedRecord* out) const {
     for (size_t j = 0; j < tools.size(); ++j) {
       const tmpl::Value* name = FunctionName(tools[j]);
       if (name && !Holds(text, name->str()))
-        lost.push_back(fmt::format("its tools[{}] \"{}\" is not in the rendered text", j, name->str()));
+        lost.push_back(
+            fmt::format("its tools[{}] \"{}\" is not in the rendered text", j, name->str()));
     }
   }
   for (size_t i = 0; i < all.size(); ++i) {
@@ -321,8 +322,9 @@ Status RecordRenderer::CheckDrops(RenderedRecord* out) const {
     if (content && content->is_string()) {
       std::string_view c = Trim(content->str());
       if (!c.empty() && !Holds(text, c)) {
-        lost.push_back(fmt::format("message {} ({}): its content \"{}\" is not in the rendered text",
-                                   i, role, Excerpt(c)));
+        lost.push_back(
+            fmt::format("message {} ({}): its content \"{}\" is not in the rendered text", i, role,
+                        Excerpt(c)));
       }
     }
     const tmpl::Value* calls = msg.Find("tool_calls");
@@ -330,9 +332,9 @@ Status RecordRenderer::CheckDrops(RenderedRecord* out) const {
       for (size_t j = 0; j < calls->list().size(); ++j) {
         const tmpl::Value* name = FunctionName(calls->list()[j]);
         if (name && !Holds(text, name->str())) {
-          lost.push_back(fmt::format(
-              "message {} ({}): its tool_calls[{}] \"{}\" is not in the rendered text", i, role, j,
-              name->str()));
+          lost.push_back(
+              fmt::format("message {} ({}): its tool_calls[{}] \"{}\" is not in the rendered text",
+                          i, role, j, name->str()));
         }
       }
     }
@@ -344,9 +346,10 @@ Status RecordRenderer::CheckDrops(RenderedRecord* out) const {
   }
   std::string by;
   if (opt_.chat == ChatMode::kChatml || opt_.chat == ChatMode::kLlama3) {
-    by = fmt::format("the fixed {} layout dropped it (it renders only roles and string contents, "
-                     "no tools or tool calls)",
-                     ChatModeName(opt_.chat));
+    by = fmt::format(
+        "the fixed {} layout dropped it (it renders only roles and string contents, "
+        "no tools or tool calls)",
+        ChatModeName(opt_.chat));
   } else {
     by = fmt::format("the chat template {} dropped it", opt_.jinja->tmpl().name());
   }
@@ -355,8 +358,9 @@ Status RecordRenderer::CheckDrops(RenderedRecord* out) const {
       "--allow-template-drops to pack such records as rendered (the manifest counts them under "
       "template_drops)",
       lost.front(), by,
-      lost.size() > 1 ? fmt::format(" (and {} more part(s) of the record are missing)", lost.size() - 1)
-                      : std::string()));
+      lost.size() > 1
+          ? fmt::format(" (and {} more part(s) of the record are missing)", lost.size() - 1)
+          : std::string()));
 }
 
 }  // namespace ek::pack

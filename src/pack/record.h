@@ -1,10 +1,10 @@
 // Turning one JSON record into the text it contributes: its shape (text,
 // messages, ShareGPT, Alpaca, prompt/completion: pack/shape.h) normalized to
 // plain text or a conversation, the text unchanged, the conversation (and its
-// optional `tools`) rendered with a chat template: the model's own Jinja template (rendered as transformers'
-// apply_chat_template does, src/template), or the fixed ChatML / Llama 3
-// layouts. A corpus may mix both kinds of record. With loss masks on, a chat
-// record also yields the byte ranges of the text the assistant generates.
+// optional `tools`) rendered with a chat template: the model's own Jinja template (rendered as
+// transformers' apply_chat_template does, src/template), or the fixed ChatML / Llama 3 layouts. A
+// corpus may mix both kinds of record. With loss masks on, a chat record also yields the byte
+// ranges of the text the assistant generates.
 //
 // Nothing lost in silence: a rendered conversation must hold each message's
 // content (trimmed; empty content is exempt), the name of each tool the record

@@ -90,8 +90,7 @@ TEST(RecordTest, BadRecordsSayWhy) {
   RecordOptions opt;
   Status st;
   Render(opt, R"({"txt": "x"})", &st);
-  EXPECT_NE(st.message().find("record matches no shape (it has fields \"txt\")"),
-            std::string::npos)
+  EXPECT_NE(st.message().find("record matches no shape (it has fields \"txt\")"), std::string::npos)
       << st.message();
   Render(opt, R"({"text": 5})", &st);
   EXPECT_NE(st.message().find("not a string"), std::string::npos);

@@ -138,7 +138,8 @@ class Normalizer {
 
  private:
   std::string Column(ShapeKind kind, std::string_view key) const {
-    return ColumnOr(shape_, std::string(key), key == "text" ? text_field_ : DefaultColumn(kind, key));
+    return ColumnOr(shape_, std::string(key),
+                    key == "text" ? text_field_ : DefaultColumn(kind, key));
   }
   bool Has(const std::string& field) const {
     simdjson::dom::element e;
@@ -159,8 +160,8 @@ class Normalizer {
         field, ShapeKindName(kind), FieldsItHas()));
   }
 
-  Status Conversation(ShapeKind kind, const Value& list, const std::string& field,
-                      const Tags& tags, List* out) const;
+  Status Conversation(ShapeKind kind, const Value& list, const std::string& field, const Tags& tags,
+                      List* out) const;
   Status Message(const Value& m, const std::string& where, const Tags& tags, List* out) const;
   Status Content(const Value& c, const std::string& where, Value* out) const;
   Status ToolCalls(const Value& calls, const std::string& where, Value* out) const;
@@ -259,7 +260,8 @@ Status Normalizer::Text(NormalizedRecord* out) const {
   simdjson::dom::element e;
   if (record_.at_key(field).get(e)) return Missing(ShapeKind::kText, field);
   std::string_view v;
-  if (e.get_string().get(v)) return InvalidArgumentError(fmt::format("\"{}\" is not a string", field));
+  if (e.get_string().get(v))
+    return InvalidArgumentError(fmt::format("\"{}\" is not a string", field));
   out->text.assign(v);
   return Status::Ok();
 }
@@ -365,10 +367,10 @@ Status Normalizer::Message(const Value& m, const std::string& where, const Tags&
     if (content && content->is_string()) {
       auto parsed = tmpl::ValueFromJsonText(content->str());
       if (!parsed.ok()) {
-        return InvalidArgumentError(fmt::format(
-            "{}.{} (a function call) is not JSON ({}); write it as {{\"name\": ..., "
-            "\"arguments\": {{...}}}}",
-            where, tags.content, parsed.status().message()));
+        return InvalidArgumentError(
+            fmt::format("{}.{} (a function call) is not JSON ({}); write it as {{\"name\": ..., "
+                        "\"arguments\": {{...}}}}",
+                        where, tags.content, parsed.status().message()));
       }
       calls = std::move(*parsed);
     } else if (content) {
@@ -448,9 +450,8 @@ Status Normalizer::Tools(ShapeKind kind, Value* out) const {
     tools = std::move(*parsed);
   }
   if (!tools.is_list()) {
-    return InvalidArgumentError(
-        fmt::format("\"{}\" is not an array (or a JSON string of one) but {}", field,
-                    tools.TypeName()));
+    return InvalidArgumentError(fmt::format(
+        "\"{}\" is not an array (or a JSON string of one) but {}", field, tools.TypeName()));
   }
   *out = std::move(tools);
   return Status::Ok();
@@ -483,8 +484,8 @@ Status Normalizer::Messages(ShapeKind kind, NormalizedRecord* out) const {
   if (list.is_undefined()) return Missing(kind, field);
   List msgs;
   EK_RETURN_IF_ERROR(System(kind, &msgs));
-  EK_RETURN_IF_ERROR(Conversation(kind, list, field, TagsFor(shape_, kind == ShapeKind::kShareGpt),
-                                  &msgs));
+  EK_RETURN_IF_ERROR(
+      Conversation(kind, list, field, TagsFor(shape_, kind == ShapeKind::kShareGpt), &msgs));
   EK_RETURN_IF_ERROR(Tools(kind, &out->tools));
   out->chat = true;
   out->messages = Value::MakeList(std::move(msgs));
@@ -513,13 +514,14 @@ Status Normalizer::Alpaca(NormalizedRecord* out) const {
   EK_ASSIGN_OR_RETURN(Value past, Field(history));
   if (!past.is_undefined() && !past.is_none()) {
     if (!past.is_list())
-      return InvalidArgumentError(fmt::format("\"{}\" is not an array of [user, assistant] pairs", history));
+      return InvalidArgumentError(
+          fmt::format("\"{}\" is not an array of [user, assistant] pairs", history));
     for (size_t i = 0; i < past.list().size(); ++i) {
       const Value& turn = past.list()[i];
       if (!turn.is_list() || turn.list().size() != 2 || !turn.list()[0].is_string() ||
           !turn.list()[1].is_string()) {
-        return InvalidArgumentError(fmt::format(
-            "\"{}\"[{}] is not a [user, assistant] pair of strings", history, i));
+        return InvalidArgumentError(
+            fmt::format("\"{}\"[{}] is not a [user, assistant] pair of strings", history, i));
       }
       msgs.push_back(TextMessage("user", turn.list()[0].str()));
       msgs.push_back(TextMessage("assistant", turn.list()[1].str()));
@@ -583,7 +585,7 @@ std::string_view ShapeKindName(ShapeKind kind) {
 }
 
 const std::vector<std::string_view>& ColumnKeys() {
-  static const std::vector<std::string_view> keys{"messages", "system", "tools",   "prompt",
+  static const std::vector<std::string_view> keys{"messages", "system",   "tools",   "prompt",
                                                   "query",    "response", "history", "text"};
   return keys;
 }
@@ -615,8 +617,8 @@ Status ParseMap(std::string_view spec, std::string_view what,
     bool known = false;
     for (auto k : keys) known = known || k == key;
     if (!known) {
-      return InvalidArgumentError(fmt::format("{}: unknown key \"{}\"; the keys are {}", what, key,
-                                              JoinQuoted(keys)));
+      return InvalidArgumentError(
+          fmt::format("{}: unknown key \"{}\"; the keys are {}", what, key, JoinQuoted(keys)));
     }
     if (out->count(key))
       return InvalidArgumentError(fmt::format("{}: key \"{}\" is given twice", what, key));
@@ -632,8 +634,8 @@ Status ValidateShape(const Shape& shape) {
       bool known = false;
       for (auto key : keys) known = known || key == k;
       if (!known) {
-        return InvalidArgumentError(fmt::format("{}: unknown key \"{}\"; the keys are {}", what,
-                                                k, JoinQuoted(keys)));
+        return InvalidArgumentError(
+            fmt::format("{}: unknown key \"{}\"; the keys are {}", what, k, JoinQuoted(keys)));
       }
       if (v.empty()) return InvalidArgumentError(fmt::format("{}: \"{}\" is empty", what, k));
     }

@@ -28,7 +28,8 @@ std::string ShapeOf(const Shape& shape, std::string_view json) {
   };
   std::string s = j(out.messages);
   if (!out.tools.is_none()) s += " | " + j(out.tools);
-  if (out.prompt_messages != std::string::npos) s += " | prompt " + std::to_string(out.prompt_messages);
+  if (out.prompt_messages != std::string::npos)
+    s += " | prompt " + std::to_string(out.prompt_messages);
   return s;
 }
 
@@ -87,8 +88,11 @@ TEST(ShapeTest, AnUnknownRoleNamesTheMessageAndTheRolesKnown) {
   // Mapped, the same record is a conversation.
   auto s = ParseShape("messages", "", "user_tag=human,assistant_tag=gpt");
   ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_EQ(ShapeOf(*s, R"({"messages": [{"role": "human", "content": "hi"}, {"role": "gpt", "content": "yo"}]})"),
-            R"([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])");
+  EXPECT_EQ(
+      ShapeOf(
+          *s,
+          R"({"messages": [{"role": "human", "content": "hi"}, {"role": "gpt", "content": "yo"}]})"),
+      R"([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])");
   err = AutoShape(R"({"messages": [{"content": "hi"}]})");
   EXPECT_TRUE(Has(err, "messages[0] has no \"role\"")) << err;
   err = AutoShape(R"({"messages": [{"role": "user"}]})");
@@ -101,22 +105,26 @@ TEST(ShapeTest, ShareGptRolesSystemToolsAndFunctionCalls) {
       R"({"from": "human", "value": "weather?"}, )"
       R"({"from": "function_call", "value": "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}"}, )"
       R"({"from": "observation", "value": "3C"}, {"from": "gpt", "value": "3 degrees"}]})";
-  EXPECT_EQ(AutoShape(rec),
-            R"([{"role": "system", "content": "be brief"}, {"role": "user", "content": "weather?"}, )"
-            R"({"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": )"
-            R"({"name": "get_weather", "arguments": {"city": "Oslo"}}}]}, )"
-            R"({"role": "tool", "content": "3C"}, {"role": "assistant", "content": "3 degrees"}] | )"
-            R"([{"name": "get_weather"}])");
+  EXPECT_EQ(
+      AutoShape(rec),
+      R"([{"role": "system", "content": "be brief"}, {"role": "user", "content": "weather?"}, )"
+      R"({"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": )"
+      R"({"name": "get_weather", "arguments": {"city": "Oslo"}}}]}, )"
+      R"({"role": "tool", "content": "3C"}, {"role": "assistant", "content": "3 degrees"}] | )"
+      R"([{"name": "get_weather"}])");
   // tool is an observation too; a function call's arguments may be a JSON string.
-  EXPECT_TRUE(Has(AutoShape(R"({"conversations": [{"from": "function_call", "value": )"
-                            R"("{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}"}, {"from": "tool", "value": "r"}]})"),
-                  R"("arguments": {"a": 1}}}]}, {"role": "tool", "content": "r"})"));
+  EXPECT_TRUE(Has(
+      AutoShape(
+          R"({"conversations": [{"from": "function_call", "value": )"
+          R"("{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}"}, {"from": "tool", "value": "r"}]})"),
+      R"("arguments": {"a": 1}}}]}, {"role": "tool", "content": "r"})"));
   // A `messages` list in ShareGPT's names is ShareGPT.
   EXPECT_EQ(AutoShape(R"({"messages": [{"from": "human", "value": "q"}]})"),
             R"([{"role": "user", "content": "q"}])");
   std::string err = AutoShape(R"({"conversations": [{"from": "bot", "value": "q"}]})");
   EXPECT_TRUE(Has(err, "conversations[0] has the unknown role \"bot\"")) << err;
-  EXPECT_TRUE(Has(err, "\"human\", \"gpt\", \"system\", \"observation\", \"tool\", \"function_call\""))
+  EXPECT_TRUE(
+      Has(err, "\"human\", \"gpt\", \"system\", \"observation\", \"tool\", \"function_call\""))
       << err;
   err = AutoShape(R"({"conversations": [{"from": "function_call", "value": "not json"}]})");
   EXPECT_TRUE(Has(err, "conversations[0].value (a function call) is not JSON")) << err;
@@ -128,17 +136,21 @@ TEST(ShapeTest, ShareGptWithMappedColumnsAndTags) {
   auto s = ParseShape("sharegpt", "messages=dialog,system=sys",
                       "role_tag=speaker,content_tag=text,user_tag=Q,assistant_tag=A");
   ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_EQ(ShapeOf(*s, R"({"sys": "S", "dialog": [{"speaker": "Q", "text": "q"}, {"speaker": "A", "text": "a"}]})"),
-            R"([{"role": "system", "content": "S"}, {"role": "user", "content": "q"}, )"
-            R"({"role": "assistant", "content": "a"}])");
+  EXPECT_EQ(
+      ShapeOf(
+          *s,
+          R"({"sys": "S", "dialog": [{"speaker": "Q", "text": "q"}, {"speaker": "A", "text": "a"}]})"),
+      R"([{"role": "system", "content": "S"}, {"role": "user", "content": "q"}, )"
+      R"({"role": "assistant", "content": "a"}])");
   std::string err = ShapeOf(*s, R"({"conversations": []})");
   EXPECT_TRUE(Has(err, "record has no \"dialog\" field, which the sharegpt shape needs")) << err;
   EXPECT_TRUE(Has(err, "it has fields \"conversations\"")) << err;
 }
 
 TEST(ShapeTest, AlpacaJoinsInstructionAndInputAndKeepsHistory) {
-  EXPECT_EQ(AutoShape(R"({"instruction": "Translate", "input": "chat", "output": "cat"})"),
-            R"([{"role": "user", "content": "Translate\nchat"}, {"role": "assistant", "content": "cat"}])");
+  EXPECT_EQ(
+      AutoShape(R"({"instruction": "Translate", "input": "chat", "output": "cat"})"),
+      R"([{"role": "user", "content": "Translate\nchat"}, {"role": "assistant", "content": "cat"}])");
   EXPECT_EQ(AutoShape(R"({"instruction": "Hi", "input": "", "output": "yo", "system": "S",)"
                       R"( "history": [["q1", "a1"]]})"),
             R"([{"role": "system", "content": "S"}, {"role": "user", "content": "q1"}, )"
@@ -156,10 +168,12 @@ TEST(ShapeTest, AlpacaJoinsInstructionAndInputAndKeepsHistory) {
 
 TEST(ShapeTest, PromptCompletionStringsOrMessageLists) {
   EXPECT_EQ(AutoShape(R"({"prompt": "2+2=", "completion": "4"})"), "text:2+2=|4");
-  EXPECT_EQ(AutoShape(R"({"prompt": [{"role": "user", "content": "2+2?"}], "completion": )"
-                      R"([{"role": "assistant", "content": "4"}]})"),
-            R"([{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}] | prompt 1)");
-  std::string err = AutoShape(R"({"prompt": "2+2=", "completion": [{"role": "assistant", "content": "4"}]})");
+  EXPECT_EQ(
+      AutoShape(R"({"prompt": [{"role": "user", "content": "2+2?"}], "completion": )"
+                R"([{"role": "assistant", "content": "4"}]})"),
+      R"([{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}] | prompt 1)");
+  std::string err =
+      AutoShape(R"({"prompt": "2+2=", "completion": [{"role": "assistant", "content": "4"}]})");
   EXPECT_TRUE(Has(err, "must both be strings (plain text) or both message lists")) << err;
 }
 
@@ -234,8 +248,9 @@ TEST(TemplateDropTest, ATemplateThatIgnoresToolsAndToolCallsIsAnErrorNamingWhat)
   RenderedRecord r;
   Status st = RenderShaped(opt, kToolRecord, &r);
   ASSERT_FALSE(st.ok());
-  EXPECT_TRUE(Has(st.message(), "its tools[0] \"get_weather\" is not in the rendered text: the chat "
-                                "template test.jinja dropped it"))
+  EXPECT_TRUE(Has(st.message(),
+                  "its tools[0] \"get_weather\" is not in the rendered text: the chat "
+                  "template test.jinja dropped it"))
       << st.message();
   EXPECT_TRUE(Has(st.message(), "(and 2 more part(s) of the record are missing)")) << st.message();
   EXPECT_TRUE(Has(st.message(), "--allow-template-drops")) << st.message();
@@ -264,17 +279,30 @@ TEST(TemplateDropTest, RolesATemplateSkipsAreCaughtAsDroppedContent) {
   RenderedRecord r;
   // A system message the template skips: its content is missing.
   Status st = RenderShaped(
-      opt, R"({"messages": [{"role": "system", "content": "Be terse"}, {"role": "user", "content": "q"}]})", &r);
+      opt,
+      R"({"messages": [{"role": "system", "content": "Be terse"}, {"role": "user", "content": "q"}]})",
+      &r);
   ASSERT_FALSE(st.ok());
-  EXPECT_TRUE(Has(st.message(), "message 0 (system): its content \"Be terse\" is not in the rendered text"))
+  EXPECT_TRUE(
+      Has(st.message(), "message 0 (system): its content \"Be terse\" is not in the rendered text"))
       << st.message();
   // Unknown roles never reach the template; with the ShareGPT shape they render.
   st = RenderShaped(opt, R"({"messages": [{"role": "human", "content": "q"}]})", &r);
   EXPECT_TRUE(Has(st.message(), "unknown role \"human\"")) << st.message();
-  ASSERT_TRUE(RenderShaped(opt, R"({"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}]})", &r).ok());
+  ASSERT_TRUE(
+      RenderShaped(
+          opt,
+          R"({"conversations": [{"from": "human", "value": "q"}, {"from": "gpt", "value": "a"}]})",
+          &r)
+          .ok());
   EXPECT_EQ(r.text, "<user>q<assistant>a");
   // Empty content is exempt.
-  ASSERT_TRUE(RenderShaped(opt, R"({"messages": [{"role": "user", "content": "q"}, {"role": "system", "content": "  "}]})", &r).ok());
+  ASSERT_TRUE(
+      RenderShaped(
+          opt,
+          R"({"messages": [{"role": "user", "content": "q"}, {"role": "system", "content": "  "}]})",
+          &r)
+          .ok());
 }
 
 TEST(TemplateDropTest, FixedLayoutsRenderNoToolsSoToolsAreDrops) {
@@ -306,11 +334,12 @@ TEST(TemplateDropTest, PromptCompletionSpans) {
   opt.jinja = ShapeJinja(
       "{% for m in messages %}<{{ m.role }}>{{ m.content }}</s>{% endfor %}"
       "{% if add_generation_prompt %}<assistant>{% endif %}");
-  ASSERT_TRUE(RenderShaped(opt,
-                           R"({"prompt": [{"role": "user", "content": "q"}], "completion": )"
-                           R"([{"role": "assistant", "content": "a"}, {"role": "user", "content": "b"}]})",
-                           &r)
-                  .ok());
+  ASSERT_TRUE(
+      RenderShaped(opt,
+                   R"({"prompt": [{"role": "user", "content": "q"}], "completion": )"
+                   R"([{"role": "assistant", "content": "a"}, {"role": "user", "content": "b"}]})",
+                   &r)
+          .ok());
   EXPECT_TRUE(r.chat);
   ASSERT_EQ(r.spans.size(), 1u);
   EXPECT_EQ(r.text.substr(r.spans[0].first, r.spans[0].second - r.spans[0].first),

@@ -66,7 +66,7 @@ struct Manifest {
   // --allow-template-drops: conversations whose rendering lost a part (a
   // message's content, a tool, a tool call, or all of it) and those parts.
   uint64_t template_drop_records = 0, template_drop_parts = 0;
-  std::string loss_mask = "none";   // none, assistant (then every rank has a mask file)
+  std::string loss_mask = "none";  // none, assistant (then every rank has a mask file)
   std::string text_field = "text";
   std::vector<InputInfo> inputs;
   std::vector<RankInfo> ranks;  // sorted by rank; all of [0, world) when complete

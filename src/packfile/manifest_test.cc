@@ -54,7 +54,8 @@ TEST(ManifestTest, TemplateDropsRoundTripAddUpInAMergeAndMayBeAbsent) {
   b.template_drop_records = 1;
   b.template_drop_parts = 1;
   std::string json = ManifestToJson(a);
-  EXPECT_NE(json.find(R"("template_drops": {"records": 2, "parts": 5})"), std::string::npos) << json;
+  EXPECT_NE(json.find(R"("template_drops": {"records": 2, "parts": 5})"), std::string::npos)
+      << json;
   auto back = ManifestFromJson(json, "m.json");
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->template_drop_records, 2u);
@@ -65,7 +66,8 @@ TEST(ManifestTest, TemplateDropsRoundTripAddUpInAMergeAndMayBeAbsent) {
   EXPECT_EQ(merged->template_drop_parts, 6u);
   // A pack made before the field existed reads as none; a mistyped one is named.
   std::string old = json;
-  old.erase(old.find(R"("template_drops")"), std::string(R"("template_drops": {"records": 2, "parts": 5},)").size());
+  old.erase(old.find(R"("template_drops")"),
+            std::string(R"("template_drops": {"records": 2, "parts": 5},)").size());
   auto before = ManifestFromJson(old, "m.json");
   ASSERT_TRUE(before.ok()) << before.status().message() << old;
   EXPECT_EQ(before->template_drop_parts, 0u);

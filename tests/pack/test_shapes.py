@@ -343,6 +343,29 @@ def test_the_same_tool_records_under_qwen3_render_and_pass(tmp_path):
     expect_stream(read_rank(out), reference_ids("qwen3", rows), "qwen3 tools")
 
 
+def test_the_llama3_1_template_that_renders_tools_passes_like_transformers(tmp_path):
+    """TRL's llama3_1.jinja (Meta's Llama 3.1 template) renders tools and one tool call a turn:
+    no drop, and the ids of transformers with the same template."""
+    import trl
+    template = os.path.join(os.path.dirname(trl.__file__), "chat_templates", "llama3_1.jinja")
+    require(template)
+    with open(template, encoding="utf-8") as f:
+        source = f.read()
+    rows = tool_rows()
+    hf, raw = hf_tokenizer("llama3_1"), raw_tokenizer("llama3_1")
+    eos = raw.token_to_id(hf.eos_token)
+    ref = []
+    for r in rows:
+        msgs, tools = to_reference(r)
+        ids = raw.encode(hf.apply_chat_template(msgs, tools=tools, chat_template=source, tokenize=False),
+                         add_special_tokens=False).ids
+        ref += ids if ids[-1] == eos else ids + [eos]
+    p, out = pack(tmp_path, "llama3_1", rows, "--chat-template", template)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["template_drops"] == {"records": 0, "parts": 0}
+    expect_stream(read_rank(out), ref, "llama3_1.jinja with tools")
+
+
 def test_fixed_layouts_render_no_tools_so_tools_are_an_error(tmp_path):
     p, _ = pack(tmp_path, "qwen3", tool_rows(), "--chat-template", "chatml")
     assert p.returncode == BAD_INPUT, p.stderr
