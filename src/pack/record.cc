@@ -277,8 +277,14 @@ std::string JsonEscaped(std::string_view s) {
   return out;
 }
 
-// Whether `text` holds `piece` as written or as |tojson writes it.
-bool Holds(std::string_view text, std::string_view piece) {
+// Whether `text` holds `piece` as written or as |tojson writes it. Templates
+// keep the messages' order, so the search starts at *from (where the previous
+// piece ended) and moves it on; anywhere else in the text counts too.
+bool Holds(std::string_view text, std::string_view piece, size_t* from) {
+  if (size_t at = text.find(piece, *from); at != std::string_view::npos) {
+    *from = at + piece.size();
+    return true;
+  }
   if (text.find(piece) != std::string_view::npos) return true;
   std::string escaped = JsonEscaped(piece);
   return escaped != piece && text.find(escaped) != std::string_view::npos;
@@ -305,12 +311,13 @@ Status RecordRenderer::CheckDrops(RenderedRecord* out) const {
   const std::string_view text = out->text;
   std::vector<std::string> lost;
   const tmpl::List& all = norm_.messages.list();
+  size_t from = 0, names_from = 0;
   if (text.empty()) lost.push_back("the conversation rendered to empty text");
   if (norm_.tools.is_list()) {
     const tmpl::List& tools = norm_.tools.list();
     for (size_t j = 0; j < tools.size(); ++j) {
       const tmpl::Value* name = FunctionName(tools[j]);
-      if (name && !Holds(text, name->str()))
+      if (name && !Holds(text, name->str(), &names_from))
         lost.push_back(
             fmt::format("its tools[{}] \"{}\" is not in the rendered text", j, name->str()));
     }
@@ -321,7 +328,7 @@ Status RecordRenderer::CheckDrops(RenderedRecord* out) const {
     const tmpl::Value* content = msg.Find("content");
     if (content && content->is_string()) {
       std::string_view c = Trim(content->str());
-      if (!c.empty() && !Holds(text, c)) {
+      if (!c.empty() && !Holds(text, c, &from)) {
         lost.push_back(
             fmt::format("message {} ({}): its content \"{}\" is not in the rendered text", i, role,
                         Excerpt(c)));
@@ -331,7 +338,7 @@ Status RecordRenderer::CheckDrops(RenderedRecord* out) const {
     if (calls && calls->is_list()) {
       for (size_t j = 0; j < calls->list().size(); ++j) {
         const tmpl::Value* name = FunctionName(calls->list()[j]);
-        if (name && !Holds(text, name->str())) {
+        if (name && !Holds(text, name->str(), &names_from)) {
           lost.push_back(
               fmt::format("message {} ({}): its tool_calls[{}] \"{}\" is not in the rendered text",
                           i, role, j, name->str()));

@@ -201,10 +201,16 @@ Result<ShapeKind> Normalizer::Detect() {
   // value) is ShareGPT, as Hugging Face datasets often store it.
   const std::string messages = Column(ShapeKind::kMessages, "messages");
   if (Has(messages)) {
-    simdjson::dom::element first;
-    const std::string role = TagOr(shape_, "role_tag", "role");
-    if (!shape_.tags.count("role_tag") && record_.at_key(messages).at(0).get(first) == 0 &&
-        first.is_object() && first.at_key(role).error() && !first.at_key("from").error()) {
+    simdjson::dom::array list;
+    bool sharegpt_names = false;
+    if (!shape_.tags.count("role_tag") && record_.at_key(messages).get_array().get(list) == 0) {
+      for (simdjson::dom::element first : list) {
+        sharegpt_names =
+            first.is_object() && first.at_key("role").error() && !first.at_key("from").error();
+        break;
+      }
+    }
+    if (sharegpt_names) {
       messages_field_ = messages;
       return ShapeKind::kShareGpt;
     }
