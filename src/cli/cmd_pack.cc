@@ -186,6 +186,14 @@ int RunPack(int argc, char** argv) {
   auto parsed_shape = pack::ParseShape(shape, columns, tags);
   if (!parsed_shape.ok()) return UsageError(parsed_shape.status().message());
   opt.record.shape = *parsed_shape;
+  // One name for the text field, whichever flag gives it (the manifest records it).
+  if (auto it = opt.record.shape.columns.find("text"); it != opt.record.shape.columns.end()) {
+    if (app.count("--text-field") && opt.record.text_field != it->second) {
+      return UsageError(fmt::format("--text-field {} contradicts --columns text={}",
+                                    opt.record.text_field, it->second));
+    }
+    opt.record.text_field = it->second;
+  }
   auto mode = pack::ParseShardMode(shard);
   if (!mode.ok()) return ReportError(mode.status());
   opt.shard = *mode;

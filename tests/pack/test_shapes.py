@@ -397,6 +397,10 @@ def test_shape_flags_are_checked_and_name_the_bad_key(tmp_path):
     assert p.returncode == USAGE and 'tags: unknown key "user"' in p.stderr, p.stderr
     p, _ = pack(tmp_path, "qwen3", [{"text": "x"}], "--shape", "chatml")
     assert p.returncode == USAGE, p.stderr
+    p, _ = pack(tmp_path, "qwen3", [{"text": "x"}], "--text-field", "body", "--columns", "text=content")
+    assert p.returncode == USAGE and "--text-field body contradicts --columns text=content" in p.stderr, p.stderr
+    p, _ = pack(tmp_path, "qwen3", [{"content": "x " * 200}], "--columns", "text=content", name="textcol")
+    assert p.returncode == 0 and json.loads(p.stdout)["text_field"] == "content", p.stderr
     # Mapped columns: an Alpaca corpus with its own names.
     rng = random.Random(2)
     rows = [{"q": words(rng), "a": words(rng)} for _ in range(40)]
