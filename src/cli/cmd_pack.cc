@@ -61,6 +61,13 @@ void PrintSummary(const pack::Manifest& m) {
   }
   if (m.skipped_bad)
     std::printf("skipped %llu bad record(s)\n", static_cast<unsigned long long>(m.skipped_bad));
+  if (m.template_drop_records) {
+    std::printf(
+        "--allow-template-drops: %llu conversation(s) packed with %llu part(s) their chat "
+        "template did not render\n",
+        static_cast<unsigned long long>(m.template_drop_records),
+        static_cast<unsigned long long>(m.template_drop_parts));
+  }
 }
 
 // "8-15" or "3".
@@ -118,6 +125,7 @@ int RunPack(int argc, char** argv) {
       "evenkeel pack"};
   pack::PackOptions opt;
   std::string shard = "balanced", chat = "auto", loss_mask = "none", ranks, invalid = "error", eos;
+  std::string shape = "auto", columns, tags;
   bool json = false;
   app.add_option("--tokenizer", opt.tokenizer_path, "Hugging Face tokenizer.json")->required();
   app.add_option("--world", opt.world, "number of ranks (GPUs)")->required();
@@ -139,6 +147,25 @@ int RunPack(int argc, char** argv) {
                  "records with a text "
                  "field pass through unchanged")
       ->capture_default_str();
+  app.add_option("--shape", shape,
+                 "the records' shape: auto (by the fields each record has) | text | messages | "
+                 "sharegpt | alpaca | prompt-completion (docs/data_shapes.md)")
+      ->check(
+          CLI::IsMember({"auto", "text", "messages", "sharegpt", "alpaca", "prompt-completion"}))
+      ->capture_default_str();
+  app.add_option("--columns", columns,
+                 "the records' field names, as LLaMA-Factory's dataset_info columns: e.g. "
+                 "messages=conversations,system=sys (keys: messages, system, tools, prompt, "
+                 "query, response, history, text)");
+  app.add_option("--tags", tags,
+                 "the messages' key and role names, as LLaMA-Factory's dataset_info tags: e.g. "
+                 "role_tag=from,content_tag=value,user_tag=human,assistant_tag=gpt (keys: "
+                 "role_tag, content_tag, user_tag, assistant_tag, observation_tag, "
+                 "function_tag, system_tag)");
+  app.add_flag("--allow-template-drops", opt.record.allow_template_drops,
+               "pack conversations whose rendering lost a message's content, a tool or a tool "
+               "call (the chat template ignores it), counting them in the manifest's "
+               "template_drops, instead of refusing them");
   app.add_option(
          "--loss-mask", loss_mask,
          "assistant: write rank-NNNNN.mask beside each block file marking the tokens the assistant "
@@ -156,6 +183,17 @@ int RunPack(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--json", json, "print the manifest as JSON instead of the table");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
+  auto parsed_shape = pack::ParseShape(shape, columns, tags);
+  if (!parsed_shape.ok()) return UsageError(parsed_shape.status().message());
+  opt.record.shape = *parsed_shape;
+  // One name for the text field, whichever flag gives it (the manifest records it).
+  if (auto it = opt.record.shape.columns.find("text"); it != opt.record.shape.columns.end()) {
+    if (app.count("--text-field") && opt.record.text_field != it->second) {
+      return UsageError(fmt::format("--text-field {} contradicts --columns text={}",
+                                    opt.record.text_field, it->second));
+    }
+    opt.record.text_field = it->second;
+  }
   auto mode = pack::ParseShardMode(shard);
   if (!mode.ok()) return ReportError(mode.status());
   opt.shard = *mode;

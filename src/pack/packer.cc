@@ -207,6 +207,7 @@ struct TaskOut {
   std::vector<uint64_t> offsets;  // per line of the task: start in ids (end = next start)
   std::vector<std::pair<size_t, Status>> errors;  // (line index in chunk, error)
   uint64_t replaced = 0;
+  uint64_t drop_records = 0, drop_parts = 0;  // --allow-template-drops: what templates lost
 };
 
 // NFC-normalizes a chat record's text piece by piece between span boundaries,
@@ -423,11 +424,12 @@ Result<Manifest> Pack(const PackOptions& opt,
           Status st = renderers[worker]->Render(lines[i].text, &rr, &replaced);
           out.replaced += replaced;
           if (st.ok() && masks) {
-            if (rr.chat && tok->normalizes_nfc() && !tokenize::IsNfcQuick(rr.text))
+            if ((rr.chat || rr.completion_only) && tok->normalizes_nfc() &&
+                !tokenize::IsNfcQuick(rr.text))
               NormalizeWithSpans(&rr, &ws.nfc);
             ws.ends.clear();
             st = tok->EncodeWithOffsets(rr.text, &out.ids, &ws.ends);
-            if (st.ok() && rr.chat) {
+            if (st.ok() && (rr.chat || rr.completion_only)) {
               MaskFromSpans(ws.ends, rr.spans, &out.mask);
             } else if (st.ok()) {
               out.mask.resize(out.ids.size(), 1);
@@ -444,6 +446,8 @@ Result<Manifest> Pack(const PackOptions& opt,
               if (masks) out.mask.push_back(rr.chat ? 0 : 1);
             }
             out.chat += rr.chat ? 1 : 0;
+            out.drop_records += rr.dropped_parts ? 1 : 0;
+            out.drop_parts += rr.dropped_parts;
           } else {
             out.ids.resize(from);
             if (masks) out.mask.resize(from);
@@ -455,6 +459,8 @@ Result<Manifest> Pack(const PackOptions& opt,
       for (size_t task = 0; task < tasks; ++task) {
         TaskOut& out = outs[task];
         m.chat_records += out.chat;
+        m.template_drop_records += out.drop_records;
+        m.template_drop_parts += out.drop_parts;
         size_t a = lines.size() * task / tasks, b = lines.size() * (task + 1) / tasks;
         size_t next_err = 0;
         for (size_t i = a; i < b; ++i) {

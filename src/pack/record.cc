@@ -133,71 +133,45 @@ Status RecordRenderer::Render(std::string_view line, RenderedRecord* out, size_t
   EK_RETURN_IF_ERROR(SanitizeJsonLine(&line, opt_.invalid_utf8, &fixed_, replaced));
   padded_.assign(line);
   padded_.resize(line.size() + simdjson::SIMDJSON_PADDING, ' ');
-  simdjson::ondemand::document doc;
-  simdjson::ondemand::object obj;
-  auto err = parser_.iterate(padded_.data(), line.size(), padded_.size()).get(doc);
-  if (!err) err = doc.get_object().get(obj);
-  auto malformed = [&](simdjson::error_code e) {
-    std::string where = LocateJsonError(line);
-    return InvalidArgumentError("malformed JSON: " +
-                                (where.empty() ? std::string(simdjson::error_message(e)) : where));
-  };
-  if (err) return malformed(err);
   out->text.clear();
   out->spans.clear();
   out->chat = false;
-  // A record with "messages" is a conversation (even when it also has a text
-  // field); any other record contributes its text field unchanged.
-  auto field = obj.find_field_unordered("messages");
-  if (field.error() == simdjson::SUCCESS) {
-    if (opt_.chat == ChatMode::kNone) {
-      return InvalidArgumentError("record has \"messages\" but --chat-template is none");
-    }
-    out->chat = true;
-    if (opt_.chat == ChatMode::kChatml || opt_.chat == ChatMode::kLlama3) {
-      simdjson::ondemand::array messages;
-      if (auto e = field.get_array().get(messages); e) {
-        if (e == simdjson::INCORRECT_TYPE)
-          return InvalidArgumentError("\"messages\" is not an array");
-        return malformed(e);
-      }
-      return RenderFixed(messages, out);
-    }
-    return RenderJinja(out, line);
-  }
-  if (field.error() != simdjson::NO_SUCH_FIELD) return malformed(field.error());
-  auto text = obj.find_field_unordered(opt_.text_field);
-  if (text.error() == simdjson::NO_SUCH_FIELD) {
+  out->completion_only = false;
+  out->dropped_parts = 0;
+  simdjson::dom::element root;
+  auto err = dom_.parse(padded_.data(), line.size(), false).get(root);
+  if (!err && !root.is_object()) err = simdjson::INCORRECT_TYPE;
+  if (err) {
+    std::string where = LocateJsonError(line);
+    if (where.empty() && err == simdjson::INCORRECT_TYPE) where = "a record is a JSON object";
     return InvalidArgumentError(
-        fmt::format("record has no \"{}\" field and no \"messages\"", opt_.text_field));
+        "malformed JSON: " + (where.empty() ? std::string(simdjson::error_message(err)) : where));
   }
-  std::string_view v;
-  if (auto e = text.get_string().get(v); e) {
-    if (e == simdjson::INCORRECT_TYPE)
-      return InvalidArgumentError(fmt::format("\"{}\" is not a string", opt_.text_field));
-    return malformed(e);
+  EK_RETURN_IF_ERROR(NormalizeRecord(opt_.shape, opt_.text_field, root, &norm_));
+  if (!norm_.chat) {
+    out->text.swap(norm_.text);
+    if (norm_.completion_start != std::string::npos && opt_.spans) {
+      out->completion_only = true;
+      if (norm_.completion_start < out->text.size())
+        out->spans.emplace_back(norm_.completion_start, out->text.size());
+    }
+    return Status::Ok();
   }
-  out->text.assign(v);
-  return Status::Ok();
+  if (opt_.chat == ChatMode::kNone)
+    return InvalidArgumentError("record is a conversation but --chat-template is none");
+  out->chat = true;
+  if (opt_.chat == ChatMode::kChatml || opt_.chat == ChatMode::kLlama3) {
+    EK_RETURN_IF_ERROR(RenderFixed(norm_.messages, out));
+  } else {
+    EK_RETURN_IF_ERROR(RenderJinja(out));
+  }
+  return CheckDrops(out);
 }
 
-Status RecordRenderer::RenderJinja(RenderedRecord* out, std::string_view line) {
+Status RecordRenderer::RenderJinja(RenderedRecord* out) {
   if (!opt_.jinja) return InvalidArgumentError(opt_.no_template);
-  simdjson::dom::element root;
-  if (auto e = dom_.parse(padded_.data(), line.size(), false).get(root); e) {
-    std::string where = LocateJsonError(line);
-    return InvalidArgumentError("malformed JSON: " +
-                                (where.empty() ? std::string(simdjson::error_message(e)) : where));
-  }
-  simdjson::dom::element messages_json, tools_json;
-  if (root["messages"].get(messages_json) != simdjson::SUCCESS || !messages_json.is_array())
-    return InvalidArgumentError("\"messages\" is not an array");
-  EK_ASSIGN_OR_RETURN(tmpl::Value messages, tmpl::ValueFromJson(messages_json));
-  tmpl::Value tools = tmpl::Value::None();
-  if (!root["tools"].get(tools_json) && !tools_json.is_null()) {
-    if (!tools_json.is_array()) return InvalidArgumentError("\"tools\" is not an array");
-    EK_ASSIGN_OR_RETURN(tools, tmpl::ValueFromJson(tools_json));
-  }
+  const tmpl::Value& messages = norm_.messages;
+  const tmpl::Value& tools = norm_.tools;
   auto rendered = opt_.jinja->Apply(messages, tools, false);
   if (!rendered.ok()) return rendered.status();
   out->text = std::move(rendered->text);
@@ -206,46 +180,194 @@ Status RecordRenderer::RenderJinja(RenderedRecord* out, std::string_view line) {
     out->spans = std::move(rendered->generation);
     return Status::Ok();
   }
+  if (norm_.prompt_messages != std::string::npos) {
+    // TRL's conversational prompt/completion: what follows the prompt
+    // rendered with the generation prompt is the completion.
+    const tmpl::List& all = messages.list();
+    auto prompt = opt_.jinja->Apply(
+        tmpl::Value::MakeList(
+            tmpl::List(all.begin(), all.begin() + static_cast<ptrdiff_t>(norm_.prompt_messages))),
+        tools, true);
+    if (!prompt.ok()) return prompt.status().WithContext("rendering the prompt");
+    if (out->text.compare(0, prompt->text.size(), prompt->text) != 0) {
+      return InvalidArgumentError(fmt::format(
+          "chat template {} is not prefix-preserving: the prompt rendered with the generation "
+          "prompt is not a prefix of the whole conversation, so the completion's tokens cannot be "
+          "found; use a template with {{% generation %}} blocks (--chat-template FILE.jinja) or "
+          "--loss-mask none",
+          opt_.jinja->tmpl().name()));
+    }
+    if (prompt->text.size() < out->text.size())
+      out->spans.emplace_back(prompt->text.size(), out->text.size());
+    return Status::Ok();
+  }
   return PrefixSpans(*opt_.jinja, messages, tools, out->text, &out->spans);
 }
 
-Status RecordRenderer::RenderFixed(simdjson::ondemand::array messages, RenderedRecord* out) {
+Status RecordRenderer::RenderFixed(const tmpl::Value& messages, RenderedRecord* out) {
   std::string* text = &out->text;
   const bool llama3 = opt_.chat == ChatMode::kLlama3;
   if (llama3) text->append("<|begin_of_text|>");
-  size_t i = 0;
-  for (auto m : messages) {
-    simdjson::ondemand::object msg;
-    if (m.get_object().get(msg))
-      return InvalidArgumentError(fmt::format("messages[{}] is not an object", i));
-    std::string_view role, content;
-    auto r = msg.find_field_unordered("role");
-    if (r.error() == simdjson::NO_SUCH_FIELD)
-      return InvalidArgumentError(fmt::format("messages[{}] has no \"role\"", i));
-    if (r.get_string().get(role))
-      return InvalidArgumentError(fmt::format("messages[{}].role is not a string", i));
-    std::string role_copy(role);  // the next field lookup may reuse the buffer
-    auto c = msg.find_field_unordered("content");
-    if (c.error() == simdjson::NO_SUCH_FIELD)
-      return InvalidArgumentError(fmt::format("messages[{}] has no \"content\"", i));
-    if (c.get_string().get(content))
+  const tmpl::List& all = messages.list();
+  for (size_t i = 0; i < all.size(); ++i) {
+    // The normalizer made every message a dict with a string role.
+    const tmpl::Dict& msg = all[i].dict();
+    const std::string& role = msg.Find("role")->str();
+    const tmpl::Value* c = msg.Find("content");
+    std::string_view content;
+    if (c && c->is_string()) {
+      content = c->str();
+    } else if (c && !c->is_none()) {
       return InvalidArgumentError(fmt::format("messages[{}].content is not a string", i));
+    }
     size_t start;
     if (!llama3) {
-      text->append("<|im_start|>").append(role_copy).append("\n");
+      text->append("<|im_start|>").append(role).append("\n");
       start = text->size();
       text->append(content).append("<|im_end|>");
-      if (opt_.spans && role_copy == "assistant") out->spans.emplace_back(start, text->size());
+      if (opt_.spans && role == "assistant") out->spans.emplace_back(start, text->size());
       text->append("\n");
     } else {
-      text->append("<|start_header_id|>").append(role_copy).append("<|end_header_id|>\n\n");
+      text->append("<|start_header_id|>").append(role).append("<|end_header_id|>\n\n");
       start = text->size();
       text->append(Trim(content)).append("<|eot_id|>");
-      if (opt_.spans && role_copy == "assistant") out->spans.emplace_back(start, text->size());
+      if (opt_.spans && role == "assistant") out->spans.emplace_back(start, text->size());
     }
-    ++i;
   }
   return Status::Ok();
+}
+
+namespace {
+
+// `s` as json.dumps(s, ensure_ascii=False) writes it, without the quotes: how
+// a template's |tojson renders a string.
+std::string JsonEscaped(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (c < 0x20)
+          out += fmt::format("\\u{:04x}", c);
+        else
+          out += ch;
+    }
+  }
+  return out;
+}
+
+// Whether `text` holds `piece` as written or as |tojson writes it. Templates
+// keep the messages' order, so the search starts at *from (where the previous
+// piece ended) and moves it on; anywhere else in the text counts too.
+bool Holds(std::string_view text, std::string_view piece, size_t* from) {
+  if (size_t at = text.find(piece, *from); at != std::string_view::npos) {
+    *from = at + piece.size();
+    return true;
+  }
+  if (text.find(piece) != std::string_view::npos) return true;
+  std::string escaped = JsonEscaped(piece);
+  return escaped != piece && text.find(escaped) != std::string_view::npos;
+}
+
+// A tool's or tool call's function name: {"function": {"name"}} or {"name"}.
+const tmpl::Value* FunctionName(const tmpl::Value& v) {
+  if (!v.is_dict()) return nullptr;
+  const tmpl::Value* fn = v.dict().Find("function");
+  const tmpl::Value* name = fn && fn->is_dict() ? fn->dict().Find("name") : v.dict().Find("name");
+  return name && name->is_string() && !name->str().empty() ? name : nullptr;
+}
+
+std::string Excerpt(std::string_view s) {
+  if (s.size() <= 40) return std::string(s);
+  size_t n = 40;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return std::string(s.substr(0, n)) + "...";
+}
+
+}  // namespace
+
+Status RecordRenderer::CheckDrops(RenderedRecord* out) const {
+  const std::string_view text = out->text;
+  std::vector<std::string> lost;
+  const tmpl::List& all = norm_.messages.list();
+  size_t from = 0, names_from = 0;
+  if (text.empty()) lost.push_back("the conversation rendered to empty text");
+  if (norm_.tools.is_list()) {
+    const tmpl::List& tools = norm_.tools.list();
+    for (size_t j = 0; j < tools.size(); ++j) {
+      const tmpl::Value* name = FunctionName(tools[j]);
+      if (name && !Holds(text, name->str(), &names_from))
+        lost.push_back(
+            fmt::format("its tools[{}] \"{}\" is not in the rendered text", j, name->str()));
+    }
+  }
+  for (size_t i = 0; i < all.size(); ++i) {
+    const tmpl::Dict& msg = all[i].dict();
+    const std::string& role = msg.Find("role")->str();
+    const tmpl::Value* content = msg.Find("content");
+    if (content && content->is_string()) {
+      std::string_view c = Trim(content->str());
+      if (!c.empty() && !Holds(text, c, &from)) {
+        lost.push_back(
+            fmt::format("message {} ({}): its content \"{}\" is not in the rendered text", i, role,
+                        Excerpt(c)));
+      }
+    }
+    const tmpl::Value* calls = msg.Find("tool_calls");
+    if (calls && calls->is_list()) {
+      for (size_t j = 0; j < calls->list().size(); ++j) {
+        const tmpl::Value* name = FunctionName(calls->list()[j]);
+        if (name && !Holds(text, name->str(), &names_from)) {
+          lost.push_back(
+              fmt::format("message {} ({}): its tool_calls[{}] \"{}\" is not in the rendered text",
+                          i, role, j, name->str()));
+        }
+      }
+    }
+  }
+  if (lost.empty()) return Status::Ok();
+  if (opt_.allow_template_drops) {
+    out->dropped_parts = lost.size();
+    return Status::Ok();
+  }
+  std::string by;
+  if (opt_.chat == ChatMode::kChatml || opt_.chat == ChatMode::kLlama3) {
+    by = fmt::format(
+        "the fixed {} layout dropped it (it renders only roles and string contents, "
+        "no tools or tool calls)",
+        ChatModeName(opt_.chat));
+  } else {
+    by = fmt::format("the chat template {} dropped it", opt_.jinja->tmpl().name());
+  }
+  return InvalidArgumentError(fmt::format(
+      "{}: {}{}; use a chat template that renders it (--chat-template FILE.jinja), or pass "
+      "--allow-template-drops to pack such records as rendered (the manifest counts them under "
+      "template_drops)",
+      lost.front(), by,
+      lost.size() > 1
+          ? fmt::format(" (and {} more part(s) of the record are missing)", lost.size() - 1)
+          : std::string()));
 }
 
 }  // namespace ek::pack

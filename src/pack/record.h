@@ -1,9 +1,17 @@
-// Turning one JSON line into the text a record contributes: its text field
-// unchanged, or its chat `messages` (and optional `tools`) rendered with a chat
-// template: the model's own Jinja template (rendered as transformers'
-// apply_chat_template does, src/template), or the fixed ChatML / Llama 3
-// layouts. A corpus may mix both kinds of record. With loss masks on, a chat
-// record also yields the byte ranges of the text the assistant generates.
+// Turning one JSON record into the text it contributes: its shape (text,
+// messages, ShareGPT, Alpaca, prompt/completion: pack/shape.h) normalized to
+// plain text or a conversation, the text unchanged, the conversation (and its
+// optional `tools`) rendered with a chat template: the model's own Jinja template (rendered as
+// transformers' apply_chat_template does, src/template), or the fixed ChatML / Llama 3 layouts. A
+// corpus may mix both kinds of record. With loss masks on, a chat record also yields the byte
+// ranges of the text the assistant generates.
+//
+// Nothing lost in silence: a rendered conversation must hold each message's
+// content (trimmed; empty content is exempt), the name of each tool the record
+// gave and of each tool call, and must not be empty. A template that ignores
+// some of it (Llama 3's ignores tools and tool_calls; Qwen3's renders nothing
+// for roles it does not know) makes the record an error naming the message,
+// its role and what went missing, unless allow_template_drops.
 #pragma once
 
 #include <simdjson.h>
@@ -16,6 +24,7 @@
 
 #include "core/jsonl.h"
 #include "core/status.h"
+#include "pack/shape.h"
 #include "template/chat.h"
 
 namespace ek::pack {
@@ -52,6 +61,11 @@ struct RecordOptions {
   std::string no_template;
   bool spans = false;  // compute assistant spans (for --loss-mask assistant)
   InvalidUtf8Policy invalid_utf8 = InvalidUtf8Policy::kError;
+  Shape shape;  // the records' shape and field/role names (pack/shape.h)
+  // A conversation whose rendering lost part of it (a message's content, a
+  // tool, a tool call) or is empty is an error, unless this is set: then it
+  // is packed as rendered and RenderedRecord::dropped_parts counts the loss.
+  bool allow_template_drops = false;
 };
 
 struct RenderedRecord {
@@ -64,6 +78,12 @@ struct RenderedRecord {
   // rule); the built-in layouts mark each assistant content and its
   // end-of-turn token.
   std::vector<std::pair<size_t, size_t>> spans;
+  // A plain-text record with a prompt (TRL's prompt/completion strings), with
+  // `spans` on: spans holds the completion, the only part that trains.
+  bool completion_only = false;
+  // With allow_template_drops: the parts of the conversation missing from
+  // `text` (0: nothing lost).
+  size_t dropped_parts = 0;
 };
 
 // Renders records. One per thread (holds parsers and buffers).
@@ -75,13 +95,14 @@ class RecordRenderer {
   Status Render(std::string_view line, RenderedRecord* out, size_t* replaced);
 
  private:
-  Status RenderFixed(simdjson::ondemand::array messages, RenderedRecord* out);
-  Status RenderJinja(RenderedRecord* out, std::string_view line);
+  Status RenderFixed(const tmpl::Value& messages, RenderedRecord* out);
+  Status RenderJinja(RenderedRecord* out);
+  Status CheckDrops(RenderedRecord* out) const;
 
   const RecordOptions& opt_;
-  simdjson::ondemand::parser parser_;
   simdjson::dom::parser dom_;
   std::string padded_, fixed_;
+  NormalizedRecord norm_;
 };
 
 // Assistant spans by TRL's prefix rule: for each assistant message i, the

@@ -74,16 +74,23 @@ TEST(RecordTest, MixedCorpusTextPassesThroughAndMessagesRender) {
   EXPECT_EQ(Render(opt, R"({"text": "plain"})"), "plain");
   EXPECT_EQ(Render(opt, R"({"messages": [{"role": "user", "content": "q"}]})"),
             "<|im_start|>user\nq<|im_end|>\n");
-  // A record with both is a conversation.
-  EXPECT_EQ(Render(opt, R"({"text": "t", "messages": []})"), "");
-  EXPECT_TRUE(RenderRecord(opt, R"({"text": "t", "messages": []})").chat);
+  // A record with both is a conversation (here an empty one, which is refused:
+  // it would pack as a lone EOS).
+  Status st;
+  Render(opt, R"({"text": "t", "messages": []})", &st);
+  EXPECT_NE(st.message().find("rendered to empty text"), std::string::npos) << st.message();
+  opt.allow_template_drops = true;
+  RenderedRecord r = RenderRecord(opt, R"({"text": "t", "messages": []})");
+  EXPECT_TRUE(r.chat);
+  EXPECT_EQ(r.text, "");
+  EXPECT_EQ(r.dropped_parts, 1u);
 }
 
 TEST(RecordTest, BadRecordsSayWhy) {
   RecordOptions opt;
   Status st;
   Render(opt, R"({"txt": "x"})", &st);
-  EXPECT_NE(st.message().find("no \"text\" field and no \"messages\""), std::string::npos)
+  EXPECT_NE(st.message().find("record matches no shape (it has fields \"txt\")"), std::string::npos)
       << st.message();
   Render(opt, R"({"text": 5})", &st);
   EXPECT_NE(st.message().find("not a string"), std::string::npos);
@@ -94,8 +101,9 @@ TEST(RecordTest, BadRecordsSayWhy) {
   Render(opt, R"({"text": "a\ud800b"})", &st);
   EXPECT_NE(st.message().find("lone surrogate"), std::string::npos) << st.message();
   opt.chat = ChatMode::kChatml;
-  Render(opt, R"({"messages": [{"role": "user", "content": [1]}]})", &st);
-  EXPECT_NE(st.message().find("messages[0].content is not a string"), std::string::npos);
+  Render(opt, R"({"messages": [{"role": "user", "content": 1}]})", &st);
+  EXPECT_NE(st.message().find("messages[0].content is not a string"), std::string::npos)
+      << st.message();
   opt.chat = ChatMode::kNone;
   Render(opt, R"({"messages": []})", &st);
   EXPECT_NE(st.message().find("--chat-template is none"), std::string::npos) << st.message();
@@ -160,10 +168,11 @@ TEST(RecordTest, JinjaWithoutGenerationBlocksUsesGrowingPrefixes) {
   // TRL's completion: everything message i adds after the generation prompt.
   EXPECT_EQ(Covered(r), (std::vector<std::string>{" yo <|im_end|>\n", "ok<|im_end|>\n"}));
   // Tools reach the template.
-  opt.jinja = Jinja("{% if tools %}T{{ tools | length }}|{% endif %}" + std::string(kChatmlJinja));
+  opt.jinja = Jinja("{% if tools %}T{{ tools | length }}{{ tools[0].name }}|{% endif %}" +
+                    std::string(kChatmlJinja));
   r = RenderRecord(
       opt, R"({"messages": [{"role": "assistant", "content": "a"}], "tools": [{"name": "f"}]})");
-  EXPECT_EQ(r.text, "T1|<|im_start|>assistant\na<|im_end|>\n");
+  EXPECT_EQ(r.text, "T1f|<|im_start|>assistant\na<|im_end|>\n");
   EXPECT_EQ(Covered(r), std::vector<std::string>{"a<|im_end|>\n"});
 }
 

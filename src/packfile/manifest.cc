@@ -105,6 +105,8 @@ std::string ManifestToJson(const Manifest& m) {
   w.Key("chat_records").Uint(m.chat_records).Key("tokens").Uint(m.total_tokens);
   w.Key("blocks").Uint(m.total_blocks()).Key("dropped_tokens").Uint(m.total_dropped_tokens);
   w.Key("skipped_bad").Uint(m.skipped_bad).EndObject();
+  w.Key("template_drops").BeginObject().Key("records").Uint(m.template_drop_records);
+  w.Key("parts").Uint(m.template_drop_parts).EndObject();
   w.Key("bad_examples").BeginArray();
   for (const auto& b : m.bad_examples) {
     w.BeginObject().Key("path").Str(b.path).Key("line").Uint(b.line);
@@ -222,6 +224,12 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
   EK_RETURN_IF_ERROR(totals.U64("tokens", &m.total_tokens));
   EK_RETURN_IF_ERROR(totals.U64("dropped_tokens", &m.total_dropped_tokens));
   EK_RETURN_IF_ERROR(totals.U64("skipped_bad", &m.skipped_bad));
+  if (f.Has("template_drops")) {  // absent in packs made before it existed
+    JsonFields drops = f;
+    EK_RETURN_IF_ERROR(f.Object("template_drops", &drops));
+    EK_RETURN_IF_ERROR(drops.U64("records", &m.template_drop_records));
+    EK_RETURN_IF_ERROR(drops.U64("parts", &m.template_drop_parts));
+  }
   if (f.Has("bad_examples")) {
     EK_RETURN_IF_ERROR(f.Objects("bad_examples", [&](const JsonFields& x) {
       BadRecord b;
@@ -315,9 +323,12 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts,
     out.total_records = out.total_tokens = out.total_dropped_tokens = 0;
     out.skipped_bad = 0;
     out.chat_records = 0;
+    out.template_drop_records = out.template_drop_parts = 0;
     for (const auto& p : parts) {
       out.skipped_bad += p.skipped_bad;
       out.chat_records += p.chat_records;
+      out.template_drop_records += p.template_drop_records;
+      out.template_drop_parts += p.template_drop_parts;
     }
     for (const auto& r : out.ranks) {
       out.total_records += r.records;

@@ -63,7 +63,10 @@ struct Manifest {
   std::string chat_template_path;  // jinja: the template's file (tokenizer_config.json or a .jinja)
   uint64_t chat_template_xxh3 = 0;  // jinja: xxh3-64 of the template's source text
   uint64_t chat_records = 0;        // records rendered from messages
-  std::string loss_mask = "none";   // none, assistant (then every rank has a mask file)
+  // --allow-template-drops: conversations whose rendering lost a part (a
+  // message's content, a tool, a tool call, or all of it) and those parts.
+  uint64_t template_drop_records = 0, template_drop_parts = 0;
+  std::string loss_mask = "none";  // none, assistant (then every rank has a mask file)
   std::string text_field = "text";
   std::vector<InputInfo> inputs;
   std::vector<RankInfo> ranks;  // sorted by rank; all of [0, world) when complete

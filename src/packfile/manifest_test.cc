@@ -46,6 +46,39 @@ TEST(ManifestTest, MergeChecksAgreementAndCoverage) {
   ASSERT_FALSE(twice.ok());
 }
 
+TEST(ManifestTest, TemplateDropsRoundTripAddUpInAMergeAndMayBeAbsent) {
+  Manifest a = Sample(0, 1), b = Sample(2, 3);
+  a.shard = b.shard = ShardMode::kContiguous;
+  a.template_drop_records = 2;
+  a.template_drop_parts = 5;
+  b.template_drop_records = 1;
+  b.template_drop_parts = 1;
+  std::string json = ManifestToJson(a);
+  EXPECT_NE(json.find(R"("template_drops": {"records": 2, "parts": 5})"), std::string::npos)
+      << json;
+  auto back = ManifestFromJson(json, "m.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->template_drop_records, 2u);
+  EXPECT_EQ(back->template_drop_parts, 5u);
+  auto merged = MergeManifests({a, b}, {"n0", "n1"});
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(merged->template_drop_records, 3u);
+  EXPECT_EQ(merged->template_drop_parts, 6u);
+  // A pack made before the field existed reads as none; a mistyped one is named.
+  std::string old = json;
+  old.erase(old.find(R"("template_drops")"),
+            std::string(R"("template_drops": {"records": 2, "parts": 5},)").size());
+  auto before = ManifestFromJson(old, "m.json");
+  ASSERT_TRUE(before.ok()) << before.status().message() << old;
+  EXPECT_EQ(before->template_drop_parts, 0u);
+  std::string bad = json;
+  bad.replace(bad.find(R"("parts": 5)"), 10, R"("parts": "5")");
+  auto mistyped = ManifestFromJson(bad, "m.json");
+  ASSERT_FALSE(mistyped.ok());
+  EXPECT_NE(mistyped.status().message().find("template_drops.parts"), std::string::npos)
+      << mistyped.status().message();
+}
+
 TEST(ManifestTest, ForeignJsonIsRefused) {
   EXPECT_FALSE(ManifestFromJson("{\"format_version\": 1}", "m.json").ok());
   EXPECT_FALSE(ManifestFromJson("[1, 2", "m.json").ok());
