@@ -6,11 +6,16 @@ namespace ek::ingest {
 
 std::string_view FileKindName(FileKind kind) {
   switch (kind) {
-    case FileKind::kJsonLines: return "jsonl";
-    case FileKind::kJson: return "json";
-    case FileKind::kParquet: return "parquet";
-    case FileKind::kArrow: return "arrow";
-    case FileKind::kDatasetsDir: return "datasets";
+    case FileKind::kJsonLines:
+      return "jsonl";
+    case FileKind::kJson:
+      return "json";
+    case FileKind::kParquet:
+      return "parquet";
+    case FileKind::kArrow:
+      return "arrow";
+    case FileKind::kDatasetsDir:
+      return "datasets";
   }
   return "?";
 }
@@ -18,9 +23,12 @@ std::string_view FileKindName(FileKind kind) {
 std::string Where(const SourceRecord& r) {
   const std::string_view file = r.file ? std::string_view(*r.file) : std::string_view("-");
   switch (r.unit) {
-    case Unit::kLine: return fmt::format("{}:{}", file, r.number);
-    case Unit::kElement: return fmt::format("{}: element {}", file, r.number);
-    case Unit::kRow: break;
+    case Unit::kLine:
+      return fmt::format("{}:{}", file, r.number);
+    case Unit::kElement:
+      return fmt::format("{}: element {}", file, r.number);
+    case Unit::kRow:
+      break;
   }
   return fmt::format("{}: row {}", file, r.number);
 }

@@ -16,8 +16,8 @@ Result<std::vector<SourceTake>> PlanMixture(const std::vector<MixtureSource>& so
   std::vector<uint64_t> total(sources.size(), 0), count(sources.size(), 0);
   for (size_t i = 0; i < sources.size(); ++i) {
     const MixtureSource& s = sources[i];
-    if ((s.weight > 0) != weighted || (weighted && s.epochs > 0) || s.weight < 0 ||
-        s.epochs < 0 || !std::isfinite(s.weight)) {
+    if ((s.weight > 0) != weighted || (weighted && s.epochs > 0) || s.weight < 0 || s.epochs < 0 ||
+        !std::isfinite(s.weight)) {
       return InvalidArgumentError(fmt::format(
           "mixture: source {} ('{}'): every source takes a weight or every source whole passes "
           "(epochs), not a mix",
@@ -28,9 +28,9 @@ Result<std::vector<SourceTake>> PlanMixture(const std::vector<MixtureSource>& so
       count[i] += t > 0;
     }
     if (total[i] == 0) {
-      return InvalidArgumentError(fmt::format(
-          "mixture: source {} ('{}') has no tokens to give ({} record(s), none packed)", i, s.name,
-          s.tokens.size()));
+      return InvalidArgumentError(
+          fmt::format("mixture: source {} ('{}') has no tokens to give ({} record(s), none packed)",
+                      i, s.name, s.tokens.size()));
     }
   }
   std::vector<SourceTake> out(sources.size());
@@ -57,7 +57,8 @@ Result<std::vector<SourceTake>> PlanMixture(const std::vector<MixtureSource>& so
     n = INFINITY;
     for (size_t i = 0; i < sources.size(); ++i) {
       const long double share = sources[i].weight / weights;
-      n = std::min(n, static_cast<long double>(total[i]) / share);  // the limiting one: want = total
+      n = std::min(n,
+                   static_cast<long double>(total[i]) / share);  // the limiting one: want = total
     }
   }
   uint64_t sum = 0;

@@ -39,8 +39,8 @@ struct MixtureOptions {
 };
 
 struct SourceTake {
-  uint32_t passes = 0;             // whole passes over the source, in record order
-  std::vector<uint64_t> remainder;  // then these records once more, ascending
+  uint32_t passes = 0;               // whole passes over the source, in record order
+  std::vector<uint64_t> remainder;   // then these records once more, ascending
   uint64_t records = 0, tokens = 0;  // what the source gives in all
   double target_share = 0, realized_share = 0;
 };

@@ -18,7 +18,9 @@ std::vector<uint32_t> Sizes(uint64_t seed, size_t n, uint32_t lo, uint32_t hi) {
   return out;
 }
 
-uint64_t Sum(const std::vector<uint32_t>& v) { return std::accumulate(v.begin(), v.end(), uint64_t{0}); }
+uint64_t Sum(const std::vector<uint32_t>& v) {
+  return std::accumulate(v.begin(), v.end(), uint64_t{0});
+}
 
 // What a plan gives, counted from its passes and remainder, not from its own totals.
 uint64_t Given(const MixtureSource& s, const SourceTake& t) {
@@ -28,7 +30,8 @@ uint64_t Given(const MixtureSource& s, const SourceTake& t) {
 }
 
 TEST(Mixture, WholePassesGiveExactShares) {
-  std::vector<MixtureSource> s = {{"a", Sizes(1, 100, 1, 50), 0, 2}, {"b", Sizes(2, 30, 10, 90), 0, 0}};
+  std::vector<MixtureSource> s = {{"a", Sizes(1, 100, 1, 50), 0, 2},
+                                  {"b", Sizes(2, 30, 10, 90), 0, 0}};
   s[1].tokens[3] = 0;  // a skipped record: never taken
   auto plan = PlanMixture(s, {});
   ASSERT_TRUE(plan.ok()) << plan.status().message();

@@ -1,3 +1,6 @@
+// Over 600 lines: one normalizer per record shape (messages, ShareGPT, Alpaca, TRL
+// prompt/completion, text) beside the mapping parsers they share; split it by shape when a
+// sixth shape comes.
 #include "pack/shape.h"
 
 #include <fmt/core.h>

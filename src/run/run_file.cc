@@ -359,8 +359,8 @@ Status ReadSources(const toml::node& node, const std::string& file, RunFile* r) 
                    std::vector<std::pair<std::string, std::string>>* out) -> Status {
       const toml::table* m = n.as_table();
       if (!m) {
-        return InvalidArgumentError(where(key, n) +
-                                    " must be a table of strings, e.g. { messages = \"conversations\" }");
+        return InvalidArgumentError(
+            where(key, n) + " must be a table of strings, e.g. { messages = \"conversations\" }");
       }
       // toml++ keeps a table's keys sorted; the file's order is the user's.
       std::vector<std::pair<std::string_view, const toml::node*>> keys;
@@ -419,8 +419,8 @@ Status ReadSources(const toml::node& node, const std::string& file, RunFile* r) 
       }
     }
     if (src.path.empty()) {
-      return InvalidArgumentError(fmt::format(
-          "{}: data.source[{}] (line {}) has no path", file, r->sources.size(), src.line));
+      return InvalidArgumentError(fmt::format("{}: data.source[{}] (line {}) has no path", file,
+                                              r->sources.size(), src.line));
     }
     if (src.weight > 0 && src.epochs > 0) {
       return InvalidArgumentError(fmt::format(

@@ -23,8 +23,8 @@ std::string_view EvenfixModeName(EvenfixMode m);
 // columns and tags maps) are the packer's to check (src/pack, src/ingest): the run file
 // keeps them as written and the packer's error names the key.
 struct DataSource {
-  std::string name;       // "" = the path's file name
-  std::string path;       // a file, a directory (datasets) or a glob; relative to the run file
+  std::string name;  // "" = the path's file name
+  std::string path;  // a file, a directory (datasets) or a glob; relative to the run file
   std::string format = "auto";  // auto | jsonl | json | parquet | arrow | datasets
   std::string split;            // a DatasetDict's split
   std::string shape = "auto";   // auto | text | messages | sharegpt | alpaca | prompt-completion
@@ -57,7 +57,7 @@ struct RunFile {
   // shard mode, the chat template, the loss mask and the mixture's seed. The tokenizer is
   // the model's (model.path), the world the cluster's, the block length train.seq_len.
   std::vector<DataSource> sources;
-  std::string shard = "balanced";  // balanced | contiguous | strided
+  std::string shard = "balanced";      // balanced | contiguous | strided
   std::string chat_template = "auto";  // auto | none | chatml | llama3 | FILE.jinja (relative)
   std::string loss_mask = "none";      // none | assistant
   int64_t mixture_seed = 0;            // which records a weighted mixture takes

@@ -390,7 +390,8 @@ TEST(RunFileDataTest, BadSourcesAreNamed) {
   EXPECT_EQ(err("[[data.source]]\npath = \"a.jsonl\"\nwieght = 1\n"),
             "run.toml: unknown key data.source[0].wieght (line 3); a source has name, path, "
             "format, split, shape, text_field, columns, tags, weight, epochs");
-  EXPECT_EQ(err("[[data.source]]\nname = \"a\"\n"), "run.toml: data.source[0] (line 1) has no path");
+  EXPECT_EQ(err("[[data.source]]\nname = \"a\"\n"),
+            "run.toml: data.source[0] (line 1) has no path");
   EXPECT_EQ(err("[[data.source]]\npath = \"a\"\nweight = -1\n"),
             "run.toml: data.source[0].weight (line 3) must be a positive number");
   EXPECT_EQ(err("[[data.source]]\npath = \"a\"\nepochs = 1.5\n"),
@@ -407,8 +408,9 @@ TEST(RunFileDataTest, BadSourcesAreNamed) {
             "run.toml: data.source[1] (line 4) has no weight and data.source[0] (line 1) has one: "
             "give every source a weight (shares of the tokens) or none (each source in whole "
             "passes, epochs = 1 by default)");
-  EXPECT_EQ(err("[data]\nshard = \"round-robin\"\n"),
-            "run.toml: data.shard: unknown shard mode 'round-robin' (contiguous, strided, balanced)");
+  EXPECT_EQ(
+      err("[data]\nshard = \"round-robin\"\n"),
+      "run.toml: data.shard: unknown shard mode 'round-robin' (contiguous, strided, balanced)");
   auto set = ParseRunFile("[run]\n", "run.toml", {"data.source.path=x"});
   ASSERT_FALSE(set.ok());
   EXPECT_EQ(set.status().message(),
