@@ -90,8 +90,7 @@ class GzipChunkReader final : public LineChunkReader {
         inflateReset(&zs_);
       } else if (r != Z_OK && r != Z_BUF_ERROR) {
         return CorruptError(fmt::format("{}: gzip: {} (near compressed byte {})", path_,
-                                        zs_.msg ? zs_.msg : "corrupt data",
-                                        read_ - zs_.avail_in));
+                                        zs_.msg ? zs_.msg : "corrupt data", read_ - zs_.avail_in));
       }
     }
     if (buf_.empty()) return false;
@@ -297,8 +296,8 @@ Result<std::unique_ptr<LineChunkReader>> OpenGzipLines(const std::string& path,
   struct stat st;
   EK_ASSIGN_OR_RETURN(int fd, OpenFileForRead(path, &st));
   ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  auto r = std::make_unique<GzipChunkReader>(fd, path, chunk_bytes,
-                                             static_cast<uint64_t>(st.st_size));
+  auto r =
+      std::make_unique<GzipChunkReader>(fd, path, chunk_bytes, static_cast<uint64_t>(st.st_size));
   EK_RETURN_IF_ERROR(r->Init());
   return std::unique_ptr<LineChunkReader>(std::move(r));
 }

@@ -16,8 +16,7 @@ enum class Codec { kPlain, kZstd, kGzip };
 // Whole-line chunks of a gzip file (one member or several, as `cat a.gz b.gz` makes),
 // inflated with zlib as it is read. A file that ends inside a member is an error naming
 // the file (never a silent short read).
-Result<std::unique_ptr<LineChunkReader>> OpenGzipLines(const std::string& path,
-                                                       size_t chunk_bytes);
+Result<std::unique_ptr<LineChunkReader>> OpenGzipLines(const std::string& path, size_t chunk_bytes);
 
 // JSON lines: one record per non-blank line, numbered by the file's line numbers; a
 // UTF-8 byte-order mark before the first line is skipped. `kind` is what kind() says.

@@ -18,11 +18,16 @@ namespace ek::ingest {
 
 std::string_view FileKindName(FileKind kind) {
   switch (kind) {
-    case FileKind::kJsonLines: return "jsonl";
-    case FileKind::kJson: return "json";
-    case FileKind::kParquet: return "parquet";
-    case FileKind::kArrow: return "arrow";
-    case FileKind::kDatasetsDir: return "datasets";
+    case FileKind::kJsonLines:
+      return "jsonl";
+    case FileKind::kJson:
+      return "json";
+    case FileKind::kParquet:
+      return "parquet";
+    case FileKind::kArrow:
+      return "arrow";
+    case FileKind::kDatasetsDir:
+      return "datasets";
   }
   return "?";
 }
@@ -30,9 +35,12 @@ std::string_view FileKindName(FileKind kind) {
 std::string Where(const SourceRecord& r) {
   const std::string_view file = r.file ? std::string_view(*r.file) : std::string_view("-");
   switch (r.unit) {
-    case Unit::kLine: return fmt::format("{}:{}", file, r.number);
-    case Unit::kElement: return fmt::format("{}: element {}", file, r.number);
-    case Unit::kRow: break;
+    case Unit::kLine:
+      return fmt::format("{}:{}", file, r.number);
+    case Unit::kElement:
+      return fmt::format("{}: element {}", file, r.number);
+    case Unit::kRow:
+      break;
   }
   return fmt::format("{}: row {}", file, r.number);
 }
@@ -97,8 +105,8 @@ Result<Sniffed> Sniff(const std::string& path) {
   if (S_ISDIR(st.st_mode)) return SniffDirectory(path);
   const std::string name = Lower(std::filesystem::path(path).filename().string());
   // Names that say what the file is, and it is not a kind evenkeel reads.
-  for (std::string_view foreign : {".tar.gz", ".tgz", ".tar", ".tar.zst", ".zip", ".csv",
-                                   ".csv.gz", ".tsv", ".txt", ".xlsx", ".parquet.gz"}) {
+  for (std::string_view foreign : {".tar.gz", ".tgz", ".tar", ".tar.zst", ".zip", ".csv", ".csv.gz",
+                                   ".tsv", ".txt", ".xlsx", ".parquet.gz"}) {
     if (EndsWith(name, foreign)) {
       return Refuse(path, fmt::format("a {} file is not read", foreign.substr(1)));
     }
@@ -151,7 +159,8 @@ Result<Sniffed> Sniff(const std::string& path) {
                                       EndsWith(name, ".parquet") ? "PAR1" : "ARROW1"));
     }
   } else if (!(EndsWith(name, ".jsonl") || EndsWith(name, ".json") || EndsWith(name, ".ndjson") ||
-               EndsWith(name, ".jsonl.gz") || EndsWith(name, ".json.gz") || EndsWith(name, ".zst"))) {
+               EndsWith(name, ".jsonl.gz") || EndsWith(name, ".json.gz") ||
+               EndsWith(name, ".zst"))) {
     // A name without a known extension (a pipe, a temp file): JSON text is read as such.
     const bool no_extension = name.find('.') == std::string::npos;
     if (!S_ISREG(st.st_mode)) return Sniffed{};  // a pipe or device: JSON lines
@@ -160,7 +169,7 @@ Result<Sniffed> Sniff(const std::string& path) {
   }
   Sniffed s;
   s.kind = EndsWith(name, ".json") || EndsWith(name, ".json.gz") ? FileKind::kJson
-                                                                  : FileKind::kJsonLines;
+                                                                 : FileKind::kJsonLines;
   s.array = first == '[';
   return s;
 }
@@ -177,9 +186,11 @@ Result<std::unique_ptr<RecordSource>> Open(const std::string& path, const OpenOp
   switch (s.kind) {
     case FileKind::kParquet:
     case FileKind::kArrow:
-    case FileKind::kDatasetsDir: return OpenArrowSource(path, s.kind, options);
+    case FileKind::kDatasetsDir:
+      return OpenArrowSource(path, s.kind, options);
     case FileKind::kJsonLines:
-    case FileKind::kJson: break;
+    case FileKind::kJson:
+      break;
   }
   if (s.array && s.codec == Codec::kPlain) return OpenJsonArray(path, options);
   return OpenJsonLines(path, s.codec, s.kind, options);

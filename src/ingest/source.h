@@ -72,7 +72,8 @@ class RecordSource {
 };
 
 // Opens `path` as its kind.
-Result<std::unique_ptr<RecordSource>> Open(const std::string& path, const OpenOptions& options = {});
+Result<std::unique_ptr<RecordSource>> Open(const std::string& path,
+                                           const OpenOptions& options = {});
 
 // The identity of an input for the manifest: total size in bytes and the xxh3-64 of
 // its bytes (a directory: of its data files' bytes in the order they are read).

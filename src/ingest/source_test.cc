@@ -70,7 +70,8 @@ class IngestTest : public ::testing::Test {
   std::string dir_;
 };
 
-const char kLines[] = "{\"text\": \"a\"}\n\n  \n{\"text\": \"b \xF0\x9F\x98\x80\"}\r\n{\"text\": \"c\"}";
+const char kLines[] =
+    "{\"text\": \"a\"}\n\n  \n{\"text\": \"b \xF0\x9F\x98\x80\"}\r\n{\"text\": \"c\"}";
 
 TEST_F(IngestTest, EachKindIsDetected) {
   EXPECT_EQ(*DetectKind(Write("a.jsonl", kLines)), FileKind::kJsonLines);
@@ -139,7 +140,7 @@ TEST_F(IngestTest, JsonLinesSkipBlankLinesAndKeepTheFilesLineNumbers) {
   ASSERT_TRUE(g.ok()) << g.status().message();
   ASSERT_EQ(g->json.size(), 3u);
   EXPECT_EQ(g->where, (std::vector<std::string>{dir_ + "/a.jsonl:1", dir_ + "/a.jsonl:4",
-                                                 dir_ + "/a.jsonl:5"}));
+                                                dir_ + "/a.jsonl:5"}));
   EXPECT_EQ(g->json[2], "{\"text\": \"c\"}");
 }
 
@@ -166,8 +167,8 @@ TEST_F(IngestTest, GzipAndZstdGiveTheSameRecordsAsPlain) {
   auto gz = ReadAll(Write("p.jsonl.gz", GzipOf(big)), 4096);
   auto zs = ReadAll(Write("p.jsonl.zst", ZstdOf(big)), 4096);
   // Two gzip members back to back (cat a.gz b.gz) are one stream.
-  auto two = ReadAll(
-      Write("two.jsonl.gz", GzipOf(big.substr(0, 1000)) + GzipOf(big.substr(1000))), 4096);
+  auto two =
+      ReadAll(Write("two.jsonl.gz", GzipOf(big.substr(0, 1000)) + GzipOf(big.substr(1000))), 4096);
   ASSERT_TRUE(plain.ok() && gz.ok() && zs.ok() && two.ok()) << two.status().message();
   ASSERT_EQ(plain->json.size(), 20000u);
   EXPECT_EQ(gz->json, plain->json);
@@ -209,8 +210,8 @@ TEST_F(IngestTest, AJsonArrayOfObjectsIsReadElementByElement) {
   }
   // Bigger than one read (1 MiB): elements straddle the reads.
   std::string big = "[";
-  for (int i = 0; i < 60000; ++i) big += (i ? "," : "") + std::string("{\"text\": \"r") +
-                                         std::to_string(i) + "\"}";
+  for (int i = 0; i < 60000; ++i)
+    big += (i ? "," : "") + std::string("{\"text\": \"r") + std::to_string(i) + "\"}";
   big += "]";
   auto g = ReadAll(Write("big.json", big), 100000);
   ASSERT_TRUE(g.ok()) << g.status().message();
@@ -225,7 +226,8 @@ TEST_F(IngestTest, AMalformedArrayNamesTheByteOffset) {
   struct Case {
     std::string body, want;
   } cases[] = {
-      {"[{\"a\": 1} {\"b\": 2}]", "byte 10: malformed JSON array: expected ',' or ']' after element 1"},
+      {"[{\"a\": 1} {\"b\": 2}]",
+       "byte 10: malformed JSON array: expected ',' or ']' after element 1"},
       {"[{\"a\": 1}, 7]", "byte 11: malformed JSON array: element 2 is not an object"},
       {"[{\"a\": 1}, {\"b\": ", "byte 17: malformed JSON array: the file ends inside element 2"},
       {"[{\"a\": 1},", "byte 10: malformed JSON array: the file ends before the array's closing"},

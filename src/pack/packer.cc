@@ -235,14 +235,12 @@ void NormalizeWithSpans(RenderedRecord* r, std::string* scratch) {
   r->text.swap(*scratch);
 }
 
-
 // The reason classes of skipped records (manifest `skipped_reasons`, skipped.jsonl's
 // `reason`; docs/pack_format.md), from the renderer's and tokenizer's errors.
 std::string_view SkipReason(const Status& st, bool from_tokenizer) {
   if (from_tokenizer) return "tokenize";
   const std::string& m = st.message();
-  if (m.find("invalid UTF-8") != std::string::npos ||
-      m.find("lone surrogate") != std::string::npos)
+  if (m.find("invalid UTF-8") != std::string::npos || m.find("lone surrogate") != std::string::npos)
     return "invalid_utf8";
   if (m.rfind("malformed JSON", 0) == 0) return "invalid_json";
   if (m.find("template") != std::string::npos) return "template";
@@ -656,8 +654,8 @@ Result<Manifest> Pack(const PackOptions& opt,
         "token(s) with EOS, make {} block(s) of {} tokens; {} ranks need at least {} tokens, more "
         "with "
         "--shard contiguous or strided); give more data, a smaller --world or a shorter --seq-len",
-        empty.size() == 1 ? "" : "s", CompactRanges(empty), opt.world, packed,
-        tokens_done, blocks, seq, opt.world, static_cast<uint64_t>(opt.world) * seq));
+        empty.size() == 1 ? "" : "s", CompactRanges(empty), opt.world, packed, tokens_done, blocks,
+        seq, opt.world, static_cast<uint64_t>(opt.world) * seq));
   }
 
   // Publish: flush and fsync every rank (a failure so far leaves the old pack

@@ -445,10 +445,10 @@ TEST_F(PackerTest, SkippedRecordsAreListedCountedAndOwnedByNoRank) {
     size_t k = 0;
     for (TextLine l; lines.Next(&l); ++k) {
       ASSERT_LT(k, want.size());
-      EXPECT_NE(l.text.find("\"file\":\"" + dir_ + "/dirty.jsonl\",\"line\":" +
-                            std::to_string(want[k].first) + ",\"reason\":\"" + want[k].second +
-                            "\",\"error\":\"" + dir_ + "/dirty.jsonl:" +
-                            std::to_string(want[k].first) + ": "),
+      EXPECT_NE(l.text.find("\"file\":\"" + dir_ +
+                            "/dirty.jsonl\",\"line\":" + std::to_string(want[k].first) +
+                            ",\"reason\":\"" + want[k].second + "\",\"error\":\"" + dir_ +
+                            "/dirty.jsonl:" + std::to_string(want[k].first) + ": "),
                 std::string::npos)
           << l.text;
     }
