@@ -231,7 +231,7 @@ class JsonArraySource final : public RecordSource {
           }
           state_ = ArrayState::kIn;
           start_ = pos_;
-          depth_ = 1;
+          open_.assign(1, '}');
           in_string_ = escape_ = false;
           break;
         case ArrayState::kIn:
@@ -246,8 +246,14 @@ class JsonArraySource final : public RecordSource {
           } else if (c == '"') {
             in_string_ = true;
           } else if (c == '{' || c == '[') {
-            ++depth_;
-          } else if ((c == '}' || c == ']') && --depth_ == 0) {
+            open_.push_back(c == '{' ? '}' : ']');
+          } else if (c == '}' || c == ']') {
+            if (c != open_.back()) {
+              return Bad(pos_, fmt::format("element {}: '{}' closes a '{}'", elements_ + 1, c,
+                                           open_.back() == '}' ? '{' : '['));
+            }
+            open_.pop_back();
+            if (!open_.empty()) break;
             spans->emplace_back(start_, pos_ + 1 - start_);
             *batch_bytes += pos_ + 1 - start_;
             ++elements_;
@@ -285,7 +291,8 @@ class JsonArraySource final : public RecordSource {
   uint64_t base_ = 0;  // file offset of buf_[0]
   size_t pos_ = 0, start_ = 0, handed_ = 0;
   ArrayState state_ = ArrayState::kStart;
-  uint64_t depth_ = 0, elements_ = 0, first_number_ = 1;
+  std::string open_;  // the closing brackets the element's open ones await, innermost last
+  uint64_t elements_ = 0, first_number_ = 1;
   bool in_string_ = false, escape_ = false, eof_ = false;
 };
 

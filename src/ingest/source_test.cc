@@ -232,6 +232,7 @@ TEST_F(IngestTest, AMalformedArrayNamesTheByteOffset) {
       {"[{\"a\": 1}, {\"b\": ", "byte 17: malformed JSON array: the file ends inside element 2"},
       {"[{\"a\": 1},", "byte 10: malformed JSON array: the file ends before the array's closing"},
       {"[{\"a\": 1}] x", "byte 11: malformed JSON array: text after the array's closing ']'"},
+      {"[{\"a\": [1}]", "byte 9: malformed JSON array: element 1: '}' closes a '['"},
   };
   for (const auto& c : cases) {
     std::string path = Write("bad.json", c.body);
