@@ -401,8 +401,10 @@ Result<Manifest> Pack(const PackOptions& opt,
   for (size_t i = 0; i < pool.size(); ++i)
     renderers.push_back(std::make_unique<RecordRenderer>(rec));
   std::vector<RecRef> refs;
-  // Renders and tokenizes refs[i] into `out` (ids, mask, offsets, errors).
-  auto process = [&](size_t i, size_t worker, TaskOut& out) {
+  // Renders and tokenizes refs[i] into `out` (ids, mask, offsets, errors). `screen`
+  // (pass 1's screening for --skip-bad) renders only: the tokenizer refuses nothing a
+  // renderer makes (valid UTF-8) but text over 4 GiB with offsets, checked here alike.
+  auto process = [&](size_t i, size_t worker, TaskOut& out, bool screen) {
     const size_t from = out.ids.size();
     out.offsets.push_back(from);
     if (!refs[i].needed) return;
@@ -412,6 +414,12 @@ Result<Manifest> Pack(const PackOptions& opt,
     Status st = renderers[worker]->Render(refs[i].rec.json, &rr, &replaced);
     out.replaced += replaced;
     const bool rendered = st.ok();
+    if (st.ok() && screen) {
+      if (masks && rr.text.size() > UINT32_MAX) {
+        out.errors.push_back({i, InvalidArgumentError("text over 4 GiB"), "tokenize"});
+      }
+      return;
+    }
     if (st.ok() && masks) {
       if (rr.chat && tok->normalizes_nfc() && !tokenize::IsNfcQuick(rr.text))
         NormalizeWithSpans(&rr, &ws.nfc);
@@ -442,13 +450,13 @@ Result<Manifest> Pack(const PackOptions& opt,
     }
   };
   // Runs `process` over refs in parallel: tasks of consecutive records, in order.
-  auto run_batch = [&](std::vector<TaskOut>* outs) {
+  auto run_batch = [&](std::vector<TaskOut>* outs, bool screen) {
     const size_t tasks = std::min<size_t>(refs.size(), pool.size() * 8);
     outs->assign(tasks, TaskOut());
     pool.ParallelFor(tasks, [&](size_t task, size_t worker) {
       size_t a = refs.size() * task / tasks, b = refs.size() * (task + 1) / tasks;
       TaskOut& out = (*outs)[task];
-      for (size_t i = a; i < b; ++i) process(i, worker, out);
+      for (size_t i = a; i < b; ++i) process(i, worker, out, screen);
       out.offsets.push_back(out.ids.size());
     });
     return tasks;
@@ -466,9 +474,10 @@ Result<Manifest> Pack(const PackOptions& opt,
   const ingest::OpenOptions open_opt{std::string(), opt.chunk_bytes};
 
   // Pass 1: sizes, hashes, record counts (sharding needs the total up front). With
-  // --skip-bad and --shard contiguous or strided, the records are rendered here too, so
-  // that a record's owner is computed over the records that are packed (skipped ones
-  // take no rank's share): `bad` lists the global indices of the records skipped.
+  // --skip-bad and --shard contiguous or strided, the records are rendered here too
+  // (not tokenized), so that a record's owner is computed over the records that are
+  // packed (skipped ones take no rank's share): `bad` lists the global indices of the
+  // records skipped.
   const bool prescreen = opt.skip_bad && opt.shard != ShardMode::kBalanced;
   std::vector<uint64_t> bad;
   uint64_t read_index = 0;
@@ -490,7 +499,7 @@ Result<Manifest> Pack(const PackOptions& opt,
       refs.clear();
       for (const auto& r : batch) refs.push_back(RecRef{r, read_index++, -1, true});
       std::vector<TaskOut> outs;
-      run_batch(&outs);
+      run_batch(&outs, true);
       for (TaskOut& out : outs) {
         for (TaskOut::Failure& f : out.errors) {
           EK_RETURN_IF_ERROR(fail(refs[f.index], input_no, f));
@@ -574,7 +583,7 @@ Result<Manifest> Pack(const PackOptions& opt,
         refs.push_back(ref);
       }
       std::vector<TaskOut> outs;
-      const size_t tasks = run_batch(&outs);
+      const size_t tasks = run_batch(&outs, false);
       for (size_t task = 0; task < tasks; ++task) {
         TaskOut& out = outs[task];
         m.chat_records += out.chat;
