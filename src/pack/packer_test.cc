@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <zstd.h>
 
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "core/fault_env.h"
 #include "core/file.h"
@@ -502,6 +504,47 @@ TEST_F(PackerTest, EveryInputKindPacksTheSameBlocks) {
     EXPECT_EQ(m->inputs.at(0).records, 40u);
     for (int r = 0; r < 2; ++r) EXPECT_EQ(ReadRank("k", r), ReadRank("ref", r)) << name;
   }
+}
+
+}  // namespace
+}  // namespace ek::pack
+
+namespace ek::pack {
+namespace {
+
+// Every node of a --ranks pack screens the whole corpus: its ranks equal the full
+// pack's, its skip list is the same, and merge keeps one copy of the counts.
+TEST_F(PackerTest, NodePacksWithSkipsEqualTheFullPackAndMergeCountsOnce) {
+  auto texts = Texts(30);
+  std::string body;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    body += "{\"text\": " + JsonString(texts[i]) + "}\n";
+    if (i % 4 == 0) body += "{\"text\": broken}\n";
+  }
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/n.jsonl", body).ok());
+  PackOptions full = Options({dir_ + "/n.jsonl"}, "full", 3, 8);
+  full.shard = ShardMode::kStrided;
+  full.skip_bad = true;
+  auto mf = Pack(full);
+  ASSERT_TRUE(mf.ok()) << mf.status().message();
+  EXPECT_EQ(mf->skipped_bad, 8u);
+  std::vector<Manifest> parts;
+  for (auto [lo, hi, out] : {std::tuple{0, 0, "n0"}, std::tuple{1, 2, "n1"}}) {
+    PackOptions o = full;
+    o.out_dir = dir_ + "/" + out;
+    o.rank_lo = lo;
+    o.rank_hi = hi;
+    auto m = Pack(o);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    for (int r = lo; r <= hi; ++r) EXPECT_EQ(ReadRank(out, r), ReadRank("full", r)) << r;
+    EXPECT_EQ(*ReadFile(o.out_dir + "/skipped.jsonl"), *ReadFile(dir_ + "/full/skipped.jsonl"));
+    parts.push_back(*m);
+  }
+  auto merged = MergeManifests(parts, {"n0", "n1"});
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(merged->skipped_bad, 8u);
+  EXPECT_EQ(merged->skipped_reasons, mf->skipped_reasons);
+  EXPECT_EQ(merged->total_records, mf->total_records);
 }
 
 }  // namespace
