@@ -201,10 +201,12 @@ Result<InputIdentity> IdentifyInput(const std::string& path, const OpenOptions& 
   if (s.kind == FileKind::kParquet || s.kind == FileKind::kArrow ||
       s.kind == FileKind::kDatasetsDir)
     return IdentifyArrowInput(path, s.kind, options);
-  if (path == "-") {
-    return InvalidArgumentError(
-        "-: standard input cannot be packed (the pack reads its inputs twice: once to count "
-        "and hash them, once to pack); write it to a file first");
+  struct stat st;
+  if (path == "-" || (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))) {
+    return InvalidArgumentError(fmt::format(
+        "{}: {} cannot be packed (the pack reads its inputs twice: once to count and hash "
+        "them, once to pack); write it to a file first",
+        path, path == "-" ? "standard input" : "a pipe or device"));
   }
   InputIdentity id;
   EK_ASSIGN_OR_RETURN(id.xxh3, HashFile(path, &id.size));

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -267,6 +268,12 @@ TEST_F(IngestTest, IdentityIsTheSizeAndHashOfTheBytesOnDisk) {
   uint64_t size = 0;
   EXPECT_EQ(id->xxh3, *HashFile(dir_ + "/a.jsonl.gz", &size));
   EXPECT_FALSE(IdentifyInput("-").ok());
+  // A pipe is read once; the pack reads twice, so it is refused up front.
+  std::string fifo = dir_ + "/pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto p = IdentifyInput(fifo);
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("a pipe or device cannot be packed"), std::string::npos);
 }
 
 TEST_F(IngestTest, ABuildWithoutArrowRefusesTablesSayingHowToConvert) {
