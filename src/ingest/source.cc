@@ -50,7 +50,7 @@ namespace {
 constexpr std::string_view kAccepted =
     "evenkeel reads .jsonl, .json (JSON lines or one array of objects), .jsonl.zst, .jsonl.gz, "
     ".parquet, .arrow and datasets directories (save_to_disk); convert with Hugging Face "
-    "datasets: load_dataset(...) then Dataset.to_json(\"x.jsonl\"), "
+    "datasets: Dataset.to_json(\"x.jsonl\"), "
     "Dataset.to_parquet(\"x.parquet\") or Dataset.save_to_disk(\"dir\")";
 
 // How the bytes of a file are to be read, beyond its FileKind.
@@ -108,7 +108,11 @@ Result<Sniffed> Sniff(const std::string& path) {
   for (std::string_view foreign : {".tar.gz", ".tgz", ".tar", ".tar.zst", ".zip", ".csv", ".csv.gz",
                                    ".tsv", ".txt", ".xlsx", ".parquet.gz"}) {
     if (EndsWith(name, foreign)) {
-      return Refuse(path, fmt::format("a {} file is not read", foreign.substr(1)));
+      const bool csv = foreign.find("sv") != std::string_view::npos;
+      return Refuse(path, fmt::format("a {} file is not read{}", foreign.substr(1),
+                                      csv ? " (load it with load_dataset(\"csv\", "
+                                            "data_files=...) and write it out as one of these)"
+                                          : ""));
     }
   }
   std::string head(4096, '\0');
