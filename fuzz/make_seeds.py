@@ -11,6 +11,7 @@ the Qwen3 and Llama 3 tokenizer.json files are cut down to a few hundred
 tokens (their pre-tokenizers, added tokens and decoders kept as they are).
 """
 import argparse
+import gzip
 import hashlib
 import json
 import os
@@ -158,6 +159,27 @@ def seeds_jsonl():
     except (OSError, subprocess.CalledProcessError):
         pass
     return s
+
+
+def seeds_ingest():
+    # The first byte picks the file's name in fuzz_ingest.cc: 0 .jsonl, 1 .json, 2 .jsonl.gz,
+    # 3 .jsonl.zst, 4 .parquet, 5 no extension.
+    gz = lambda data: gzip.compress(data, mtime=0)
+    zst = subprocess.run(["zstd", "-q", "-c"], input=b'{"text": "a"}\n', capture_output=True,
+                         check=True).stdout
+    return {
+        "lines": b"\x00" + b'{"text": "a"}\n\n{"text": "b \xe4\xb8\xad"}\r\n{"messages": []}',
+        "bom-lines": b"\x00\xef\xbb\xbf" + b'{"text": "a"}\n',
+        "array": b"\x01" + b'[\n {"text": "a ] } [ {\\" \\\\"},\n {"messages": [{"role": "user", '
+                            b'"content": "x"}]}\n]\n',
+        "bad-array": b"\x01" + b'[{"a": 1} {"b": 2}]',
+        "bom-array": b"\x01\xef\xbb\xbf [ ]",
+        "gzip": b"\x02" + gz(b'{"text": "a"}\n{"text": "b"}\n') + gz(b'{"text": "c"}\n'),
+        "gzip-cut": b"\x02" + gz(b'{"text": "a"}\n' * 50)[:40],
+        "zstd": b"\x03" + zst,
+        "parquet-json": b"\x04" + b'{"text": "a"}\n',
+        "noext": b"\x05" + b'[{"text": "a"}]',
+    }
 
 
 def seeds_fr(kind):
@@ -487,6 +509,7 @@ def main():
     readers = {
         "tokenizer": lambda: seeds_tokenizer(args.tokenizers),
         "jsonl": seeds_jsonl,
+        "ingest": seeds_ingest,
         "pickle": lambda: seeds_fr("pickle"),
         "fr_json": lambda: seeds_fr("json"),
         "nvidia_smi_csv": seeds_nvidia_smi_csv,

@@ -22,7 +22,7 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 
 APT_PACKAGES=(build-essential cmake ninja-build pkg-config ccache git
   libgtest-dev libgmock-dev libbenchmark-dev libfmt-dev libsimdjson-dev libutf8proc-dev
-  libxxhash-dev libzstd-dev libonig-dev libcli11-dev libcpp-httplib-dev libtomlplusplus-dev
+  libxxhash-dev libzstd-dev zlib1g-dev libonig-dev libcli11-dev libcpp-httplib-dev libtomlplusplus-dev
   python3-dev unicode-data zstd nodejs npm python3 python3-venv python3-pip
   # The format check and clang-tidy (scripts/test.sh, .clang-format, .clang-tidy).
   clang-format-14 clang-tidy-14
@@ -42,7 +42,7 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config ccache git
 # the libraries it links and Python; none of the test peers (clang, the corpus catalogs,
 # Prometheus, SLURM, chromium).
 APT_MAIN=(build-essential cmake ninja-build pkg-config ccache git
-  libfmt-dev libsimdjson-dev libutf8proc-dev libxxhash-dev libzstd-dev libonig-dev libcli11-dev
+  libfmt-dev libsimdjson-dev libutf8proc-dev libxxhash-dev libzstd-dev zlib1g-dev libonig-dev libcli11-dev
   libcpp-httplib-dev libtomlplusplus-dev libgtest-dev libgmock-dev libbenchmark-dev
   python3-dev unicode-data zstd nodejs npm python3 python3-venv python3-pip)
 if [ "$MODE" = main ]; then APT_PACKAGES=("${APT_MAIN[@]}"); fi

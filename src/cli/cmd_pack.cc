@@ -59,8 +59,14 @@ void PrintSummary(const pack::Manifest& m) {
                 static_cast<unsigned long long>(loss), static_cast<unsigned long long>(all),
                 all ? 100.0 * static_cast<double>(loss) / static_cast<double>(all) : 0.0);
   }
-  if (m.skipped_bad)
-    std::printf("skipped %llu bad record(s)\n", static_cast<unsigned long long>(m.skipped_bad));
+  if (m.skipped_bad) {
+    std::string reasons;
+    for (const auto& [reason, n] : m.skipped_reasons)
+      reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", n, reason);
+    std::printf("skipped %llu bad record(s)%s%s%s, listed in %s\n",
+                static_cast<unsigned long long>(m.skipped_bad), reasons.empty() ? "" : " (",
+                reasons.c_str(), reasons.empty() ? "" : ")", pack::kSkippedFileName);
+  }
   if (m.template_drop_records) {
     std::printf(
         "--allow-template-drops: %llu conversation(s) packed with %llu part(s) their chat "
@@ -119,7 +125,7 @@ int RunPackMerge(int argc, char** argv) {
 int RunPack(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "merge") return RunPackMerge(argc - 1, argv + 1);
   CLI::App app{
-      "Tokenize JSON lines once and pack them into fixed blocks per rank:\n"
+      "Tokenize records once and pack them into fixed blocks per rank:\n"
       "DIR/rank-NNNNN.i32 (little-endian int32, no header) and DIR/manifest.json.\n"
       "'evenkeel pack merge DIR...' combines node manifests made with --ranks.",
       "evenkeel pack"};
@@ -131,7 +137,11 @@ int RunPack(int argc, char** argv) {
   app.add_option("--world", opt.world, "number of ranks (GPUs)")->required();
   app.add_option("--seq-len", opt.seq_len, "tokens per block")->capture_default_str();
   app.add_option("--out", opt.out_dir, "output directory")->required();
-  app.add_option("inputs", opt.inputs, ".jsonl or .jsonl.zst files, in order")->required();
+  app.add_option("inputs", opt.inputs,
+                 "record files, in order: .jsonl, .jsonl.zst, .jsonl.gz, .json (JSON lines or one "
+                 "array of objects), .parquet, .arrow, or a datasets directory (save_to_disk); a "
+                 "byte-order mark is skipped (docs/pack_format.md, \"Inputs\")")
+      ->required();
   app.add_option(
          "--shard", shard,
          "balanced (every rank gets the same block count, so evenfix drops nothing) | contiguous | "
@@ -176,7 +186,9 @@ int RunPack(int argc, char** argv) {
                  "EOS token appended to every record (default: tokenizer_config.json's)");
   app.add_option("--ranks", ranks, "write only ranks A-B (one node's), e.g. 8-15");
   app.add_option("--threads", opt.threads, "worker threads (default: all cores)");
-  app.add_flag("--skip-bad", opt.skip_bad, "skip malformed records and count them in the manifest");
+  app.add_flag("--skip-bad", opt.skip_bad,
+               "skip records that cannot be used: each is listed (file, line, reason) in "
+               "DIR/skipped.jsonl, counted by reason in the manifest, and owned by no rank");
   app.add_option("--invalid-utf8", invalid,
                  "error | replace (U+FFFD, as Python's errors=\"replace\")")
       ->check(CLI::IsMember({"error", "replace"}))

@@ -18,6 +18,7 @@
 #include "core/jsonl.h"
 #include "core/thread_pool.h"
 #include "core/version.h"
+#include "ingest/source.h"
 #include "packfile/layout.h"
 #include "tokenize/tokenizer.h"
 #include "tokenize/unicode.h"
@@ -186,26 +187,30 @@ void RemoveStaleTemps(Env* env, const std::string& dir) {
   auto names = env->ListDir(dir);
   if (!names.ok()) return;
   for (const std::string& n : *names) {
-    bool ours = (n.rfind(".rank-", 0) == 0 || n.rfind(".manifest.json.", 0) == 0) &&
+    bool ours = (n.rfind(".rank-", 0) == 0 || n.rfind(".manifest.json.", 0) == 0 ||
+                 n.rfind(".skipped.jsonl.", 0) == 0) &&
                 n.find(".tmp.") != std::string::npos;
     if (ours) (void)env->RemoveFile(dir + "/" + n);
   }
 }
 
-struct LineRef {
-  std::string_view text;
-  uint64_t line_no;  // 1-based within its input
-  uint64_t index;    // global record index
-  int owner;         // rank (contiguous/strided), -1 for balanced
+struct RecRef {
+  ingest::SourceRecord rec;
+  uint64_t index;  // global record index (every record read, skipped ones included)
+  int owner;       // rank (contiguous/strided), -1 for balanced
   bool needed;
 };
-
 struct TaskOut {
   std::vector<int32_t> ids;       // each record's ids, EOS included
   std::vector<uint8_t> mask;      // loss masks: one byte per id
   uint64_t chat = 0;              // records rendered from messages
   std::vector<uint64_t> offsets;  // per line of the task: start in ids (end = next start)
-  std::vector<std::pair<size_t, Status>> errors;  // (line index in chunk, error)
+  struct Failure {
+    size_t index;  // the record's index in the batch
+    Status error;
+    std::string_view reason;  // SkipReason's class
+  };
+  std::vector<Failure> errors;
   uint64_t replaced = 0;
   uint64_t drop_records = 0, drop_parts = 0;  // --allow-template-drops: what templates lost
 };
@@ -230,6 +235,80 @@ void NormalizeWithSpans(RenderedRecord* r, std::string* scratch) {
   for (size_t k = 0; k < r->spans.size(); ++k) r->spans[k] = {moved[1 + 2 * k], moved[2 + 2 * k]};
   r->text.swap(*scratch);
 }
+
+// The reason classes of skipped records (manifest `skipped_reasons`, skipped.jsonl's
+// `reason`; docs/pack_format.md), from the renderer's and tokenizer's errors.
+std::string_view SkipReason(const Status& st, bool from_tokenizer) {
+  if (from_tokenizer) return "tokenize";
+  const std::string& m = st.message();
+  if (m.find("invalid UTF-8") != std::string::npos || m.find("lone surrogate") != std::string::npos)
+    return "invalid_utf8";
+  if (m.rfind("malformed JSON", 0) == 0) return "invalid_json";
+  if (m.find("template") != std::string::npos) return "template";
+  return "shape";  // a missing or mistyped field, an unknown shape or role
+}
+
+// How to get past a record's error, appended when --skip-bad is off.
+std::string SkipHint(std::string_view reason, InvalidUtf8Policy policy) {
+  if (reason == "invalid_utf8" && policy == InvalidUtf8Policy::kError) {
+    return " (pass --invalid-utf8 replace to replace bad bytes with U+FFFD, or --skip-bad to "
+           "skip the record)";
+  }
+  return " (--skip-bad skips such records and lists them in skipped.jsonl)";
+}
+
+// skipped.jsonl: one line per skipped record, written beside the blocks under a
+// temporary name and renamed with them; created at the first skip.
+class SkipList {
+ public:
+  SkipList(Env* env, std::string dir, Manifest* m) : env_(env), dir_(std::move(dir)), m_(m) {}
+  Status Add(const ingest::SourceRecord& r, size_t input_no, const Status& st,
+             std::string_view reason) {
+    if (!file_) {
+      EK_RETURN_IF_ERROR(MakeDirs(dir_, env_));
+      EK_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(dir_ + "/" + kSkippedFileName, env_));
+      file_ = std::make_unique<AtomicFile>(std::move(f));
+    }
+    const char* unit = r.unit == ingest::Unit::kLine      ? "line"
+                       : r.unit == ingest::Unit::kElement ? "element"
+                                                          : "row";
+    JsonWriter w;
+    w.BeginObject().Key("file").Str(r.file ? *r.file : std::string("-")).Key(unit).Uint(r.number);
+    w.Key("reason").Str(reason).Key("error").Str(st.message()).EndObject();
+    buf_ += w.Line();
+    if (buf_.size() >= (1u << 20)) EK_RETURN_IF_ERROR(Flush());
+    ++m_->skipped_bad;
+    ++m_->inputs[input_no].skipped_bad;
+    ++m_->skipped_reasons[std::string(reason)];
+    if (m_->bad_examples.size() < 10)
+      m_->bad_examples.push_back({r.file ? *r.file : "-", r.number, st.message()});
+    return Status::Ok();
+  }
+  // Flushes and fsyncs (before any rank is renamed into place).
+  Status Sync() {
+    if (!file_) return Status::Ok();
+    EK_RETURN_IF_ERROR(Flush());
+    return file_->Sync();
+  }
+  // Renames the list into place, or removes a previous pack's when nothing was skipped.
+  Status Commit() {
+    if (file_) return file_->Commit();
+    Status st = env_->RemoveFile(dir_ + "/" + kSkippedFileName);
+    return st.ok() || st.code() == StatusCode::kNotFound ? Status::Ok() : st;
+  }
+
+ private:
+  Status Flush() {
+    EK_RETURN_IF_ERROR(file_->Write(buf_));
+    buf_.clear();
+    return Status::Ok();
+  }
+  Env* env_;
+  std::string dir_;
+  Manifest* m_;
+  std::unique_ptr<AtomicFile> file_;
+  std::string buf_;
+};
 
 }  // namespace
 
@@ -310,27 +389,134 @@ Result<Manifest> Pack(const PackOptions& opt,
   if (rec.jinja)
     m.chat_template_xxh3 = XXH3_64bits(rec.jinja->source().data(), rec.jinja->source().size());
 
-  // Pass 1: sizes, hashes, record counts (sharding needs the total up front).
-  for (const std::string& path : opt.inputs) {
+  // Rendering and tokenizing, shared by both passes: the pool's workers each hold a
+  // renderer and scratch buffers.
+  ThreadPool pool(opt.threads);
+  std::vector<std::unique_ptr<RecordRenderer>> renderers;
+  struct WorkerScratch {
+    RenderedRecord record;
+    std::vector<uint32_t> ends;
+    std::string nfc;
+  };
+  std::vector<WorkerScratch> scratch(pool.size());
+  for (size_t i = 0; i < pool.size(); ++i)
+    renderers.push_back(std::make_unique<RecordRenderer>(rec));
+  std::vector<RecRef> refs;
+  // Renders and tokenizes refs[i] into `out` (ids, mask, offsets, errors). `screen`
+  // (pass 1's screening for --skip-bad) renders only: the tokenizer refuses nothing a
+  // renderer makes (valid UTF-8) but text over 4 GiB with offsets, checked here alike.
+  auto process = [&](size_t i, size_t worker, TaskOut& out, bool screen) {
+    const size_t from = out.ids.size();
+    out.offsets.push_back(from);
+    if (!refs[i].needed) return;
+    WorkerScratch& ws = scratch[worker];
+    RenderedRecord& rr = ws.record;
+    size_t replaced = 0;
+    Status st = renderers[worker]->Render(refs[i].rec.json, &rr, &replaced);
+    out.replaced += replaced;
+    const bool rendered = st.ok();
+    if (st.ok() && screen) {
+      if (masks && rr.text.size() > UINT32_MAX) {
+        out.errors.push_back({i, InvalidArgumentError("text over 4 GiB"), "tokenize"});
+      }
+      return;
+    }
+    if (st.ok() && masks) {
+      if ((rr.chat || rr.completion_only) && tok->normalizes_nfc() &&
+          !tokenize::IsNfcQuick(rr.text))
+        NormalizeWithSpans(&rr, &ws.nfc);
+      ws.ends.clear();
+      st = tok->EncodeWithOffsets(rr.text, &out.ids, &ws.ends);
+      if (st.ok() && (rr.chat || rr.completion_only)) {
+        MaskFromSpans(ws.ends, rr.spans, &out.mask);
+      } else if (st.ok()) {
+        out.mask.resize(out.ids.size(), 1);
+      }
+    } else if (st.ok()) {
+      st = tok->Encode(rr.text, &out.ids);
+    }
+    if (st.ok()) {
+      // EOS closes every record; after a chat record only when its ids do not
+      // already end with it (TRL's rule: a template that ends turns with EOS does not
+      // get it twice).
+      if (!rr.chat || out.ids.size() == from || out.ids.back() != eos_id) {
+        out.ids.push_back(eos_id);
+        if (masks) out.mask.push_back(rr.chat ? 0 : 1);
+      }
+      out.chat += rr.chat ? 1 : 0;
+      out.drop_records += rr.dropped_parts ? 1 : 0;
+      out.drop_parts += rr.dropped_parts;
+    } else {
+      out.ids.resize(from);
+      if (masks) out.mask.resize(from);
+      std::string_view reason = SkipReason(st, rendered);
+      out.errors.push_back({i, std::move(st), reason});
+    }
+  };
+  // Runs `process` over refs in parallel: tasks of consecutive records, in order.
+  auto run_batch = [&](std::vector<TaskOut>* outs, bool screen) {
+    const size_t tasks = std::min<size_t>(refs.size(), pool.size() * 8);
+    outs->assign(tasks, TaskOut());
+    pool.ParallelFor(tasks, [&](size_t task, size_t worker) {
+      size_t a = refs.size() * task / tasks, b = refs.size() * (task + 1) / tasks;
+      TaskOut& out = (*outs)[task];
+      for (size_t i = a; i < b; ++i) process(i, worker, out, screen);
+      out.offsets.push_back(out.ids.size());
+    });
+    return tasks;
+  };
+  RemoveStaleTemps(opt.env, opt.out_dir);  // before pass 1 may start skipped.jsonl
+  SkipList skips(opt.env, opt.out_dir, &m);
+  // A record's error: fatal (with how to get past it), or listed in skipped.jsonl.
+  auto fail = [&](const RecRef& ref, size_t input_no, TaskOut::Failure& f) -> Status {
+    Status st = f.error.WithContext(ingest::Where(ref.rec));
+    if (!opt.skip_bad) {
+      return Status(st.code(), st.message() + SkipHint(f.reason, opt.record.invalid_utf8));
+    }
+    return skips.Add(ref.rec, input_no, st, f.reason);
+  };
+  const ingest::OpenOptions open_opt{std::string(), opt.chunk_bytes};
+
+  // Pass 1: sizes, hashes, record counts (sharding needs the total up front). With
+  // --skip-bad and --shard contiguous or strided, the records are rendered here too
+  // (not tokenized), so that a record's owner is computed over the records that are
+  // packed (skipped ones take no rank's share): `bad` lists the global indices of the
+  // records skipped.
+  const bool prescreen = opt.skip_bad && opt.shard != ShardMode::kBalanced;
+  std::vector<uint64_t> bad;
+  uint64_t read_index = 0;
+  for (size_t input_no = 0; input_no < opt.inputs.size(); ++input_no) {
+    const std::string& path = opt.inputs[input_no];
     InputInfo in;
     in.path = path;
-    EK_ASSIGN_OR_RETURN(in.xxh3, HashFile(path, &in.size));
-    EK_ASSIGN_OR_RETURN(auto reader, LineChunkReader::Open(path, opt.chunk_bytes));
-    LineSplitter lines;
+    EK_ASSIGN_OR_RETURN(ingest::InputIdentity id, ingest::IdentifyInput(path, open_opt));
+    in.size = id.size;
+    in.xxh3 = id.xxh3;
+    m.inputs.push_back(in);
+    EK_ASSIGN_OR_RETURN(auto source, ingest::Open(path, open_opt));
+    std::vector<ingest::SourceRecord> batch;
     while (true) {
-      EK_ASSIGN_OR_RETURN(bool more, reader->NextLines(&lines));
+      EK_ASSIGN_OR_RETURN(bool more, source->Next(&batch));
       if (!more) break;
-      for (TextLine line; lines.Next(&line);) {
-        if (!IsBlankLine(line.text)) ++in.records;
+      m.inputs[input_no].records += batch.size();
+      if (!prescreen) continue;
+      refs.clear();
+      for (const auto& r : batch) refs.push_back(RecRef{r, read_index++, -1, true});
+      std::vector<TaskOut> outs;
+      run_batch(&outs, true);
+      for (TaskOut& out : outs) {
+        for (TaskOut::Failure& f : out.errors) {
+          EK_RETURN_IF_ERROR(fail(refs[f.index], input_no, f));
+          bad.push_back(refs[f.index].index);
+        }
       }
     }
-    m.inputs.push_back(in);
-    m.total_records += in.records;
+    m.total_records += m.inputs[input_no].records;
   }
   const uint64_t total = m.total_records;
+  const uint64_t packable = total - bad.size();  // the records sharding divides
 
   EK_RETURN_IF_ERROR(MakeDirs(opt.out_dir, opt.env));
-  RemoveStaleTemps(opt.env, opt.out_dir);
   std::vector<std::unique_ptr<RankWriter>> writers(static_cast<size_t>(opt.world));
   for (int r = lo; r <= hi; ++r) {
     EK_ASSIGN_OR_RETURN(writers[static_cast<size_t>(r)],
@@ -379,108 +565,54 @@ Result<Manifest> Pack(const PackOptions& opt,
   };
 
   // Pass 2: render + tokenize in parallel, route in record order.
-  ThreadPool pool(opt.threads);
-  std::vector<std::unique_ptr<RecordRenderer>> renderers;
-  struct WorkerScratch {
-    RenderedRecord record;
-    std::vector<uint32_t> ends;
-    std::string nfc;
-  };
-  std::vector<WorkerScratch> scratch(pool.size());
-  for (size_t i = 0; i < pool.size(); ++i)
-    renderers.push_back(std::make_unique<RecordRenderer>(rec));
-  uint64_t global_index = 0, tokens_done = 0, bytes_done = 0;
-  std::vector<LineRef> lines;
+  uint64_t global_index = 0, good_index = 0, packed = 0, tokens_done = 0, bytes_done = 0;
+  size_t next_bad = 0;
   for (size_t input_no = 0; input_no < opt.inputs.size(); ++input_no) {
     const std::string& path = opt.inputs[input_no];
-    EK_ASSIGN_OR_RETURN(auto reader, LineChunkReader::Open(path, opt.chunk_bytes));
-    LineSplitter split;
+    EK_ASSIGN_OR_RETURN(auto source, ingest::Open(path, open_opt));
+    std::vector<ingest::SourceRecord> batch;
     while (true) {
-      EK_ASSIGN_OR_RETURN(bool more, reader->NextLines(&split));
+      EK_ASSIGN_OR_RETURN(bool more, source->Next(&batch));
       if (!more) break;
-      lines.clear();
-      for (TextLine line; split.Next(&line);) {
-        if (IsBlankLine(line.text)) continue;
-        LineRef ref{line.text, line.number, global_index, -1, true};
-        if (opt.shard != ShardMode::kBalanced) {
-          ref.owner = OwnerOf(opt.shard, global_index, total, opt.world);
+      refs.clear();
+      for (const auto& r : batch) {
+        RecRef ref{r, global_index++, -1, true};
+        if (next_bad < bad.size() && bad[next_bad] == ref.index) {
+          ++next_bad;  // skipped in pass 1: listed already, owned by no rank
+          ref.needed = false;
+        } else if (opt.shard != ShardMode::kBalanced) {
+          ref.owner = OwnerOf(opt.shard, good_index++, packable, opt.world);
           ref.needed = ref.owner >= lo && ref.owner <= hi;
         }
-        lines.push_back(ref);
-        ++global_index;
+        refs.push_back(ref);
       }
-      size_t tasks = std::min<size_t>(lines.size(), pool.size() * 8);
-      std::vector<TaskOut> outs(tasks);
-      pool.ParallelFor(tasks, [&](size_t task, size_t worker) {
-        size_t a = lines.size() * task / tasks, b = lines.size() * (task + 1) / tasks;
-        TaskOut& out = outs[task];
-        WorkerScratch& ws = scratch[worker];
-        RenderedRecord& rr = ws.record;
-        for (size_t i = a; i < b; ++i) {
-          const size_t from = out.ids.size();
-          out.offsets.push_back(from);
-          if (!lines[i].needed) continue;
-          size_t replaced = 0;
-          Status st = renderers[worker]->Render(lines[i].text, &rr, &replaced);
-          out.replaced += replaced;
-          if (st.ok() && masks) {
-            if ((rr.chat || rr.completion_only) && tok->normalizes_nfc() &&
-                !tokenize::IsNfcQuick(rr.text))
-              NormalizeWithSpans(&rr, &ws.nfc);
-            ws.ends.clear();
-            st = tok->EncodeWithOffsets(rr.text, &out.ids, &ws.ends);
-            if (st.ok() && (rr.chat || rr.completion_only)) {
-              MaskFromSpans(ws.ends, rr.spans, &out.mask);
-            } else if (st.ok()) {
-              out.mask.resize(out.ids.size(), 1);
-            }
-          } else if (st.ok()) {
-            st = tok->Encode(rr.text, &out.ids);
-          }
-          if (st.ok()) {
-            // EOS closes every record; after a chat record only when its ids
-            // do not already end with it (TRL's rule: a template that ends
-            // turns with EOS does not get it twice).
-            if (!rr.chat || out.ids.size() == from || out.ids.back() != eos_id) {
-              out.ids.push_back(eos_id);
-              if (masks) out.mask.push_back(rr.chat ? 0 : 1);
-            }
-            out.chat += rr.chat ? 1 : 0;
-            out.drop_records += rr.dropped_parts ? 1 : 0;
-            out.drop_parts += rr.dropped_parts;
-          } else {
-            out.ids.resize(from);
-            if (masks) out.mask.resize(from);
-            out.errors.emplace_back(i, std::move(st));
-          }
-        }
-        out.offsets.push_back(out.ids.size());
-      });
+      std::vector<TaskOut> outs;
+      const size_t tasks = run_batch(&outs, false);
       for (size_t task = 0; task < tasks; ++task) {
         TaskOut& out = outs[task];
         m.chat_records += out.chat;
         m.template_drop_records += out.drop_records;
         m.template_drop_parts += out.drop_parts;
-        size_t a = lines.size() * task / tasks, b = lines.size() * (task + 1) / tasks;
+        size_t a = refs.size() * task / tasks, b = refs.size() * (task + 1) / tasks;
         size_t next_err = 0;
         for (size_t i = a; i < b; ++i) {
-          const LineRef& ref = lines[i];
+          const RecRef& ref = refs[i];
           if (!ref.needed) continue;
-          if (next_err < out.errors.size() && out.errors[next_err].first == i) {
-            Status st =
-                out.errors[next_err++].second.WithContext(fmt::format("{}:{}", path, ref.line_no));
-            if (!opt.skip_bad) return st;
-            ++m.skipped_bad;
-            ++m.inputs[input_no].skipped_bad;
-            if (m.bad_examples.size() < 10)
-              m.bad_examples.push_back({path, ref.line_no, st.message()});
+          if (next_err < out.errors.size() && out.errors[next_err].index == i) {
+            if (prescreen) {
+              return InternalError(fmt::format("{}: failed in pass 2 but not in pass 1: {}",
+                                               ingest::Where(ref.rec),
+                                               out.errors[next_err].error.message()));
+            }
+            EK_RETURN_IF_ERROR(fail(ref, input_no, out.errors[next_err++]));
             continue;
           }
           const int32_t* ids = out.ids.data() + out.offsets[i - a];
           const uint8_t* mask = masks ? out.mask.data() + out.offsets[i - a] : nullptr;
           size_t n = out.offsets[i - a + 1] - out.offsets[i - a];  // EOS included
           tokens_done += n;
-          bytes_done += ref.text.size();
+          bytes_done += ref.rec.json.size();
+          ++packed;
           if (opt.shard == ShardMode::kBalanced) {
             stats[block_index % W].records += 1;  // the rank whose block this record starts in
             EK_RETURN_IF_ERROR(balanced_add(ids, mask, n));
@@ -533,12 +665,12 @@ Result<Manifest> Pack(const PackOptions& opt,
     for (const auto& s : stats) blocks += s.blocks;
     return InvalidArgumentError(fmt::format(
         "rank{} {} of a world of {} would get no block: too little data for the world ({} "
-        "record(s), {} "
+        "record(s) packed, {} "
         "token(s) with EOS, make {} block(s) of {} tokens; {} ranks need at least {} tokens, more "
         "with "
         "--shard contiguous or strided); give more data, a smaller --world or a shorter --seq-len",
-        empty.size() == 1 ? "" : "s", CompactRanges(empty), opt.world, global_index - m.skipped_bad,
-        tokens_done, blocks, seq, opt.world, static_cast<uint64_t>(opt.world) * seq));
+        empty.size() == 1 ? "" : "s", CompactRanges(empty), opt.world, packed, tokens_done, blocks,
+        seq, opt.world, static_cast<uint64_t>(opt.world) * seq));
   }
 
   // Publish: flush and fsync every rank (a failure so far leaves the old pack
@@ -560,11 +692,13 @@ Result<Manifest> Pack(const PackOptions& opt,
       s.loss_tokens = w.loss_tokens();
     }
   }
+  EK_RETURN_IF_ERROR(skips.Sync());
   std::string manifest_path = opt.out_dir + "/manifest.json";
   if (Status st = opt.env->RemoveFile(manifest_path);
       !st.ok() && st.code() != StatusCode::kNotFound)
     return st;
   for (int r = lo; r <= hi; ++r) EK_RETURN_IF_ERROR(writers[static_cast<size_t>(r)]->Commit());
+  EK_RETURN_IF_ERROR(skips.Commit());
   if (!masks) {  // a previous pack's masks would not match these blocks
     for (int r = lo; r <= hi; ++r) {
       Status st = opt.env->RemoveFile(opt.out_dir + "/" + MaskFileName(r));

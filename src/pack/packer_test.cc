@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <zstd.h>
 
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "core/fault_env.h"
 #include "core/file.h"
@@ -391,6 +393,158 @@ TEST(ShardTest, ContiguousMatchesDatasetsFormula) {
   // Fewer records than ranks.
   EXPECT_EQ(OwnerOf(ShardMode::kContiguous, 1, 2, 4), 1);
   EXPECT_EQ(OwnerOf(ShardMode::kStrided, 9, 10, 4), 1);
+}
+
+}  // namespace
+}  // namespace ek::pack
+
+namespace ek::pack {
+namespace {
+
+// --skip-bad: skipped.jsonl lists each skipped record with its reason class, the
+// manifest counts the classes, and (contiguous) the skipped records take no rank's
+// share: the pack equals that of the file with those lines removed.
+TEST_F(PackerTest, SkippedRecordsAreListedCountedAndOwnedByNoRank) {
+  auto texts = Texts(21);
+  std::string body, clean;
+  std::vector<std::string> bad = {"{\"text\": \"cut", "{\"text\": \"a \xFF b\"}", "{\"txt\": 1}",
+                                  "{\"text\": \"x\"} trailing"};
+  std::vector<std::pair<uint64_t, std::string>> want;  // (line, reason)
+  const char* reasons[] = {"invalid_json", "invalid_utf8", "shape", "invalid_json"};
+  uint64_t line = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    std::string rec = "{\"text\": " + JsonString(texts[i]) + "}\n";
+    body += rec;
+    clean += rec;
+    ++line;
+    if (i % 5 == 1) {
+      body += bad[(i / 5) % bad.size()] + "\n";
+      want.emplace_back(++line, reasons[(i / 5) % bad.size()]);
+    }
+  }
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/dirty.jsonl", body).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/clean.jsonl", clean).ok());
+  for (ShardMode mode : {ShardMode::kContiguous, ShardMode::kStrided, ShardMode::kBalanced}) {
+    PackOptions d = Options({dir_ + "/dirty.jsonl"}, "d", 3, 8);
+    d.shard = mode;
+    d.skip_bad = true;
+    PackOptions c = Options({dir_ + "/clean.jsonl"}, "c", 3, 8);
+    c.shard = mode;
+    auto md = Pack(d);
+    auto mc = Pack(c);
+    ASSERT_TRUE(md.ok()) << md.status().message();
+    ASSERT_TRUE(mc.ok()) << mc.status().message();
+    for (int r = 0; r < 3; ++r) EXPECT_EQ(ReadRank("d", r), ReadRank("c", r)) << r;
+    EXPECT_EQ(md->total_records, mc->total_records);
+    EXPECT_EQ(md->skipped_bad, want.size());
+    EXPECT_EQ(md->inputs.at(0).records, mc->inputs.at(0).records + want.size());
+    std::map<std::string, uint64_t> counts;
+    for (const auto& w : want) ++counts[w.second];
+    EXPECT_EQ(md->skipped_reasons, counts);
+    auto listed = ReadFile(dir_ + "/d/skipped.jsonl");
+    ASSERT_TRUE(listed.ok());
+    LineSplitter lines(*listed);
+    size_t k = 0;
+    for (TextLine l; lines.Next(&l); ++k) {
+      ASSERT_LT(k, want.size());
+      EXPECT_NE(l.text.find("\"file\":\"" + dir_ +
+                            "/dirty.jsonl\",\"line\":" + std::to_string(want[k].first) +
+                            ",\"reason\":\"" + want[k].second + "\",\"error\":\"" + dir_ +
+                            "/dirty.jsonl:" + std::to_string(want[k].first) + ": "),
+                std::string::npos)
+          << l.text;
+    }
+    EXPECT_EQ(k, want.size());
+    auto back = ReadManifest(dir_ + "/d");
+    ASSERT_TRUE(back.ok());
+    EXPECT_EQ(back->skipped_reasons, counts);
+    // A later pack with nothing skipped leaves no list behind.
+    PackOptions again = Options({dir_ + "/clean.jsonl"}, "d", 3, 8);
+    ASSERT_TRUE(Pack(again).ok());
+    EXPECT_FALSE(FileExists(dir_ + "/d/skipped.jsonl"));
+    EXPECT_FALSE(FileExists(dir_ + "/c/skipped.jsonl"));
+  }
+}
+
+TEST_F(PackerTest, ARecordErrorSaysHowToGetPastIt) {
+  std::string path = dir_ + "/u.jsonl";
+  ASSERT_TRUE(WriteFileAtomic(path, "{\"text\": \"ok\"}\n{\"text\": \"a \xFF\"}\n").ok());
+  auto m = Pack(Options({path}, "u", 1, 4));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find(path + ":2: byte "), std::string::npos);
+  EXPECT_NE(m.status().message().find("pass --invalid-utf8 replace"), std::string::npos)
+      << m.status().message();
+  ASSERT_TRUE(WriteFileAtomic(path, "{\"text\": \"ok\"}\n{\"text\": \n").ok());
+  m = Pack(Options({path}, "u", 1, 4));
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("--skip-bad skips such records and lists them in "
+                                      "skipped.jsonl"),
+            std::string::npos)
+      << m.status().message();
+}
+
+TEST_F(PackerTest, EveryInputKindPacksTheSameBlocks) {
+  auto texts = Texts(40);
+  std::string lines, array = "[\n";
+  for (size_t i = 0; i < texts.size(); ++i) {
+    lines += "{\"text\": " + JsonString(texts[i]) + "}\n";
+    array += std::string(i ? ",\n" : "") + "{\"text\": " + JsonString(texts[i]) + "}";
+  }
+  array += "\n]\n";
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/a.jsonl", lines).ok());
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/a.json", "\xEF\xBB\xBF" + array).ok());
+  std::string comp(ZSTD_compressBound(lines.size()), '\0');
+  comp.resize(ZSTD_compress(comp.data(), comp.size(), lines.data(), lines.size(), 3));
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/a.jsonl.zst", comp).ok());
+  auto ref = Pack(Options({dir_ + "/a.jsonl"}, "ref", 2, 8));
+  ASSERT_TRUE(ref.ok());
+  for (const char* name : {"a.json", "a.jsonl.zst"}) {
+    auto m = Pack(Options({dir_ + "/" + name}, "k", 2, 8));
+    ASSERT_TRUE(m.ok()) << name << ": " << m.status().message();
+    EXPECT_EQ(m->inputs.at(0).records, 40u);
+    for (int r = 0; r < 2; ++r) EXPECT_EQ(ReadRank("k", r), ReadRank("ref", r)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace ek::pack
+
+namespace ek::pack {
+namespace {
+
+// Every node of a --ranks pack screens the whole corpus: its ranks equal the full
+// pack's, its skip list is the same, and merge keeps one copy of the counts.
+TEST_F(PackerTest, NodePacksWithSkipsEqualTheFullPackAndMergeCountsOnce) {
+  auto texts = Texts(30);
+  std::string body;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    body += "{\"text\": " + JsonString(texts[i]) + "}\n";
+    if (i % 4 == 0) body += "{\"text\": broken}\n";
+  }
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/n.jsonl", body).ok());
+  PackOptions full = Options({dir_ + "/n.jsonl"}, "full", 3, 8);
+  full.shard = ShardMode::kStrided;
+  full.skip_bad = true;
+  auto mf = Pack(full);
+  ASSERT_TRUE(mf.ok()) << mf.status().message();
+  EXPECT_EQ(mf->skipped_bad, 8u);
+  std::vector<Manifest> parts;
+  for (auto [lo, hi, out] : {std::tuple{0, 0, "n0"}, std::tuple{1, 2, "n1"}}) {
+    PackOptions o = full;
+    o.out_dir = dir_ + "/" + out;
+    o.rank_lo = lo;
+    o.rank_hi = hi;
+    auto m = Pack(o);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    for (int r = lo; r <= hi; ++r) EXPECT_EQ(ReadRank(out, r), ReadRank("full", r)) << r;
+    EXPECT_EQ(*ReadFile(o.out_dir + "/skipped.jsonl"), *ReadFile(dir_ + "/full/skipped.jsonl"));
+    parts.push_back(*m);
+  }
+  auto merged = MergeManifests(parts, {"n0", "n1"});
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(merged->skipped_bad, 8u);
+  EXPECT_EQ(merged->skipped_reasons, mf->skipped_reasons);
+  EXPECT_EQ(merged->total_records, mf->total_records);
 }
 
 }  // namespace

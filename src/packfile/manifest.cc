@@ -107,6 +107,11 @@ std::string ManifestToJson(const Manifest& m) {
   w.Key("skipped_bad").Uint(m.skipped_bad).EndObject();
   w.Key("template_drops").BeginObject().Key("records").Uint(m.template_drop_records);
   w.Key("parts").Uint(m.template_drop_parts).EndObject();
+  if (!m.skipped_reasons.empty()) {
+    w.Key("skipped_reasons").BeginObject();
+    for (const auto& [reason, n] : m.skipped_reasons) w.Key(reason).Uint(n);
+    w.EndObject();
+  }
   w.Key("bad_examples").BeginArray();
   for (const auto& b : m.bad_examples) {
     w.BeginObject().Key("path").Str(b.path).Key("line").Uint(b.line);
@@ -230,6 +235,15 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
     EK_RETURN_IF_ERROR(drops.U64("records", &m.template_drop_records));
     EK_RETURN_IF_ERROR(drops.U64("parts", &m.template_drop_parts));
   }
+  if (f.Has("skipped_reasons")) {
+    JsonFields reasons = f;
+    EK_RETURN_IF_ERROR(f.Object("skipped_reasons", &reasons));
+    for (std::string_view k : reasons.Keys()) {
+      uint64_t n = 0;
+      EK_RETURN_IF_ERROR(reasons.U64(k, &n));
+      m.skipped_reasons[std::string(k)] = n;
+    }
+  }
   if (f.Has("bad_examples")) {
     EK_RETURN_IF_ERROR(f.Objects("bad_examples", [&](const JsonFields& x) {
       BadRecord b;
@@ -321,11 +335,12 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts,
   // contiguous/strided; balanced parts each saw every record, so keep one copy.
   if (out.shard != ShardMode::kBalanced) {
     out.total_records = out.total_tokens = out.total_dropped_tokens = 0;
-    out.skipped_bad = 0;
+    // Skips are whole-corpus in every part (--skip-bad screens every record before
+    // sharding), so like balanced parts they are kept once; chat records are each part's.
     out.chat_records = 0;
+    // Template drops are counted where a record is rendered for its rank: each part's.
     out.template_drop_records = out.template_drop_parts = 0;
     for (const auto& p : parts) {
-      out.skipped_bad += p.skipped_bad;
       out.chat_records += p.chat_records;
       out.template_drop_records += p.template_drop_records;
       out.template_drop_parts += p.template_drop_parts;

