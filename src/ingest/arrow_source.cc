@@ -18,10 +18,7 @@
 // row, naming the file, the column's path and its type, with the `datasets` call that
 // gets past it: packing reads text, and a guessed rendering of a timestamp or of bytes
 // is a silent choice no user asked for.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <xxhash.h>
+#include "ingest/arrow_source.h"
 
 #include <arrow/array.h>
 #include <arrow/io/file.h>
@@ -29,23 +26,30 @@
 #include <arrow/record_batch.h>
 #include <arrow/type.h>
 #include <arrow/util/float16.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/exception.h>
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
 #include <parquet/properties.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <condition_variable>
 #include <exception>
 #include <filesystem>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "core/file.h"
 #include "core/json_fields.h"
 #include "core/json_out.h"
-#include "ingest/arrow_source.h"
 
 namespace ek::ingest {
 
@@ -330,39 +334,64 @@ class DictCell final : public Cell {
 std::unique_ptr<Cell> MakeCell(const arrow::Array& a) {
   using arrow::Type;
   switch (a.type_id()) {
-    case Type::BOOL: return std::make_unique<BoolCell>(a);
-    case Type::INT8: return std::make_unique<IntCell<arrow::Int8Array>>(a);
-    case Type::INT16: return std::make_unique<IntCell<arrow::Int16Array>>(a);
-    case Type::INT32: return std::make_unique<IntCell<arrow::Int32Array>>(a);
-    case Type::INT64: return std::make_unique<IntCell<arrow::Int64Array>>(a);
-    case Type::UINT8: return std::make_unique<IntCell<arrow::UInt8Array>>(a);
-    case Type::UINT16: return std::make_unique<IntCell<arrow::UInt16Array>>(a);
-    case Type::UINT32: return std::make_unique<IntCell<arrow::UInt32Array>>(a);
-    case Type::UINT64: return std::make_unique<IntCell<arrow::UInt64Array>>(a);
-    case Type::HALF_FLOAT: return std::make_unique<HalfCell>(a);
-    case Type::FLOAT: return std::make_unique<FloatCell<arrow::FloatArray>>(a);
-    case Type::DOUBLE: return std::make_unique<FloatCell<arrow::DoubleArray>>(a);
-    case Type::STRING: return std::make_unique<StrCell<arrow::StringArray>>(a);
-    case Type::LARGE_STRING: return std::make_unique<StrCell<arrow::LargeStringArray>>(a);
-    case Type::STRING_VIEW: return std::make_unique<StrCell<arrow::StringViewArray>>(a);
-    case Type::LIST: return std::make_unique<ListCell<arrow::ListArray>>(a);
-    case Type::LARGE_LIST: return std::make_unique<ListCell<arrow::LargeListArray>>(a);
-    case Type::FIXED_SIZE_LIST: return std::make_unique<ListCell<arrow::FixedSizeListArray>>(a);
-    case Type::LIST_VIEW: return std::make_unique<ListCell<arrow::ListViewArray>>(a);
-    case Type::LARGE_LIST_VIEW: return std::make_unique<ListCell<arrow::LargeListViewArray>>(a);
-    case Type::STRUCT: return std::make_unique<StructCell>(a);
-    case Type::MAP: return std::make_unique<MapCell>(a);
-    case Type::DICTIONARY: return std::make_unique<DictCell>(a);
-    default: return std::make_unique<NullCell>();  // NA; nothing else passes CheckSchema
+    case Type::BOOL:
+      return std::make_unique<BoolCell>(a);
+    case Type::INT8:
+      return std::make_unique<IntCell<arrow::Int8Array>>(a);
+    case Type::INT16:
+      return std::make_unique<IntCell<arrow::Int16Array>>(a);
+    case Type::INT32:
+      return std::make_unique<IntCell<arrow::Int32Array>>(a);
+    case Type::INT64:
+      return std::make_unique<IntCell<arrow::Int64Array>>(a);
+    case Type::UINT8:
+      return std::make_unique<IntCell<arrow::UInt8Array>>(a);
+    case Type::UINT16:
+      return std::make_unique<IntCell<arrow::UInt16Array>>(a);
+    case Type::UINT32:
+      return std::make_unique<IntCell<arrow::UInt32Array>>(a);
+    case Type::UINT64:
+      return std::make_unique<IntCell<arrow::UInt64Array>>(a);
+    case Type::HALF_FLOAT:
+      return std::make_unique<HalfCell>(a);
+    case Type::FLOAT:
+      return std::make_unique<FloatCell<arrow::FloatArray>>(a);
+    case Type::DOUBLE:
+      return std::make_unique<FloatCell<arrow::DoubleArray>>(a);
+    case Type::STRING:
+      return std::make_unique<StrCell<arrow::StringArray>>(a);
+    case Type::LARGE_STRING:
+      return std::make_unique<StrCell<arrow::LargeStringArray>>(a);
+    case Type::STRING_VIEW:
+      return std::make_unique<StrCell<arrow::StringViewArray>>(a);
+    case Type::LIST:
+      return std::make_unique<ListCell<arrow::ListArray>>(a);
+    case Type::LARGE_LIST:
+      return std::make_unique<ListCell<arrow::LargeListArray>>(a);
+    case Type::FIXED_SIZE_LIST:
+      return std::make_unique<ListCell<arrow::FixedSizeListArray>>(a);
+    case Type::LIST_VIEW:
+      return std::make_unique<ListCell<arrow::ListViewArray>>(a);
+    case Type::LARGE_LIST_VIEW:
+      return std::make_unique<ListCell<arrow::LargeListViewArray>>(a);
+    case Type::STRUCT:
+      return std::make_unique<StructCell>(a);
+    case Type::MAP:
+      return std::make_unique<MapCell>(a);
+    case Type::DICTIONARY:
+      return std::make_unique<DictCell>(a);
+    default:
+      return std::make_unique<NullCell>();  // NA; nothing else passes CheckSchema
   }
 }
 
 // --- data files: one record batch at a time ---------------------------------------
 
 Status ArrowReadError(const std::string& file, std::string_view as, const arrow::Status& s) {
-  return CorruptError(fmt::format("{}: not readable as {}: {} (pyarrow reads it the same way: "
-                                  "check the file, or write it again with datasets or pyarrow)",
-                                  file, as, s.message()));
+  return CorruptError(
+      fmt::format("{}: not readable as {}: {} (pyarrow reads it the same way: "
+                  "check the file, or write it again with datasets or pyarrow)",
+                  file, as, s.message()));
 }
 
 // One data file's batches in order.
@@ -372,9 +401,12 @@ class BatchReader {
   // The next batch, or null at the end of the file.
   virtual Result<std::shared_ptr<arrow::RecordBatch>> Next() = 0;
   virtual uint64_t consumed() const = 0;  // bytes of the file behind the batches read, about
+  // The file's rows from its metadata, or nullopt when only reading tells (a stream).
+  virtual std::optional<int64_t> rows() { return std::nullopt; }
 };
 
-Result<std::shared_ptr<arrow::io::ReadableFile>> OpenDataFile(const std::string& path, uint64_t* size) {
+Result<std::shared_ptr<arrow::io::ReadableFile>> OpenDataFile(const std::string& path,
+                                                              uint64_t* size) {
   struct stat st;
   EK_ASSIGN_OR_RETURN(int fd, OpenFileForRead(path, &st));
   *size = static_cast<uint64_t>(st.st_size);
@@ -390,9 +422,11 @@ class ParquetBatches final : public BatchReader {
     auto r = std::unique_ptr<ParquetBatches>(new ParquetBatches(path, size));
     parquet::ArrowReaderProperties props;
     props.set_batch_size(16 * 1024);
-    // Pre-buffer (coalesced reads) one row group's chunks at a time: Next() asks for
-    // one row group per reader, so this never holds more than a row group.
-    props.set_pre_buffer(true);
+    // No pre-buffering: each column chunk is read whole when its column is decoded (one
+    // row group at a time, Next() asks for one per reader). Pre-buffering copies the
+    // chunks once more through a cache, which measured a few percent slower
+    // (bench/pack_parquet_vs_jsonl.py) and buys nothing on a local file.
+    props.set_pre_buffer(false);
     parquet::arrow::FileReaderBuilder builder;
     try {
       arrow::Status st = builder.Open(std::move(file));
@@ -438,6 +472,7 @@ class ParquetBatches final : public BatchReader {
   uint64_t consumed() const override {
     return rows_ > 0 ? static_cast<uint64_t>(static_cast<double>(size_) * rows_read_ / rows_) : 0;
   }
+  std::optional<int64_t> rows() override { return rows_; }
 
  private:
   ParquetBatches(std::string path, uint64_t size) : path_(std::move(path)), size_(size) {}
@@ -452,13 +487,18 @@ class ParquetBatches final : public BatchReader {
 // An Arrow IPC file ("ARROW1" at both ends, random access by batch).
 class IpcFileBatches final : public BatchReader {
  public:
-  IpcFileBatches(std::string path, uint64_t size, std::shared_ptr<arrow::ipc::RecordBatchFileReader> r)
+  IpcFileBatches(std::string path, uint64_t size,
+                 std::shared_ptr<arrow::ipc::RecordBatchFileReader> r)
       : path_(std::move(path)), size_(size), reader_(std::move(r)) {}
   Result<std::shared_ptr<arrow::RecordBatch>> Next() override {
     if (next_ >= reader_->num_record_batches()) return std::shared_ptr<arrow::RecordBatch>();
     auto b = reader_->ReadRecordBatch(next_++);
     if (!b.ok()) return ArrowReadError(path_, "an Arrow IPC file", b.status());
     return *std::move(b);
+  }
+  std::optional<int64_t> rows() override {
+    auto n = reader_->CountRows();  // the batches' metadata, no column is read
+    return n.ok() ? std::optional<int64_t>(*n) : std::nullopt;
   }
   uint64_t consumed() const override {
     const int n = reader_->num_record_batches();
@@ -505,7 +545,8 @@ Result<std::unique_ptr<BatchReader>> OpenIpc(const std::string& path, uint64_t s
     auto r = arrow::ipc::RecordBatchFileReader::Open(file);
     if (!r.ok()) return ArrowReadError(path, "an Arrow IPC file", r.status());
     EK_RETURN_IF_ERROR(CheckSchema(*(*r)->schema(), path));
-    return std::unique_ptr<BatchReader>(std::make_unique<IpcFileBatches>(path, size, *std::move(r)));
+    return std::unique_ptr<BatchReader>(
+        std::make_unique<IpcFileBatches>(path, size, *std::move(r)));
   }
   arrow::Status seek = file->Seek(0);  // a stream is read from its position
   if (!seek.ok()) return ArrowReadError(path, "Arrow IPC", seek);
@@ -558,7 +599,8 @@ Result<std::vector<std::string>> DatasetFiles(const std::string& dir, const Open
                                               split, JoinNames(splits)));
     }
     if (split.find('/') != std::string::npos || split == "." || split == "..")
-      return CorruptError(fmt::format("{}: split \"{}\" is not a directory name", dict.string(), split));
+      return CorruptError(
+          fmt::format("{}: split \"{}\" is not a directory name", dict.string(), split));
     data_dir = root / split;
   }
   const fs::path state = data_dir / "state.json";
@@ -569,9 +611,9 @@ Result<std::vector<std::string>> DatasetFiles(const std::string& dir, const Open
     std::string own;
     if (!f.AbsentOrNull("_split")) EK_RETURN_IF_ERROR(f.Str("_split", &own));
     if (own != options.split)
-      return InvalidArgumentError(fmt::format(
-          "{}: a Dataset{}, not a DatasetDict: it has no split \"{}\" (drop --split)", dir,
-          own.empty() ? "" : fmt::format(" of split \"{}\"", own), options.split));
+      return InvalidArgumentError(
+          fmt::format("{}: a Dataset{}, not a DatasetDict: it has no split \"{}\" (drop --split)",
+                      dir, own.empty() ? "" : fmt::format(" of split \"{}\"", own), options.split));
   }
   std::vector<std::string> files;
   EK_RETURN_IF_ERROR(f.Objects("_data_files", [&](const JsonFields& item) -> Status {
@@ -591,59 +633,76 @@ Result<std::vector<std::string>> DataFiles(const std::string& path, FileKind kin
                                            const OpenOptions& options) {
   if (kind == FileKind::kDatasetsDir) return DatasetFiles(path, options);
   if (kind != FileKind::kParquet && kind != FileKind::kArrow)
-    return InternalError(fmt::format("{}: OpenArrowSource given a {} input", path, FileKindName(kind)));
+    return InternalError(
+        fmt::format("{}: OpenArrowSource given a {} input", path, FileKindName(kind)));
   return std::vector<std::string>{path};
 }
 
 // --- the record source ------------------------------------------------------------------
 
+// Reads one chunk ahead: while the caller tokenizes the records of one Next(), a thread
+// of its own decodes the next batches and writes their JSON (the packer's reading is
+// serial, between its parallel rounds; from JSON lines it costs a line split, from a
+// table a decode and a JSON writer per cell, which this takes off the caller's path).
+// One thread per open source, joined when the source is destroyed; at most two chunks of
+// about batch_bytes each are held.
 class TableSource final : public RecordSource {
  public:
   TableSource(FileKind kind, std::vector<std::string> files, const OpenOptions& options)
-      : kind_(kind), files_(std::move(files)), batch_bytes_(std::max<size_t>(options.batch_bytes, 1)) {}
+      : kind_(kind),
+        files_(std::move(files)),
+        batch_bytes_(std::max<size_t>(options.batch_bytes, 1)) {}
+  ~TableSource() override {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
 
-  // Opens the first file and sums the sizes (so total_bytes() is known from the start).
+  // Opens the first file and sums the sizes (so total_bytes() is known from the start),
+  // then starts reading the first chunk.
   Status Start() {
     for (const std::string& f : files_) {
       struct stat st;
       if (::stat(f.c_str(), &st) != 0) return OpenForReadError(f, errno);
       total_ += static_cast<uint64_t>(st.st_size);
     }
-    return OpenFile(0);
+    EK_RETURN_IF_ERROR(OpenFile(0));
+    pending_ = true;
+    thread_ = std::thread([this] { Loop(); });
+    return Status::Ok();
   }
 
   Result<bool> Next(std::vector<SourceRecord>* out) override {
     out->clear();
-    text_ = JsonWriter();
-    ends_.clear();
-    while (text_.str().size() < batch_bytes_) {
-      if (row_ >= rows_) {
-        EK_ASSIGN_OR_RETURN(bool more, NextBatch());
-        if (!more) break;
-        continue;
+    if (done_reading_) return false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return !pending_; });
+      std::swap(current_, ahead_);  // the caller's previous records (now current_'s old) may go
+      if (!current_.status.ok() || current_.ends.empty()) {
+        done_reading_ = true;
+        if (!current_.status.ok()) return current_.status;
+        return false;
       }
-      text_.BeginObject();
-      for (size_t k = 0; k < cells_.size(); ++k) {
-        text_.Key(names_[k]);
-        cells_[k]->Write(row_, &text_);
-      }
-      text_.EndObject();
-      ++row_;
-      ends_.push_back({text_.str().size(), ++row_in_file_, &files_[file_]});
+      pending_ = true;  // fill ahead_ (the chunk the caller just gave back) meanwhile
     }
-    const std::string& s = text_.str();
+    cv_.notify_all();
+    const std::string& s = current_.text.str();
     size_t begin = 0;
-    out->reserve(ends_.size());
-    for (const End& e : ends_) {
-      out->push_back({std::string_view(s).substr(begin, e.end - begin), e.number, e.file, Unit::kRow});
+    out->reserve(current_.ends.size());
+    for (const End& e : current_.ends) {
+      out->push_back(
+          {std::string_view(s).substr(begin, e.end - begin), e.number, e.file, Unit::kRow});
       begin = e.end;
     }
-    return !out->empty();
+    return true;
   }
   FileKind kind() const override { return kind_; }
-  uint64_t consumed_bytes() const override {
-    return done_ + (reader_ ? std::min(reader_->consumed(), size_) : 0);
-  }
+  uint64_t consumed_bytes() const override { return current_.consumed; }
   uint64_t total_bytes() const override { return total_; }
 
  private:
@@ -652,6 +711,58 @@ class TableSource final : public RecordSource {
     uint64_t number;
     const std::string* file;
   };
+  struct Chunk {
+    JsonWriter text;  // Clear()ed per fill: its buffer is allocated once
+    std::vector<End> ends;
+    Status status;
+    uint64_t consumed = 0;  // input bytes behind this chunk's last record
+  };
+
+  // The read-ahead thread: fills ahead_ whenever asked, until stopped.
+  void Loop() {
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return pending_ || stop_; });
+        if (stop_) return;
+      }
+      Fill(&ahead_);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        pending_ = false;
+      }
+      cv_.notify_all();
+    }
+  }
+
+  // About batch_bytes of records (fewer at the end); an error stops the source.
+  void Fill(Chunk* c) {
+    c->text.Clear();
+    c->ends.clear();
+    c->status = Status::Ok();
+    JsonWriter& w = c->text;
+    while (w.str().size() < batch_bytes_) {
+      if (row_ >= rows_) {
+        Result<bool> more = NextBatch();
+        if (!more.ok()) {
+          c->status = more.status();
+          c->ends.clear();
+          return;
+        }
+        if (!*more) break;
+        continue;
+      }
+      w.BeginObject();
+      for (size_t k = 0; k < cells_.size(); ++k) {
+        w.Key(names_[k]);
+        cells_[k]->Write(row_, &w);
+      }
+      w.EndObject();
+      ++row_;
+      c->ends.push_back({w.str().size(), ++row_in_file_, &files_[file_]});
+    }
+    c->consumed = done_ + (reader_ ? std::min(reader_->consumed(), size_) : 0);
+  }
 
   Status OpenFile(size_t i) {
     file_ = i;
@@ -688,10 +799,13 @@ class TableSource final : public RecordSource {
     return true;
   }
 
-  FileKind kind_;
+  const FileKind kind_;
   const std::vector<std::string> files_;  // fixed: records point at its strings
-  size_t batch_bytes_;
-  uint64_t total_ = 0, done_ = 0, size_ = 0;
+  const size_t batch_bytes_;
+  uint64_t total_ = 0;
+
+  // The read-ahead thread's own, once started (Start() opens the first file before).
+  uint64_t done_ = 0, size_ = 0;
   size_t file_ = 0;
   std::unique_ptr<BatchReader> reader_;
   std::shared_ptr<arrow::RecordBatch> batch_;
@@ -699,8 +813,15 @@ class TableSource final : public RecordSource {
   std::vector<std::unique_ptr<Cell>> cells_;
   int64_t row_ = 0, rows_ = 0;
   uint64_t row_in_file_ = 0;
-  JsonWriter text_;
-  std::vector<End> ends_;
+
+  // ahead_ is the thread's while pending_, the caller's current_ otherwise (mu_ guards
+  // the hand-over).
+  Chunk current_, ahead_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool pending_ = false, stop_ = false;
+  bool done_reading_ = false;  // the caller's: the end or an error was returned
+  std::thread thread_;
 };
 
 }  // namespace
@@ -713,6 +834,27 @@ Result<std::unique_ptr<RecordSource>> OpenArrowSource(const std::string& path, F
   auto source = std::make_unique<TableSource>(kind, std::move(files), options);
   EK_RETURN_IF_ERROR(source->Start());
   return std::unique_ptr<RecordSource>(std::move(source));
+}
+
+Result<uint64_t> CountArrowRows(const std::string& path, FileKind kind,
+                                const OpenOptions& options) {
+  EK_ASSIGN_OR_RETURN(std::vector<std::string> files, DataFiles(path, kind, options));
+  const FileKind file_kind = kind == FileKind::kParquet ? FileKind::kParquet : FileKind::kArrow;
+  uint64_t rows = 0;
+  for (const std::string& f : files) {
+    uint64_t size = 0;
+    EK_ASSIGN_OR_RETURN(auto reader, OpenBatches(f, file_kind, &size));
+    if (auto n = reader->rows()) {
+      rows += static_cast<uint64_t>(*n);
+      continue;
+    }
+    while (true) {
+      EK_ASSIGN_OR_RETURN(auto batch, reader->Next());
+      if (!batch) break;
+      rows += static_cast<uint64_t>(batch->num_rows());
+    }
+  }
+  return rows;
 }
 
 Result<InputIdentity> IdentifyArrowInput(const std::string& path, FileKind kind,

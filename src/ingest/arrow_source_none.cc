@@ -25,6 +25,10 @@ Result<std::unique_ptr<RecordSource>> OpenArrowSource(const std::string& path, F
   return NoArrowError(path, kind);
 }
 
+Result<uint64_t> CountArrowRows(const std::string& path, FileKind kind, const OpenOptions&) {
+  return NoArrowError(path, kind);
+}
+
 Result<InputIdentity> IdentifyArrowInput(const std::string& path, FileKind kind,
                                          const OpenOptions&) {
   return NoArrowError(path, kind);

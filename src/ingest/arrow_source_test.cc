@@ -52,7 +52,8 @@ struct Rows {
 };
 
 Rows MixedRows() {
-  auto msg = arrow::struct_({arrow::field("role", arrow::utf8()), arrow::field("content", arrow::utf8())});
+  auto msg =
+      arrow::struct_({arrow::field("role", arrow::utf8()), arrow::field("content", arrow::utf8())});
   auto schema = arrow::schema({
       arrow::field("text", arrow::utf8()),
       arrow::field("n", arrow::int64()),
@@ -74,7 +75,8 @@ Rows MixedRows() {
       FromJson(arrow::list(msg),
                R"([[{"role": "user", "content": "hi"}, {"role": "assistant", "content": null}],
                    [], null, [null]])"),
-      FromJson(arrow::map(arrow::utf8(), arrow::int32()), R"([[["a", 1], ["b", null]], [], null, [["z", 0]]])"),
+      FromJson(arrow::map(arrow::utf8(), arrow::int32()),
+               R"([[["a", 1], ["b", null]], [], null, [["z", 0]]])"),
       FromJson(arrow::large_utf8(), R"(["x", "y", "z", null])"),
   };
   Rows r;
@@ -104,11 +106,14 @@ void WriteParquet(const arrow::Table& table, const std::string& path, int64_t ro
   auto out = arrow::io::FileOutputStream::Open(path);
   ASSERT_TRUE(out.ok());
   auto props = parquet::WriterProperties::Builder().compression(codec)->build();
-  ASSERT_TRUE(parquet::arrow::WriteTable(table, arrow::default_memory_pool(), *out, rows_per_group, props).ok());
+  ASSERT_TRUE(
+      parquet::arrow::WriteTable(table, arrow::default_memory_pool(), *out, rows_per_group, props)
+          .ok());
   ASSERT_TRUE((*out)->Close().ok());
 }
 
-void WriteIpc(const arrow::Table& table, const std::string& path, bool stream, int64_t rows_per_batch) {
+void WriteIpc(const arrow::Table& table, const std::string& path, bool stream,
+              int64_t rows_per_batch) {
   auto out = arrow::io::FileOutputStream::Open(path);
   ASSERT_TRUE(out.ok());
   auto w = stream ? arrow::ipc::MakeStreamWriter(*out, table.schema())
@@ -145,6 +150,9 @@ Read ReadAll(const std::string& path, FileKind kind, OpenOptions opt = {}) {
     }
   }
   EXPECT_EQ((*src)->consumed_bytes(), (*src)->total_bytes());
+  auto rows = CountArrowRows(path, kind, opt);
+  EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+  if (rows.ok()) EXPECT_EQ(*rows, r.json.size());
   return r;
 }
 
@@ -162,8 +170,8 @@ TEST(ArrowAvailableTest, ThisBuildReadsTables) { EXPECT_TRUE(ArrowAvailable()); 
 TEST_F(ArrowSourceTest, ParquetRowsAreTheJsonOfTheirColumns) {
   Rows rows = MixedRows();
   auto table = *arrow::Table::FromRecordBatches({rows.batch});
-  for (auto codec : {parquet::Compression::SNAPPY, parquet::Compression::ZSTD, parquet::Compression::GZIP,
-                     parquet::Compression::UNCOMPRESSED}) {
+  for (auto codec : {parquet::Compression::SNAPPY, parquet::Compression::ZSTD,
+                     parquet::Compression::GZIP, parquet::Compression::UNCOMPRESSED}) {
     SCOPED_TRACE(static_cast<int>(codec));
     WriteParquet(*table, Path("mixed.parquet"), 3, codec);  // two row groups: 3 + 1
     Read r = ReadAll(Path("mixed.parquet"), FileKind::kParquet);
@@ -186,15 +194,16 @@ TEST_F(ArrowSourceTest, ArrowFilesAndStreamsReadAsParquetDoes) {
 
 TEST_F(ArrowSourceTest, DictionaryStringsAndSlicedBatchesReadAsTheirValues) {
   auto dict_type = arrow::dictionary(arrow::int8(), arrow::utf8());
-  auto dict = arrow::json::DictArrayFromJSONString(dict_type, "[1, 0, null, 1, 1]", R"(["a", "b"])");
+  auto dict =
+      arrow::json::DictArrayFromJSONString(dict_type, "[1, 0, null, 1, 1]", R"(["a", "b"])");
   ASSERT_TRUE(dict.ok());
   auto schema = arrow::schema({arrow::field("text", dict_type)});
   // A batch sliced off its start: offsets into the child arrays must be honoured.
   auto batch = arrow::RecordBatch::Make(schema, 5, {*dict})->Slice(1, 4);
   WriteIpc(*(*arrow::Table::FromRecordBatches({batch})), Path("dict.arrow"), true, 100);
   Read r = ReadAll(Path("dict.arrow"), FileKind::kArrow);
-  EXPECT_EQ(r.json, (std::vector<std::string>{R"({"text":"a"})", R"({"text":null})", R"({"text":"b"})",
-                                               R"({"text":"b"})"}));
+  EXPECT_EQ(r.json, (std::vector<std::string>{R"({"text":"a"})", R"({"text":null})",
+                                              R"({"text":"b"})", R"({"text":"b"})"}));
 }
 
 TEST_F(ArrowSourceTest, ManyRowGroupsStreamInOrderInBatchesOfAboutBatchBytes) {
@@ -211,15 +220,18 @@ TEST_F(ArrowSourceTest, ManyRowGroupsStreamInOrderInBatchesOfAboutBatchBytes) {
 }
 
 TEST_F(ArrowSourceTest, ABinaryColumnIsRefusedNamingTheFileAndTheColumn) {
-  auto schema = arrow::schema({arrow::field("text", arrow::utf8()),
-                               arrow::field("meta", arrow::struct_({arrow::field("blob", arrow::binary())}))});
-  auto batch = arrow::RecordBatch::Make(
-      schema, 1, {FromJson(arrow::utf8(), R"(["a"])"),
-                  FromJson(schema->field(1)->type(), R"([{"blob": "x"}])")});
+  auto schema = arrow::schema(
+      {arrow::field("text", arrow::utf8()),
+       arrow::field("meta", arrow::struct_({arrow::field("blob", arrow::binary())}))});
+  auto batch = arrow::RecordBatch::Make(schema, 1,
+                                        {FromJson(arrow::utf8(), R"(["a"])"),
+                                         FromJson(schema->field(1)->type(), R"([{"blob": "x"}])")});
   auto table = *arrow::Table::FromRecordBatches({batch});
   WriteParquet(*table, Path("bin.parquet"), 10);
   WriteIpc(*table, Path("bin.arrow"), true, 10);
-  for (auto [name, kind] : {std::pair{"bin.parquet", FileKind::kParquet}, std::pair{"bin.arrow", FileKind::kArrow}}) {
+  for (auto [name, kind] :
+       {std::pair{"bin.parquet", FileKind::kParquet}, std::pair{"bin.arrow", FileKind::kArrow}}) {
+    EXPECT_FALSE(CountArrowRows(Path(name), kind, {}).ok());
     auto src = OpenArrowSource(Path(name), kind, {});
     ASSERT_FALSE(src.ok());
     EXPECT_EQ(src.status().code(), StatusCode::kUnsupported);
@@ -246,7 +258,8 @@ TEST_F(ArrowSourceTest, ATruncatedOrForeignFileIsCorruptNamingIt) {
   std::string bytes = Slurp(Path("t.parquet"));
   WriteText(Path("cut.parquet"), bytes.substr(0, bytes.size() / 2));
   WriteText(Path("text.arrow"), "{\"text\": \"not arrow\"}\n");
-  for (auto [name, kind] : {std::pair{"cut.parquet", FileKind::kParquet}, std::pair{"text.arrow", FileKind::kArrow}}) {
+  for (auto [name, kind] :
+       {std::pair{"cut.parquet", FileKind::kParquet}, std::pair{"text.arrow", FileKind::kArrow}}) {
     auto src = OpenArrowSource(Path(name), kind, {});
     ASSERT_FALSE(src.ok()) << name;
     EXPECT_EQ(src.status().code(), StatusCode::kCorrupt) << src.status().ToString();
@@ -263,20 +276,23 @@ void WriteDataset(const fs::path& dir, const std::vector<std::shared_ptr<arrow::
   fs::create_directories(dir);
   std::string files;
   for (size_t i = 0; i < shards.size(); ++i) {
-    const std::string name = "data-0000" + std::to_string(i) + "-of-0000" + std::to_string(shards.size()) + ".arrow";
+    const std::string name =
+        "data-0000" + std::to_string(i) + "-of-0000" + std::to_string(shards.size()) + ".arrow";
     WriteIpc(*shards[i], (dir / name).string(), true, 2);
     files += std::string(i ? ", " : "") + "{\"filename\": \"" + name + "\"}";
   }
   WriteText((dir / "state.json").string(),
-            "{\"_data_files\": [" + files + "], \"_fingerprint\": \"x\", \"_split\": " + split_json + "}");
+            "{\"_data_files\": [" + files +
+                "], \"_fingerprint\": \"x\", \"_split\": " + split_json + "}");
   WriteText((dir / "dataset_info.json").string(), "{}");
 }
 
 TEST_F(ArrowSourceTest, ADatasetDirectoryReadsItsDataFilesInOrderNumberingRowsPerFile) {
   WriteDataset(dir_ / "ds", {TextTable(3), TextTable(2, 3)});
   Read r = ReadAll(Path("ds"), FileKind::kDatasetsDir);
-  EXPECT_EQ(r.json, (std::vector<std::string>{R"({"text":"row 1"})", R"({"text":"row 2"})", R"({"text":"row 3"})",
-                                               R"({"text":"row 4"})", R"({"text":"row 5"})"}));
+  EXPECT_EQ(r.json, (std::vector<std::string>{R"({"text":"row 1"})", R"({"text":"row 2"})",
+                                              R"({"text":"row 3"})", R"({"text":"row 4"})",
+                                              R"({"text":"row 5"})"}));
   EXPECT_EQ(r.numbers, (std::vector<uint64_t>{1, 2, 3, 1, 2}));
   EXPECT_EQ(r.files[2], (dir_ / "ds" / "data-00000-of-00002.arrow").string());
   EXPECT_EQ(r.files[3], (dir_ / "ds" / "data-00001-of-00002.arrow").string());
@@ -292,7 +308,8 @@ TEST_F(ArrowSourceTest, ADatasetDirectoryReadsItsDataFilesInOrderNumberingRowsPe
   train.split = "train";
   auto src = OpenArrowSource(Path("ds"), FileKind::kDatasetsDir, train);
   ASSERT_FALSE(src.ok());
-  EXPECT_NE(src.status().message().find("not a DatasetDict: it has no split \"train\""), std::string::npos)
+  EXPECT_NE(src.status().message().find("not a DatasetDict: it has no split \"train\""),
+            std::string::npos)
       << src.status().message();
   WriteDataset(dir_ / "ds_train", {TextTable(1)}, "\"train\"");
   EXPECT_EQ(ReadAll(Path("ds_train"), FileKind::kDatasetsDir, train).json.size(), 1u);
@@ -310,7 +327,8 @@ TEST_F(ArrowSourceTest, ADatasetDictReadsTheSplitChosenAndListsThemOtherwise) {
   auto none = OpenArrowSource(Path("dd"), FileKind::kDatasetsDir, {});
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(none.status().message().find("splits train, test: choose one (--split NAME"), std::string::npos)
+  EXPECT_NE(none.status().message().find("splits train, test: choose one (--split NAME"),
+            std::string::npos)
       << none.status().message();
   OpenOptions dev;
   dev.split = "dev";
@@ -324,7 +342,8 @@ TEST_F(ArrowSourceTest, ADatasetDictReadsTheSplitChosenAndListsThemOtherwise) {
   auto bad = OpenArrowSource(Path("dd"), FileKind::kDatasetsDir, test);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kCorrupt);
-  EXPECT_NE(bad.status().message().find("dataset_dict.json: splits"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("dataset_dict.json: splits"), std::string::npos)
+      << bad.status().message();
 }
 
 TEST_F(ArrowSourceTest, AStateJsonNamingAFileOutsideItsDirectoryIsRefused) {
@@ -332,7 +351,8 @@ TEST_F(ArrowSourceTest, AStateJsonNamingAFileOutsideItsDirectoryIsRefused) {
   WriteText(Path("ds/state.json"), R"({"_data_files": [{"filename": "../secret.arrow"}]})");
   auto src = OpenArrowSource(Path("ds"), FileKind::kDatasetsDir, {});
   ASSERT_FALSE(src.ok());
-  EXPECT_NE(src.status().message().find("_data_files[0].filename"), std::string::npos) << src.status().message();
+  EXPECT_NE(src.status().message().find("_data_files[0].filename"), std::string::npos)
+      << src.status().message();
 }
 
 }  // namespace
