@@ -127,15 +127,29 @@ Status CheckSchema(const arrow::Schema& schema, const std::string& file) {
 // --- cells: one writer per column, built once per record batch -----------------------
 
 // Writes element i of one array as JSON. Built for a batch's arrays (the types are
-// fixed, so the dispatch on type happens once per batch, not per cell); holds raw
-// pointers into the batch, which must outlive it.
+// fixed, so the dispatch on type happens once per batch, not per cell). Each cell holds
+// a reference to its array (a child that a parent array hands out may be a fresh object).
 class Cell {
  public:
   virtual ~Cell() = default;
   virtual void Write(int64_t i, JsonWriter* w) const = 0;
 };
 
-std::unique_ptr<Cell> MakeCell(const arrow::Array& array);
+using ArrayPtr = std::shared_ptr<arrow::Array>;
+std::unique_ptr<Cell> MakeCell(const ArrayPtr& array);
+
+// The array, kept alive and cast once to its type.
+template <class A>
+class Typed {
+ public:
+  explicit Typed(ArrayPtr a) : keep_(std::move(a)), a_(static_cast<const A&>(*keep_)) {}
+  const A& operator*() const { return a_; }
+  const A* operator->() const { return &a_; }
+
+ private:
+  ArrayPtr keep_;
+  const A& a_;
+};
 
 class NullCell final : public Cell {
  public:
@@ -145,27 +159,27 @@ class NullCell final : public Cell {
 template <class A>
 class StrCell final : public Cell {
  public:
-  explicit StrCell(const arrow::Array& a) : a_(static_cast<const A&>(a)) {}
+  explicit StrCell(ArrayPtr a) : a_(std::move(a)) {}
   void Write(int64_t i, JsonWriter* w) const override {
-    if (a_.IsNull(i))
+    if (a_->IsNull(i))
       w->Null();
     else
-      w->Str(std::string_view(a_.GetView(i)));
+      w->Str(std::string_view(a_->GetView(i)));
   }
 
  private:
-  const A& a_;
+  Typed<A> a_;
 };
 
 template <class A>
 class IntCell final : public Cell {
  public:
-  explicit IntCell(const arrow::Array& a) : a_(static_cast<const A&>(a)) {}
+  explicit IntCell(ArrayPtr a) : a_(std::move(a)) {}
   void Write(int64_t i, JsonWriter* w) const override {
-    if (a_.IsNull(i)) {
+    if (a_->IsNull(i)) {
       w->Null();
     } else {
-      const auto v = a_.Value(i);
+      const auto v = a_->Value(i);
       if constexpr (std::is_unsigned_v<decltype(v)>)
         w->Uint(v);
       else
@@ -174,7 +188,7 @@ class IntCell final : public Cell {
   }
 
  private:
-  const A& a_;
+  Typed<A> a_;
 };
 
 void WriteDouble(double v, JsonWriter* w) {
@@ -187,44 +201,44 @@ void WriteDouble(double v, JsonWriter* w) {
 template <class A>
 class FloatCell final : public Cell {
  public:
-  explicit FloatCell(const arrow::Array& a) : a_(static_cast<const A&>(a)) {}
+  explicit FloatCell(ArrayPtr a) : a_(std::move(a)) {}
   void Write(int64_t i, JsonWriter* w) const override {
-    if (a_.IsNull(i))
+    if (a_->IsNull(i))
       w->Null();
     else
-      WriteDouble(static_cast<double>(a_.Value(i)), w);
+      WriteDouble(static_cast<double>(a_->Value(i)), w);
   }
 
  private:
-  const A& a_;
+  Typed<A> a_;
 };
 
 class HalfCell final : public Cell {
  public:
-  explicit HalfCell(const arrow::Array& a) : a_(static_cast<const arrow::HalfFloatArray&>(a)) {}
+  explicit HalfCell(ArrayPtr a) : a_(std::move(a)) {}
   void Write(int64_t i, JsonWriter* w) const override {
-    if (a_.IsNull(i))
+    if (a_->IsNull(i))
       w->Null();
     else
-      WriteDouble(arrow::util::Float16::FromBits(a_.Value(i)).ToDouble(), w);
+      WriteDouble(arrow::util::Float16::FromBits(a_->Value(i)).ToDouble(), w);
   }
 
  private:
-  const arrow::HalfFloatArray& a_;
+  Typed<arrow::HalfFloatArray> a_;
 };
 
 class BoolCell final : public Cell {
  public:
-  explicit BoolCell(const arrow::Array& a) : a_(static_cast<const arrow::BooleanArray&>(a)) {}
+  explicit BoolCell(ArrayPtr a) : a_(std::move(a)) {}
   void Write(int64_t i, JsonWriter* w) const override {
-    if (a_.IsNull(i))
+    if (a_->IsNull(i))
       w->Null();
     else
-      w->Bool(a_.Value(i));
+      w->Bool(a_->Value(i));
   }
 
  private:
-  const arrow::BooleanArray& a_;
+  Typed<arrow::BooleanArray> a_;
 };
 
 // list, large_list, fixed_size_list, list_view, large_list_view: value_offset and
@@ -232,36 +246,35 @@ class BoolCell final : public Cell {
 template <class A>
 class ListCell final : public Cell {
  public:
-  explicit ListCell(const arrow::Array& a)
-      : a_(static_cast<const A&>(a)), values_(MakeCell(*a_.values())) {}
+  explicit ListCell(ArrayPtr a) : a_(std::move(a)), values_(MakeCell(a_->values())) {}
   void Write(int64_t i, JsonWriter* w) const override {
-    if (a_.IsNull(i)) {
+    if (a_->IsNull(i)) {
       w->Null();
       return;
     }
-    const int64_t begin = a_.value_offset(i), end = begin + a_.value_length(i);
+    const int64_t begin = a_->value_offset(i), end = begin + a_->value_length(i);
     w->BeginArray();
     for (int64_t j = begin; j < end; ++j) values_->Write(j, w);
     w->EndArray();
   }
 
  private:
-  const A& a_;
+  Typed<A> a_;
   std::unique_ptr<Cell> values_;
 };
 
 class StructCell final : public Cell {
  public:
-  explicit StructCell(const arrow::Array& a) : a_(static_cast<const arrow::StructArray&>(a)) {
-    const auto& type = *a_.struct_type();
+  explicit StructCell(ArrayPtr a) : a_(std::move(a)) {
+    const auto& type = *a_->struct_type();
     for (int k = 0; k < type.num_fields(); ++k) {
       names_.push_back(type.field(k)->name());
       // field(k) carries the struct's own offset, so it is indexed like the struct.
-      fields_.push_back(MakeCell(*a_.field(k)));
+      fields_.push_back(MakeCell(a_->field(k)));
     }
   }
   void Write(int64_t i, JsonWriter* w) const override {
-    if (a_.IsNull(i)) {
+    if (a_->IsNull(i)) {
       w->Null();
       return;
     }
@@ -274,7 +287,7 @@ class StructCell final : public Cell {
   }
 
  private:
-  const arrow::StructArray& a_;
+  Typed<arrow::StructArray> a_;
   std::vector<std::string> names_;
   std::vector<std::unique_ptr<Cell>> fields_;
 };
@@ -293,47 +306,47 @@ std::string_view KeyAt(const arrow::Array& keys, int64_t j) {
 // map<string, T>: an object, entries in stored order (Arrow's map keys are never null).
 class MapCell final : public Cell {
  public:
-  explicit MapCell(const arrow::Array& a)
-      : a_(static_cast<const arrow::MapArray&>(a)), items_(MakeCell(*a_.items())) {}
+  explicit MapCell(ArrayPtr a)
+      : a_(std::move(a)), keys_(a_->keys()), items_(MakeCell(a_->items())) {}
   void Write(int64_t i, JsonWriter* w) const override {
-    if (a_.IsNull(i)) {
+    if (a_->IsNull(i)) {
       w->Null();
       return;
     }
-    const int64_t begin = a_.value_offset(i), end = begin + a_.value_length(i);
+    const int64_t begin = a_->value_offset(i), end = begin + a_->value_length(i);
     w->BeginObject();
     for (int64_t j = begin; j < end; ++j) {
-      w->Key(KeyAt(*a_.keys(), j));
+      w->Key(KeyAt(*keys_, j));
       items_->Write(j, w);
     }
     w->EndObject();
   }
 
  private:
-  const arrow::MapArray& a_;
+  Typed<arrow::MapArray> a_;
+  ArrayPtr keys_;
   std::unique_ptr<Cell> items_;
 };
 
 class DictCell final : public Cell {
  public:
-  explicit DictCell(const arrow::Array& a)
-      : a_(static_cast<const arrow::DictionaryArray&>(a)), values_(MakeCell(*a_.dictionary())) {}
+  explicit DictCell(ArrayPtr a) : a_(std::move(a)), values_(MakeCell(a_->dictionary())) {}
   void Write(int64_t i, JsonWriter* w) const override {
-    if (a_.IsNull(i))
+    if (a_->IsNull(i))
       w->Null();
     else
-      values_->Write(a_.GetValueIndex(i), w);
+      values_->Write(a_->GetValueIndex(i), w);
   }
 
  private:
-  const arrow::DictionaryArray& a_;
+  Typed<arrow::DictionaryArray> a_;
   std::unique_ptr<Cell> values_;
 };
 
 // Only for types FirstUnjsonable accepts (checked when the file was opened).
-std::unique_ptr<Cell> MakeCell(const arrow::Array& a) {
+std::unique_ptr<Cell> MakeCell(const ArrayPtr& a) {
   using arrow::Type;
-  switch (a.type_id()) {
+  switch (a->type_id()) {
     case Type::BOOL:
       return std::make_unique<BoolCell>(a);
     case Type::INT8:
@@ -793,7 +806,7 @@ class TableSource final : public RecordSource {
     names_.clear();
     for (int k = 0; k < batch_->num_columns(); ++k) {
       names_.push_back(schema.field(k)->name());
-      cells_.push_back(MakeCell(*batch_->column(k)));
+      cells_.push_back(MakeCell(batch_->column(k)));
     }
     rows_ = batch_->num_rows();
     return true;
