@@ -435,14 +435,19 @@ class ParquetBatches final : public BatchReader {
     auto r = std::unique_ptr<ParquetBatches>(new ParquetBatches(path, size));
     parquet::ArrowReaderProperties props;
     props.set_batch_size(16 * 1024);
-    // No pre-buffering: each column chunk is read whole when its column is decoded (one
-    // row group at a time, Next() asks for one per reader). Pre-buffering copies the
-    // chunks once more through a cache, which measured a few percent slower
-    // (bench/pack_parquet_vs_jsonl.py) and buys nothing on a local file.
+    // No pre-buffering: it reads a row group's column chunks whole into a cache (memory
+    // of a row group's size) and measured a few percent slower on a local file
+    // (bench/pack_parquet_vs_jsonl.py).
     props.set_pre_buffer(false);
+    // Column chunks through a buffered stream, page by page, not read whole: a row group
+    // is as large as its writer chose (`datasets` writes 100k-row groups, hundreds of MB
+    // of text), and only a batch of it is decoded at a time.
+    parquet::ReaderProperties reader_props;
+    reader_props.enable_buffered_stream();
+    reader_props.set_buffer_size(1 << 20);
     parquet::arrow::FileReaderBuilder builder;
     try {
-      arrow::Status st = builder.Open(std::move(file));
+      arrow::Status st = builder.Open(std::move(file), reader_props);
       if (!st.ok()) return ArrowReadError(path, "Parquet", st);
       builder.properties(props);
       auto reader = builder.Build();
