@@ -270,6 +270,47 @@ TEST_F(ArrowSourceTest, ATruncatedOrForeignFileIsCorruptNamingIt) {
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
 }
 
+TEST_F(ArrowSourceTest, AStreamCutShortGivesItsRowsThenAnErrorNamingTheFile) {
+  WriteIpc(*TextTable(4000), Path("t.arrow"), true, 500);
+  const std::string bytes = Slurp(Path("t.arrow"));
+  WriteText(Path("cut.arrow"), bytes.substr(0, bytes.size() * 7 / 10));
+  OpenOptions opt;
+  opt.batch_bytes = 2000;  // many Next() calls: the error arrives from the read-ahead
+  auto src = OpenArrowSource(Path("cut.arrow"), FileKind::kArrow, opt);
+  ASSERT_TRUE(src.ok()) << src.status().ToString();
+  std::vector<SourceRecord> recs;
+  uint64_t rows = 0;
+  Status error;
+  while (true) {
+    auto more = (*src)->Next(&recs);
+    if (!more.ok()) {
+      error = more.status();
+      break;
+    }
+    if (!*more) break;
+    for (const SourceRecord& r : recs) ASSERT_EQ(r.number, ++rows);
+  }
+  EXPECT_GT(rows, 1000u);
+  EXPECT_LT(rows, 3000u);
+  EXPECT_EQ(error.code(), StatusCode::kCorrupt) << error.ToString();
+  EXPECT_NE(error.message().find(Path("cut.arrow")), std::string::npos) << error.message();
+  auto after = (*src)->Next(&recs);  // and stays ended
+  ASSERT_TRUE(after.ok());
+  EXPECT_FALSE(*after);
+}
+
+TEST_F(ArrowSourceTest, ASourceDestroyedWhileReadingAheadStopsCleanly) {
+  WriteParquet(*TextTable(20000), Path("t.parquet"), 1000);
+  for (int i = 0; i < 20; ++i) {
+    OpenOptions opt;
+    opt.batch_bytes = 100;
+    auto src = OpenArrowSource(Path("t.parquet"), FileKind::kParquet, opt);
+    ASSERT_TRUE(src.ok());
+    std::vector<SourceRecord> recs;
+    for (int k = 0; k < i; ++k) ASSERT_TRUE((*src)->Next(&recs).ok());
+  }  // each destroyed with its thread mid-read (ASan and the join catch a race)
+}
+
 // save_to_disk's layout: state.json naming Arrow streams, in order.
 void WriteDataset(const fs::path& dir, const std::vector<std::shared_ptr<arrow::Table>>& shards,
                   const std::string& split_json = "null") {
