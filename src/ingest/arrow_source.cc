@@ -644,6 +644,12 @@ Result<std::vector<std::string>> DatasetFiles(const std::string& dir, const Open
     data_dir = root / split;
   }
   const fs::path state = data_dir / "state.json";
+  if (!FileExists(state.string()))
+    return NotFoundError(fmt::format(
+        "{}: no state.json{}: not a directory Dataset.save_to_disk or DatasetDict.save_to_disk "
+        "wrote (load it with datasets and save_to_disk it, or name its .parquet/.arrow/.jsonl "
+        "files)",
+        data_dir.string(), data_dir == root ? " or dataset_dict.json" : ""));
   EK_ASSIGN_OR_RETURN(std::string text, ReadFile(state.string()));
   EK_ASSIGN_OR_RETURN(JsonFields f, doc.Parse(text, state.string()));
   if (data_dir == root && !options.split.empty()) {

@@ -387,6 +387,16 @@ TEST_F(ArrowSourceTest, ADatasetDictReadsTheSplitChosenAndListsThemOtherwise) {
       << bad.status().message();
 }
 
+TEST_F(ArrowSourceTest, ADirectoryThatIsNoDatasetSaysWhatItLacks) {
+  fs::create_directories(dir_ / "plain");
+  auto src = OpenArrowSource(Path("plain"), FileKind::kDatasetsDir, {});
+  ASSERT_FALSE(src.ok());
+  EXPECT_EQ(src.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(src.status().message().find(Path("plain") + ": no state.json or dataset_dict.json"),
+            std::string::npos)
+      << src.status().message();
+}
+
 TEST_F(ArrowSourceTest, AStateJsonNamingAFileOutsideItsDirectoryIsRefused) {
   WriteDataset(dir_ / "ds", {TextTable(1)});
   WriteText(Path("ds/state.json"), R"({"_data_files": [{"filename": "../secret.arrow"}]})");
