@@ -98,15 +98,19 @@ fi
 # CUDA libraries; it is installed once and reused.
 VENV=$ROOT/.venv
 # pybind11 comes from here, not Debian: 12's pybind11-dev (2.10.3) predates NumPy 2 and
-# builds an extension whose arrays all have stride 0 (python/CMakeLists.txt).
-PIP_PKGS=(pytest pytest-xdist bpe-qwen==0.1.5 "torch>=2.8" "numpy>=1.24" "datasets>=2.19" "tokenizers>=0.21"
+# builds an extension whose arrays all have stride 0 (python/CMakeLists.txt). pyarrow (which
+# datasets pulls in anyway) is named in both modes: its wheel's Arrow C++ libraries and headers are
+# what the build reads Parquet and Arrow with (src/ingest/CMakeLists.txt; -DEK_ARROW=ON below
+# makes a venv without it a configure error, not a binary that refuses tables).
+PIP_PKGS=(pytest pytest-xdist bpe-qwen==0.1.5 "torch>=2.8" "numpy>=1.24" "datasets>=2.19" "pyarrow>=15" "tokenizers>=0.21"
   "transformers>=4.56" "safetensors>=0.5" trl==1.16.0 "pybind11>=2.12")
 # The main job: PyTorch, transformers (the model and its check), safetensors, pybind11.
-PIP_MAIN=("torch>=2.8" "numpy>=1.24" "transformers>=4.56" "safetensors>=0.5" "pybind11>=2.12")
+PIP_MAIN=("torch>=2.8" "numpy>=1.24" "transformers>=4.56" "safetensors>=0.5" "pybind11>=2.12" "pyarrow>=15")
 venv_main_ok() {
   "$VENV/bin/python" - <<'PY' 2>/dev/null
 import importlib.util, sys
-ok = all(importlib.util.find_spec(m) is not None for m in ("numpy", "torch", "transformers", "safetensors", "pybind11"))
+ok = all(importlib.util.find_spec(m) is not None for m in ("numpy", "torch", "transformers", "safetensors", "pybind11",
+                                                           "pyarrow"))
 if ok:
     import pybind11, torch
     ok = (tuple(int(x) for x in torch.__version__.split(".")[:2]) >= (2, 8)
@@ -123,8 +127,8 @@ spec = importlib.util.find_spec("bpe_qwen")
 ok = (md.version("bpe-qwen") == "0.1.5" and spec is not None
       and glob.glob(os.path.join(spec.submodule_search_locations[0], "bpe_qwen.*.so"))
       and all(importlib.util.find_spec(m) is not None
-              for m in ("pytest", "xdist", "numpy", "datasets", "tokenizers", "torch", "transformers", "safetensors",
-                        "pybind11"))
+              for m in ("pytest", "xdist", "numpy", "datasets", "pyarrow", "tokenizers", "torch", "transformers",
+                        "safetensors", "pybind11"))
       and md.version("trl") == "1.16.0")
 if ok:
     import pybind11, torch
@@ -151,7 +155,7 @@ fi
 # simdjson and gtest once per batch instead of once per file, which cut the build's compile
 # time by about a third on 2 cores. A developer's own `cmake -B` is per-file by default.
 cmake -S "$ROOT" -B "$ROOT/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
-  -DCMAKE_UNITY_BUILD=ON -DEK_COMPONENTS=all -DEK_BUILD_BENCH=OFF -DEK_BUILD_PYTHON=ON -DPython_EXECUTABLE="$VENV/bin/python" \
+  -DCMAKE_UNITY_BUILD=ON -DEK_COMPONENTS=all -DEK_BUILD_BENCH=OFF -DEK_BUILD_PYTHON=ON -DPython_EXECUTABLE="$VENV/bin/python" -DEK_ARROW=ON \
   -Dpybind11_DIR="$("$VENV/bin/python" -m pybind11 --cmakedir)" >/dev/null
 if [ "$MODE" = main ]; then
   cmake --build "$ROOT/build" -j"$(nproc)" --target evenkeel _core

@@ -148,6 +148,9 @@ int RunPack(int argc, char** argv) {
          "strided (records split as datasets.shard does; ranks' block counts may differ)")
       ->check(CLI::IsMember({"contiguous", "strided", "balanced"}))
       ->capture_default_str();
+  app.add_option("--split", opt.split,
+                 "a datasets DatasetDict directory among the inputs: the split to read (train, "
+                 "test, ...); needed when it has several");
   app.add_option("--text-field", opt.record.text_field, "field holding the text")
       ->capture_default_str();
   app.add_option("--chat-template", chat,

@@ -9,15 +9,41 @@
 
 namespace ek {
 
+namespace {
+
+// True when one of the 8 bytes in `v` is below 0x20, '"' or '\\': the bytes a JSON
+// string escapes. The has-less and has-zero word tricks, exact as "any" tests (a byte
+// >= 0x80 never matches), so a clean word of text is skipped in one step.
+inline bool AnyToEscape(uint64_t v) {
+  constexpr uint64_t k01 = 0x0101010101010101ULL, k80 = 0x8080808080808080ULL;
+  const uint64_t quote = v ^ (k01 * '"'), backslash = v ^ (k01 * '\\');
+  const uint64_t below_space = (v - k01 * 0x20) & ~v;
+  const uint64_t is_quote = (quote - k01) & ~quote;
+  const uint64_t is_backslash = (backslash - k01) & ~backslash;
+  return ((below_space | is_quote | is_backslash) & k80) != 0;
+}
+
+}  // namespace
+
 void AppendJsonString(std::string* out, std::string_view s) {
   static const char kHex[] = "0123456789abcdef";
   out->push_back('"');
   size_t run = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
+  for (size_t i = 0; i < s.size();) {
+    // Eight bytes at a time while they need no escape: byte by byte, this loop was a
+    // tenth of packing from Parquet (every row's strings pass through it).
+    if (i + 8 <= s.size()) {
+      uint64_t v;
+      std::memcpy(&v, s.data() + i, 8);
+      if (!AnyToEscape(v)) {
+        i += 8;
+        continue;
+      }
+    }
+    unsigned char c = static_cast<unsigned char>(s[i++]);
     if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out->append(s.data() + run, i - run);
-    run = i + 1;
+    out->append(s.data() + run, i - 1 - run);
+    run = i;
     switch (c) {
       case '"':
         out->append("\\\"");

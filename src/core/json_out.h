@@ -87,6 +87,14 @@ class JsonWriter {
     return EndArray();
   }
 
+  // Empties the writer for the next document, keeping its buffer's capacity (a
+  // writer reused for many records allocates once, not per record or batch).
+  void Clear() {
+    out_.clear();
+    levels_.clear();
+    after_key_ = false;
+  }
+
   const std::string& str() const { return out_; }
   // The record as a file holds it: the JSON and one '\n'.
   std::string Line() const { return out_ + "\n"; }

@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -98,6 +99,67 @@ TEST(JsonWriterTest, ArraysOfARange) {
   EXPECT_EQ(w.str(),
             R"({"ranks": [0, -1, 2], "steps": [18446744073709551615], "hosts": ["a", "b\"c"], )"
             R"("none": []})");
+}
+
+// The escape as the byte-by-byte loop wrote it before AppendJsonString went a word at a time.
+std::string JsonOutTestEscapeOneByOne(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  return out + "\"";
+}
+
+TEST(JsonOutTest, EveryByteAtEveryPlaceOfAWordEscapesAsOneByOne) {
+  for (size_t len = 1; len <= 19; ++len) {
+    for (size_t at = 0; at < len; ++at) {
+      for (int b = 0; b < 256; ++b) {
+        std::string s(len, 'a');
+        s[at] = static_cast<char>(b);
+        if (at + 1 < len) s[at + 1] = static_cast<char>(0xC3);  // a byte >= 0x80 beside it
+        ASSERT_EQ(JsonString(s), JsonOutTestEscapeOneByOne(s))
+            << "len " << len << " at " << at << " byte " << b;
+      }
+    }
+  }
+}
+
+TEST(JsonWriterTest, ClearStartsANewDocument) {
+  JsonWriter w;
+  w.BeginObject().Key("a").BeginArray().Int(1);
+  w.Clear();
+  w.BeginObject().Key("b").Int(2).EndObject();
+  EXPECT_EQ(w.str(), R"({"b":2})");
 }
 
 }  // namespace

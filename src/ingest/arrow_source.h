@@ -21,6 +21,11 @@ bool ArrowAvailable();
 // JSON form (binary, ...) is an error naming the file and the column.
 Result<std::unique_ptr<RecordSource>> OpenArrowSource(const std::string& path, FileKind kind,
                                                       const OpenOptions& options);
+// The number of rows (records) of the input, from the files' metadata where they have
+// it (Parquet's footer, an Arrow file's batches), else by reading the batches (an Arrow
+// stream) but never converting a row: what a packer's counting pass needs, at a small
+// part of OpenArrowSource's cost. Refuses what OpenArrowSource refuses.
+Result<uint64_t> CountArrowRows(const std::string& path, FileKind kind, const OpenOptions& options);
 Result<InputIdentity> IdentifyArrowInput(const std::string& path, FileKind kind,
                                          const OpenOptions& options);
 

@@ -1,4 +1,5 @@
-// A build without Apache Arrow: the table kinds are refused with how to read them anyway.
+// A build without Apache Arrow C++ (EK_ARROW=OFF, or pyarrow not found): the table
+// kinds are refused with how to get past it.
 #include <fmt/format.h>
 
 #include "ingest/arrow_source.h"
@@ -7,13 +8,11 @@ namespace ek::ingest {
 
 namespace {
 
-Status NoArrow(const std::string& path, FileKind kind) {
+Status NoArrowError(const std::string& path, FileKind kind) {
   return UnsupportedError(fmt::format(
-      "{}: this build of evenkeel reads no Parquet, Arrow or datasets directories (it was "
-      "built without Apache Arrow; the {} input needs it); convert it to JSON lines with "
-      "Hugging Face datasets (Dataset.from_parquet / load_from_disk, then "
-      "Dataset.to_json(\"x.jsonl\")), or rebuild with pyarrow installed in .venv "
-      "(scripts/setup.sh) so that Arrow C++ is found",
+      "{}: a {} input, and this evenkeel was built without Apache Arrow (EK_ARROW=OFF or "
+      "pyarrow not found): rebuild with pyarrow in the build's Python (pip install pyarrow; "
+      "cmake -DEK_ARROW=ON), or convert it to JSON lines (Dataset.to_json(\"data.jsonl\"))",
       path, FileKindName(kind)));
 }
 
@@ -23,12 +22,16 @@ bool ArrowAvailable() { return false; }
 
 Result<std::unique_ptr<RecordSource>> OpenArrowSource(const std::string& path, FileKind kind,
                                                       const OpenOptions&) {
-  return NoArrow(path, kind);
+  return NoArrowError(path, kind);
+}
+
+Result<uint64_t> CountArrowRows(const std::string& path, FileKind kind, const OpenOptions&) {
+  return NoArrowError(path, kind);
 }
 
 Result<InputIdentity> IdentifyArrowInput(const std::string& path, FileKind kind,
                                          const OpenOptions&) {
-  return NoArrow(path, kind);
+  return NoArrowError(path, kind);
 }
 
 }  // namespace ek::ingest

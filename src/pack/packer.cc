@@ -18,6 +18,7 @@
 #include "core/jsonl.h"
 #include "core/thread_pool.h"
 #include "core/version.h"
+#include "ingest/arrow_source.h"
 #include "ingest/source.h"
 #include "packfile/layout.h"
 #include "tokenize/tokenizer.h"
@@ -475,7 +476,7 @@ Result<Manifest> Pack(const PackOptions& opt,
     }
     return skips.Add(ref.rec, input_no, st, f.reason);
   };
-  const ingest::OpenOptions open_opt{std::string(), opt.chunk_bytes};
+  const ingest::OpenOptions open_opt{opt.split, opt.chunk_bytes};
 
   // Pass 1: sizes, hashes, record counts (sharding needs the total up front). With
   // --skip-bad and --shard contiguous or strided, the records are rendered here too
@@ -493,6 +494,15 @@ Result<Manifest> Pack(const PackOptions& opt,
     in.size = id.size;
     in.xxh3 = id.xxh3;
     m.inputs.push_back(in);
+    // A table knows its row count (Parquet's footer, Arrow's batches): unless pass 1
+    // screens the records, count without turning rows into JSON.
+    EK_ASSIGN_OR_RETURN(ingest::FileKind kind, ingest::DetectKind(path));
+    if (!prescreen && (kind == ingest::FileKind::kParquet || kind == ingest::FileKind::kArrow ||
+                       kind == ingest::FileKind::kDatasetsDir)) {
+      EK_ASSIGN_OR_RETURN(m.inputs[input_no].records, ingest::CountArrowRows(path, kind, open_opt));
+      m.total_records += m.inputs[input_no].records;
+      continue;
+    }
     EK_ASSIGN_OR_RETURN(auto source, ingest::Open(path, open_opt));
     std::vector<ingest::SourceRecord> batch;
     while (true) {

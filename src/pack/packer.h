@@ -25,6 +25,7 @@ struct PackOptions {
   std::string tokenizer_path;
   std::vector<std::string> inputs;
   std::string out_dir;
+  std::string split;  // a DatasetDict input: the split to read ("" = its only one)
   int world = 0;
   int seq_len = 2048;
   ShardMode shard = ShardMode::kBalanced;  // spread 0: evenfix drops nothing (contiguous/strided:
