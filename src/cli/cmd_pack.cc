@@ -1,8 +1,10 @@
 // evenkeel pack / pack merge / inspect.
 #include <fmt/core.h>
+#include <glob.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -10,9 +12,11 @@
 #include "core/json_out.h"
 #include "core/parse.h"
 #include "core/progress.h"
+#include "ingest/source.h"
 #include "pack/packer.h"
 #include "packfile/inspect.h"
 #include "packfile/manifest.h"
+#include "run/run_file.h"
 #include "tokenize/tokenizer.h"
 #include "tokenize/unicode.h"
 
@@ -120,6 +124,137 @@ int RunPackMerge(int argc, char** argv) {
   return kExitOk;
 }
 
+// The files a source's path names: itself, or a glob's matches in sorted order. A glob
+// that matches nothing is an error naming the source.
+Result<std::vector<std::string>> ExpandSourcePath(const std::string& path,
+                                                  const std::string& where) {
+  if (path.find_first_of("*?[") == std::string::npos) return std::vector<std::string>{path};
+  glob_t g{};
+  const int rc = glob(path.c_str(), GLOB_ERR, nullptr, &g);
+  std::vector<std::string> out;
+  for (size_t i = 0; rc == 0 && i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  globfree(&g);
+  if (rc == GLOB_NOMATCH || (rc == 0 && out.empty())) {
+    return InvalidArgumentError(fmt::format("{}: the glob {} matches no file", where, path));
+  }
+  if (rc != 0) return IoError(fmt::format("{}: cannot list {}", where, path));
+  return out;
+}
+
+// `evenkeel pack RUN.toml`: the pack's facts come from the run file (the tokenizer is
+// the model's, the world the cluster's, the block length train.seq_len, the rest
+// [data]'s); a flag may repeat one but not contradict it (usage error naming both).
+// Flags the run file has no key for (--threads, --ranks, --skip-bad, --eos,
+// --invalid-utf8, --allow-template-drops, --json) keep their meaning.
+struct PackFlags {
+  std::string shard, chat, loss_mask, shape, columns, tags;
+};
+Status FromRunFile(const std::string& path, const CLI::App& app, const PackFlags& flags,
+                   pack::PackOptions* opt) {
+  EK_ASSIGN_OR_RETURN(run::RunFile rf, run::ReadRunFile(path));
+  auto clash = [&](std::string_view flag, const std::string& given, std::string_view key,
+                   const std::string& file) -> Status {
+    if (!app.count(std::string(flag)) || given == file) return Status::Ok();
+    return FailedPreconditionError(fmt::format(
+        "{} {} contradicts the run file {}: {} = {}; drop the flag (the run file says it once)",
+        flag, given, path, key, file));
+  };
+  if (rf.model_path.empty()) {
+    return InvalidArgumentError(fmt::format(
+        "{}: model.path is needed: the pack tokenizes with the model's tokenizer.json", path));
+  }
+  const std::string tokenizer = rf.Resolve(rf.model_path) + "/tokenizer.json";
+  EK_RETURN_IF_ERROR(
+      clash("--tokenizer", opt->tokenizer_path, "model.path's tokenizer", tokenizer));
+  EK_RETURN_IF_ERROR(clash("--world", std::to_string(opt->world), "the cluster's world",
+                           std::to_string(rf.world())));
+  EK_RETURN_IF_ERROR(clash("--seq-len", std::to_string(opt->seq_len), "train.seq_len",
+                           std::to_string(rf.seq_len)));
+  if (rf.pack_dir.empty())
+    return InvalidArgumentError(
+        fmt::format("{}: data.pack_dir is needed: where the pack goes", path));
+  const std::string out = rf.Resolve(rf.pack_dir);
+  EK_RETURN_IF_ERROR(clash("--out", opt->out_dir, "data.pack_dir", out));
+  EK_RETURN_IF_ERROR(clash("--shard", flags.shard, "data.shard", rf.shard));
+  std::string chat = rf.chat_template;
+  if (chat != "auto" && chat != "none" && chat != "chatml" && chat != "llama3" && !chat.empty())
+    chat = rf.Resolve(chat);
+  EK_RETURN_IF_ERROR(clash("--chat-template", flags.chat, "data.chat_template", chat));
+  EK_RETURN_IF_ERROR(clash("--loss-mask", flags.loss_mask, "data.loss_mask", rf.loss_mask));
+  for (const char* flag : {"--shape", "--columns", "--tags", "--text-field", "--split"}) {
+    if (app.count(flag)) {
+      return FailedPreconditionError(
+          fmt::format("{} with a run file: a source's shape, maps, text field and split are its "
+                      "[[data.source]] keys (shape, columns, tags, text_field, split) in {}",
+                      flag, path));
+    }
+  }
+  if (rf.sources.empty()) {
+    return InvalidArgumentError(fmt::format(
+        "{}: no [[data.source]]: the run file names what to pack, e.g.\n[[data.source]]\npath = "
+        "\"data/train.jsonl\"",
+        path));
+  }
+  opt->tokenizer_path = tokenizer;
+  opt->world = rf.world();
+  opt->seq_len = rf.seq_len;
+  opt->out_dir = out;
+  EK_ASSIGN_OR_RETURN(opt->shard, pack::ParseShardMode(rf.shard));
+  EK_ASSIGN_OR_RETURN(opt->chat, pack::ParseChatTemplate(chat));
+  EK_ASSIGN_OR_RETURN(opt->loss_mask, pack::ParseLossMask(rf.loss_mask));
+  opt->mixture_seed = static_cast<uint64_t>(rf.mixture_seed);
+  opt->inputs.clear();
+  for (size_t i = 0; i < rf.sources.size(); ++i) {
+    const run::DataSource& d = rf.sources[i];
+    const std::string where = fmt::format("{}: data.source[{}] (line {})", path, i, d.line);
+    pack::PackSource src;
+    src.name = d.name.empty() ? std::filesystem::path(d.path).filename().string() : d.name;
+    EK_ASSIGN_OR_RETURN(src.inputs, ExpandSourcePath(rf.Resolve(d.path), where));
+    if (d.format != "auto") {
+      for (const std::string& in : src.inputs) {
+        auto kind = ingest::DetectKind(in);
+        if (!kind.ok()) return kind.status().WithContext(where);
+        if (ingest::FileKindName(*kind) != d.format) {
+          return InvalidArgumentError(fmt::format("{}: format = \"{}\", but {} is {}", where,
+                                                  d.format, in, ingest::FileKindName(*kind)));
+        }
+      }
+    }
+    std::string columns, tags;
+    for (const auto& [k, v] : d.columns)
+      columns += fmt::format("{}{}={}", columns.empty() ? "" : ",", k, v);
+    for (const auto& [k, v] : d.tags) tags += fmt::format("{}{}={}", tags.empty() ? "" : ",", k, v);
+    auto shape = pack::ParseShape(d.shape, columns, tags);
+    if (!shape.ok()) return shape.status().WithContext(where);
+    src.shape = *shape;
+    src.text_field = d.text_field;
+    if (auto it = src.shape.columns.find("text"); it != src.shape.columns.end()) {
+      if (!d.text_field.empty() && d.text_field != it->second) {
+        return InvalidArgumentError(
+            fmt::format("{}: text_field = \"{}\" contradicts columns.text = \"{}\"", where,
+                        d.text_field, it->second));
+      }
+      src.text_field = it->second;
+    }
+    src.split = d.split;
+    src.weight = d.weight;
+    src.epochs = d.epochs;
+    opt->sources.push_back(std::move(src));
+  }
+  return Status::Ok();
+}
+
+// True when the command line's one positional argument is a run file.
+bool RunFileMode(int argc, char** argv) {
+  int positional = 0;
+  (void)positional;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if (!a.starts_with("-") && a.ends_with(".toml")) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int RunPack(int argc, char** argv) {
@@ -133,12 +268,23 @@ int RunPack(int argc, char** argv) {
   std::string shard = "balanced", chat = "auto", loss_mask = "none", ranks, invalid = "error", eos;
   std::string shape = "auto", columns, tags;
   bool json = false;
-  app.add_option("--tokenizer", opt.tokenizer_path, "Hugging Face tokenizer.json")->required();
-  app.add_option("--world", opt.world, "number of ranks (GPUs)")->required();
+  // With a run file (RUN.toml as the one input) the tokenizer, world, block length, output
+  // and sources are its; without one, the flags say them.
+  const bool from_run = RunFileMode(argc, argv);
+  auto* tokenizer_opt =
+      app.add_option("--tokenizer", opt.tokenizer_path, "Hugging Face tokenizer.json");
+  auto* world_opt = app.add_option("--world", opt.world, "number of ranks (GPUs)");
   app.add_option("--seq-len", opt.seq_len, "tokens per block")->capture_default_str();
-  app.add_option("--out", opt.out_dir, "output directory")->required();
+  auto* out_opt = app.add_option("--out", opt.out_dir, "output directory");
+  if (!from_run) {
+    tokenizer_opt->required();
+    world_opt->required();
+    out_opt->required();
+  }
   app.add_option("inputs", opt.inputs,
-                 "record files, in order: .jsonl, .jsonl.zst, .jsonl.gz, .json (JSON lines or one "
+                 "RUN.toml (the run file's model tokenizer, cluster world, train.seq_len, "
+                 "data.pack_dir and [[data.source]] tables: docs/run_format.md), or record files, "
+                 "in order: .jsonl, .jsonl.zst, .jsonl.gz, .json (JSON lines or one "
                  "array of objects), .parquet, .arrow, or a datasets directory (save_to_disk); a "
                  "byte-order mark is skipped (docs/pack_format.md, \"Inputs\")")
       ->required();
@@ -198,6 +344,22 @@ int RunPack(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--json", json, "print the manifest as JSON instead of the table");
   if (auto code = ParseArgs(app, argc, argv)) return *code;
+  if (from_run) {
+    if (opt.inputs.size() != 1) {
+      return UsageError(fmt::format(
+          "a run file is the one input (its [[data.source]] tables name the data), not {} inputs",
+          opt.inputs.size()));
+    }
+    const std::string run_path = opt.inputs[0];
+    if (Status st = FromRunFile(run_path, app,
+                                PackFlags{shard, chat, loss_mask, shape, columns, tags}, &opt);
+        !st.ok()) {
+      if (st.code() == StatusCode::kFailedPrecondition) return UsageError(st.message());
+      return ReportError(st.WithContext("pack"));
+    }
+    shard = std::string(pack::ShardModeName(opt.shard));
+    loss_mask = std::string(pack::LossMaskName(opt.loss_mask));
+  }
   auto parsed_shape = pack::ParseShape(shape, columns, tags);
   if (!parsed_shape.ok()) return UsageError(parsed_shape.status().message());
   opt.record.shape = *parsed_shape;
@@ -209,15 +371,17 @@ int RunPack(int argc, char** argv) {
     }
     opt.record.text_field = it->second;
   }
-  auto mode = pack::ParseShardMode(shard);
-  if (!mode.ok()) return ReportError(mode.status());
-  opt.shard = *mode;
-  auto tmpl = pack::ParseChatTemplate(chat);
-  if (!tmpl.ok()) return ReportError(tmpl.status());
-  opt.chat = *tmpl;
-  auto mask = pack::ParseLossMask(loss_mask);
-  if (!mask.ok()) return ReportError(mask.status());
-  opt.loss_mask = *mask;
+  if (!from_run) {
+    auto mode = pack::ParseShardMode(shard);
+    if (!mode.ok()) return ReportError(mode.status());
+    opt.shard = *mode;
+    auto tmpl = pack::ParseChatTemplate(chat);
+    if (!tmpl.ok()) return ReportError(tmpl.status());
+    opt.chat = *tmpl;
+    auto mask = pack::ParseLossMask(loss_mask);
+    if (!mask.ok()) return ReportError(mask.status());
+    opt.loss_mask = *mask;
+  }
   opt.record.invalid_utf8 =
       invalid == "replace" ? InvalidUtf8Policy::kReplace : InvalidUtf8Policy::kError;
   if (!eos.empty()) opt.eos_token = eos;

@@ -20,6 +20,7 @@
 #include "core/version.h"
 #include "ingest/arrow_source.h"
 #include "ingest/source.h"
+#include "pack/mixture.h"
 #include "packfile/layout.h"
 #include "tokenize/tokenizer.h"
 #include "tokenize/unicode.h"
@@ -318,7 +319,39 @@ Result<Manifest> Pack(const PackOptions& opt,
   auto t_start = std::chrono::steady_clock::now();
   if (opt.world <= 0) return InvalidArgumentError("--world must be positive");
   if (opt.seq_len <= 0) return InvalidArgumentError("--seq-len must be positive");
-  if (opt.inputs.empty()) return InvalidArgumentError("no inputs");
+  if (opt.inputs.empty() && opt.sources.empty()) return InvalidArgumentError("no inputs");
+  if (!opt.inputs.empty() && !opt.sources.empty())
+    return InvalidArgumentError("inputs given both as files and as sources");
+  // The sources: the run file's, or one of every input given (each once).
+  std::vector<PackSource> sources = opt.sources;
+  if (sources.empty()) {
+    PackSource all;
+    all.inputs = opt.inputs;
+    all.shape = opt.record.shape;
+    sources.push_back(std::move(all));
+  }
+  const bool weighted = sources[0].weight > 0;
+  std::vector<std::string> inputs;   // every input, in source order
+  std::vector<size_t> input_source;  // its source
+  std::vector<std::vector<size_t>> source_inputs(sources.size());
+  for (size_t s = 0; s < sources.size(); ++s) {
+    if (sources[s].inputs.empty())
+      return InvalidArgumentError(fmt::format("source '{}' has no inputs", sources[s].name));
+    if ((sources[s].weight > 0) != weighted) {
+      return InvalidArgumentError(
+          fmt::format("source '{}': every source takes a weight or none does", sources[s].name));
+    }
+    for (const std::string& in : sources[s].inputs) {
+      source_inputs[s].push_back(inputs.size());
+      inputs.push_back(in);
+      input_source.push_back(s);
+    }
+  }
+  if (weighted && opt.shard == ShardMode::kContiguous) {
+    return InvalidArgumentError(
+        "a weighted mixture with --shard contiguous would give each rank a run of one source "
+        "(the sources are packed one after another); use balanced (the default) or strided");
+  }
   int lo = opt.rank_lo, hi = opt.rank_hi < 0 ? opt.world - 1 : opt.rank_hi;
   if (lo < 0 || hi >= opt.world || lo > hi) {
     return InvalidArgumentError(
@@ -393,15 +426,24 @@ Result<Manifest> Pack(const PackOptions& opt,
   // Rendering and tokenizing, shared by both passes: the pool's workers each hold a
   // renderer and scratch buffers.
   ThreadPool pool(opt.threads);
-  std::vector<std::unique_ptr<RecordRenderer>> renderers;
+  // One renderer per worker and source: a source may have its own shape and text field.
+  std::vector<RecordOptions> source_rec(sources.size(), rec);
+  for (size_t s = 0; s < sources.size(); ++s) {
+    source_rec[s].shape = sources[s].shape;
+    if (!sources[s].text_field.empty()) source_rec[s].text_field = sources[s].text_field;
+  }
+  std::vector<std::vector<std::unique_ptr<RecordRenderer>>> renderers(sources.size());
+  size_t cur_source = 0;  // the source of the records in `refs`
   struct WorkerScratch {
     RenderedRecord record;
     std::vector<uint32_t> ends;
     std::string nfc;
   };
   std::vector<WorkerScratch> scratch(pool.size());
-  for (size_t i = 0; i < pool.size(); ++i)
-    renderers.push_back(std::make_unique<RecordRenderer>(rec));
+  for (size_t s = 0; s < sources.size(); ++s) {
+    for (size_t i = 0; i < pool.size(); ++i)
+      renderers[s].push_back(std::make_unique<RecordRenderer>(source_rec[s]));
+  }
   std::vector<RecRef> refs;
   // Renders and tokenizes refs[i] into `out` (ids, mask, offsets, errors). `screen`
   // (pass 1's screening for --skip-bad) renders only: the tokenizer refuses nothing a
@@ -413,7 +455,7 @@ Result<Manifest> Pack(const PackOptions& opt,
     WorkerScratch& ws = scratch[worker];
     RenderedRecord& rr = ws.record;
     size_t replaced = 0;
-    Status st = renderers[worker]->Render(refs[i].rec.json, &rr, &replaced);
+    Status st = renderers[cur_source][worker]->Render(refs[i].rec.json, &rr, &replaced);
     out.replaced += replaced;
     const bool rendered = st.ok();
     if (st.ok() && screen) {
@@ -476,21 +518,32 @@ Result<Manifest> Pack(const PackOptions& opt,
     }
     return skips.Add(ref.rec, input_no, st, f.reason);
   };
-  const ingest::OpenOptions open_opt{opt.split, opt.chunk_bytes};
+  // Each input opens with its source's split (a DatasetDict), else the pack-wide one.
+  auto open_options = [&](size_t input_no) {
+    const std::string& split = sources[input_source[input_no]].split;
+    return ingest::OpenOptions{split.empty() ? opt.split : split, opt.chunk_bytes};
+  };
 
   // Pass 1: sizes, hashes, record counts (sharding needs the total up front). With
   // --skip-bad and --shard contiguous or strided, the records are rendered here too
   // (not tokenized), so that a record's owner is computed over the records that are
   // packed (skipped ones take no rank's share): `bad` lists the global indices of the
   // records skipped.
-  const bool prescreen = opt.skip_bad && opt.shard != ShardMode::kBalanced;
+  // A weighted mixture tokenizes every record here (its plan needs each record's
+  // tokens), so every failure is known before pass 2 too.
+  const bool prescreen = weighted || (opt.skip_bad && opt.shard != ShardMode::kBalanced);
   std::vector<uint64_t> bad;
+  std::vector<std::vector<uint32_t>> source_tokens(sources.size());  // weighted: per record
+  std::vector<uint64_t> input_base(inputs.size(), 0);  // the global index of its first record
   uint64_t read_index = 0;
-  for (size_t input_no = 0; input_no < opt.inputs.size(); ++input_no) {
-    const std::string& path = opt.inputs[input_no];
+  for (size_t input_no = 0; input_no < inputs.size(); ++input_no) {
+    const std::string& path = inputs[input_no];
+    cur_source = input_source[input_no];
+    input_base[input_no] = read_index;
     InputInfo in;
     in.path = path;
-    EK_ASSIGN_OR_RETURN(ingest::InputIdentity id, ingest::IdentifyInput(path, open_opt));
+    EK_ASSIGN_OR_RETURN(ingest::InputIdentity id,
+                        ingest::IdentifyInput(path, open_options(input_no)));
     in.size = id.size;
     in.xxh3 = id.xxh3;
     m.inputs.push_back(in);
@@ -499,32 +552,75 @@ Result<Manifest> Pack(const PackOptions& opt,
     EK_ASSIGN_OR_RETURN(ingest::FileKind kind, ingest::DetectKind(path));
     if (!prescreen && (kind == ingest::FileKind::kParquet || kind == ingest::FileKind::kArrow ||
                        kind == ingest::FileKind::kDatasetsDir)) {
-      EK_ASSIGN_OR_RETURN(m.inputs[input_no].records, ingest::CountArrowRows(path, kind, open_opt));
+      EK_ASSIGN_OR_RETURN(m.inputs[input_no].records,
+                          ingest::CountArrowRows(path, kind, open_options(input_no)));
       m.total_records += m.inputs[input_no].records;
+      read_index += m.inputs[input_no].records;
       continue;
     }
-    EK_ASSIGN_OR_RETURN(auto source, ingest::Open(path, open_opt));
+    EK_ASSIGN_OR_RETURN(auto source, ingest::Open(path, open_options(input_no)));
     std::vector<ingest::SourceRecord> batch;
     while (true) {
       EK_ASSIGN_OR_RETURN(bool more, source->Next(&batch));
       if (!more) break;
       m.inputs[input_no].records += batch.size();
-      if (!prescreen) continue;
+      if (!prescreen) {
+        read_index += batch.size();
+        continue;
+      }
       refs.clear();
       for (const auto& r : batch) refs.push_back(RecRef{r, read_index++, -1, true});
       std::vector<TaskOut> outs;
-      run_batch(&outs, true);
-      for (TaskOut& out : outs) {
+      const size_t tasks = run_batch(&outs, !weighted);
+      for (size_t task = 0; task < tasks; ++task) {
+        TaskOut& out = outs[task];
         for (TaskOut::Failure& f : out.errors) {
           EK_RETURN_IF_ERROR(fail(refs[f.index], input_no, f));
           bad.push_back(refs[f.index].index);
+        }
+        if (weighted) {  // each record's tokens, EOS included; 0 for a failed one
+          for (size_t k = 0; k + 1 < out.offsets.size(); ++k) {
+            source_tokens[cur_source].push_back(
+                static_cast<uint32_t>(out.offsets[k + 1] - out.offsets[k]));
+          }
         }
       }
     }
     m.total_records += m.inputs[input_no].records;
   }
   const uint64_t total = m.total_records;
-  const uint64_t packable = total - bad.size();  // the records sharding divides
+  std::sort(bad.begin(), bad.end());
+  auto is_bad = [&](uint64_t index) { return std::binary_search(bad.begin(), bad.end(), index); };
+
+  // The mixture: each source's whole passes and (weights) the records taken once more.
+  std::vector<SourceTake> takes(sources.size());
+  if (weighted) {
+    std::vector<MixtureSource> ms(sources.size());
+    for (size_t s = 0; s < sources.size(); ++s) {
+      ms[s].name = sources[s].name;
+      ms[s].tokens = std::move(source_tokens[s]);
+      ms[s].weight = sources[s].weight;
+    }
+    MixtureOptions mo;
+    mo.total_tokens = opt.mixture_tokens;
+    mo.seed = opt.mixture_seed;
+    EK_ASSIGN_OR_RETURN(takes, PlanMixture(ms, mo));
+  } else {
+    for (size_t s = 0; s < sources.size(); ++s) {
+      takes[s].passes = static_cast<uint32_t>(std::max(1, sources[s].epochs));
+    }
+  }
+  // The records sharding divides: every record taken, a repeated one each time.
+  uint64_t packable = 0;
+  for (size_t s = 0; s < sources.size(); ++s) {
+    uint64_t good = 0;
+    for (size_t in : source_inputs[s]) {
+      const uint64_t a = input_base[in], b = a + m.inputs[in].records;
+      good += (b - a) - static_cast<uint64_t>(std::lower_bound(bad.begin(), bad.end(), b) -
+                                              std::lower_bound(bad.begin(), bad.end(), a));
+    }
+    packable += takes[s].passes * good + takes[s].remainder.size();
+  }
 
   EK_RETURN_IF_ERROR(MakeDirs(opt.out_dir, opt.env));
   std::vector<std::unique_ptr<RankWriter>> writers(static_cast<size_t>(opt.world));
@@ -575,77 +671,127 @@ Result<Manifest> Pack(const PackOptions& opt,
   };
 
   // Pass 2: render + tokenize in parallel, route in record order.
+  // Sources one after another: each its whole passes, then (weights) its remainder.
+  // Records a repeated pass meets again are rendered again (the same ids); a record
+  // skipped is listed once, in its first pass.
   uint64_t global_index = 0, good_index = 0, packed = 0, tokens_done = 0, bytes_done = 0;
-  size_t next_bad = 0;
-  for (size_t input_no = 0; input_no < opt.inputs.size(); ++input_no) {
-    const std::string& path = opt.inputs[input_no];
-    EK_ASSIGN_OR_RETURN(auto source, ingest::Open(path, open_opt));
-    std::vector<ingest::SourceRecord> batch;
-    while (true) {
-      EK_ASSIGN_OR_RETURN(bool more, source->Next(&batch));
-      if (!more) break;
-      refs.clear();
-      for (const auto& r : batch) {
-        RecRef ref{r, global_index++, -1, true};
-        if (next_bad < bad.size() && bad[next_bad] == ref.index) {
-          ++next_bad;  // skipped in pass 1: listed already, owned by no rank
-          ref.needed = false;
-        } else if (opt.shard != ShardMode::kBalanced) {
-          ref.owner = OwnerOf(opt.shard, good_index++, packable, opt.world);
-          ref.needed = ref.owner >= lo && ref.owner <= hi;
-        }
-        refs.push_back(ref);
-      }
-      std::vector<TaskOut> outs;
-      const size_t tasks = run_batch(&outs, false);
-      for (size_t task = 0; task < tasks; ++task) {
-        TaskOut& out = outs[task];
-        m.chat_records += out.chat;
-        m.template_drop_records += out.drop_records;
-        m.template_drop_parts += out.drop_parts;
-        size_t a = refs.size() * task / tasks, b = refs.size() * (task + 1) / tasks;
-        size_t next_err = 0;
-        for (size_t i = a; i < b; ++i) {
-          const RecRef& ref = refs[i];
-          if (!ref.needed) continue;
-          if (next_err < out.errors.size() && out.errors[next_err].index == i) {
-            if (prescreen) {
-              return InternalError(fmt::format("{}: failed in pass 2 but not in pass 1: {}",
-                                               ingest::Where(ref.rec),
-                                               out.errors[next_err].error.message()));
+  std::vector<uint64_t> source_records(sources.size(), 0), source_tokens_done(sources.size(), 0);
+  for (size_t src = 0; src < sources.size(); ++src) {
+    const SourceTake& take = takes[src];
+    const uint32_t rounds = take.passes + (take.remainder.empty() ? 0 : 1);
+    for (uint32_t round_no = 0; round_no < rounds; ++round_no) {
+      const bool partial = round_no == take.passes;  // the remainder's round
+      uint64_t local = 0;                            // the record's index within its source
+      for (size_t input_no : source_inputs[src]) {
+        const std::string& path = inputs[input_no];
+        cur_source = src;
+        uint64_t in_input = 0;
+        EK_ASSIGN_OR_RETURN(auto source, ingest::Open(path, open_options(input_no)));
+        std::vector<ingest::SourceRecord> batch;
+        while (true) {
+          EK_ASSIGN_OR_RETURN(bool more, source->Next(&batch));
+          if (!more) break;
+          refs.clear();
+          for (const auto& r : batch) {
+            RecRef ref{r, input_base[input_no] + in_input++, -1, true};
+            ++global_index;
+            const bool taken =
+                !partial || std::binary_search(take.remainder.begin(), take.remainder.end(), local);
+            ++local;
+            if (is_bad(ref.index) || !taken) {
+              ref.needed = false;  // skipped in pass 1 (listed already), or not in the remainder
+            } else if (opt.shard != ShardMode::kBalanced) {
+              ref.owner = OwnerOf(opt.shard, good_index++, packable, opt.world);
+              ref.needed = ref.owner >= lo && ref.owner <= hi;
             }
-            EK_RETURN_IF_ERROR(fail(ref, input_no, out.errors[next_err++]));
-            continue;
+            refs.push_back(ref);
           }
-          const int32_t* ids = out.ids.data() + out.offsets[i - a];
-          const uint8_t* mask = masks ? out.mask.data() + out.offsets[i - a] : nullptr;
-          size_t n = out.offsets[i - a + 1] - out.offsets[i - a];  // EOS included
-          tokens_done += n;
-          bytes_done += ref.rec.json.size();
-          ++packed;
-          if (opt.shard == ShardMode::kBalanced) {
-            stats[block_index % W].records += 1;  // the rank whose block this record starts in
-            EK_RETURN_IF_ERROR(balanced_add(ids, mask, n));
-          } else {
-            RankInfo& s = stats[static_cast<size_t>(ref.owner)];
-            s.records += 1;
-            s.tokens += n;
-            RankWriter& w = *writers[static_cast<size_t>(ref.owner)];
-            EK_RETURN_IF_ERROR(w.Add(ids, mask, n));
+          std::vector<TaskOut> outs;
+          const size_t tasks = run_batch(&outs, false);
+          for (size_t task = 0; task < tasks; ++task) {
+            TaskOut& out = outs[task];
+            m.chat_records += out.chat;
+            m.template_drop_records += out.drop_records;
+            m.template_drop_parts += out.drop_parts;
+            size_t a = refs.size() * task / tasks, b = refs.size() * (task + 1) / tasks;
+            size_t next_err = 0;
+            for (size_t i = a; i < b; ++i) {
+              const RecRef& ref = refs[i];
+              if (!ref.needed) continue;
+              if (next_err < out.errors.size() && out.errors[next_err].index == i) {
+                if (prescreen) {
+                  return InternalError(fmt::format("{}: failed in pass 2 but not in pass 1: {}",
+                                                   ingest::Where(ref.rec),
+                                                   out.errors[next_err].error.message()));
+                }
+                // A later pass meets a record its first pass listed: skip it again, quietly.
+                if (round_no == 0) EK_RETURN_IF_ERROR(fail(ref, input_no, out.errors[next_err]));
+                ++next_err;
+                continue;
+              }
+              const int32_t* ids = out.ids.data() + out.offsets[i - a];
+              const uint8_t* mask = masks ? out.mask.data() + out.offsets[i - a] : nullptr;
+              size_t n = out.offsets[i - a + 1] - out.offsets[i - a];  // EOS included
+              tokens_done += n;
+              bytes_done += ref.rec.json.size();
+              ++packed;
+              ++source_records[src];
+              source_tokens_done[src] += n;
+              if (opt.shard == ShardMode::kBalanced) {
+                stats[block_index % W].records += 1;  // the rank whose block this record starts in
+                EK_RETURN_IF_ERROR(balanced_add(ids, mask, n));
+              } else {
+                RankInfo& s = stats[static_cast<size_t>(ref.owner)];
+                s.records += 1;
+                s.tokens += n;
+                RankWriter& w = *writers[static_cast<size_t>(ref.owner)];
+                EK_RETURN_IF_ERROR(w.Add(ids, mask, n));
+              }
+            }
+          }
+          if (progress) {
+            PackProgress p;
+            p.records_done = global_index;
+            p.records_total = total;
+            p.tokens = tokens_done;
+            p.bytes = bytes_done;
+            p.seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+            progress(p);
           }
         }
-      }
-      if (progress) {
-        PackProgress p;
-        p.records_done = global_index;
-        p.records_total = total;
-        p.tokens = tokens_done;
-        p.bytes = bytes_done;
-        p.seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-        progress(p);
+      }  // inputs of the source
+    }    // rounds
+  }      // sources
+  if (weighted) {
+    for (size_t s = 0; s < sources.size(); ++s) {
+      if (opt.shard == ShardMode::kBalanced && source_tokens_done[s] != takes[s].tokens) {
+        return InternalError(fmt::format(
+            "source '{}': pass 2 routed {} tokens, the mixture's plan (pass 1) counted {}",
+            sources[s].name, source_tokens_done[s], takes[s].tokens));
       }
     }
+  }
+  {
+    uint64_t routed = 0;
+    for (uint64_t t : source_tokens_done) routed += t;
+    for (size_t s = 0; s < sources.size(); ++s) {
+      SourceInfo info;
+      info.name = sources[s].name;
+      info.inputs = sources[s].inputs;
+      info.weight = sources[s].weight;
+      info.epochs = sources[s].epochs;
+      info.passes = takes[s].passes;
+      info.remainder_records = takes[s].remainder.size();
+      info.records = source_records[s];
+      info.tokens = source_tokens_done[s];
+      info.realized_share =
+          routed ? static_cast<double>(info.tokens) / static_cast<double>(routed) : 0.0;
+      info.target_share = weighted ? takes[s].target_share : info.realized_share;
+      m.sources.push_back(std::move(info));
+    }
+    m.mixture_seed = opt.mixture_seed;
+    m.mixture_tokens = opt.mixture_tokens;
   }
 
   // Close the books per rank.
@@ -724,7 +870,7 @@ Result<Manifest> Pack(const PackOptions& opt,
       m.total_dropped_tokens += s.dropped_tokens;
     }
   } else {
-    m.total_records = total - m.skipped_bad;
+    m.total_records = packed;  // every record taken (a repeated one each time)
     for (const auto& s : stats) m.total_dropped_tokens += s.dropped_tokens;
   }
   EK_RETURN_IF_ERROR(WriteManifest(opt.out_dir, m, opt.env));

@@ -21,9 +21,24 @@
 
 namespace ek::pack {
 
+// One source of a pack (the run file's [[data.source]]): its inputs, how its records
+// are shaped, and its part of the mixture (pack/mixture.h).
+struct PackSource {
+  std::string name;
+  std::vector<std::string> inputs;  // files and directories, in order (a glob expanded)
+  Shape shape;                      // the pack-wide record options, with this shape
+  std::string text_field;           // "": the pack-wide one
+  std::string split;                // a DatasetDict among its inputs: "" = the pack-wide one
+  double weight = 0;                // > 0: a share of the tokens (every source, or none)
+  int epochs = 0;                   // else whole passes (0: one)
+};
+
 struct PackOptions {
   std::string tokenizer_path;
-  std::vector<std::string> inputs;
+  std::vector<std::string> inputs;  // with `sources` empty: one source of these, each once
+  std::vector<PackSource> sources;
+  uint64_t mixture_tokens = 0;  // weights: the mixture's size (0: the largest repeating none)
+  uint64_t mixture_seed = 0;
   std::string out_dir;
   std::string split;  // a DatasetDict input: the split to read ("" = its only one)
   int world = 0;

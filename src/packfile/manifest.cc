@@ -87,6 +87,18 @@ std::string ManifestToJson(const Manifest& m) {
     w.Key("skipped_bad").Uint(in.skipped_bad).EndObject();
   }
   w.EndArray();
+  w.Key("sources").BeginArray(JsonWriter::kLines);
+  for (const auto& src : m.sources) {
+    w.BeginObject().Key("name").Str(src.name).Key("inputs").StrArray(src.inputs);
+    w.Key("weight").Double(src.weight).Key("epochs").Int(src.epochs);
+    w.Key("passes").Int(src.passes).Key("remainder_records").Uint(src.remainder_records);
+    w.Key("records").Uint(src.records).Key("tokens").Uint(src.tokens);
+    w.Key("target_share").Double(src.target_share);
+    w.Key("realized_share").Double(src.realized_share).EndObject();
+  }
+  w.EndArray();
+  w.Key("mixture").BeginObject().Key("seed").Uint(m.mixture_seed);
+  w.Key("tokens").Uint(m.mixture_tokens).EndObject();
   w.Key("ranks").BeginArray(JsonWriter::kLines);
   for (const auto& r : m.ranks) {
     w.BeginObject().Key("rank").Int(r.rank).Key("file").Str(r.file);
@@ -195,6 +207,29 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
     m.inputs.push_back(in);
     return Status::Ok();
   }));
+  if (f.Has("sources")) {  // absent in packs made before it existed
+    EK_RETURN_IF_ERROR(f.Objects("sources", [&](const JsonFields& x) {
+      SourceInfo src;
+      EK_RETURN_IF_ERROR(x.Str("name", &src.name));
+      EK_RETURN_IF_ERROR(x.StrList("inputs", &src.inputs));
+      EK_RETURN_IF_ERROR(x.Num("weight", &src.weight));
+      EK_RETURN_IF_ERROR(x.Int("epochs", 0, 1000000, &src.epochs));
+      EK_RETURN_IF_ERROR(x.Int("passes", 0, 1000000000, &src.passes));
+      EK_RETURN_IF_ERROR(x.U64("remainder_records", &src.remainder_records));
+      EK_RETURN_IF_ERROR(x.U64("records", &src.records));
+      EK_RETURN_IF_ERROR(x.U64("tokens", &src.tokens));
+      EK_RETURN_IF_ERROR(x.Num("target_share", &src.target_share));
+      EK_RETURN_IF_ERROR(x.Num("realized_share", &src.realized_share));
+      m.sources.push_back(std::move(src));
+      return Status::Ok();
+    }));
+  }
+  if (f.Has("mixture")) {
+    JsonFields mix = f;
+    EK_RETURN_IF_ERROR(f.Object("mixture", &mix));
+    EK_RETURN_IF_ERROR(mix.U64("seed", &m.mixture_seed));
+    EK_RETURN_IF_ERROR(mix.U64("tokens", &m.mixture_tokens));
+  }
   EK_RETURN_IF_ERROR(f.Objects("ranks", [&](const JsonFields& x) {
     RankInfo ri;
     EK_RETURN_IF_ERROR(x.Int("rank", &ri.rank));
@@ -309,6 +344,19 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts,
     }
     if (p.loss_mask != out.loss_mask) return differ("the loss mask");
     if (p.inputs.size() != out.inputs.size()) return differ("inputs");
+    if (p.sources.size() != out.sources.size() || p.mixture_seed != out.mixture_seed ||
+        p.mixture_tokens != out.mixture_tokens) {
+      return differ("the sources and the mixture");
+    }
+    for (size_t k = 0; k < p.sources.size(); ++k) {
+      const SourceInfo &a = p.sources[k], &b = out.sources[k];
+      if (a.name != b.name || a.inputs != b.inputs || a.weight != b.weight ||
+          a.epochs != b.epochs || a.passes != b.passes ||
+          a.remainder_records != b.remainder_records ||
+          (a.weight > 0 && a.target_share != b.target_share)) {
+        return differ(fmt::format("source {} ('{}')", k, a.name));
+      }
+    }
     for (size_t k = 0; k < p.inputs.size(); ++k) {
       if (p.inputs[k].xxh3 != out.inputs[k].xxh3 || p.inputs[k].size != out.inputs[k].size) {
         return differ(fmt::format("input {} ({})", k, p.inputs[k].path));
@@ -344,6 +392,21 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts,
       out.chat_records += p.chat_records;
       out.template_drop_records += p.template_drop_records;
       out.template_drop_parts += p.template_drop_parts;
+    }
+    // A source's records and tokens are counted where they are routed: each part's.
+    uint64_t routed = 0;
+    for (size_t k = 0; k < out.sources.size(); ++k) {
+      out.sources[k].records = out.sources[k].tokens = 0;
+      for (const auto& p : parts) {
+        out.sources[k].records += p.sources[k].records;
+        out.sources[k].tokens += p.sources[k].tokens;
+      }
+      routed += out.sources[k].tokens;
+    }
+    for (auto& src : out.sources) {
+      src.realized_share =
+          routed ? static_cast<double>(src.tokens) / static_cast<double>(routed) : 0.0;
+      if (src.weight == 0) src.target_share = src.realized_share;  // whole passes: exact
     }
     for (const auto& r : out.ranks) {
       out.total_records += r.records;

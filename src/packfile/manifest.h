@@ -41,6 +41,20 @@ struct RankInfo {
   uint64_t loss_tokens = 0;  // tokens of this rank's blocks whose mask is 1
 };
 
+// One source of a pack made from the run file's [[data.source]] (docs/pack_format.md,
+// "Sources and mixtures"): what it was asked for and what it gave. Shares are of the
+// tokens routed (EOS included, before the blocks' cut).
+struct SourceInfo {
+  std::string name;
+  std::vector<std::string> inputs;  // its files and directories, in order
+  double weight = 0;                // > 0: a weighted mixture
+  int64_t epochs = 0;               // > 0: whole passes asked for
+  int64_t passes = 0;               // whole passes taken
+  uint64_t remainder_records = 0;   // records taken once more after the passes (weights)
+  uint64_t records = 0, tokens = 0;
+  double target_share = 0, realized_share = 0;
+};
+
 struct BadRecord {
   std::string path;
   uint64_t line = 0;
@@ -70,6 +84,10 @@ struct Manifest {
   std::string loss_mask = "none";  // none, assistant (then every rank has a mask file)
   std::string text_field = "text";
   std::vector<InputInfo> inputs;
+  // The sources and the mixture; a pack from flags alone has one source of every input.
+  std::vector<SourceInfo> sources;
+  uint64_t mixture_seed = 0;
+  uint64_t mixture_tokens = 0;  // weights: the size asked for (0: the largest repeating none)
   std::vector<RankInfo> ranks;  // sorted by rank; all of [0, world) when complete
   uint64_t total_records = 0;
   uint64_t total_tokens = 0;

