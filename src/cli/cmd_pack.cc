@@ -16,6 +16,7 @@
 #include "pack/packer.h"
 #include "packfile/inspect.h"
 #include "packfile/manifest.h"
+#include "run/pack_sources.h"
 #include "run/run_file.h"
 #include "tokenize/tokenizer.h"
 #include "tokenize/unicode.h"
@@ -23,6 +24,38 @@
 namespace ek::cli {
 
 namespace {
+
+// The sources table: what each source was asked for and what it gave. A pack from
+// flags alone has one source of every input; its table is shown only with --json.
+void PrintSources(const pack::Manifest& m) {
+  if (m.sources.size() < 2 && (m.sources.empty() || m.sources[0].weight == 0) &&
+      (m.sources.empty() || m.sources[0].epochs <= 1))
+    return;
+  std::printf("%-20s %8s %7s %10s %12s %8s %9s\n", "source", "weight", "passes", "records",
+              "tokens", "target", "realized");
+  for (const auto& src : m.sources) {
+    const std::string weight =
+        src.weight > 0 ? fmt::format("{:.3g}", src.weight) : fmt::format("{} ep", src.epochs);
+    std::printf("%-20s %8s %7lld %10llu %12llu %7.2f%% %8.2f%%\n", src.name.c_str(), weight.c_str(),
+                static_cast<long long>(src.passes), static_cast<unsigned long long>(src.records),
+                static_cast<unsigned long long>(src.tokens), 100 * src.target_share,
+                100 * src.realized_share);
+  }
+  if (!m.sources.empty() && m.sources[0].weight > 0)
+    std::printf("mixture seed %llu\n", static_cast<unsigned long long>(m.mixture_seed));
+}
+
+void WriteSourcesJson(JsonWriter& w, const pack::Manifest& m) {
+  w.Key("sources").BeginArray();
+  for (const auto& src : m.sources) {
+    w.BeginObject().Key("name").Str(src.name).Key("weight").Double(src.weight);
+    w.Key("epochs").Int(src.epochs).Key("passes").Int(src.passes);
+    w.Key("records").Uint(src.records).Key("tokens").Uint(src.tokens);
+    w.Key("target_share").Double(src.target_share);
+    w.Key("realized_share").Double(src.realized_share).EndObject();
+  }
+  w.EndArray();
+}
 
 void PrintSummary(const pack::Manifest& m) {
   std::printf("%6s %10s %14s %10s %10s\n", "rank", "records", "tokens", "blocks", "dropped");
@@ -71,6 +104,7 @@ void PrintSummary(const pack::Manifest& m) {
                 static_cast<unsigned long long>(m.skipped_bad), reasons.empty() ? "" : " (",
                 reasons.c_str(), reasons.empty() ? "" : ")", pack::kSkippedFileName);
   }
+  PrintSources(m);
   if (m.template_drop_records) {
     std::printf(
         "--allow-template-drops: %llu conversation(s) packed with %llu part(s) their chat "
@@ -208,7 +242,7 @@ Status FromRunFile(const std::string& path, const CLI::App& app, const PackFlags
     const run::DataSource& d = rf.sources[i];
     const std::string where = fmt::format("{}: data.source[{}] (line {})", path, i, d.line);
     pack::PackSource src;
-    src.name = d.name.empty() ? std::filesystem::path(d.path).filename().string() : d.name;
+    src.name = run::SourceName(d);
     EK_ASSIGN_OR_RETURN(src.inputs, ExpandSourcePath(rf.Resolve(d.path), where));
     if (d.format != "auto") {
       for (const std::string& in : src.inputs) {
@@ -464,7 +498,9 @@ int RunInspect(int argc, char** argv) {
       w.BeginObject().Key("rank").Int(r.rank).Key("blocks").Uint(m->ranks[i].blocks);
       w.Key("ok").Bool(r.problems.empty()).Key("problems").StrArray(r.problems).EndObject();
     }
-    std::fputs(w.EndArray().EndObject().Line().c_str(), stdout);
+    w.EndArray();
+    WriteSourcesJson(w, *m);
+    std::fputs(w.EndObject().Line().c_str(), stdout);
   } else {
     std::printf("%6s %10s  %s\n", "rank", "blocks", "check");
     for (size_t i = 0; i < report.ranks.size(); ++i) {
@@ -479,6 +515,7 @@ int RunInspect(int argc, char** argv) {
                 static_cast<unsigned long long>(m->max_blocks()),
                 static_cast<unsigned long long>(m->max_blocks() - m->min_blocks()),
                 m->complete() ? "" : " (manifest covers only some ranks)");
+    PrintSources(*m);
   }
   if (!report.ok()) {
     return ReportNo(dir + ": the pack does not match its manifest");

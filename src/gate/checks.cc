@@ -15,6 +15,7 @@
 #include "core/parse.h"
 #include "packfile/inspect.h"
 #include "run/model_dir.h"
+#include "run/pack_sources.h"
 
 namespace ek::gate {
 
@@ -143,6 +144,9 @@ Findings DataCheck(const GateInputs& in, std::vector<int>* ranks_checked) {
     }
     if (!st.ok()) problems.insert(problems.begin(), "model: " + st.message());
   }
+  // A pack made from this run file's [[data.source]]: the same sources and mixture.
+  for (const std::string& p : run::PackSourceProblems(run, *mp))
+    problems.push_back("sources: " + p);
   c.numbers = {{"ranks", static_cast<double>(ir.ranks.size())},
                {"blocks", static_cast<double>(blocks)},
                {"bytes", static_cast<double>(bytes)},

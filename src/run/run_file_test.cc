@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "run/pack_sources.h"
+
 namespace ek::run {
 namespace {
 
@@ -416,6 +418,40 @@ TEST(RunFileDataTest, BadSourcesAreNamed) {
   EXPECT_EQ(set.status().message(),
             "run.toml: --set data.source.path=x: the sources are [[data.source]] tables of the "
             "file, not set one key at a time");
+}
+
+TEST(PackSourcesTest, APackIsComparedWithTheRunFilesSources) {
+  auto r = ParseRunFile(
+      "[data]\nmixture_seed = 4\n[[data.source]]\npath = \"d/web.jsonl\"\nweight = 3\n"
+      "[[data.source]]\nname = \"books\"\npath = \"b\"\nweight = 1\n",
+      "run.toml");
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(SourceName(r->sources[0]), "web.jsonl");
+  pack::Manifest m;
+  m.shard = pack::ShardMode::kBalanced;
+  m.mixture_seed = 4;
+  m.sources = {{"web.jsonl", {"d/web.jsonl"}, 3, 0, 0, 10, 10, 3000, 0.75, 0.7504},
+               {"books", {"b"}, 1, 0, 1, 0, 5, 1000, 0.25, 0.2496}};
+  EXPECT_TRUE(PackSourceProblems(*r, m).empty());
+  pack::Manifest off = m;
+  off.sources[1].realized_share = 0.26;
+  off.mixture_seed = 5;
+  off.sources[0].weight = 2;
+  using V = std::vector<std::string>;
+  EXPECT_EQ(PackSourceProblems(*r, off),
+            (V{"source 'web.jsonl': the pack took weight 2 / epochs 0, the run file says weight 3 "
+               "/ epochs 0",
+               "source 'books': 26.000% of the tokens against a target of 25.000%",
+               "the pack's mixture seed is 5, the run file's data.mixture_seed 4"}));
+  pack::Manifest one = m;
+  one.sources.pop_back();
+  ASSERT_EQ(PackSourceProblems(*r, one).size(), 1u);
+  EXPECT_NE(PackSourceProblems(*r, one)[0].find("the pack has 1 source(s), the run file 2"),
+            std::string::npos);
+  // A run file without sources (a pack from flags) is not compared.
+  auto flags = ParseRunFile("[run]\n", "run.toml");
+  ASSERT_TRUE(flags.ok());
+  EXPECT_TRUE(PackSourceProblems(*flags, one).empty());
 }
 
 }  // namespace

@@ -182,3 +182,31 @@ def test_run_file_sources_that_cannot_be_packed_are_named(tmp_path):
     rf = run_file(tmp_path, [])
     p = pack(rf)
     assert p.returncode == BAD_INPUT and "no [[data.source]]" in p.stderr, p.stderr
+
+
+def test_inspect_shows_the_mixture_and_the_gate_compares_it_with_the_run_file(tmp_path):
+    model_dir(tmp_path)
+    write_records(tmp_path / "a.jsonl", 900, 1, tag="a")
+    write_records(tmp_path / "b.jsonl", 300, 2, tag="b")
+    rf = run_file(tmp_path, [{"name": "big", "path": "a.jsonl", "weight": 3},
+                             {"name": "small", "path": "b.jsonl", "weight": 1}])
+    p = pack(rf)
+    assert p.returncode == 0, p.stderr
+    m = json.loads(p.stdout)
+    i = subprocess.run([EVENKEEL, "inspect", str(tmp_path / "pack"), "--json"], capture_output=True, text=True)
+    assert i.returncode == 0, i.stderr
+    shown = json.loads(i.stdout)["sources"]
+    assert [(s["name"], s["tokens"], s["realized_share"]) for s in shown] == \
+        [(s["name"], s["tokens"], s["realized_share"]) for s in m["sources"]]
+    text = subprocess.run([EVENKEEL, "inspect", str(tmp_path / "pack")], capture_output=True, text=True).stdout
+    assert "realized" in text and "small" in text and "mixture seed 0" in text, text
+
+    def data_problems():
+        g = subprocess.run([EVENKEEL, "gate", str(rf), "--json"], capture_output=True, text=True, cwd=tmp_path)
+        (data,) = [c for c in json.loads(g.stdout)["checks"] if c["name"] == "data"]
+        return [x for x in data.get("problems", []) if x.startswith("sources:")]
+
+    assert data_problems() == []  # (the model has no weights here: the check fails on that alone)
+    rf.write_text(rf.read_text().replace("weight = 1\n", "weight = 2\n"))
+    assert data_problems() == ["sources: source 'small': the pack took weight 1 / epochs 0, "
+                               "the run file says weight 2 / epochs 0"]
