@@ -588,7 +588,6 @@ Result<Manifest> Pack(const PackOptions& opt,
     }
     m.total_records += m.inputs[input_no].records;
   }
-  const uint64_t total = m.total_records;
   std::sort(bad.begin(), bad.end());
   auto is_bad = [&](uint64_t index) { return std::binary_search(bad.begin(), bad.end(), index); };
 
@@ -610,8 +609,9 @@ Result<Manifest> Pack(const PackOptions& opt,
       takes[s].passes = static_cast<uint32_t>(std::max(1, sources[s].epochs));
     }
   }
-  // The records sharding divides: every record taken, a repeated one each time.
-  uint64_t packable = 0;
+  // The records sharding divides: every record taken, a repeated one each time; and the
+  // records pass 2 reads (progress), every round of every source.
+  uint64_t packable = 0, reads = 0;
   for (size_t s = 0; s < sources.size(); ++s) {
     uint64_t good = 0;
     for (size_t in : source_inputs[s]) {
@@ -620,6 +620,9 @@ Result<Manifest> Pack(const PackOptions& opt,
                                               std::lower_bound(bad.begin(), bad.end(), a));
     }
     packable += takes[s].passes * good + takes[s].remainder.size();
+    uint64_t records = 0;
+    for (size_t in : source_inputs[s]) records += m.inputs[in].records;
+    reads += (takes[s].passes + (takes[s].remainder.empty() ? 0 : 1)) * records;
   }
 
   EK_RETURN_IF_ERROR(MakeDirs(opt.out_dir, opt.env));
@@ -752,7 +755,7 @@ Result<Manifest> Pack(const PackOptions& opt,
           if (progress) {
             PackProgress p;
             p.records_done = global_index;
-            p.records_total = total;
+            p.records_total = reads;
             p.tokens = tokens_done;
             p.bytes = bytes_done;
             p.seconds =
