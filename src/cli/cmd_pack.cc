@@ -237,6 +237,7 @@ Status FromRunFile(const std::string& path, const CLI::App& app, const PackFlags
   EK_ASSIGN_OR_RETURN(opt->chat, pack::ParseChatTemplate(chat));
   EK_ASSIGN_OR_RETURN(opt->loss_mask, pack::ParseLossMask(rf.loss_mask));
   opt->mixture_seed = static_cast<uint64_t>(rf.mixture_seed);
+  opt->mixture_tokens = static_cast<uint64_t>(rf.mixture_tokens);
   opt->inputs.clear();
   for (size_t i = 0; i < rf.sources.size(); ++i) {
     const run::DataSource& d = rf.sources[i];

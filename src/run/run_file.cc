@@ -81,6 +81,7 @@ const Key kKeys[] = {
     {"data", "chat_template", &RunFile::chat_template},
     {"data", "loss_mask", &RunFile::loss_mask},
     {"data", "mixture_seed", &RunFile::mixture_seed},
+    {"data", "mixture_tokens", &RunFile::mixture_tokens},
     {"model", "name", &RunFile::model_name},
     {"model", "path", &RunFile::model_path, true},
     {"model", "params", &RunFile::params},
@@ -549,6 +550,7 @@ Status ValidateRunFile(const RunFile& r) {
   }
   if (r.launch_torchrun.empty()) return bad("launch.torchrun must name torchrun");
   if (r.mixture_seed < 0) return bad("data.mixture_seed must be >= 0");
+  if (r.mixture_tokens < 0) return bad("data.mixture_tokens must be >= 0");
   if (auto shard = pack::ParseShardMode(r.shard); !shard.ok()) {
     return bad(fmt::format("data.shard: {}", shard.status().message()));
   }

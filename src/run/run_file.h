@@ -61,6 +61,7 @@ struct RunFile {
   std::string chat_template = "auto";  // auto | none | chatml | llama3 | FILE.jinja (relative)
   std::string loss_mask = "none";      // none | assistant
   int64_t mixture_seed = 0;            // which records a weighted mixture takes
+  int64_t mixture_tokens = 0;  // a weighted mixture's size (0: the largest repeating no source)
   // [model]
   std::string model_name;
   std::string model_path;  // a Hugging Face model directory (config.json, safetensors, tokenizer)

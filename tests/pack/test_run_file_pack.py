@@ -130,6 +130,41 @@ def test_a_weighted_mixture_realizes_its_shares_and_is_the_same_for_a_seed(tmp_p
     assert [(tmp_path / "pack" / f"rank-{r:05d}.i32").read_bytes() for r in range(2)] != first
 
 
+def test_mixture_tokens_sizes_the_mixture_and_repeats_a_source_to_reach_it(tmp_path):
+    """data.mixture_tokens larger than the sources give without repeats: the limiting source is
+    taken once whole plus a seeded remainder; shares stay within 0.1 point, recomputed here."""
+    model_dir(tmp_path)
+    web = write_records(tmp_path / "web.jsonl", 3000, 11, tag="web")
+    books = write_records(tmp_path / "books.jsonl", 400, 12, tag="book")
+    sources = [{"name": "web", "path": "web.jsonl", "weight": 0.5},
+               {"name": "books", "path": "books.jsonl", "weight": 0.5}]
+    tok = Tokenizer.from_file(os.path.join(QWEN_DIR, "tokenizer.json"))
+    books_tokens = sum(len(e.ids) + 1 for e in tok.encode_batch(books, add_special_tokens=False))
+    n = int(books_tokens * 2 * 1.5)  # books' half: 1.5 passes over it
+    rf = run_file(tmp_path, sources, data=f"mixture_seed = 3\nmixture_tokens = {n}")
+    p = pack(rf)
+    assert p.returncode == 0, p.stderr
+    m = json.loads(p.stdout)
+    assert m["mixture"] == {"seed": 3, "tokens": n}, m["mixture"]
+    src = {x["name"]: x for x in m["sources"]}
+    assert src["books"]["passes"] == 1 and src["books"]["remainder_records"] > 0, src["books"]
+    assert src["books"]["records"] == 400 + src["books"]["remainder_records"], src["books"]
+    assert abs(m["totals"]["tokens"] - n) < 200, (m["totals"]["tokens"], n)
+    # Independently, from the blocks: books' pieces (each repeated record counted each time).
+    owner = {t: "web" for t in web} | {t: "books" for t in books}
+    counted = {"web": 0, "books": 0}
+    for ids in pieces(tmp_path / "pack", 2, m["eos"]["id"]):
+        counted[owner[tok.decode(ids[:-1], skip_special_tokens=False)]] += len(ids)
+    total = sum(counted.values())
+    assert abs(counted["books"] / total - 0.5) <= 0.002, counted
+    for x in m["sources"]:
+        assert abs(x["realized_share"] - x["target_share"]) <= 0.001, x
+    # A negative size is refused, naming the key.
+    rf.write_text(rf.read_text().replace(f"mixture_tokens = {n}", "mixture_tokens = -1"))
+    p = pack(rf)
+    assert p.returncode != 0 and "data.mixture_tokens" in p.stderr, p.stderr
+
+
 def test_whole_passes_repeat_a_source_exactly(tmp_path):
     """epochs = 2: the source's records twice, then the other's once; shares exact by
     construction; the blocks are what HF tokenizers give for that record stream."""

