@@ -13,7 +13,7 @@ On CPU (and on CUDA without flash-attention) the implementation is
 ``AttentionMaskInterface``: transformers builds the model's own mask (causal, the
 sliding window of Gemma 3 / Mistral layers) as it does for SDPA, and this function
 intersects it with a block-diagonal mask from the segment boundaries
-(``cu_seq_lens_q``, else ``position_ids`` restarting at 0), then runs SDPA. On CUDA
+(``cu_seq_lens_q``; a forward without them is an error), then runs SDPA. On CUDA
 with flash-attention installed it is transformers' own ``flash_attention_2`` /
 ``flash_attention_3``, whose varlen path takes ``cu_seq_lens_q/k`` and
 ``max_length_q/k`` over the batch flattened to one row (:func:`model_inputs`).
@@ -47,18 +47,17 @@ class IsolationRefused(ValueError):
 def _segment_ids(kwargs: dict, batch: int, length: int, device) -> torch.Tensor:
     """(B, S) segment numbers, equal exactly for tokens of one segment."""
     cu = kwargs.get("cu_seq_lens_q")
-    if cu is not None:
-        cu = cu.to(device=device, dtype=torch.int64)
-        if int(cu[-1]) != batch * length:
-            raise ValueError(f"{ATTENTION_NAME}: cu_seq_lens_q ends at {int(cu[-1])}, the batch has "
-                             f"{batch} x {length} tokens")
-        flat = torch.arange(batch * length, device=device)
-        return torch.searchsorted(cu[1:], flat, right=True).view(batch, length)
-    position_ids = kwargs.get("position_ids")
-    if position_ids is not None:
-        return (position_ids.to(device) == 0).cumsum(-1).expand(batch, length)
-    raise ValueError(f"{ATTENTION_NAME}: the model was given no document boundaries (cu_seq_lens_q or "
-                     "position_ids); pass evenkeel.segments.isolated_fields' fields to the forward")
+    if cu is None:
+        # Not position_ids: the model makes them 0..S-1 when none are given, which reads as one
+        # document and would leak in silence.
+        raise ValueError(f"{ATTENTION_NAME}: the model was given no document boundaries (cu_seq_lens_q); pass "
+                         "evenkeel.segments.isolated_fields' fields to the forward")
+    cu = cu.to(device=device, dtype=torch.int64)
+    if int(cu[-1]) != batch * length:
+        raise ValueError(f"{ATTENTION_NAME}: cu_seq_lens_q ends at {int(cu[-1])}, the batch has "
+                         f"{batch} x {length} tokens")
+    flat = torch.arange(batch * length, device=device)
+    return torch.searchsorted(cu[1:], flat, right=True).view(batch, length)
 
 
 def document_attention(module, query, key, value, attention_mask, **kwargs):
