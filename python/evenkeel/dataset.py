@@ -10,6 +10,8 @@ import numpy as np
 import torch
 
 from evenkeel import _core
+from evenkeel.attention import model_inputs
+from evenkeel.segments import isolated_fields, segment_starts
 
 
 class BlockDataset:
@@ -34,7 +36,11 @@ class BlockDataset:
 
     IGNORE_INDEX = -100
 
-    def __init__(self, pack_dir: str | os.PathLike, rank: int, *, seed: int = 0, shuffle: bool = True):
+    def __init__(self, pack_dir: str | os.PathLike, rank: int, *, seed: int = 0, shuffle: bool = True,
+                 attention: str = "cross"):
+        if attention not in ("isolated", "cross"):
+            raise ValueError(f"attention must be 'isolated' or 'cross', not {attention!r}")
+        self.attention = attention
         self._file = _core.BlockFile.open(os.fspath(pack_dir), int(rank))
         array = np.asarray(self._file)  # (blocks, seq_len) int32, read-only, backed by the mapping
         with warnings.catch_warnings():
@@ -81,6 +87,13 @@ class BlockDataset:
         return self._mask is not None
 
     @property
+    def doc_starts(self) -> np.ndarray | None:
+        """The rank's document boundary entries (docs/pack_format.md, "Document boundaries")
+        as a read-only uint64 view of the mapping, or None for a pack without them."""
+        docs_array = getattr(self._file, "docs_array", None)
+        return None if docs_array is None else docs_array()
+
+    @property
     def mask(self) -> torch.Tensor | None:
         """The loss mask as a (local_blocks, seq_len) uint8 view (1: the token trains), or None."""
         return self._mask
@@ -101,14 +114,42 @@ class BlockDataset:
         ids = self._blocks[index].to(device=device, dtype=torch.long, non_blocking=True)
         return ids, self.labels(ids, index)
 
+    def inputs(self, index, device: torch.device | str = "cpu", implementation: str | None = None) -> dict:
+        """The forward's keyword arguments for the blocks ``index``: ``input_ids`` and
+        ``labels`` (:meth:`batch`), and with ``attention = "isolated"`` the document
+        fields of :func:`evenkeel.segments.isolated_fields` (position_ids restarting per
+        document, labels -100 at each document's first token and on padding, the varlen
+        cu_seq_lens/max_length), laid out for ``implementation``
+        (:func:`evenkeel.attention.model_inputs`)."""
+        ids, labels = self.batch(index, device=device)
+        if self.attention == "cross":
+            return {"input_ids": ids, "labels": labels}
+        fields = isolated_fields(np.asarray(index, dtype=np.int64), self.seq_len, self._docs(), labels)
+        return model_inputs(implementation or "", ids, fields)
+
     def trained_targets(self, index) -> int:
-        """How many tokens of the blocks ``index`` are loss targets: positions 1.. of each
+        """How many tokens of the blocks ``index`` the loss counts: positions 1.. of each
         block whose mask is 1 (a causal LM predicts token t from the tokens before it, so
-        a block's first token is never a target)."""
-        index = torch.as_tensor(np.asarray(index, dtype=np.int64))
+        a block's first token is never a target); with ``attention = "isolated"`` also
+        not a document's first token nor padding."""
+        index = np.asarray(index, dtype=np.int64)
+        if self.attention == "isolated":
+            starts, pad = segment_starts(index, self.seq_len, self._docs())
+            keep = ~(starts | pad)
+            if self._mask is not None:
+                keep &= self._mask[torch.as_tensor(index)].numpy().astype(bool)
+            return int(keep.sum())
+        index = torch.as_tensor(index)
         if self._mask is None:
             return int(len(index) * (self.seq_len - 1))
         return int(self._mask[index][:, 1:].sum())
+
+    def _docs(self) -> np.ndarray:
+        docs = self.doc_starts
+        if docs is None:
+            raise ValueError(f"{self.path}: rank {self.rank} has no document boundaries (rank-NNNNN.docs: a pack "
+                             "made before they existed); repack it, or train with attention = 'cross'")
+        return docs
 
     @property
     def local_blocks(self) -> int:
