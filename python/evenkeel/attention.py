@@ -123,7 +123,7 @@ def check_isolation(config) -> None:
     or a model whose attention does not go through transformers' attention interface."""
     text = _text_config(config)
     model_type = getattr(text, "model_type", "") or getattr(config, "model_type", "")
-    remedy = ("set [data] attention = \"cross\" in the run file to train with documents attending across "
+    remedy = ("set data.attention = \"cross\" in the run file to train with documents attending across "
               "boundaries, or fine-tune a model whose layers are all full or sliding-window attention")
     layer_types = getattr(text, "layer_types", None) or []
     for i, layer_type in enumerate(layer_types):

@@ -218,6 +218,8 @@ def probe(config_dict: dict, attention: str) -> dict:
         logits = packed.logits.reshape(B * S, -1)
         cu = fields["cu_seq_lens_q"].tolist()
         flat = ids.reshape(-1)
+        # The reference: each document alone through transformers' own SDPA, same weights.
+        model.set_attn_implementation("sdpa")
         loss_diff, layer_diff = 0.0, [0.0] * len(layers)
         for a, b in zip(cu[:-1], cu[1:]):
             captured.clear()

@@ -141,7 +141,7 @@ def test_linear_attention_is_refused_naming_the_layer_and_what_to_do():
         check_isolation(config)
     msg = str(e.value)
     assert "qwen3_next" in msg and "layer 0 is 'linear_attention'" in msg
-    assert 'attention = "cross"' in msg
+    assert 'data.attention = "cross"' in msg
     assert e.value.layer == "linear_attention"
     for family in FAMILIES:
         check_isolation(tiny(family))  # no refusal
@@ -215,3 +215,62 @@ def test_probe_error_is_a_verdict_and_not_cached(tmp_path):
     v = run_probe(bad, cache=tmp_path)
     assert v["verdict"] == "error" and v["message"]
     assert not (tmp_path / "isolation").exists() or not list((tmp_path / "isolation").glob("*.json"))
+
+
+# The gate's seventh check, the real binary over a real pack and the run's own config.
+def gate_run(tmp_path, config_path, attention):
+    from packs import EVENKEEL, make_pack, write_run_file
+
+    pack = make_pack(tmp_path / "pack", [4, 4], seq_len=16, vocab=64)
+    rf = write_run_file(tmp_path / f"run-{attention}.toml", {
+        "run": {"name": "iso"},
+        "cluster": {"nodes": 1, "gpus_per_node": 2},
+        "data": {"pack_dir": str(pack), "attention": attention},
+        "model": {"config": str(config_path)},
+        "train": {"seq_len": 16, "micro_batch": 1, "grad_accum": 1},
+        "checkpoint": {"dir": str(tmp_path / "ckpt")},
+        "distributed": {"backend": "gloo"},
+        "launch": {"python": sys.executable},
+    })
+    return [EVENKEEL, "gate", str(rf), "--json"]
+
+
+def isolation_of(cmd, cache):
+    env = {**os.environ, "EVENKEEL_CACHE_DIR": str(cache), "TORCH_FR_BUFFER_SIZE": "2000"}
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode in (0, 1), out.stderr
+    log = json.loads(out.stdout)
+    names = [c["name"] for c in log["checks"]]
+    assert names[-1] == "isolation" and len(names) == 7, names
+    return log["checks"][-1], log
+
+
+def test_gate_passes_a_tiny_models_isolation_once_then_from_the_cache(tmp_path):
+    config = tmp_path / "qwen3.json"
+    Qwen3Config(vocab_size=64, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                head_dim=16, intermediate_size=128).to_json_file(str(config))
+    cmd = gate_run(tmp_path, config, "isolated")
+    cold, _ = isolation_of(cmd, tmp_path / "cache")
+    assert cold["verdict"] == "PASS", cold
+    assert "qwen3 through evenkeel_document" in cold["reason"] and "cache" not in cold["reason"], cold
+    assert cold["numbers"]["cached"] == 0
+    warm, _ = isolation_of(cmd, tmp_path / "cache")
+    assert warm["verdict"] == "PASS" and "(verdict from the cache)" in warm["reason"], warm
+    assert warm["numbers"]["cached"] == 1 and warm["numbers"]["probe_seconds"] < 1.0
+    print(f"probe cold {cold['numbers']['probe_seconds']:.2f} s, warm {warm['numbers']['probe_seconds']:.3f} s")
+
+
+def test_gate_with_cross_attention_passes_with_a_note_and_no_probe(tmp_path):
+    cmd = gate_run(tmp_path, tmp_path / "no-such-config.json", "cross")
+    check, _ = isolation_of(cmd, tmp_path / "cache")
+    assert check["verdict"] == "PASS" and "by choice" in check["reason"], check
+    assert not (tmp_path / "cache").exists()
+
+
+def test_gate_fails_a_linear_attention_model_naming_the_layer(tmp_path):
+    config = tmp_path / "next.json"
+    Qwen3NextConfig(num_hidden_layers=4).to_json_file(str(config))
+    check, log = isolation_of(gate_run(tmp_path, config, "isolated"), tmp_path / "cache")
+    assert check["verdict"] == "FAIL" and log["overall"] == "FAIL", check
+    assert "qwen3_next: layer 0 is 'linear_attention'" in check["reason"], check
+    assert 'data.attention = "cross"' in check["reason"], check
