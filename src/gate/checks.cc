@@ -505,10 +505,10 @@ Findings IsolationCheck(const GateInputs& in) {
   }
   std::string python = in.env.python;
   if (python.empty()) {
-    auto found =
-        run::FindTrainerPython(run, run::FindRunProgram(run, run.launch_torchrun));
+    auto found = run::FindTrainerPython(run, run::FindRunProgram(run, run.launch_torchrun));
     if (!found.ok()) {
-      c.fails.push_back(fmt::format("the isolation probe cannot run: {}", found.status().message()));
+      c.fails.push_back(
+          fmt::format("the isolation probe cannot run: {}", found.status().message()));
       return c;
     }
     python = found->path;
@@ -521,8 +521,8 @@ Findings IsolationCheck(const GateInputs& in) {
       "the gate cannot prove that packed documents stay apart (the probe needs torch and "
       "transformers in the trainer's python: launch.python)";
   if (!out.ok()) {
-    c.fails.push_back(fmt::format("the isolation probe could not run: {}; {}",
-                                  out.status().message(), cannot));
+    c.fails.push_back(
+        fmt::format("the isolation probe could not run: {}; {}", out.status().message(), cannot));
     return c;
   }
   auto v = ParseIsolationVerdict(*out, python + " -m evenkeel.isolation");
@@ -543,15 +543,15 @@ Findings IsolationCheck(const GateInputs& in) {
         v->model_type, v->implementation, v->max_loss_diff, v->max_layer_diff, v->tolerance, from);
   } else if (v->verdict == "leak") {
     c.fails.push_back(fmt::format(
-        "{}: packing would leak attention across documents: {}{}; {}", v->model_type,
-        v->message,
+        "{}: packing would leak attention across documents: {}{}; {}", v->model_type, v->message,
         v->layer_index >= 0 ? fmt::format(" (first at layer {}, {})", v->layer_index, v->layer)
                             : "",
         what_to_do + from));
   } else if (v->verdict == "refused") {
     c.fails.push_back(v->message + from);
   } else {
-    c.fails.push_back(fmt::format("the isolation probe could not decide: {}; {}", v->message, cannot));
+    c.fails.push_back(
+        fmt::format("the isolation probe could not decide: {}; {}", v->message, cannot));
   }
   return c;
 }

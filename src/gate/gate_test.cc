@@ -719,7 +719,6 @@ TEST_F(GateTest, StorageProbeThatCannotBeWrittenFails) {
   EXPECT_FALSE(FileExists(dir_ + "/ckpt/.evenkeel-gate-probe"));
 }
 
-
 // The isolation check through GateEnv's probe seam: the verdicts the probe can give, a
 // probe that cannot run, an answer that cannot be read, and the cases that run none.
 class GateIsolationTest : public GateTest {
@@ -772,10 +771,10 @@ TEST_F(GateIsolationTest, APassingProbeIsAPassAndItsCommandLineIsTheRunsModel) {
   EXPECT_NE(c.reason.find("qwen3 through evenkeel_document"), std::string::npos) << c.reason;
   EXPECT_EQ(c.reason.find("cache"), std::string::npos) << c.reason;
   EXPECT_EQ(calls_, 1);
-  EXPECT_EQ(argv_, (std::vector<std::string>{
-                       "/venv/bin/python", "-m", "evenkeel.isolation", "--config",
-                       EK_SOURCE_DIR "/testdata/gate/qwen3-32b-config.json", "--seq-len", "8",
-                       "--attention", "isolated", "--json"}));
+  EXPECT_EQ(argv_,
+            (std::vector<std::string>{"/venv/bin/python", "-m", "evenkeel.isolation", "--config",
+                                      EK_SOURCE_DIR "/testdata/gate/qwen3-32b-config.json",
+                                      "--seq-len", "8", "--attention", "isolated", "--json"}));
   EXPECT_EQ(timeout_s_, kIsolationProbeTimeoutS);
   EXPECT_DOUBLE_EQ(c.numbers.at("probe_seconds"), 3.5);
   EXPECT_EQ(c.numbers.at("cached"), 0);
@@ -835,8 +834,9 @@ TEST_F(GateIsolationTest, AnUnreadableAnswerIsAFailNamingTheField) {
   c = Get(Gate(Isolated()), "isolation");
   EXPECT_NE(c.reason.find("'maybe' is not pass, leak, refused or error"), std::string::npos)
       << c.reason;
-  answer_ = std::string(R"({"verdict": "pass", "message": "m", "cached": false, "seconds": 1, )"
-                        R"("model_type": "qwen3", "layer": "", "layer_index": -1, "tolerance": 1e-5})");
+  answer_ =
+      std::string(R"({"verdict": "pass", "message": "m", "cached": false, "seconds": 1, )"
+                  R"("model_type": "qwen3", "layer": "", "layer_index": -1, "tolerance": 1e-5})");
   c = Get(Gate(Isolated()), "isolation");
   EXPECT_EQ(c.verdict, ek::gate::Verdict::kFail);
   EXPECT_NE(c.reason.find("implementation"), std::string::npos) << c.reason;
@@ -872,8 +872,7 @@ TEST(IsolationProbeSpawn, OutputOnSuccessAndTheExitAndLastLineOtherwise) {
   auto bad = SpawnIsolationProbe({"/bin/sh", "-c", "echo 'ImportError: no torch'; exit 3"}, 30,
                                  Clock::Default());
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(),
-            "/bin/sh -m evenkeel.isolation: exit 3: ImportError: no torch");
+  EXPECT_EQ(bad.status().message(), "/bin/sh -m evenkeel.isolation: exit 3: ImportError: no torch");
   auto slow = SpawnIsolationProbe({"/bin/sh", "-c", "sleep 30"}, 0.5, Clock::Default());
   ASSERT_FALSE(slow.ok());
   EXPECT_NE(slow.status().message().find("did not answer within 0.5 s"), std::string::npos)

@@ -12,16 +12,9 @@
 namespace ek::gate {
 
 std::vector<std::string> IsolationProbeArgv(const std::string& python, const run::RunFile& run) {
-  return {python,
-          "-m",
-          "evenkeel.isolation",
-          "--config",
-          run.ConfigPath(),
-          "--seq-len",
-          std::to_string(run.seq_len),
-          "--attention",
-          run.attention,
-          "--json"};
+  return {python,           "-m",        "evenkeel.isolation",        "--config",
+          run.ConfigPath(), "--seq-len", std::to_string(run.seq_len), "--attention",
+          run.attention,    "--json"};
 }
 
 namespace {

@@ -34,15 +34,14 @@ Result<TrainerPython> FindTrainerPython(const RunFile& run, const std::string& t
   }
   std::string python3 = FindExecutable("python3");
   if (python3.empty()) {
-    return NotFoundError(
-        torchrun.empty()
-            ? fmt::format("{}: no python3 on PATH (set launch.python)", run.path)
-            : fmt::format(
-                  "{}: no python beside launch.torchrun {} and no python3 on PATH (set launch.python)",
-                  run.path, torchrun));
+    return NotFoundError(torchrun.empty()
+                             ? fmt::format("{}: no python3 on PATH (set launch.python)", run.path)
+                             : fmt::format("{}: no python beside launch.torchrun {} and no python3 "
+                                           "on PATH (set launch.python)",
+                                           run.path, torchrun));
   }
-  return TrainerPython{python3, torchrun.empty() ? "python3 on PATH"
-                                                 : "python3 on PATH, none beside " + torchrun};
+  return TrainerPython{
+      python3, torchrun.empty() ? "python3 on PATH" : "python3 on PATH, none beside " + torchrun};
 }
 
 }  // namespace ek::run

@@ -396,7 +396,8 @@ TEST(RunFileDataTest, AttentionIsIsolatedByDefaultAndOnlyIsolatedOrCross) {
   EXPECT_EQ(bad.status().message(), "run.toml: data.attention 'flash' (isolated, cross)");
   auto typed = ParseRunFile("[data]\nattention = 1\n", "run.toml");
   ASSERT_FALSE(typed.ok());
-  EXPECT_NE(typed.status().message().find("data.attention (line 2) must be a string"), std::string::npos)
+  EXPECT_NE(typed.status().message().find("data.attention (line 2) must be a string"),
+            std::string::npos)
       << typed.status().message();
 }
 
