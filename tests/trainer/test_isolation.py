@@ -274,3 +274,23 @@ def test_gate_fails_a_linear_attention_model_naming_the_layer(tmp_path):
     assert check["verdict"] == "FAIL" and log["overall"] == "FAIL", check
     assert "qwen3_next: layer 0 is 'linear_attention'" in check["reason"], check
     assert 'data.attention = "cross"' in check["reason"], check
+
+
+def test_the_flattened_layout_flash_attention_takes_trains_the_same(tmp_path):
+    """The CUDA varlen path reads the micro-batch as one row (model_inputs for
+    flash_attention_2): run here through the CPU document attention, the loss and the
+    logits equal the unflattened batch's (the CUDA kernel itself is not run here)."""
+    config = tiny("qwen3")
+    model = build(config, isolated_implementation(config, "cpu"))
+    blocks, entries, _ = sequential(documents(np.random.default_rng(3), LENGTHS, VOCAB), SEQ)
+    order = [2, 0, 3]
+    ids = torch.from_numpy(blocks[order])
+    fields = isolated_fields(order, SEQ, entries, ids.clone())
+    flat = model_inputs("flash_attention_2", ids, fields)
+    assert flat["input_ids"].shape == (1, len(order) * SEQ) and flat["labels"].shape == (1, len(order) * SEQ)
+    assert torch.equal(flat["cu_seq_lens_q"], fields["cu_seq_lens_q"])
+    with torch.no_grad():
+        a = model(**model_inputs(ATTENTION_NAME, ids, fields))
+        b = model(**flat)
+    assert abs(a.loss.item() - b.loss.item()) <= TOL
+    assert (a.logits.reshape(-1, VOCAB) - b.logits.reshape(-1, VOCAB)).abs().max().item() <= TOL

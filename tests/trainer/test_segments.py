@@ -87,3 +87,36 @@ def test_labels_of_the_wrong_shape_are_refused():
     blocks, entries, _ = sequential([np.arange(1, 40)], SEQ)
     with pytest.raises(ValueError, match="labels have shape"):
         isolated_fields([0, 1], SEQ, entries, torch.zeros(1, SEQ, dtype=torch.long))
+
+
+def test_block_dataset_gives_the_isolated_fields_of_its_docs_file_and_counts_their_targets(tmp_path):
+    """Over a real pack read by the C++ loader: a docs file with documents inside blocks,
+    one spanning blocks and a block's padding; BlockDataset.inputs is isolated_fields of
+    the mapped entries, and trained_targets counts exactly the labels the loss keeps."""
+    import json
+
+    from packs import make_pack, xxh3_file
+
+    from evenkeel import BlockDataset
+    pack = make_pack(tmp_path / "pack", [6, 6], seq_len=SEQ, vocab=64)
+    entries = np.array([0, 5, 20, 40, 41, (3 * SEQ + 9) | (1 << 63), 4 * SEQ + 2, 70], dtype="<u8")
+    (pack / "rank-00001.docs").write_bytes(entries.tobytes())
+    manifest = json.loads((pack / "manifest.json").read_text())
+    manifest["ranks"][1].update(docs_xxh3=xxh3_file(pack / "rank-00001.docs"), documents=7)
+    (pack / "manifest.json").write_text(json.dumps(manifest))
+    ds = BlockDataset(pack, 1, attention="isolated")
+    assert np.array_equal(ds.doc_starts, entries)
+    index = [3, 0, 4, 1]
+    got = ds.inputs(index)
+    ids, labels = ds.batch(index)
+    want = isolated_fields(index, SEQ, entries, labels)
+    assert torch.equal(got["input_ids"], ids)
+    for k in ("labels", "position_ids", "cu_seq_lens_q", "cu_seq_lens_k"):
+        assert torch.equal(got[k], want[k]), k
+    assert got["max_length_q"] == want["max_length_q"]
+    assert ds.trained_targets(index) == int((got["labels"] != -100).sum())
+    assert (got["labels"][0, 9:] == -100).all()  # block 3's padding
+    assert ds.trained_targets(index) < len(index) * (SEQ - 1)
+    cross = BlockDataset(pack, 1)  # attention "cross": today's batch
+    assert set(cross.inputs(index)) == {"input_ids", "labels"}
+    assert cross.trained_targets(index) == len(index) * (SEQ - 1)
