@@ -49,6 +49,7 @@ class BlockDataset:
             self._blocks = torch.from_numpy(array)
             mask = self._file.mask_array()
             self._mask = None if mask is None else torch.from_numpy(mask)
+        self._doc_starts = self._file.docs_array()  # read-only uint64, or None (an older pack)
         self.seed = int(seed)
         self.shuffle = bool(shuffle)
         self._count = self._file.blocks
@@ -87,11 +88,17 @@ class BlockDataset:
         return self._mask is not None
 
     @property
+    def has_docs(self) -> bool:
+        """True for a pack with document boundaries (rank-NNNNN.docs beside the blocks)."""
+        return self._doc_starts is not None
+
+    @property
     def doc_starts(self) -> np.ndarray | None:
-        """The rank's document boundary entries (docs/pack_format.md, "Document boundaries")
-        as a read-only uint64 view of the mapping, or None for a pack without them."""
-        docs_array = getattr(self._file, "docs_array", None)
-        return None if docs_array is None else docs_array()
+        """The rank's document boundaries as a read-only 1-D numpy uint64 view of the docs
+        file (docs/pack_format.md): ascending token offsets ``block * seq_len + position``
+        where a segment begins, bit 63 set where a block's padding begins; every block
+        start begins a segment too. None for a pack made before them."""
+        return self._doc_starts
 
     @property
     def mask(self) -> torch.Tensor | None:

@@ -105,6 +105,23 @@ PYBIND11_MODULE(_core, m) {
             a.attr("flags").attr("writeable") = false;
             return a;
           })
+      // The document boundaries (docs/pack_format.md) as a read-only 1-D uint64
+      // array over the mapping (it keeps the BlockFile alive): ascending token
+      // offsets where a segment begins, bit 63 set where a block's padding
+      // begins. None for a pack made before them.
+      .def_property_readonly("has_docs", &BlockFile::has_docs)
+      .def("docs_array",
+           [](py::object self) -> py::object {
+             const BlockFile& f = self.cast<const BlockFile&>();
+             if (!f.has_docs()) return py::none();
+             static const uint64_t kNoDocs[1] = {0};
+             auto docs = f.docs();
+             const uint64_t* data = docs.empty() ? kNoDocs : docs.data();
+             const auto n = static_cast<py::ssize_t>(docs.size());
+             py::array a(py::dtype::of<uint64_t>(), {n}, {py::ssize_t{8}}, data, self);
+             a.attr("flags").attr("writeable") = false;
+             return a;
+           })
       .def_buffer([](const BlockFile& f) {
         const int32_t* data = f.blocks() == 0 ? kNoBlocks : f.data();
         const auto rows = static_cast<py::ssize_t>(f.blocks());

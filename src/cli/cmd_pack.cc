@@ -15,6 +15,7 @@
 #include "ingest/source.h"
 #include "pack/packer.h"
 #include "packfile/inspect.h"
+#include "packfile/layout.h"
 #include "packfile/manifest.h"
 #include "run/pack_sources.h"
 #include "run/run_file.h"
@@ -488,6 +489,9 @@ int RunInspect(int argc, char** argv) {
     return kExitOk;
   }
   pack::InspectReport report = pack::InspectWith(*m, dir, threads, true);
+  const bool docs = pack::HasDocs(*m);
+  uint64_t documents = 0;
+  for (const auto& r : m->ranks) documents += r.documents;
   if (json) {
     JsonWriter w;
     w.BeginObject().Key("ok").Bool(report.ok()).Key("complete").Bool(m->complete());
@@ -497,19 +501,32 @@ int RunInspect(int argc, char** argv) {
     for (size_t i = 0; i < report.ranks.size(); ++i) {
       const auto& r = report.ranks[i];
       w.BeginObject().Key("rank").Int(r.rank).Key("blocks").Uint(m->ranks[i].blocks);
+      if (docs) w.Key("documents").Uint(m->ranks[i].documents);
       w.Key("ok").Bool(r.problems.empty()).Key("problems").StrArray(r.problems).EndObject();
     }
     w.EndArray();
+    w.Key("has_docs").Bool(docs);
+    if (docs) w.Key("documents").Uint(documents);
     WriteSourcesJson(w, *m);
     std::fputs(w.EndObject().Line().c_str(), stdout);
   } else {
-    std::printf("%6s %10s  %s\n", "rank", "blocks", "check");
+    std::printf("%6s %10s %10s  %s\n", "rank", "blocks", "documents", "check");
     for (size_t i = 0; i < report.ranks.size(); ++i) {
       const auto& r = report.ranks[i];
-      std::printf("%6d %10llu  %s\n", r.rank, static_cast<unsigned long long>(m->ranks[i].blocks),
+      std::printf("%6d %10llu %10s  %s\n", r.rank,
+                  static_cast<unsigned long long>(m->ranks[i].blocks),
+                  docs ? std::to_string(m->ranks[i].documents).c_str() : "-",
                   r.problems.empty() ? "ok" : r.problems.front().c_str());
       for (size_t k = 1; k < r.problems.size(); ++k)
-        std::printf("%18s%s\n", "", r.problems[k].c_str());
+        std::printf("%29s%s\n", "", r.problems[k].c_str());
+    }
+    if (docs) {
+      std::printf("document boundaries: %llu document start(s) in the docs files\n",
+                  static_cast<unsigned long long>(documents));
+    } else {
+      std::printf(
+          "document boundaries: none (a pack made before them; repack for isolated "
+          "attention)\n");
     }
     std::printf("blocks per rank: min %llu, max %llu, spread %llu%s\n",
                 static_cast<unsigned long long>(m->min_blocks()),

@@ -15,6 +15,7 @@
 #include "core/parse.h"
 #include "gate/isolation.h"
 #include "packfile/inspect.h"
+#include "packfile/layout.h"
 #include "run/model_dir.h"
 #include "run/pack_sources.h"
 #include "run/programs.h"
@@ -122,10 +123,11 @@ Findings DataCheck(const GateInputs& in, std::vector<int>* ranks_checked) {
   }
   pack::InspectReport ir = pack::InspectWith(sub, pack_dir, env.threads, true);
   std::vector<std::string> problems;
-  uint64_t blocks = 0, bytes = 0;
+  uint64_t blocks = 0, bytes = 0, documents = 0;
   for (size_t i = 0; i < ir.ranks.size(); ++i) {
     ranks_checked->push_back(sub.ranks[i].rank);
     blocks += sub.ranks[i].blocks;
+    documents += ir.ranks[i].documents;
     bytes += ir.ranks[i].size;
     for (const auto& p : ir.ranks[i].problems) problems.push_back(p);
   }
@@ -153,10 +155,15 @@ Findings DataCheck(const GateInputs& in, std::vector<int>* ranks_checked) {
                {"blocks", static_cast<double>(blocks)},
                {"bytes", static_cast<double>(bytes)},
                {"problems", static_cast<double>(problems.size())}};
+  const bool docs = pack::HasDocs(*mp);
+  if (docs) c.numbers["documents"] = static_cast<double>(documents);
   c.fails = std::move(problems);
   c.pass_reason = fmt::format(
-      "{} rank file(s), {} blocks, {}: sizes, checksums and token ids (< {}) match the manifest{}",
+      "{} rank file(s), {} blocks, {}: sizes, checksums and token ids (< {}){} match the "
+      "manifest{}",
       ir.ranks.size(), Thousands(blocks), FormatBytes(static_cast<double>(bytes)), mp->vocab_size,
+      docs ? fmt::format(" and document boundaries ({} documents)", Thousands(documents))
+           : std::string(" (no document boundaries: a pack made before them)"),
       run.model_path.empty() ? "" : "; tokenizer is the model's");
   return c;
 }

@@ -196,6 +196,38 @@ TEST_F(GateTest, DataFailures) {
   EXPECT_NE(Get(Gate(seq), "data").reason.find("seq_len"), std::string::npos);
 }
 
+// The docs files are checked as the masks are: size, checksum, order, count,
+// each failure naming the file (and the byte of the first bad entry).
+TEST_F(GateTest, DamagedDocsFilesFailTheDataCheckNamingThem) {
+  const Check ok = Get(Gate(Run("even")), "data");
+  EXPECT_EQ(ok.verdict, Verdict::kPass) << ok.reason;
+  EXPECT_NE(ok.reason.find("document boundaries"), std::string::npos) << ok.reason;
+  EXPECT_GT(ok.numbers.at("documents"), 0);
+  std::string f = dir_ + "/even/rank-00002.docs";
+  const std::string good = *ReadFile(f);
+  ASSERT_GE(good.size(), 16u);
+  ASSERT_TRUE(WriteFileAtomic(f, good.substr(0, good.size() - 4)).ok());
+  Check c = Get(Gate(Run("even")), "data");
+  EXPECT_EQ(c.verdict, Verdict::kFail);
+  ASSERT_EQ(c.problems.size(), 2u) << c.reason;
+  EXPECT_EQ(c.problems[0].find("rank-00002.docs: checksum"), 0u) << c.problems[0];
+  EXPECT_EQ(c.problems[1].find("rank-00002.docs: "), 0u) << c.problems[1];
+  EXPECT_NE(c.problems[1].find("is not a whole number of 8-byte entries"), std::string::npos)
+      << c.problems[1];
+  std::string swapped = good;
+  std::swap_ranges(swapped.begin(), swapped.begin() + 8, swapped.begin() + 8);
+  ASSERT_TRUE(WriteFileAtomic(f, swapped).ok());
+  c = Get(Gate(Run("even")), "data");
+  EXPECT_EQ(c.verdict, Verdict::kFail);
+  bool named = false;
+  for (const auto& p : c.problems) named |= p.find("rank-00002.docs: byte 8: entry 1") == 0;
+  EXPECT_TRUE(named) << c.reason;
+  ::unlink(f.c_str());
+  c = Get(Gate(Run("even")), "data");
+  EXPECT_EQ(c.verdict, Verdict::kFail);
+  EXPECT_NE(c.reason.find("rank-00002.docs"), std::string::npos) << c.reason;
+}
+
 TEST_F(GateTest, OutOfVocabularyTokenFails) {
   std::string f = dir_ + "/even/rank-00002.i32";
   std::string data = *ReadFile(f);

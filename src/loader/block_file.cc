@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <xxhash.h>
 
 #include "packfile/layout.h"
 
@@ -77,6 +78,31 @@ Result<BlockFile> BlockFile::Open(const std::string& pack_dir, const pack::Manif
     if (out.mask_file_.size() != tokens)
       return CorruptError(fmt::format("loader: {}: size changed while opening", mask_path));
     out.has_mask_ = true;
+  }
+  if (!info->docs_file.empty()) {
+    const std::string docs_path = pack_dir + "/" + info->docs_file;
+    struct stat ds {};
+    if (::stat(docs_path.c_str(), &ds) != 0) {
+      return NotFoundError(fmt::format(
+          "loader: {}: missing document-boundaries file of rank {} (the manifest lists it)",
+          docs_path, rank));
+    }
+    auto docs = MappedFile::Open(docs_path);
+    if (!docs.ok()) return docs.status().WithContext("loader");
+    out.docs_file_ = std::move(docs).value();
+    const std::string_view bytes = out.docs_file_.data();
+    const uint64_t h = XXH3_64bits(bytes.data(), bytes.size());
+    if (h != info->docs_xxh3) {
+      return CorruptError(fmt::format("loader: {}: checksum {:016x}, the manifest says {:016x}",
+                                      docs_path, h, info->docs_xxh3));
+    }
+    auto counts = pack::CheckDocEntries(bytes, info->blocks, manifest.seq_len, docs_path);
+    if (!counts.ok()) return counts.status().WithContext("loader");
+    if (counts->documents != info->documents) {
+      return CorruptError(fmt::format("loader: {}: {} document starts, the manifest says {}",
+                                      docs_path, counts->documents, info->documents));
+    }
+    out.has_docs_ = true;
   }
   out.manifest_ = manifest;
   out.blocks_ = info->blocks;

@@ -8,6 +8,7 @@
 
 #include "core/file.h"
 #include "core/status.h"
+#include "packfile/layout.h"
 #include "packfile/manifest.h"
 
 namespace ek::loader {
@@ -45,6 +46,17 @@ class BlockFile {
     return has_mask_ ? reinterpret_cast<const uint8_t*>(mask_file_.data().data()) : nullptr;
   }
 
+  // The document boundaries (packfile/layout.h): the rank's entries, ascending
+  // token offsets where a segment begins, bit 63 set where a block's padding
+  // begins; checked against the manifest (size, checksum, order, range, count)
+  // when opened. False and empty for a pack made before them.
+  bool has_docs() const { return has_docs_; }
+  std::span<const uint64_t> docs() const {
+    if (!has_docs_ || docs_file_.size() == 0) return {};
+    return {reinterpret_cast<const uint64_t*>(docs_file_.data().data()),
+            docs_file_.size() / pack::kDocEntryBytes};
+  }
+
   // Block `i` (precondition: i < blocks()).
   std::span<const int32_t> Block(uint64_t i) const {
     return {data() + i * static_cast<uint64_t>(seq_len_), static_cast<size_t>(seq_len_)};
@@ -53,7 +65,9 @@ class BlockFile {
  private:
   MappedFile file_;
   MappedFile mask_file_;
+  MappedFile docs_file_;
   bool has_mask_ = false;
+  bool has_docs_ = false;
   pack::Manifest manifest_;
   uint64_t blocks_ = 0;
   int seq_len_ = 0;

@@ -3,9 +3,15 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <xxhash.h>
 
+#include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "core/file.h"
+#include "packfile/layout.h"
 
 namespace ek::loader {
 namespace {
@@ -117,6 +123,106 @@ TEST_F(BlockFileTest, RankMissingFromAPartialManifestIsNotFound) {
   EXPECT_EQ(f.status().code(), StatusCode::kNotFound);
   EXPECT_NE(f.status().message().find("rank 0 is not in this pack"), std::string::npos)
       << f.status().message();
+}
+
+// Writes rank `rank`'s docs file with `entries` and lists it in the manifest
+// (its checksum and the count of document starts recomputed from the entries).
+void WriteDocsForBlockFileTest(const std::string& dir, pack::Manifest* m, int rank,
+                               const std::vector<uint64_t>& entries) {
+  std::string bytes(entries.size() * 8, '\0');
+  if (!entries.empty()) std::memcpy(bytes.data(), entries.data(), bytes.size());
+  ASSERT_TRUE(WriteFileAtomic(dir + "/" + pack::DocsFileName(rank), bytes).ok());
+  pack::RankInfo& r = m->ranks[static_cast<size_t>(rank)];
+  r.docs_file = pack::DocsFileName(rank);
+  r.docs_xxh3 = XXH3_64bits(bytes.data(), bytes.size());
+  r.documents = 0;
+  for (uint64_t e : entries) r.documents += pack::IsPadEntry(e) ? 0 : 1;
+}
+
+TEST_F(BlockFileTest, MapsTheDocsFile) {
+  MakePack({3, 5});
+  WriteDocsForBlockFileTest(dir_, &manifest_, 0, {0, 3, 5});
+  WriteDocsForBlockFileTest(dir_, &manifest_, 1, {2, 6 | pack::kDocPadBit, 8});
+  ASSERT_TRUE(pack::WriteManifest(dir_, manifest_).ok());
+  auto f = BlockFile::Open(dir_, 1);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ASSERT_TRUE(f->has_docs());
+  auto d = f->docs();
+  EXPECT_EQ(std::vector<uint64_t>(d.begin(), d.end()),
+            (std::vector<uint64_t>{2, 6 | pack::kDocPadBit, 8}));
+  MakePack({3, 5});  // an older pack: no docs files
+  auto old = BlockFile::Open(dir_, 1);
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_FALSE(old->has_docs());
+  EXPECT_TRUE(old->docs().empty());
+}
+
+TEST_F(BlockFileTest, AnEmptyDocsFileIsARankInsideOneDocument) {
+  MakePack({3, 5});
+  WriteDocsForBlockFileTest(dir_, &manifest_, 0, {});
+  WriteDocsForBlockFileTest(dir_, &manifest_, 1, {1});
+  ASSERT_TRUE(pack::WriteManifest(dir_, manifest_).ok());
+  auto f = BlockFile::Open(dir_, 0);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_TRUE(f->has_docs());
+  EXPECT_TRUE(f->docs().empty());
+}
+
+class DocsFaultTest : public BlockFileTest {
+ protected:
+  std::string OpenError(const std::function<void()>& damage) {
+    MakePack({3, 5});
+    WriteDocsForBlockFileTest(dir_, &manifest_, 0, {0, 3, 5});
+    WriteDocsForBlockFileTest(dir_, &manifest_, 1, {2, 7, 9});
+    damage();
+    EXPECT_TRUE(pack::WriteManifest(dir_, manifest_).ok());
+    auto f = BlockFile::Open(dir_, 1);
+    EXPECT_FALSE(f.ok());
+    return f.ok() ? "" : f.status().message();
+  }
+  std::string docs_path() const { return dir_ + "/rank-00001.docs"; }
+};
+
+TEST_F(DocsFaultTest, ATruncatedDocsFileNamesTheFileAndTheByte) {
+  std::string e = OpenError([&] {
+    ASSERT_EQ(::truncate(docs_path().c_str(), 20), 0);
+    manifest_.ranks[1].docs_xxh3 = XXH3_64bits(ReadFile(docs_path())->data(), 20);
+  });
+  EXPECT_NE(e.find(docs_path() + ": 20 bytes is not a whole number of 8-byte entries (a partial "
+                                 "entry at byte 16)"),
+            std::string::npos)
+      << e;
+}
+
+TEST_F(DocsFaultTest, AChangedDocsFileFailsItsChecksum) {
+  std::string e = OpenError([&] {
+    std::string bytes = *ReadFile(docs_path());
+    bytes[8] = 6;  // entry 1: 7 -> 6, still ascending
+    ASSERT_TRUE(WriteFileAtomic(docs_path(), bytes).ok());
+  });
+  EXPECT_NE(e.find(docs_path() + ": checksum"), std::string::npos) << e;
+  EXPECT_NE(e.find("the manifest says"), std::string::npos) << e;
+}
+
+TEST_F(DocsFaultTest, EntriesOutOfOrderOrRangeAreCorruptNamingTheByte) {
+  std::string e = OpenError([&] { WriteDocsForBlockFileTest(dir_, &manifest_, 1, {2, 9, 7}); });
+  EXPECT_NE(e.find(docs_path() + ": byte 16: entry 2 (7): not after"), std::string::npos) << e;
+  e = OpenError([&] { WriteDocsForBlockFileTest(dir_, &manifest_, 1, {2, 20}); });
+  EXPECT_NE(e.find(docs_path() + ": byte 8: entry 1 (20): offset beyond the rank's 20 tokens"),
+            std::string::npos)
+      << e;
+}
+
+TEST_F(DocsFaultTest, ACountThatDisagreesWithTheManifestIsCorrupt) {
+  std::string e = OpenError([&] { manifest_.ranks[1].documents = 4; });
+  EXPECT_NE(e.find(docs_path() + ": 3 document starts, the manifest says 4"), std::string::npos)
+      << e;
+}
+
+TEST_F(DocsFaultTest, AMissingDocsFileIsNotFound) {
+  std::string e = OpenError([&] { ASSERT_EQ(::unlink(docs_path().c_str()), 0); });
+  EXPECT_NE(e.find(docs_path() + ": missing document-boundaries file of rank 1"), std::string::npos)
+      << e;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <memory>
@@ -88,7 +89,10 @@ Result<std::string> EosFromConfig(const std::string& tokenizer_path) {
 
 namespace {
 
-// One rank's block file: full blocks are appended (buffered) and hashed.
+// One rank's block file, its loss mask and its document boundaries: full
+// blocks are appended (buffered) and hashed. A document start is held with its
+// block until the block is written, so the docs file lists only the documents
+// of blocks the rank keeps.
 class RankWriter {
  public:
   static Result<std::unique_ptr<RankWriter>> Open(Env* env, const std::string& dir, int rank,
@@ -100,6 +104,10 @@ class RankWriter {
     w->file_ = std::make_unique<AtomicFile>(std::move(f));
     w->hash_ = XXH3_createState();
     XXH3_64bits_reset(w->hash_);
+    EK_ASSIGN_OR_RETURN(AtomicFile df, AtomicFile::Create(dir + "/" + DocsFileName(rank), env));
+    w->docs_file_ = std::make_unique<AtomicFile>(std::move(df));
+    w->docs_hash_ = XXH3_createState();
+    XXH3_64bits_reset(w->docs_hash_);
     if (masks) {
       EK_ASSIGN_OR_RETURN(AtomicFile mf, AtomicFile::Create(dir + "/" + MaskFileName(rank), env));
       w->mask_file_ = std::make_unique<AtomicFile>(std::move(mf));
@@ -110,12 +118,14 @@ class RankWriter {
   }
   ~RankWriter() {
     XXH3_freeState(hash_);
+    XXH3_freeState(docs_hash_);
     if (mask_hash_) XXH3_freeState(mask_hash_);
   }
 
-  // Stream mode (contiguous/strided): tokens (and their mask bytes, when the
-  // pack has masks) accumulate, full blocks go out.
+  // Stream mode (contiguous/strided): a document's tokens (and their mask bytes,
+  // when the pack has masks) accumulate, full blocks go out.
   Status Add(const int32_t* t, const uint8_t* mask, size_t n) {
+    partial_docs_.push_back(static_cast<uint32_t>(partial_.size()));
     while (n > 0) {
       size_t take = std::min(n, seq_len_ - partial_.size());
       partial_.insert(partial_.end(), t, t + take);
@@ -124,14 +134,25 @@ class RankWriter {
       mask += mask_file_ ? take : 0;
       n -= take;
       if (partial_.size() == seq_len_) {
-        EK_RETURN_IF_ERROR(WriteBlock(partial_.data(), partial_mask_.data()));
+        EK_RETURN_IF_ERROR(WriteBlock(partial_.data(), partial_mask_.data(), partial_docs_));
         partial_.clear();
         partial_mask_.clear();
+        partial_docs_.clear();
       }
     }
     return Status::Ok();
   }
-  Status WriteBlock(const int32_t* block, const uint8_t* mask) {
+  // `starts`: the positions in the block where documents begin, ascending.
+  Status WriteBlock(const int32_t* block, const uint8_t* mask,
+                    const std::vector<uint32_t>& starts) {
+    const uint64_t base = blocks_ * seq_len_;
+    for (uint32_t p : starts) {
+      const uint64_t entry = base + p;
+      char bytes[kDocEntryBytes];
+      std::memcpy(bytes, &entry, kDocEntryBytes);
+      docs_buf_.append(bytes, kDocEntryBytes);
+    }
+    documents_ += starts.size();
     const char* p = reinterpret_cast<const char*>(block);
     size_t bytes = BlockBytes(static_cast<int>(seq_len_));
     XXH3_64bits_update(hash_, p, bytes);
@@ -148,6 +169,9 @@ class RankWriter {
   Status Flush() {
     EK_RETURN_IF_ERROR(file_->Write(buf_));
     buf_.clear();
+    XXH3_64bits_update(docs_hash_, docs_buf_.data(), docs_buf_.size());
+    EK_RETURN_IF_ERROR(docs_file_->Write(docs_buf_));
+    docs_buf_.clear();
     if (mask_file_) {
       EK_RETURN_IF_ERROR(mask_file_->Write(mask_buf_));
       mask_buf_.clear();
@@ -156,11 +180,13 @@ class RankWriter {
   }
   Status Sync() {
     EK_RETURN_IF_ERROR(file_->Sync());
+    EK_RETURN_IF_ERROR(docs_file_->Sync());
     if (mask_file_) EK_RETURN_IF_ERROR(mask_file_->Sync());
     return Status::Ok();
   }
   Status Commit() {
     EK_RETURN_IF_ERROR(file_->Commit());
+    EK_RETURN_IF_ERROR(docs_file_->Commit());
     if (mask_file_) EK_RETURN_IF_ERROR(mask_file_->Commit());
     return Status::Ok();
   }
@@ -170,18 +196,22 @@ class RankWriter {
   bool has_mask() const { return mask_file_ != nullptr; }
   uint64_t mask_digest() const { return XXH3_64bits_digest(mask_hash_); }
   uint64_t loss_tokens() const { return loss_tokens_; }
+  uint64_t docs_digest() const { return XXH3_64bits_digest(docs_hash_); }
+  uint64_t documents() const { return documents_; }
 
  private:
   RankWriter() = default;
   int rank_ = 0;
   size_t seq_len_ = 0;
-  std::unique_ptr<AtomicFile> file_, mask_file_;
+  std::unique_ptr<AtomicFile> file_, mask_file_, docs_file_;
   XXH3_state_t* hash_ = nullptr;
+  XXH3_state_t* docs_hash_ = nullptr;
   XXH3_state_t* mask_hash_ = nullptr;
   std::vector<int32_t> partial_;
   std::vector<uint8_t> partial_mask_;
-  std::string buf_, mask_buf_;
-  uint64_t blocks_ = 0, loss_tokens_ = 0;
+  std::vector<uint32_t> partial_docs_;  // document starts in the partial block
+  std::string buf_, mask_buf_, docs_buf_;
+  uint64_t blocks_ = 0, loss_tokens_ = 0, documents_ = 0;
 };
 
 // Removes hidden temp files that a killed run left behind.
@@ -642,10 +672,13 @@ Result<Manifest> Pack(const PackOptions& opt,
   // Balanced routing: one stream, block i to rank i mod W, whole rounds only.
   std::vector<int32_t> cur;
   std::vector<uint8_t> cur_mask;
+  std::vector<uint32_t> cur_docs;  // document starts in `cur`
   std::vector<std::vector<int32_t>> round(W);
   std::vector<std::vector<uint8_t>> round_mask(W);
+  std::vector<std::vector<uint32_t>> round_docs(W);
   uint64_t block_index = 0;
   auto balanced_add = [&](const int32_t* t, const uint8_t* mask, size_t n) -> Status {
+    cur_docs.push_back(static_cast<uint32_t>(cur.size()));
     while (n > 0) {
       size_t take = std::min(n, seq - cur.size());
       cur.insert(cur.end(), t, t + take);
@@ -657,14 +690,17 @@ Result<Manifest> Pack(const PackOptions& opt,
         size_t r = block_index % W;
         round[r].swap(cur);
         round_mask[r].swap(cur_mask);
+        round_docs[r].swap(cur_docs);
         cur.clear();
         cur_mask.clear();
+        cur_docs.clear();
         ++block_index;
         if (block_index % W == 0) {
           for (size_t k = 0; k < W; ++k) {
             stats[k].tokens += seq;
             if (writers[k])
-              EK_RETURN_IF_ERROR(writers[k]->WriteBlock(round[k].data(), round_mask[k].data()));
+              EK_RETURN_IF_ERROR(
+                  writers[k]->WriteBlock(round[k].data(), round_mask[k].data(), round_docs[k]));
             stats[k].blocks += 1;
           }
         }
@@ -850,6 +886,9 @@ Result<Manifest> Pack(const PackOptions& opt,
       s.mask_xxh3 = w.mask_digest();
       s.loss_tokens = w.loss_tokens();
     }
+    s.docs_file = DocsFileName(r);
+    s.docs_xxh3 = w.docs_digest();
+    s.documents = w.documents();
   }
   EK_RETURN_IF_ERROR(skips.Sync());
   std::string manifest_path = opt.out_dir + "/manifest.json";

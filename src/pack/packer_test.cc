@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <xxhash.h>
 #include <zstd.h>
 
 #include <map>
@@ -13,6 +14,7 @@
 #include "core/file.h"
 #include "core/json_out.h"
 #include "packfile/inspect.h"
+#include "packfile/layout.h"
 #include "tokenize/tiny_tokenizer_testing.h"
 #include "tokenize/tokenizer.h"
 
@@ -54,6 +56,15 @@ class PackerTest : public ::testing::Test {
     EXPECT_TRUE(f.ok()) << f.status().message();
     std::vector<int32_t> v(f->size() / 4);
     std::memcpy(v.data(), f->data(), f->size());
+    return v;
+  }
+
+  std::vector<uint64_t> ReadDocs(const std::string& out, int rank) {
+    auto f = ReadFile(dir_ + "/" + out + "/" + DocsFileName(rank));
+    EXPECT_TRUE(f.ok()) << f.status().message();
+    if (!f.ok()) return {};
+    std::vector<uint64_t> v(f->size() / 8);
+    std::memcpy(v.data(), f->data(), v.size() * 8);
     return v;
   }
 
@@ -152,6 +163,8 @@ TEST_F(PackerTest, SameOutputWhateverTheThreadCount) {
     ASSERT_TRUE(a.ok() && b.ok());
     for (int r = 0; r < 4; ++r) EXPECT_EQ(ReadRank("t1", r), ReadRank("t2", r));
     for (int r = 0; r < 4; ++r) EXPECT_EQ(a->ranks[r].xxh3, b->ranks[r].xxh3);
+    for (int r = 0; r < 4; ++r) EXPECT_EQ(ReadDocs("t1", r), ReadDocs("t2", r));
+    for (int r = 0; r < 4; ++r) EXPECT_EQ(a->ranks[r].docs_xxh3, b->ranks[r].docs_xxh3);
   }
 }
 
@@ -173,6 +186,13 @@ TEST_F(PackerTest, NodeRangesAreByteIdenticalAndMerge) {
     auto merged = MergeManifests({*m0, *m1}, {"n0", "n1"});
     ASSERT_TRUE(merged.ok()) << merged.status().message();
     for (int r = 0; r < 4; ++r) EXPECT_EQ(merged->ranks[r].xxh3, mf->ranks[r].xxh3);
+    EXPECT_EQ(List("n0").count(DocsFileName(2)), 0u);
+    EXPECT_EQ(ReadDocs("n0", 1), ReadDocs("full", 1));
+    EXPECT_EQ(ReadDocs("n1", 3), ReadDocs("full", 3));
+    for (int r = 0; r < 4; ++r) {
+      EXPECT_EQ(merged->ranks[r].docs_xxh3, mf->ranks[r].docs_xxh3);
+      EXPECT_EQ(merged->ranks[r].documents, mf->ranks[r].documents);
+    }
     EXPECT_EQ(merged->total_tokens, mf->total_tokens);
   }
 }
@@ -209,7 +229,8 @@ TEST_F(PackerTest, RerunAfterAKilledRunFinishesTheJob) {
   auto again = Pack(o);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(List("kill"),
-            (std::set<std::string>{"manifest.json", "rank-00000.i32", "rank-00001.i32"}));
+            (std::set<std::string>{"manifest.json", "rank-00000.docs", "rank-00000.i32",
+                                   "rank-00001.docs", "rank-00001.i32"}));
   EXPECT_EQ(again->ranks[0].xxh3, first->ranks[0].xxh3);
   EXPECT_TRUE(Inspect(o.out_dir)->ok());
 }
@@ -291,6 +312,113 @@ TEST_F(PackerTest, InspectCatchesDamage) {
   EXPECT_FALSE(Inspect(o.out_dir)->ranks[0].problems.empty());
 }
 
+// The docs file lists where every record placed in a rank's blocks starts, in
+// the rank's token stream, and nothing else (no block start of a record's
+// continuation, no record of a dropped block): recomputed from the reference
+// stream for every shard mode.
+TEST_F(PackerTest, DocsFilesListEveryRecordStartInTheRanksBlocks) {
+  auto texts = Texts(61);
+  std::string in = WriteInput("a.jsonl", texts);
+  const uint64_t seq = 8, world = 3;
+  for (ShardMode mode : {ShardMode::kContiguous, ShardMode::kStrided, ShardMode::kBalanced}) {
+    SCOPED_TRACE(std::string(ShardModeName(mode)));
+    PackOptions o = Options({in}, "docs", static_cast<int>(world), static_cast<int>(seq));
+    o.shard = mode;
+    auto m = Pack(o);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    std::vector<std::vector<uint64_t>> expect(world);
+    if (mode == ShardMode::kBalanced) {
+      uint64_t g = 0;  // the record's first token in the one stream blocks are dealt from
+      const uint64_t kept = m->min_blocks() * world;
+      for (size_t i = 0; i < texts.size(); ++i) {
+        const uint64_t block = g / seq;
+        if (block < kept) expect[block % world].push_back((block / world) * seq + g % seq);
+        g += Stream(texts, {i}).size();
+      }
+    } else {
+      std::vector<uint64_t> at(world, 0);
+      for (size_t i = 0; i < texts.size(); ++i) {
+        const int r = OwnerOf(mode, i, texts.size(), static_cast<int>(world));
+        if (at[r] < m->ranks[r].blocks * seq) expect[r].push_back(at[r]);
+        at[r] += Stream(texts, {i}).size();
+      }
+    }
+    for (int r = 0; r < static_cast<int>(world); ++r) {
+      EXPECT_EQ(ReadDocs("docs", r), expect[r]) << "rank " << r;
+      EXPECT_EQ(m->ranks[r].docs_file, DocsFileName(r));
+      EXPECT_EQ(m->ranks[r].documents, expect[r].size());
+      std::string bytes = *ReadFile(o.out_dir + "/" + DocsFileName(r));
+      EXPECT_EQ(m->ranks[r].docs_xxh3, XXH3_64bits(bytes.data(), bytes.size()));
+    }
+    auto report = Inspect(o.out_dir, 2);
+    ASSERT_TRUE(report.ok());
+    EXPECT_TRUE(report->ok());
+    for (const auto& rc : report->ranks) {
+      EXPECT_EQ(rc.documents, m->ranks[static_cast<size_t>(rc.rank)].documents);
+      EXPECT_EQ(rc.pads, 0u);  // sequential packing writes no padding
+    }
+  }
+}
+
+// A record longer than a block: its start is listed once; the blocks it runs
+// on into begin their segments implicitly, with no entry of their own.
+TEST_F(PackerTest, ARecordLongerThanABlockIsListedOnceAtItsStart) {
+  std::string long_text;
+  for (int k = 0; k < 12; ++k) long_text += "hello world ";
+  std::vector<std::string> texts = {"hi", long_text, "hello"};
+  std::string in = WriteInput("long.jsonl", texts);
+  PackOptions o = Options({in}, "long", 1, 8);
+  o.shard = ShardMode::kContiguous;
+  auto m = Pack(o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const uint64_t a = Stream(texts, {0}).size(), b = Stream(texts, {1}).size();
+  ASSERT_GT(b, 16u);
+  std::vector<uint64_t> expect = {0, a};
+  if (a + b < m->ranks[0].blocks * 8) expect.push_back(a + b);
+  EXPECT_EQ(ReadDocs("long", 0), expect);
+}
+
+TEST_F(PackerTest, InspectCatchesDamagedDocsNamingTheFileAndTheByte) {
+  auto texts = Texts(30);
+  std::string in = WriteInput("a.jsonl", texts);
+  PackOptions o = Options({in}, "ddmg", 2, 8);
+  ASSERT_TRUE(Pack(o).ok());
+  const std::string path = o.out_dir + "/" + DocsFileName(1);
+  const std::string good = *ReadFile(path);
+  ASSERT_GE(good.size(), 24u);
+  auto problems = [&](const std::string& bytes) {
+    EXPECT_TRUE(WriteFileAtomic(path, bytes).ok());
+    auto r = Inspect(o.out_dir);
+    EXPECT_TRUE(r.ok());
+    EXPECT_FALSE(r->ok());
+    std::string all;
+    for (const auto& p : r->ranks[1].problems) all += p + "\n";
+    return all;
+  };
+  std::string swapped = good;  // entries 1 and 2 swapped: same count, out of order
+  std::swap_ranges(swapped.begin() + 8, swapped.begin() + 16, swapped.begin() + 16);
+  std::string msg = problems(swapped);
+  EXPECT_NE(msg.find("rank-00001.docs: checksum"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rank-00001.docs: byte 16: entry 2"), std::string::npos) << msg;
+  msg = problems(good.substr(0, good.size() - 3));
+  EXPECT_NE(msg.find("is not a whole number of 8-byte entries"), std::string::npos) << msg;
+  msg = problems(good.substr(0, good.size() - 8));
+  EXPECT_NE(msg.find("document starts, manifest says"), std::string::npos) << msg;
+  std::string padded = good;  // the last entry made a pad start: fewer documents
+  padded[padded.size() - 1] = static_cast<char>(0x80);
+  msg = problems(padded);
+  EXPECT_NE(msg.find("rank-00001.docs: checksum"), std::string::npos) << msg;
+  msg = problems("");
+  EXPECT_NE(msg.find("rank-00001.docs: 0 document starts"), std::string::npos) << msg;
+  ::unlink(path.c_str());
+  auto r = Inspect(o.out_dir);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->ok());
+  EXPECT_NE(r->ranks[1].problems.front().find("rank-00001.docs"), std::string::npos);
+  EXPECT_TRUE(WriteFileAtomic(path, good).ok());
+  EXPECT_TRUE(Inspect(o.out_dir)->ok());
+}
+
 // A failed write (rank file or manifest, each way a write fails) is an error
 // naming the file and the operation; what it leaves is the previous pack whole
 // or no manifest at all, never a manifest over ranks it does not describe, and
@@ -301,7 +429,8 @@ TEST_F(PackerTest, EveryWriteFaultLeavesNothingThatLooksComplete) {
   std::string old_in = WriteInput("old.jsonl", old_texts);
   std::string new_in = WriteInput("new.jsonl", new_texts);
   int n = 0;
-  for (std::string target : {"rank-00001.i32", "rank-00001.mask", "manifest.json"}) {
+  for (std::string target :
+       {"rank-00001.i32", "rank-00001.mask", "rank-00001.docs", "manifest.json"}) {
     for (const WriteFault& fault : WriteFaults(target)) {
       SCOPED_TRACE(target + " " + fault.name);
       std::string out = "fault" + std::to_string(n++);
@@ -367,7 +496,8 @@ TEST_F(PackerTest, FaultBeforePublishKeepsTheOldPack) {
     EXPECT_EQ(left->ranks[1].xxh3, old_pack->ranks[1].xxh3);
     EXPECT_TRUE(Inspect(o.out_dir)->ok());
     EXPECT_EQ(List("keep"),
-              (std::set<std::string>{"manifest.json", "rank-00000.i32", "rank-00001.i32"}));
+              (std::set<std::string>{"manifest.json", "rank-00000.docs", "rank-00000.i32",
+                                     "rank-00001.docs", "rank-00001.i32"}));
   }
 }
 

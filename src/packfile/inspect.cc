@@ -59,6 +59,32 @@ void CheckMask(const Manifest& m, const RankInfo& info, const std::string& dir, 
   }
 }
 
+// The document boundaries beside a block file: CheckDocEntries' rules, the
+// checksum and the count of documents as the manifest says.
+void CheckDocs(const Manifest& m, const RankInfo& info, const std::string& dir, RankCheck* out) {
+  auto f = MappedFile::Open(dir + "/" + info.docs_file);
+  if (!f.ok()) {
+    out->problems.push_back(fmt::format("{}: {}", info.docs_file, f.status().message()));
+    return;
+  }
+  const uint64_t h = XXH3_64bits(f->data().data(), f->size());
+  if (h != info.docs_xxh3) {
+    out->problems.push_back(fmt::format("{}: checksum {:016x}, manifest says {:016x}",
+                                        info.docs_file, h, info.docs_xxh3));
+  }
+  auto counts = CheckDocEntries(f->data(), info.blocks, m.seq_len, info.docs_file);
+  if (!counts.ok()) {
+    out->problems.push_back(counts.status().message());
+    return;
+  }
+  out->documents = counts->documents;
+  out->pads = counts->pads;
+  if (counts->documents != info.documents) {
+    out->problems.push_back(fmt::format("{}: {} document starts, manifest says {}", info.docs_file,
+                                        counts->documents, info.documents));
+  }
+}
+
 void CheckRank(const Manifest& m, const RankInfo& info, const std::string& dir, bool check_tokens,
                RankCheck* out) {
   out->rank = info.rank;
@@ -123,6 +149,7 @@ void CheckRank(const Manifest& m, const RankInfo& info, const std::string& dir, 
                     out->bad_tokens, out->first_bad_token, out->first_bad_token_at));
   }
   if (HasLossMasks(m)) CheckMask(m, info, dir, out);
+  if (!info.docs_file.empty()) CheckDocs(m, info, dir, out);
 }
 
 }  // namespace

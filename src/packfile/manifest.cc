@@ -39,6 +39,7 @@ std::string_view ShardModeName(ShardMode m) {
 
 std::string RankFileName(int rank) { return fmt::format("rank-{:05d}.i32", rank); }
 std::string MaskFileName(int rank) { return fmt::format("rank-{:05d}.mask", rank); }
+std::string DocsFileName(int rank) { return fmt::format("rank-{:05d}.docs", rank); }
 
 uint64_t Manifest::total_blocks() const {
   uint64_t n = 0;
@@ -108,6 +109,10 @@ std::string ManifestToJson(const Manifest& m) {
     if (!r.mask_file.empty()) {
       w.Key("mask_file").Str(r.mask_file).Key("mask_xxh3").Str(Hex(r.mask_xxh3));
       w.Key("loss_tokens").Uint(r.loss_tokens);
+    }
+    if (!r.docs_file.empty()) {
+      w.Key("docs_file").Str(r.docs_file).Key("docs_xxh3").Str(Hex(r.docs_xxh3));
+      w.Key("documents").Uint(r.documents);
     }
     w.EndObject();
   }
@@ -248,6 +253,21 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
         return x.Err("mask_file", "must be a file name in the pack directory");
       }
     }
+    if (x.Has("docs_file")) {  // absent in packs made before document boundaries
+      EK_RETURN_IF_ERROR(x.Str("docs_file", &ri.docs_file));
+      EK_RETURN_IF_ERROR(x.Hex64("docs_xxh3", &ri.docs_xxh3));
+      EK_RETURN_IF_ERROR(x.U64("documents", &ri.documents));
+      if (ri.docs_file.empty() || ri.docs_file.find('/') != std::string::npos) {
+        return x.Err("docs_file", "must be a file name in the pack directory");
+      }
+    }
+    if (!m.ranks.empty() && m.ranks[0].docs_file.empty() != ri.docs_file.empty()) {
+      return x.Err("docs_file",
+                   fmt::format("rank {} {} a docs file and rank {} {}: a pack has "
+                               "document boundaries on every rank or on none",
+                               m.ranks[0].rank, m.ranks[0].docs_file.empty() ? "lacks" : "has",
+                               ri.rank, ri.docs_file.empty() ? "lacks" : "has"));
+    }
     if (ri.rank < 0 || ri.rank >= m.world) {
       return x.Err("rank", fmt::format("rank {} outside world {}", ri.rank, m.world));
     }
@@ -343,6 +363,10 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts,
       return differ("the record format (chat template, text field)");
     }
     if (p.loss_mask != out.loss_mask) return differ("the loss mask");
+    if (!p.ranks.empty() && !parts[0].ranks.empty() &&
+        p.ranks[0].docs_file.empty() != parts[0].ranks[0].docs_file.empty()) {
+      return differ("document boundaries (docs files)");
+    }
     if (p.inputs.size() != out.inputs.size()) return differ("inputs");
     if (p.sources.size() != out.sources.size() || p.mixture_seed != out.mixture_seed ||
         p.mixture_tokens != out.mixture_tokens) {

@@ -39,6 +39,11 @@ struct RankInfo {
   std::string mask_file;  // empty: no mask
   uint64_t mask_xxh3 = 0;
   uint64_t loss_tokens = 0;  // tokens of this rank's blocks whose mask is 1
+  // Document boundaries (packfile/layout.h): rank-NNNNN.docs, its xxh3-64, and
+  // how many of its entries are document starts (the rest begin padding).
+  std::string docs_file;  // empty: an older pack, without boundaries
+  uint64_t docs_xxh3 = 0;
+  uint64_t documents = 0;
 };
 
 // One source of a pack made from the run file's [[data.source]] (docs/pack_format.md,
@@ -109,6 +114,7 @@ struct Manifest {
 inline constexpr char kSkippedFileName[] = "skipped.jsonl";
 std::string RankFileName(int rank);
 std::string MaskFileName(int rank);
+std::string DocsFileName(int rank);
 std::string ManifestToJson(const Manifest& m);
 Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name);
 Result<Manifest> ReadManifest(const std::string& dir);

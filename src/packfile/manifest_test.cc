@@ -98,5 +98,79 @@ TEST(ManifestTest, AMissingPackDirectorySaysSo) {
       << empty.status().message();
 }
 
+Manifest WithDocs(int lo, int hi) {
+  Manifest m = Sample(lo, hi);
+  for (auto& r : m.ranks) {
+    r.docs_file = DocsFileName(r.rank);
+    r.docs_xxh3 = 0x77u + static_cast<uint64_t>(r.rank);
+    r.documents = 3;
+  }
+  return m;
+}
+
+TEST(ManifestTest, DocsFieldsRoundTripAndAreAbsentInAnOlderPack) {
+  Manifest m = WithDocs(0, 3);
+  std::string json = ManifestToJson(m);
+  EXPECT_NE(json.find(R"("docs_file": "rank-00002.docs", "docs_xxh3": "0000000000000079", )"
+                      R"("documents": 3)"),
+            std::string::npos)
+      << json;
+  auto back = ManifestFromJson(json, "m.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->ranks[2].docs_file, "rank-00002.docs");
+  EXPECT_EQ(back->ranks[2].docs_xxh3, 0x79u);
+  EXPECT_EQ(back->ranks[2].documents, 3u);
+  EXPECT_EQ(ManifestToJson(*back), json);
+  auto old = ManifestFromJson(ManifestToJson(Sample(0, 3)), "m.json");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_TRUE(old->ranks[0].docs_file.empty());
+  EXPECT_EQ(ManifestToJson(Sample(0, 3)).find("docs_file"), std::string::npos);
+}
+
+TEST(ManifestTest, DocsFieldsAreReadStrictly) {
+  std::string json = ManifestToJson(WithDocs(0, 3));
+  auto replace = [&](const std::string& from, const std::string& to) {
+    std::string s = json;
+    size_t at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return s.replace(at, from.size(), to);
+  };
+  auto no_hash = ManifestFromJson(replace(R"("docs_xxh3": "0000000000000077", )", ""), "m.json");
+  ASSERT_FALSE(no_hash.ok());
+  EXPECT_NE(no_hash.status().message().find("m.json: ranks[0].docs_xxh3: missing"),
+            std::string::npos)
+      << no_hash.status().message();
+  auto bad_count =
+      ManifestFromJson(replace(R"("documents": 3})", R"("documents": "3"})"), "m.json");
+  ASSERT_FALSE(bad_count.ok());
+  EXPECT_NE(bad_count.status().message().find("documents"), std::string::npos);
+  auto path = ManifestFromJson(replace(R"("rank-00001.docs")", R"("../x.docs")"), "m.json");
+  ASSERT_FALSE(path.ok());
+  EXPECT_NE(path.status().message().find("ranks[1].docs_file: must be a file name"),
+            std::string::npos)
+      << path.status().message();
+  Manifest mixed = WithDocs(0, 3);
+  mixed.ranks[2].docs_file.clear();
+  auto mix = ManifestFromJson(ManifestToJson(mixed), "m.json");
+  ASSERT_FALSE(mix.ok());
+  EXPECT_NE(mix.status().message().find("every rank or on none"), std::string::npos)
+      << mix.status().message();
+}
+
+TEST(ManifestTest, MergeKeepsEachRanksDocsAndRefusesAPartWithout) {
+  auto merged = MergeManifests({WithDocs(0, 1), WithDocs(2, 3)}, {"n0", "n1"});
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  for (const auto& r : merged->ranks) {
+    EXPECT_EQ(r.docs_file, DocsFileName(r.rank));
+    EXPECT_EQ(r.docs_xxh3, 0x77u + static_cast<uint64_t>(r.rank));
+    EXPECT_EQ(r.documents, 3u);
+  }
+  auto differ = MergeManifests({WithDocs(0, 1), Sample(2, 3)}, {"n0", "n1"});
+  ASSERT_FALSE(differ.ok());
+  EXPECT_NE(differ.status().message().find("n1 disagrees with n0 on document boundaries"),
+            std::string::npos)
+      << differ.status().message();
+}
+
 }  // namespace
 }  // namespace ek::pack

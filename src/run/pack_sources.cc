@@ -48,9 +48,9 @@ std::vector<std::string> PackSourceProblems(const RunFile& run, const pack::Mani
                               m.mixture_seed, run.mixture_seed));
   }
   if (run.sources[0].weight > 0 && m.mixture_tokens != static_cast<uint64_t>(run.mixture_tokens)) {
-    out.push_back(fmt::format(
-        "the pack's mixture asked for {} tokens, the run file's data.mixture_tokens {}",
-        m.mixture_tokens, run.mixture_tokens));
+    out.push_back(
+        fmt::format("the pack's mixture asked for {} tokens, the run file's data.mixture_tokens {}",
+                    m.mixture_tokens, run.mixture_tokens));
   }
   if (pack::ShardModeName(m.shard) != run.shard) {
     out.push_back(fmt::format("the pack's shard mode is {}, the run file's data.shard {}",

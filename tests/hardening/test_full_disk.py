@@ -110,7 +110,8 @@ def test_pack_into_a_full_disk_fails_naming_the_file_and_leaves_nothing_complete
     manifest = json.loads(p.stdout)
     total = sum(os.path.getsize(f) for f in glob.glob(os.path.join(out, "rank-*.i32")))
     assert total > 2 * 1024 * 1024, total
-    assert sorted(os.listdir(out)) == ["manifest.json", "rank-00000.i32", "rank-00001.i32"]
+    assert sorted(os.listdir(out)) == ["manifest.json", "rank-00000.docs", "rank-00000.i32", "rank-00001.docs",
+                                       "rank-00001.i32"]
     assert manifest["totals"]["records"] == 600, manifest["totals"]
     check = run("inspect", out, "--json")
     assert check.returncode == 0, check.stdout + check.stderr

@@ -154,7 +154,8 @@ def test_killed_run_leaves_nothing_complete_and_rerun_finishes(tmp_path, records
     assert not [n for n in names if n.startswith("rank-")], names  # no file that looks complete
     q = subprocess.run(args + ["--json"], capture_output=True, text=True)
     assert q.returncode == 0, q.stderr
-    assert sorted(os.listdir(out)) == ["manifest.json"] + [f"rank-{r:05d}.i32" for r in range(4)]
+    assert sorted(os.listdir(out)) == ["manifest.json"] + [f"rank-{r:05d}.{x}" for r in range(4)
+                                                           for x in ("docs", "i32")]
     v = subprocess.run([EVENKEEL, "inspect", str(out)], capture_output=True, text=True)
     assert v.returncode == 0, v.stdout + v.stderr
 
