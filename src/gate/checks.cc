@@ -496,6 +496,15 @@ Findings IsolationCheck(const GateInputs& in) {
         "data.attention = \"cross\": documents attend across boundaries by choice (no probe run)";
     return c;
   }
+  if (in.manifest_or_null && !pack::HasDocs(*in.manifest_or_null)) {
+    // The trainer would refuse it too; said here, before anything starts.
+    c.fails.push_back(fmt::format(
+        "{}: the pack has no document boundaries (rank-NNNNN.docs: made before evenkeel recorded "
+        "them) and data.attention = \"isolated\": repack it (evenkeel pack RUN.toml), or set "
+        "data.attention = \"cross\"",
+        in.pack_dir));
+    return c;
+  }
   if (in.node_rank > 0) {
     c.pass_reason = "checked on node 0 (a property of the model and data.attention, not of a node)";
     return c;

@@ -895,6 +895,33 @@ TEST_F(GateIsolationTest, NoModelConfigOrNoPythonIsAFailAndOtherNodesLeaveItToNo
   EXPECT_EQ(calls_, 0);
 }
 
+TEST_F(GateIsolationTest, AnOlderPackWithoutBoundariesFailsBeforeAnyProbe) {
+  // The fixture's packs have docs files; an older pack has neither them nor the fields.
+  RunFile r = Isolated();
+  const std::string old = dir_ + "/old";
+  ASSERT_EQ(std::system(fmt::format("cp -r {}/even {}", dir_, old).c_str()), 0);
+  auto text = ReadFile(old + "/manifest.json");
+  ASSERT_TRUE(text.ok());
+  std::string m = *text;
+  // Each rank's , "docs_file": ..., "docs_xxh3": ..., "documents": N (written in that order).
+  for (size_t at; (at = m.find("\"docs_file\"")) != std::string::npos;) {
+    size_t end = m.find_first_of(",}", m.find("\"documents\"", at));
+    ASSERT_NE(end, std::string::npos);
+    ASSERT_EQ(m.compare(at - 2, 2, ", "), 0);
+    m.erase(at - 2, end - (at - 2));  // with the ", " before it; the ',' or '}' after stays
+  }
+  ASSERT_TRUE(WriteFileAtomic(old + "/manifest.json", m).ok());
+  r.pack_dir = old;
+  answer_ = Verdict("pass");
+  const Check c = Get(Gate(r), "isolation");
+  EXPECT_EQ(c.verdict, ek::gate::Verdict::kFail);
+  EXPECT_NE(c.reason.find("the pack has no document boundaries"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("repack it"), std::string::npos) << c.reason;
+  EXPECT_EQ(calls_, 0);
+  r.attention = "cross";
+  EXPECT_EQ(Get(Gate(r), "isolation").verdict, ek::gate::Verdict::kPass);
+}
+
 TEST(IsolationProbeSpawn, OutputOnSuccessAndTheExitAndLastLineOtherwise) {
   auto ok = SpawnIsolationProbe({"/bin/sh", "-c", "echo warn >&2; echo '{\"a\": 1}'"}, 30,
                                 Clock::Default());
