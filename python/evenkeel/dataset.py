@@ -32,6 +32,12 @@ class BlockDataset:
     (``has_mask``); :meth:`labels` and :meth:`batch` turn it into the labels a
     Hugging Face causal LM takes: the token ids, with ``-100`` (ignored by the
     loss) where the mask is 0. Without a mask the labels are the ids.
+
+    ``attention`` is the run file's ``data.attention``: with ``"isolated"``,
+    :meth:`inputs` adds the document fields of the pack's boundaries
+    (:attr:`doc_starts`; evenkeel.segments) and :meth:`trained_targets` counts only
+    the targets they leave; ``"cross"`` (the default here) trains each block as one
+    sequence.
     """
 
     IGNORE_INDEX = -100
