@@ -400,7 +400,7 @@ def test_isolated_documents_train_as_if_each_were_alone(qwen3_model, tmp_path):
     logged = losses(results[0].output)
     assert len(logged) == 2, logs
 
-    ds = BlockDataset(pack, 0, seed=1)
+    ds = BlockDataset(pack, 0, seed=1, attention="isolated")
     docs = ds.doc_starts
     assert docs is not None and len(docs) > 0
     window = ds.blocks_for(0)[:2]  # micro_batch 1 x grad_accum 2
