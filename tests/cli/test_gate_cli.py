@@ -43,6 +43,7 @@ nodes = {nodes}
 gpus_per_node = {gpus}
 [data]
 pack_dir = "{pack_dir}"
+attention = "cross"  # a parameter count, no model for the isolation probe (tests/trainer/test_isolation.py)
 [model]
 params = 1e6
 [train]
