@@ -38,6 +38,8 @@ import time
 
 __all__ = ["PROBE_VERSION", "TOLERANCE", "cache_key", "probe", "tiny_config"]
 
+# Part of the cache key: bump it with any change to this probe, evenkeel.segments or
+# evenkeel.attention that could change a verdict, so no stale answer is read back.
 PROBE_VERSION = 1
 TOLERANCE = 1e-5  # fp32 on CPU; measured differences are ~1e-7
 _PROBE_SEQ = 32
