@@ -48,9 +48,9 @@ std::vector<std::string> PackSourceProblems(const RunFile& run, const pack::Mani
                               m.mixture_seed, run.mixture_seed));
   }
   if (run.sources[0].weight > 0 && m.mixture_tokens != static_cast<uint64_t>(run.mixture_tokens)) {
-    out.push_back(fmt::format(
-        "the pack's mixture asked for {} tokens, the run file's data.mixture_tokens {}",
-        m.mixture_tokens, run.mixture_tokens));
+    out.push_back(
+        fmt::format("the pack's mixture asked for {} tokens, the run file's data.mixture_tokens {}",
+                    m.mixture_tokens, run.mixture_tokens));
   }
   if (pack::ShardModeName(m.shard) != run.shard) {
     out.push_back(fmt::format("the pack's shard mode is {}, the run file's data.shard {}",
@@ -59,6 +59,14 @@ std::vector<std::string> PackSourceProblems(const RunFile& run, const pack::Mani
   if (m.loss_mask != run.loss_mask) {
     out.push_back(fmt::format("the pack's loss mask is {}, the run file's data.loss_mask {}",
                               m.loss_mask, run.loss_mask));
+  }
+  if (pack::PackingName(m.packing) != run.packing) {
+    out.push_back(fmt::format("the pack's packing is {}, the run file's data.packing {}",
+                              pack::PackingName(m.packing), run.packing));
+  } else if (m.packing == pack::Packing::kBfd &&
+             m.packing_seed != static_cast<uint64_t>(run.packing_seed)) {
+    out.push_back(fmt::format("the pack's packing seed is {}, the run file's data.packing_seed {}",
+                              m.packing_seed, run.packing_seed));
   }
   return out;
 }
