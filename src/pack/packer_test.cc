@@ -327,22 +327,35 @@ TEST_F(PackerTest, DocsFilesListEveryRecordStartInTheRanksBlocks) {
     auto m = Pack(o);
     ASSERT_TRUE(m.ok()) << m.status().message();
     std::vector<std::vector<uint64_t>> expect(world);
+    std::vector<uint64_t> split(world,
+                                0);  // records cut at the end of the kept block they start in
     if (mode == ShardMode::kBalanced) {
       uint64_t g = 0;  // the record's first token in the one stream blocks are dealt from
       const uint64_t kept = m->min_blocks() * world;
       for (size_t i = 0; i < texts.size(); ++i) {
-        const uint64_t block = g / seq;
+        const uint64_t block = g / seq, n = Stream(texts, {i}).size();
         if (block < kept) expect[block % world].push_back((block / world) * seq + g % seq);
-        g += Stream(texts, {i}).size();
+        if (block < kept && (g + n - 1) / seq != block) ++split[block % world];
+        g += n;
       }
     } else {
       std::vector<uint64_t> at(world, 0);
       for (size_t i = 0; i < texts.size(); ++i) {
         const int r = OwnerOf(mode, i, texts.size(), static_cast<int>(world));
+        const uint64_t n = Stream(texts, {i}).size();
         if (at[r] < m->ranks[r].blocks * seq) expect[r].push_back(at[r]);
-        at[r] += Stream(texts, {i}).size();
+        if (at[r] < m->ranks[r].blocks * seq && (at[r] + n - 1) / seq != at[r] / seq) ++split[r];
+        at[r] += n;
       }
     }
+    uint64_t all_split = 0;
+    for (int r = 0; r < static_cast<int>(world); ++r) {
+      EXPECT_EQ(m->ranks[r].split_documents, split[r]) << "rank " << r;
+      EXPECT_EQ(m->ranks[r].padding_tokens, 0u);
+      all_split += split[r];
+    }
+    EXPECT_GT(all_split, 0u);
+    EXPECT_EQ(m->total_split_documents, all_split);
     for (int r = 0; r < static_cast<int>(world); ++r) {
       EXPECT_EQ(ReadDocs("docs", r), expect[r]) << "rank " << r;
       EXPECT_EQ(m->ranks[r].docs_file, DocsFileName(r));
