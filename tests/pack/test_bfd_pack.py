@@ -161,6 +161,19 @@ def test_the_run_file_chooses_the_packing_and_a_contradicting_flag_is_refused(tm
     p = run("--packing-seed", "8")
     assert p.returncode == USAGE and "data.packing_seed = 7" in p.stderr, p.stderr
     assert run("--packing", "bfd").returncode == 0  # repeating it is fine
+
+    def data_problems():
+        g = subprocess.run([EVENKEEL, "gate", str(rf), "--json"], capture_output=True, text=True, cwd=tmp_path)
+        (data,) = [c for c in json.loads(g.stdout)["checks"] if c["name"] == "data"]
+        return [x for x in data.get("problems", []) if x.startswith("sources:")]
+
+    assert data_problems() == []  # (the model has no weights here: the check fails on that alone)
+    text = rf.read_text()
+    rf.write_text(text.replace("packing_seed = 7", "packing_seed = 8"))
+    assert data_problems() == ["sources: the pack's packing seed is 7, the run file's data.packing_seed 8"]
+    rf.write_text(text.replace('packing = "bfd"', 'packing = "sequential"'))
+    assert data_problems() == ["sources: the pack's packing is bfd, the run file's data.packing sequential"]
+    rf.write_text(text)
     rf.write_text(rf.read_text().replace('packing = "bfd"', 'packing = "best"'))
     p = run()
     assert p.returncode != 0 and "data.packing" in p.stderr and "unknown packing 'best'" in p.stderr, p.stderr
