@@ -501,6 +501,54 @@ TEST_F(PackerTest, BfdIsDeterministicForASeedWhateverTheThreadCount) {
   EXPECT_EQ(mc->packing_seed, 1u);
 }
 
+TEST_F(PackerTest, BfdNodeRangesAreByteIdenticalToTheFullPack) {
+  auto texts = Texts(90);
+  std::string in = WriteInput("a.jsonl", texts);
+  for (ShardMode mode : {ShardMode::kContiguous, ShardMode::kBalanced}) {
+    PackOptions full = Options({in}, "bfull", 4, 16), n1 = Options({in}, "bn1", 4, 16);
+    full.shard = n1.shard = mode;
+    full.packing = n1.packing = Packing::kBfd;
+    n1.rank_lo = 2, n1.rank_hi = 3;
+    auto mf = Pack(full), m1 = Pack(n1);
+    ASSERT_TRUE(mf.ok() && m1.ok());
+    for (int r = 2; r < 4; ++r) {
+      EXPECT_EQ(ReadRank("bn1", r), ReadRank("bfull", r));
+      EXPECT_EQ(ReadDocs("bn1", r), ReadDocs("bfull", r));
+      EXPECT_EQ(m1->ranks[static_cast<size_t>(r - 2)].padding_tokens, mf->ranks[r].padding_tokens);
+    }
+  }
+}
+
+// The spill goes through the Env like every write: a fault there names its
+// file, leaves the previous pack whole and no temp file; a re-run completes.
+TEST_F(PackerTest, ASpillWriteFaultKeepsTheOldPackAndLeavesNoTemp) {
+  std::string in = WriteInput("a.jsonl", Texts(60));
+  int n = 0;
+  int injected = 0;
+  for (const WriteFault& fault : WriteFaults(".rank-spill.i32")) {
+    SCOPED_TRACE(fault.name);
+    std::string out = "spill" + std::to_string(n++);
+    PackOptions o = Options({in}, out, 2, 16);
+    o.packing = Packing::kBfd;
+    auto old_pack = Pack(o);
+    ASSERT_TRUE(old_pack.ok()) << old_pack.status().message();
+    FaultInjectionEnv env(Env::Default());
+    env.Add(fault.rule);
+    o.env = &env;
+    auto m = Pack(o);
+    if (env.injected() == 0) continue;  // (a rename the spill never makes)
+    ++injected;
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find(".rank-spill.i32"), std::string::npos)
+        << m.status().message();
+    for (const auto& name : List(out)) EXPECT_EQ(name.find(".tmp."), std::string::npos) << name;
+    EXPECT_TRUE(Inspect(o.out_dir)->ok());
+    env.Clear();
+    ASSERT_TRUE(Pack(o).ok());
+  }
+  EXPECT_GE(injected, 5);  // open, write ENOSPC and EIO, short write, fsync, close
+}
+
 TEST_F(PackerTest, SequentialCountsSplitDocumentsAndNoPadding) {
   auto texts = Texts(40);
   std::string in = WriteInput("a.jsonl", texts);
