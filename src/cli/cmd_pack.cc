@@ -316,7 +316,8 @@ int RunPack(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "merge") return RunPackMerge(argc - 1, argv + 1);
   CLI::App app{
       "Tokenize records once and pack them into fixed blocks per rank:\n"
-      "DIR/rank-NNNNN.i32 (little-endian int32, no header) and DIR/manifest.json.\n"
+      "DIR/rank-NNNNN.i32 (little-endian int32, no header), DIR/rank-NNNNN.docs (where\n"
+      "each document starts: little-endian uint64 token offsets) and DIR/manifest.json.\n"
       "'evenkeel pack merge DIR...' combines node manifests made with --ranks.",
       "evenkeel pack"};
   pack::PackOptions opt;
