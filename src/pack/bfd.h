@@ -11,8 +11,8 @@
 // (on_seq_length_overflow="truncate") drops a long document's tail; evenkeel
 // never drops it.
 //
-// Memory: the lengths, one item per piece (16 bytes) and the plan (16 bytes a
-// piece); never the tokens.
+// Memory: the lengths, the seeded order (16 bytes a document), one sort item
+// (24 bytes), one placement (8) and one plan entry (16) a piece; never the tokens.
 #pragma once
 
 #include <cstdint>
