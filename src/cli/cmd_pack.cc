@@ -58,6 +58,18 @@ void WriteSourcesJson(JsonWriter& w, const pack::Manifest& m) {
   w.EndArray();
 }
 
+// The packing and what it cost: tokens lost to padding and to the tail, documents split.
+void PrintPacking(const pack::Manifest& m) {
+  std::printf(
+      "packing %s%s: %llu padding token(s), %llu token(s) dropped at the tail, %llu "
+      "document(s) split over blocks\n",
+      std::string(pack::PackingName(m.packing)).c_str(),
+      m.packing == pack::Packing::kBfd ? fmt::format(" (seed {})", m.packing_seed).c_str() : "",
+      static_cast<unsigned long long>(m.total_padding_tokens),
+      static_cast<unsigned long long>(m.total_dropped_tokens),
+      static_cast<unsigned long long>(m.total_split_documents));
+}
+
 void PrintSummary(const pack::Manifest& m) {
   std::printf("%6s %10s %14s %10s %10s\n", "rank", "records", "tokens", "blocks", "dropped");
   for (const auto& r : m.ranks) {
@@ -82,6 +94,7 @@ void PrintSummary(const pack::Manifest& m) {
                                                  : fmt::format("{}-{}", m.ranks.front().rank,
                                                                m.ranks.back().rank))
                          .c_str());
+  PrintPacking(m);
   if (m.chat_records) {
     std::printf("%llu chat record(s) rendered with %s%s%s\n",
                 static_cast<unsigned long long>(m.chat_records), m.chat_template.c_str(),
@@ -182,7 +195,8 @@ Result<std::vector<std::string>> ExpandSourcePath(const std::string& path,
 // Flags the run file has no key for (--threads, --ranks, --skip-bad, --eos,
 // --invalid-utf8, --allow-template-drops, --json) keep their meaning.
 struct PackFlags {
-  std::string shard, chat, loss_mask, shape, columns, tags;
+  std::string shard, chat, loss_mask, shape, columns, tags, packing;
+  uint64_t packing_seed = 0;
 };
 Status FromRunFile(const std::string& path, const CLI::App& app, const PackFlags& flags,
                    pack::PackOptions* opt) {
@@ -216,6 +230,9 @@ Status FromRunFile(const std::string& path, const CLI::App& app, const PackFlags
     chat = rf.Resolve(chat);
   EK_RETURN_IF_ERROR(clash("--chat-template", flags.chat, "data.chat_template", chat));
   EK_RETURN_IF_ERROR(clash("--loss-mask", flags.loss_mask, "data.loss_mask", rf.loss_mask));
+  EK_RETURN_IF_ERROR(clash("--packing", flags.packing, "data.packing", rf.packing));
+  EK_RETURN_IF_ERROR(clash("--packing-seed", std::to_string(flags.packing_seed),
+                           "data.packing_seed", std::to_string(rf.packing_seed)));
   for (const char* flag : {"--shape", "--columns", "--tags", "--text-field", "--split"}) {
     if (app.count(flag)) {
       return FailedPreconditionError(
@@ -237,6 +254,8 @@ Status FromRunFile(const std::string& path, const CLI::App& app, const PackFlags
   EK_ASSIGN_OR_RETURN(opt->shard, pack::ParseShardMode(rf.shard));
   EK_ASSIGN_OR_RETURN(opt->chat, pack::ParseChatTemplate(chat));
   EK_ASSIGN_OR_RETURN(opt->loss_mask, pack::ParseLossMask(rf.loss_mask));
+  EK_ASSIGN_OR_RETURN(opt->packing, pack::ParsePacking(rf.packing));
+  opt->packing_seed = static_cast<uint64_t>(rf.packing_seed);
   opt->mixture_seed = static_cast<uint64_t>(rf.mixture_seed);
   opt->mixture_tokens = static_cast<uint64_t>(rf.mixture_tokens);
   opt->inputs.clear();
@@ -297,12 +316,14 @@ int RunPack(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "merge") return RunPackMerge(argc - 1, argv + 1);
   CLI::App app{
       "Tokenize records once and pack them into fixed blocks per rank:\n"
-      "DIR/rank-NNNNN.i32 (little-endian int32, no header) and DIR/manifest.json.\n"
+      "DIR/rank-NNNNN.i32 (little-endian int32, no header), DIR/rank-NNNNN.docs (where\n"
+      "each document starts: little-endian uint64 token offsets) and DIR/manifest.json.\n"
       "'evenkeel pack merge DIR...' combines node manifests made with --ranks.",
       "evenkeel pack"};
   pack::PackOptions opt;
   std::string shard = "balanced", chat = "auto", loss_mask = "none", ranks, invalid = "error", eos;
-  std::string shape = "auto", columns, tags;
+  std::string shape = "auto", columns, tags, packing = "sequential";
+  uint64_t packing_seed = 0;
   bool json = false;
   // With a run file (RUN.toml as the one input) the tokenizer, world, block length, output
   // and sources are its; without one, the flags say them.
@@ -367,6 +388,15 @@ int RunPack(int argc, char** argv) {
          "generates (docs/pack_format.md); none: every token trains")
       ->check(CLI::IsMember({"none", "assistant"}))
       ->capture_default_str();
+  app.add_option("--packing", packing,
+                 "sequential (records end to end, a record cut at a block's end going on in the "
+                 "next) | bfd (best-fit-decreasing bins padded with EOS: fewer records cut; "
+                 "docs/pack_format.md)")
+      ->check(CLI::IsMember({"sequential", "bfd"}))
+      ->capture_default_str();
+  app.add_option("--packing-seed", packing_seed,
+                 "bfd: the seed of the order of records of equal length")
+      ->capture_default_str();
   app.add_option("--eos", eos,
                  "EOS token appended to every record (default: tokenizer_config.json's)");
   app.add_option("--ranks", ranks, "write only ranks A-B (one node's), e.g. 8-15");
@@ -387,8 +417,9 @@ int RunPack(int argc, char** argv) {
           opt.inputs.size()));
     }
     const std::string run_path = opt.inputs[0];
-    if (Status st = FromRunFile(run_path, app,
-                                PackFlags{shard, chat, loss_mask, shape, columns, tags}, &opt);
+    if (Status st = FromRunFile(
+            run_path, app,
+            PackFlags{shard, chat, loss_mask, shape, columns, tags, packing, packing_seed}, &opt);
         !st.ok()) {
       if (st.code() == StatusCode::kFailedPrecondition) return UsageError(st.message());
       return ReportError(st.WithContext("pack"));
@@ -417,6 +448,10 @@ int RunPack(int argc, char** argv) {
     auto mask = pack::ParseLossMask(loss_mask);
     if (!mask.ok()) return ReportError(mask.status());
     opt.loss_mask = *mask;
+    auto strategy = pack::ParsePacking(packing);
+    if (!strategy.ok()) return UsageError(strategy.status().message());
+    opt.packing = *strategy;
+    opt.packing_seed = packing_seed;
   }
   opt.record.invalid_utf8 =
       invalid == "replace" ? InvalidUtf8Policy::kReplace : InvalidUtf8Policy::kError;
@@ -507,6 +542,10 @@ int RunInspect(int argc, char** argv) {
     w.EndArray();
     w.Key("has_docs").Bool(docs);
     if (docs) w.Key("documents").Uint(documents);
+    w.Key("packing").Str(pack::PackingName(m->packing)).Key("packing_seed").Uint(m->packing_seed);
+    w.Key("padding_tokens").Uint(m->total_padding_tokens);
+    w.Key("dropped_tokens").Uint(m->total_dropped_tokens);
+    w.Key("split_documents").Uint(m->total_split_documents);
     WriteSourcesJson(w, *m);
     std::fputs(w.EndObject().Line().c_str(), stdout);
   } else {
@@ -533,6 +572,7 @@ int RunInspect(int argc, char** argv) {
                 static_cast<unsigned long long>(m->max_blocks()),
                 static_cast<unsigned long long>(m->max_blocks() - m->min_blocks()),
                 m->complete() ? "" : " (manifest covers only some ranks)");
+    PrintPacking(*m);
     PrintSources(*m);
   }
   if (!report.ok()) {

@@ -21,6 +21,7 @@
 #include "core/version.h"
 #include "ingest/arrow_source.h"
 #include "ingest/source.h"
+#include "pack/bfd.h"
 #include "pack/mixture.h"
 #include "packfile/layout.h"
 #include "tokenize/tokenizer.h"
@@ -126,6 +127,7 @@ class RankWriter {
   // when the pack has masks) accumulate, full blocks go out.
   Status Add(const int32_t* t, const uint8_t* mask, size_t n) {
     partial_docs_.push_back(static_cast<uint32_t>(partial_.size()));
+    bool first = true;  // the block the document starts in
     while (n > 0) {
       size_t take = std::min(n, seq_len_ - partial_.size());
       partial_.insert(partial_.end(), t, t + take);
@@ -134,7 +136,9 @@ class RankWriter {
       mask += mask_file_ ? take : 0;
       n -= take;
       if (partial_.size() == seq_len_) {
-        EK_RETURN_IF_ERROR(WriteBlock(partial_.data(), partial_mask_.data(), partial_docs_));
+        EK_RETURN_IF_ERROR(
+            WriteBlock(partial_.data(), partial_mask_.data(), partial_docs_, first && n > 0));
+        first = false;
         partial_.clear();
         partial_mask_.clear();
         partial_docs_.clear();
@@ -142,17 +146,25 @@ class RankWriter {
     }
     return Status::Ok();
   }
-  // `starts`: the positions in the block where documents begin, ascending.
-  Status WriteBlock(const int32_t* block, const uint8_t* mask,
-                    const std::vector<uint32_t>& starts) {
+  // `starts`: the positions in the block where documents (or, bfd, the last
+  // piece of a long one) begin, ascending; `split`: the block ends inside a
+  // document that starts in it; the block is padding from `pad_from` on
+  // (seq_len: none).
+  Status WriteBlock(const int32_t* block, const uint8_t* mask, const std::vector<uint32_t>& starts,
+                    bool split, size_t pad_from = SIZE_MAX) {
     const uint64_t base = blocks_ * seq_len_;
-    for (uint32_t p : starts) {
-      const uint64_t entry = base + p;
+    auto entry = [&](uint64_t e) {
       char bytes[kDocEntryBytes];
-      std::memcpy(bytes, &entry, kDocEntryBytes);
+      std::memcpy(bytes, &e, kDocEntryBytes);
       docs_buf_.append(bytes, kDocEntryBytes);
+    };
+    for (uint32_t p : starts) entry(base + p);
+    if (pad_from < seq_len_) {
+      entry((base + pad_from) | kDocPadBit);
+      padding_tokens_ += seq_len_ - pad_from;
     }
     documents_ += starts.size();
+    split_documents_ += split ? 1 : 0;
     const char* p = reinterpret_cast<const char*>(block);
     size_t bytes = BlockBytes(static_cast<int>(seq_len_));
     XXH3_64bits_update(hash_, p, bytes);
@@ -198,6 +210,8 @@ class RankWriter {
   uint64_t loss_tokens() const { return loss_tokens_; }
   uint64_t docs_digest() const { return XXH3_64bits_digest(docs_hash_); }
   uint64_t documents() const { return documents_; }
+  uint64_t padding_tokens() const { return padding_tokens_; }
+  uint64_t split_documents() const { return split_documents_; }
 
  private:
   RankWriter() = default;
@@ -211,8 +225,151 @@ class RankWriter {
   std::vector<uint8_t> partial_mask_;
   std::vector<uint32_t> partial_docs_;  // document starts in the partial block
   std::string buf_, mask_buf_, docs_buf_;
-  uint64_t blocks_ = 0, loss_tokens_ = 0, documents_ = 0;
+  uint64_t blocks_ = 0, loss_tokens_ = 0, documents_ = 0, padding_tokens_ = 0, split_documents_ = 0;
 };
+
+// bfd's pass-2 output: every record's tokens (and mask bytes) in record order in
+// hidden temporary files beside the pack (removed when done; a killed run's are
+// stale temps), each record's place, length and owner in memory, so that the bins
+// are written from a mapping without holding the tokens. It costs a write and a
+// read of the token stream (4 bytes a token, 5 with masks) on the pack's disk.
+class Spill {
+ public:
+  struct Doc {
+    uint64_t at;  // the record's first token in the spill
+    uint32_t length;
+    int32_t owner;  // contiguous/strided: its rank; balanced: -1
+  };
+  Status Open(Env* env, const std::string& dir, bool masks) {
+    EK_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(dir + "/.rank-spill.i32", env));
+    file_ = std::make_unique<AtomicFile>(std::move(f));
+    if (masks) {
+      EK_ASSIGN_OR_RETURN(AtomicFile mf, AtomicFile::Create(dir + "/.rank-spill.mask", env));
+      mask_file_ = std::make_unique<AtomicFile>(std::move(mf));
+    }
+    return Status::Ok();
+  }
+  Status Add(int owner, const int32_t* ids, const uint8_t* mask, size_t n) {
+    if (n > UINT32_MAX) {
+      return InvalidArgumentError(fmt::format("a record of {} tokens: bfd packs at most {}", n,
+                                              static_cast<uint64_t>(UINT32_MAX)));
+    }
+    docs_.push_back({tokens_, static_cast<uint32_t>(n), static_cast<int32_t>(owner)});
+    tokens_ += n;
+    buf_.append(reinterpret_cast<const char*>(ids), n * kTokenBytes);
+    if (mask_file_) mask_buf_.append(reinterpret_cast<const char*>(mask), n);
+    return buf_.size() >= (8u << 20) ? Flush() : Status::Ok();
+  }
+  // Flushes and closes the files and maps them.
+  Status Map() {
+    EK_RETURN_IF_ERROR(Flush());
+    EK_RETURN_IF_ERROR(file_->Sync());
+    EK_ASSIGN_OR_RETURN(map_, MappedFile::Open(file_->temp_path()));
+    if (mask_file_) {
+      EK_RETURN_IF_ERROR(mask_file_->Sync());
+      EK_ASSIGN_OR_RETURN(mask_map_, MappedFile::Open(mask_file_->temp_path()));
+    }
+    if (map_.size() != tokens_ * kTokenBytes)
+      return InternalError(fmt::format("{}: short spill", file_->temp_path()));
+    return Status::Ok();
+  }
+  const std::vector<Doc>& docs() const { return docs_; }
+  const char* tokens() const { return map_.data().data(); }
+  const char* mask() const { return mask_map_.data().data(); }
+
+ private:
+  Status Flush() {
+    EK_RETURN_IF_ERROR(file_->Write(buf_));
+    buf_.clear();
+    if (mask_file_) {
+      EK_RETURN_IF_ERROR(mask_file_->Write(mask_buf_));
+      mask_buf_.clear();
+    }
+    return Status::Ok();
+  }
+  std::unique_ptr<AtomicFile> file_, mask_file_;  // never committed: removed with them
+  MappedFile map_, mask_map_;
+  std::vector<Doc> docs_;
+  std::string buf_, mask_buf_;
+  uint64_t tokens_ = 0;
+};
+
+// Plans the spilled records' bins (pack/bfd.h) and writes them: balanced, one plan
+// over every record, bin b to rank b mod world, whole rounds only (a partial
+// round's tokens are the tail, dropped); contiguous/strided, one plan per rank
+// over its records, every bin kept. A bin is its pieces back to back, then EOS
+// padding (mask 0) to seq_len, recorded in the docs file with the pad bit.
+Status WriteBfdBins(const PackOptions& opt, int64_t eos, bool masks, int lo, int hi, Spill* spill,
+                    std::vector<std::unique_ptr<RankWriter>>* writers,
+                    std::vector<RankInfo>* stats) {
+  EK_RETURN_IF_ERROR(spill->Map());
+  const size_t seq = static_cast<size_t>(opt.seq_len);
+  const uint64_t world = static_cast<uint64_t>(opt.world);
+  const auto& docs = spill->docs();
+  std::vector<int32_t> block(seq);
+  std::vector<uint8_t> block_mask(masks ? seq : 1);
+  std::vector<uint32_t> starts;
+  auto pack_group = [&](const std::vector<uint64_t>& group, int rank) -> Status {
+    std::vector<uint32_t> lengths(group.size());
+    for (size_t i = 0; i < group.size(); ++i) lengths[i] = docs[group[i]].length;
+    const BfdPlan plan = PlanBfd(lengths, static_cast<uint32_t>(seq), opt.packing_seed);
+    const uint64_t bins = plan.bins();
+    const uint64_t kept = rank < 0 ? bins - bins % world : bins;
+    for (uint64_t b = 0; b < bins; ++b) {
+      const int r = rank < 0 ? static_cast<int>(b % world) : rank;
+      RankInfo& st = (*stats)[static_cast<size_t>(r)];
+      size_t pos = 0;
+      uint64_t firsts = 0;
+      bool split = false;
+      starts.clear();
+      for (uint64_t i = plan.bin_start[b]; i < plan.bin_start[b + 1]; ++i) {
+        const BfdPiece& piece = plan.pieces[i];
+        const Spill::Doc& d = docs[group[piece.doc]];
+        // A document's first piece, or its last at a block's middle: a segment start.
+        if (piece.offset == 0 || pos > 0) starts.push_back(static_cast<uint32_t>(pos));
+        if (piece.offset == 0) {
+          ++firsts;
+          split |= d.length > seq;
+        }
+        const uint64_t from = d.at + piece.offset;
+        std::memcpy(block.data() + pos, spill->tokens() + from * kTokenBytes,
+                    piece.length * kTokenBytes);
+        if (masks) std::memcpy(block_mask.data() + pos, spill->mask() + from, piece.length);
+        pos += piece.length;
+      }
+      st.tokens += pos;
+      if (b >= kept) {  // balanced's unfinished round
+        st.dropped_tokens += pos;
+        continue;
+      }
+      std::fill(block.begin() + static_cast<std::ptrdiff_t>(pos), block.end(),
+                static_cast<int32_t>(eos));
+      if (masks)
+        std::fill(block_mask.begin() + static_cast<std::ptrdiff_t>(pos), block_mask.end(), 0);
+      st.blocks += 1;
+      st.records += firsts;
+      st.padding_tokens += seq - pos;
+      st.split_documents += split ? 1 : 0;
+      if (RankWriter* w = (*writers)[static_cast<size_t>(r)].get()) {
+        EK_RETURN_IF_ERROR(w->WriteBlock(block.data(), block_mask.data(), starts, split, pos));
+      }
+    }
+    return Status::Ok();
+  };
+  if (opt.shard == ShardMode::kBalanced) {
+    std::vector<uint64_t> all(docs.size());
+    for (uint64_t i = 0; i < all.size(); ++i) all[i] = i;
+    return pack_group(all, -1);
+  }
+  for (int r = lo; r <= hi; ++r) {
+    std::vector<uint64_t> mine;
+    for (uint64_t i = 0; i < docs.size(); ++i) {
+      if (docs[i].owner == r) mine.push_back(i);
+    }
+    EK_RETURN_IF_ERROR(pack_group(mine, r));
+  }
+  return Status::Ok();
+}
 
 // Removes hidden temp files that a killed run left behind.
 void RemoveStaleTemps(Env* env, const std::string& dir) {
@@ -656,6 +813,9 @@ Result<Manifest> Pack(const PackOptions& opt,
   }
 
   EK_RETURN_IF_ERROR(MakeDirs(opt.out_dir, opt.env));
+  const bool bfd = opt.packing == Packing::kBfd;
+  Spill spill;
+  if (bfd) EK_RETURN_IF_ERROR(spill.Open(opt.env, opt.out_dir, masks));
   std::vector<std::unique_ptr<RankWriter>> writers(static_cast<size_t>(opt.world));
   for (int r = lo; r <= hi; ++r) {
     EK_ASSIGN_OR_RETURN(writers[static_cast<size_t>(r)],
@@ -676,9 +836,11 @@ Result<Manifest> Pack(const PackOptions& opt,
   std::vector<std::vector<int32_t>> round(W);
   std::vector<std::vector<uint8_t>> round_mask(W);
   std::vector<std::vector<uint32_t>> round_docs(W);
+  std::vector<char> round_split(W, 0);
   uint64_t block_index = 0;
   auto balanced_add = [&](const int32_t* t, const uint8_t* mask, size_t n) -> Status {
     cur_docs.push_back(static_cast<uint32_t>(cur.size()));
+    bool first = true;  // the block the document starts in
     while (n > 0) {
       size_t take = std::min(n, seq - cur.size());
       cur.insert(cur.end(), t, t + take);
@@ -691,6 +853,8 @@ Result<Manifest> Pack(const PackOptions& opt,
         round[r].swap(cur);
         round_mask[r].swap(cur_mask);
         round_docs[r].swap(cur_docs);
+        round_split[r] = first && n > 0;
+        first = false;
         cur.clear();
         cur_mask.clear();
         cur_docs.clear();
@@ -698,9 +862,10 @@ Result<Manifest> Pack(const PackOptions& opt,
         if (block_index % W == 0) {
           for (size_t k = 0; k < W; ++k) {
             stats[k].tokens += seq;
+            stats[k].split_documents += round_split[k] ? 1 : 0;
             if (writers[k])
-              EK_RETURN_IF_ERROR(
-                  writers[k]->WriteBlock(round[k].data(), round_mask[k].data(), round_docs[k]));
+              EK_RETURN_IF_ERROR(writers[k]->WriteBlock(round[k].data(), round_mask[k].data(),
+                                                        round_docs[k], round_split[k]));
             stats[k].blocks += 1;
           }
         }
@@ -776,7 +941,9 @@ Result<Manifest> Pack(const PackOptions& opt,
               ++packed;
               ++source_records[src];
               source_tokens_done[src] += n;
-              if (opt.shard == ShardMode::kBalanced) {
+              if (bfd) {
+                EK_RETURN_IF_ERROR(spill.Add(ref.owner, ids, mask, n));
+              } else if (opt.shard == ShardMode::kBalanced) {
                 stats[block_index % W].records += 1;  // the rank whose block this record starts in
                 EK_RETURN_IF_ERROR(balanced_add(ids, mask, n));
               } else {
@@ -834,7 +1001,10 @@ Result<Manifest> Pack(const PackOptions& opt,
   }
 
   // Close the books per rank.
-  if (opt.shard == ShardMode::kBalanced) {
+  if (bfd) {
+    EK_RETURN_IF_ERROR(WriteBfdBins(opt, m.eos_id, masks, lo, hi, &spill, &writers, &stats));
+    if (opt.shard == ShardMode::kBalanced) m.total_tokens = tokens_done;
+  } else if (opt.shard == ShardMode::kBalanced) {
     // Blocks of the unfinished round and the partial block are dropped.
     uint64_t pending = block_index % W;
     for (size_t k = 0; k < pending; ++k) {
@@ -889,6 +1059,13 @@ Result<Manifest> Pack(const PackOptions& opt,
     s.docs_file = DocsFileName(r);
     s.docs_xxh3 = w.docs_digest();
     s.documents = w.documents();
+    if (opt.shard !=
+        ShardMode::kBalanced) {  // balanced: counted for every rank as blocks were dealt
+      s.padding_tokens = w.padding_tokens();
+      s.split_documents = w.split_documents();
+    } else if (s.padding_tokens != w.padding_tokens() || s.split_documents != w.split_documents()) {
+      return InternalError(fmt::format("rank {}: padding or split counts disagree", r));
+    }
   }
   EK_RETURN_IF_ERROR(skips.Sync());
   std::string manifest_path = opt.out_dir + "/manifest.json";
@@ -910,11 +1087,19 @@ Result<Manifest> Pack(const PackOptions& opt,
       m.total_records += s.records;
       m.total_tokens += s.tokens;
       m.total_dropped_tokens += s.dropped_tokens;
+      m.total_padding_tokens += s.padding_tokens;
+      m.total_split_documents += s.split_documents;
     }
   } else {
     m.total_records = packed;  // every record taken (a repeated one each time)
-    for (const auto& s : stats) m.total_dropped_tokens += s.dropped_tokens;
+    for (const auto& s : stats) {
+      m.total_dropped_tokens += s.dropped_tokens;
+      m.total_padding_tokens += s.padding_tokens;
+      m.total_split_documents += s.split_documents;
+    }
   }
+  m.packing = opt.packing;
+  m.packing_seed = opt.packing_seed;
   EK_RETURN_IF_ERROR(WriteManifest(opt.out_dir, m, opt.env));
   return m;
 }

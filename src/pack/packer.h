@@ -48,6 +48,10 @@ struct PackOptions {
   RecordOptions record;                    // its chat template is loaded by Pack from `chat`
   ChatChoice chat;
   LossMask loss_mask = LossMask::kNone;
+  // sequential: records end to end, cut at block ends; bfd: best-fit-decreasing
+  // bins padded with EOS (pack/bfd.h), equal lengths in packing_seed's order.
+  Packing packing = Packing::kSequential;
+  uint64_t packing_seed = 0;
   std::optional<std::string> eos_token;  // default: eos_token of tokenizer_config.json
   int rank_lo = 0;                       // ranks to write: [rank_lo, rank_hi]
   int rank_hi = -1;                      // -1: world - 1

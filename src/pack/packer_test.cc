@@ -327,22 +327,35 @@ TEST_F(PackerTest, DocsFilesListEveryRecordStartInTheRanksBlocks) {
     auto m = Pack(o);
     ASSERT_TRUE(m.ok()) << m.status().message();
     std::vector<std::vector<uint64_t>> expect(world);
+    std::vector<uint64_t> split(world,
+                                0);  // records cut at the end of the kept block they start in
     if (mode == ShardMode::kBalanced) {
       uint64_t g = 0;  // the record's first token in the one stream blocks are dealt from
       const uint64_t kept = m->min_blocks() * world;
       for (size_t i = 0; i < texts.size(); ++i) {
-        const uint64_t block = g / seq;
+        const uint64_t block = g / seq, n = Stream(texts, {i}).size();
         if (block < kept) expect[block % world].push_back((block / world) * seq + g % seq);
-        g += Stream(texts, {i}).size();
+        if (block < kept && (g + n - 1) / seq != block) ++split[block % world];
+        g += n;
       }
     } else {
       std::vector<uint64_t> at(world, 0);
       for (size_t i = 0; i < texts.size(); ++i) {
         const int r = OwnerOf(mode, i, texts.size(), static_cast<int>(world));
+        const uint64_t n = Stream(texts, {i}).size();
         if (at[r] < m->ranks[r].blocks * seq) expect[r].push_back(at[r]);
-        at[r] += Stream(texts, {i}).size();
+        if (at[r] < m->ranks[r].blocks * seq && (at[r] + n - 1) / seq != at[r] / seq) ++split[r];
+        at[r] += n;
       }
     }
+    uint64_t all_split = 0;
+    for (int r = 0; r < static_cast<int>(world); ++r) {
+      EXPECT_EQ(m->ranks[r].split_documents, split[r]) << "rank " << r;
+      EXPECT_EQ(m->ranks[r].padding_tokens, 0u);
+      all_split += split[r];
+    }
+    EXPECT_GT(all_split, 0u);
+    EXPECT_EQ(m->total_split_documents, all_split);
     for (int r = 0; r < static_cast<int>(world); ++r) {
       EXPECT_EQ(ReadDocs("docs", r), expect[r]) << "rank " << r;
       EXPECT_EQ(m->ranks[r].docs_file, DocsFileName(r));
@@ -376,6 +389,185 @@ TEST_F(PackerTest, ARecordLongerThanABlockIsListedOnceAtItsStart) {
   std::vector<uint64_t> expect = {0, a};
   if (a + b < m->ranks[0].blocks * 8) expect.push_back(a + b);
   EXPECT_EQ(ReadDocs("long", 0), expect);
+}
+
+// A bfd pack, split at its docs entries and block starts with the padding cut
+// off: the segments are the records' pieces (a record, or seq_len pieces of a
+// longer one and its rest), each exactly once; padding is EOS with mask 0.
+TEST_F(PackerTest, BfdBlocksHoldEveryRecordsPiecesOncePaddedWithEos) {
+  auto texts = Texts(80);
+  for (int i = 0; i < 80; i += 9) {
+    for (int k = 0; k < 6 + i % 4; ++k) texts[i] += " hello world héllo";
+  }
+  std::string in = WriteInput("a.jsonl", texts);
+  const size_t seq = 16;
+  for (ShardMode mode : {ShardMode::kContiguous, ShardMode::kStrided, ShardMode::kBalanced}) {
+    SCOPED_TRACE(std::string(ShardModeName(mode)));
+    PackOptions o = Options({in}, "bfd", 3, static_cast<int>(seq));
+    o.shard = mode;
+    o.packing = Packing::kBfd;
+    o.packing_seed = 4;
+    o.loss_mask = LossMask::kAssistant;  // text trains everywhere: padding is the mask's 0s
+    auto m = Pack(o);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ(m->packing, Packing::kBfd);
+    std::multiset<std::vector<int32_t>> got;
+    uint64_t padding = 0, split = 0;
+    for (int r = 0; r < 3; ++r) {
+      const auto ids = ReadRank("bfd", r);
+      const auto docs = ReadDocs("bfd", r);
+      const std::string mask = *ReadFile(o.out_dir + "/" + MaskFileName(r));
+      std::set<uint64_t> cuts, pads;
+      for (uint64_t e : docs) (IsPadEntry(e) ? pads : cuts).insert(EntryOffset(e));
+      for (uint64_t b = 0; b * seq < ids.size(); ++b) cuts.insert(b * seq);
+      uint64_t rank_padding = 0;
+      for (auto it = cuts.begin(); it != cuts.end(); ++it) {
+        const uint64_t a = *it, block_end = (a / seq + 1) * seq;
+        uint64_t e = std::next(it) == cuts.end() ? ids.size() : std::min(*std::next(it), block_end);
+        auto pad = pads.lower_bound(a);
+        if (pad != pads.end() && *pad < e) {
+          for (uint64_t k = *pad; k < block_end; ++k) {
+            EXPECT_EQ(ids[k], 261) << "a pad token that is not EOS at " << k;
+            EXPECT_EQ(mask[k], 0) << "a pad token that trains at " << k;
+          }
+          rank_padding += block_end - *pad;
+          e = *pad;
+        }
+        got.insert(std::vector<int32_t>(ids.begin() + a, ids.begin() + e));
+      }
+      EXPECT_EQ(m->ranks[r].padding_tokens, rank_padding);
+      EXPECT_EQ(m->ranks[r].documents + pads.size(), docs.size());
+      padding += rank_padding;
+      split += m->ranks[r].split_documents;
+    }
+    EXPECT_EQ(m->total_padding_tokens, padding);
+    std::multiset<std::vector<int32_t>> want;
+    uint64_t want_split = 0;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      auto rec = Stream(texts, {i});
+      want_split += rec.size() > seq;
+      for (size_t at = 0; at < rec.size(); at += seq) {
+        want.insert(
+            std::vector<int32_t>(rec.begin() + at, rec.begin() + std::min(rec.size(), at + seq)));
+      }
+    }
+    ASSERT_GT(want_split, 5u);
+    if (mode == ShardMode::kBalanced) {
+      // Every segment is a piece; the pieces of the unfinished round are the tail.
+      uint64_t missing = 0;
+      for (const auto& seg : got) {
+        auto it = want.find(seg);
+        ASSERT_NE(it, want.end()) << "a segment that is no record's piece";
+        want.erase(it);
+      }
+      for (const auto& p : want) missing += p.size();
+      EXPECT_EQ(missing, m->total_dropped_tokens);
+      EXPECT_LE(split, want_split);
+    } else {
+      EXPECT_EQ(got, want);
+      EXPECT_EQ(split, want_split);
+      EXPECT_EQ(m->total_dropped_tokens, 0u);  // every bin is kept, padded
+    }
+    EXPECT_EQ(m->total_split_documents, split);
+    auto report = Inspect(o.out_dir, 2);
+    ASSERT_TRUE(report.ok());
+    for (const auto& rc : report->ranks) {
+      for (const auto& p : rc.problems) ADD_FAILURE() << p;
+    }
+    EXPECT_TRUE(report->ok());
+    EXPECT_EQ(List("bfd").count(".rank-spill.i32"), 0u);
+    for (const auto& name : List("bfd")) EXPECT_EQ(name.find(".tmp."), std::string::npos) << name;
+  }
+}
+
+TEST_F(PackerTest, BfdIsDeterministicForASeedWhateverTheThreadCount) {
+  auto texts = Texts(120);
+  std::string in = WriteInput("a.jsonl", texts);
+  PackOptions a = Options({in}, "s1", 2, 16), b = Options({in}, "s2", 2, 16),
+              c = Options({in}, "s3", 2, 16);
+  for (PackOptions* o : {&a, &b, &c}) o->packing = Packing::kBfd;
+  a.threads = 1;
+  b.threads = 2;
+  b.chunk_bytes = 512;
+  c.packing_seed = 1;
+  auto ma = Pack(a), mb = Pack(b), mc = Pack(c);
+  ASSERT_TRUE(ma.ok() && mb.ok() && mc.ok());
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(ReadRank("s1", r), ReadRank("s2", r));
+    EXPECT_EQ(ReadDocs("s1", r), ReadDocs("s2", r));
+    EXPECT_EQ(ma->ranks[r].padding_tokens, mc->ranks[r].padding_tokens);  // the same fill
+  }
+  EXPECT_NE(ReadRank("s1", 0), ReadRank("s3", 0));  // another seed: ties in another order
+  EXPECT_EQ(mc->packing_seed, 1u);
+}
+
+TEST_F(PackerTest, BfdNodeRangesAreByteIdenticalToTheFullPack) {
+  auto texts = Texts(90);
+  std::string in = WriteInput("a.jsonl", texts);
+  for (ShardMode mode : {ShardMode::kContiguous, ShardMode::kBalanced}) {
+    PackOptions full = Options({in}, "bfull", 4, 16), n1 = Options({in}, "bn1", 4, 16);
+    full.shard = n1.shard = mode;
+    full.packing = n1.packing = Packing::kBfd;
+    n1.rank_lo = 2, n1.rank_hi = 3;
+    auto mf = Pack(full), m1 = Pack(n1);
+    ASSERT_TRUE(mf.ok() && m1.ok());
+    for (int r = 2; r < 4; ++r) {
+      EXPECT_EQ(ReadRank("bn1", r), ReadRank("bfull", r));
+      EXPECT_EQ(ReadDocs("bn1", r), ReadDocs("bfull", r));
+      EXPECT_EQ(m1->ranks[static_cast<size_t>(r - 2)].padding_tokens, mf->ranks[r].padding_tokens);
+    }
+  }
+}
+
+// The spill goes through the Env like every write: a fault there names its
+// file, leaves the previous pack whole and no temp file; a re-run completes.
+TEST_F(PackerTest, ASpillWriteFaultKeepsTheOldPackAndLeavesNoTemp) {
+  std::string in = WriteInput("a.jsonl", Texts(60));
+  int n = 0;
+  int injected = 0;
+  for (const WriteFault& fault : WriteFaults(".rank-spill.i32")) {
+    SCOPED_TRACE(fault.name);
+    std::string out = "spill" + std::to_string(n++);
+    PackOptions o = Options({in}, out, 2, 16);
+    o.packing = Packing::kBfd;
+    auto old_pack = Pack(o);
+    ASSERT_TRUE(old_pack.ok()) << old_pack.status().message();
+    FaultInjectionEnv env(Env::Default());
+    env.Add(fault.rule);
+    o.env = &env;
+    auto m = Pack(o);
+    if (env.injected() == 0) continue;  // (a rename the spill never makes)
+    ++injected;
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find(".rank-spill.i32"), std::string::npos)
+        << m.status().message();
+    for (const auto& name : List(out)) EXPECT_EQ(name.find(".tmp."), std::string::npos) << name;
+    EXPECT_TRUE(Inspect(o.out_dir)->ok());
+    env.Clear();
+    ASSERT_TRUE(Pack(o).ok());
+  }
+  EXPECT_GE(injected, 5);  // open, write ENOSPC and EIO, short write, fsync, close
+}
+
+TEST_F(PackerTest, SequentialCountsSplitDocumentsAndNoPadding) {
+  auto texts = Texts(40);
+  std::string in = WriteInput("a.jsonl", texts);
+  PackOptions o = Options({in}, "seqc", 1, 8);
+  o.shard = ShardMode::kContiguous;
+  auto m = Pack(o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  uint64_t at = 0, split = 0;
+  const uint64_t tokens = m->ranks[0].blocks * 8;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const uint64_t n = Stream(texts, {i}).size();
+    // Starts in a kept block and reaches past that block's end.
+    if (at < tokens && at / 8 != (at + n - 1) / 8) ++split;
+    at += n;
+  }
+  EXPECT_EQ(m->ranks[0].split_documents, split);
+  EXPECT_EQ(m->total_split_documents, split);
+  EXPECT_EQ(m->total_padding_tokens, 0u);
+  EXPECT_EQ(m->packing, Packing::kSequential);
 }
 
 TEST_F(PackerTest, InspectCatchesDamagedDocsNamingTheFileAndTheByte) {

@@ -79,6 +79,14 @@ void CheckDocs(const Manifest& m, const RankInfo& info, const std::string& dir, 
   }
   out->documents = counts->documents;
   out->pads = counts->pads;
+  if (counts->pads > 0 && m.packing != Packing::kBfd) {
+    out->problems.push_back(fmt::format("{}: {} padding entries, but {} packing writes no padding",
+                                        info.docs_file, counts->pads, PackingName(m.packing)));
+  }
+  if (counts->padding_tokens != info.padding_tokens) {
+    out->problems.push_back(fmt::format("{}: {} padding tokens, manifest says {}", info.docs_file,
+                                        counts->padding_tokens, info.padding_tokens));
+  }
   if (counts->documents != info.documents) {
     out->problems.push_back(fmt::format("{}: {} document starts, manifest says {}", info.docs_file,
                                         counts->documents, info.documents));

@@ -39,6 +39,7 @@ Result<DocsCounts> CheckDocEntries(std::string_view bytes, uint64_t blocks, int 
     if (IsPadEntry(e)) {
       if (off % seq == 0) return bad("padding at a block's start (a block of padding only)");
       ++c.pads;
+      c.padding_tokens += seq - off % seq;
     } else {
       ++c.documents;
     }

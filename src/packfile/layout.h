@@ -50,8 +50,9 @@ inline bool HasDocs(const Manifest& m) { return !m.ranks.empty() && !m.ranks[0].
 
 struct DocsCounts {
   uint64_t entries = 0;
-  uint64_t documents = 0;  // entries without kDocPadBit
-  uint64_t pads = 0;       // entries with it
+  uint64_t documents = 0;       // entries without kDocPadBit
+  uint64_t pads = 0;            // entries with it
+  uint64_t padding_tokens = 0;  // tokens from each pad entry to its block's end
 };
 
 // Checks the bytes of a docs file `file` for a rank of `blocks` blocks: a whole

@@ -28,6 +28,7 @@ TEST(DocsLayoutTest, CountsDocumentsAndPads) {
   EXPECT_EQ(c->entries, 6u);
   EXPECT_EQ(c->documents, 4u);
   EXPECT_EQ(c->pads, 2u);
+  EXPECT_EQ(c->padding_tokens, 3u);
   auto none = CheckDocEntries("", 3, 4, "x");  // a rank inside one long document
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->entries, 0u);

@@ -37,6 +37,14 @@ std::string_view ShardModeName(ShardMode m) {
   return "contiguous";
 }
 
+Result<Packing> ParsePacking(std::string_view name) {
+  if (name == "sequential") return Packing::kSequential;
+  if (name == "bfd") return Packing::kBfd;
+  return InvalidArgumentError(fmt::format("unknown packing '{}' (sequential, bfd)", name));
+}
+
+std::string_view PackingName(Packing p) { return p == Packing::kBfd ? "bfd" : "sequential"; }
+
 std::string RankFileName(int rank) { return fmt::format("rank-{:05d}.i32", rank); }
 std::string MaskFileName(int rank) { return fmt::format("rank-{:05d}.mask", rank); }
 std::string DocsFileName(int rank) { return fmt::format("rank-{:05d}.docs", rank); }
@@ -100,6 +108,8 @@ std::string ManifestToJson(const Manifest& m) {
   w.EndArray();
   w.Key("mixture").BeginObject().Key("seed").Uint(m.mixture_seed);
   w.Key("tokens").Uint(m.mixture_tokens).EndObject();
+  w.Key("packing").BeginObject().Key("strategy").Str(PackingName(m.packing));
+  w.Key("seed").Uint(m.packing_seed).EndObject();
   w.Key("ranks").BeginArray(JsonWriter::kLines);
   for (const auto& r : m.ranks) {
     w.BeginObject().Key("rank").Int(r.rank).Key("file").Str(r.file);
@@ -114,6 +124,7 @@ std::string ManifestToJson(const Manifest& m) {
       w.Key("docs_file").Str(r.docs_file).Key("docs_xxh3").Str(Hex(r.docs_xxh3));
       w.Key("documents").Uint(r.documents);
     }
+    w.Key("padding_tokens").Uint(r.padding_tokens).Key("split_documents").Uint(r.split_documents);
     w.EndObject();
   }
   w.EndArray();
@@ -121,7 +132,8 @@ std::string ManifestToJson(const Manifest& m) {
   w.Key("totals").BeginObject().Key("records").Uint(m.total_records);
   w.Key("chat_records").Uint(m.chat_records).Key("tokens").Uint(m.total_tokens);
   w.Key("blocks").Uint(m.total_blocks()).Key("dropped_tokens").Uint(m.total_dropped_tokens);
-  w.Key("skipped_bad").Uint(m.skipped_bad).EndObject();
+  w.Key("skipped_bad").Uint(m.skipped_bad).Key("padding_tokens").Uint(m.total_padding_tokens);
+  w.Key("split_documents").Uint(m.total_split_documents).EndObject();
   w.Key("template_drops").BeginObject().Key("records").Uint(m.template_drop_records);
   w.Key("parts").Uint(m.template_drop_parts).EndObject();
   if (!m.skipped_reasons.empty()) {
@@ -235,6 +247,16 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
     EK_RETURN_IF_ERROR(mix.U64("seed", &m.mixture_seed));
     EK_RETURN_IF_ERROR(mix.U64("tokens", &m.mixture_tokens));
   }
+  if (f.Has("packing")) {  // absent in packs made before bfd: sequential
+    JsonFields pk = f;
+    std::string strategy;
+    EK_RETURN_IF_ERROR(f.Object("packing", &pk));
+    EK_RETURN_IF_ERROR(pk.Str("strategy", &strategy));
+    auto p = ParsePacking(strategy);
+    if (!p.ok()) return pk.Err("strategy", p.status().message());
+    m.packing = *p;
+    EK_RETURN_IF_ERROR(pk.U64("seed", &m.packing_seed));
+  }
   EK_RETURN_IF_ERROR(f.Objects("ranks", [&](const JsonFields& x) {
     RankInfo ri;
     EK_RETURN_IF_ERROR(x.Int("rank", &ri.rank));
@@ -261,6 +283,10 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
         return x.Err("docs_file", "must be a file name in the pack directory");
       }
     }
+    if (x.Has("padding_tokens")) EK_RETURN_IF_ERROR(x.U64("padding_tokens", &ri.padding_tokens));
+    if (x.Has("split_documents")) {
+      EK_RETURN_IF_ERROR(x.U64("split_documents", &ri.split_documents));
+    }
     if (!m.ranks.empty() && m.ranks[0].docs_file.empty() != ri.docs_file.empty()) {
       return x.Err("docs_file",
                    fmt::format("rank {} {} a docs file and rank {} {}: a pack has "
@@ -284,6 +310,12 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
   EK_RETURN_IF_ERROR(totals.U64("tokens", &m.total_tokens));
   EK_RETURN_IF_ERROR(totals.U64("dropped_tokens", &m.total_dropped_tokens));
   EK_RETURN_IF_ERROR(totals.U64("skipped_bad", &m.skipped_bad));
+  if (totals.Has("padding_tokens")) {  // absent in packs made before bfd
+    EK_RETURN_IF_ERROR(totals.U64("padding_tokens", &m.total_padding_tokens));
+  }
+  if (totals.Has("split_documents")) {
+    EK_RETURN_IF_ERROR(totals.U64("split_documents", &m.total_split_documents));
+  }
   if (f.Has("template_drops")) {  // absent in packs made before it existed
     JsonFields drops = f;
     EK_RETURN_IF_ERROR(f.Object("template_drops", &drops));
@@ -363,6 +395,9 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts,
       return differ("the record format (chat template, text field)");
     }
     if (p.loss_mask != out.loss_mask) return differ("the loss mask");
+    if (p.packing != out.packing || p.packing_seed != out.packing_seed) {
+      return differ("the packing (strategy, seed)");
+    }
     if (!p.ranks.empty() && !parts[0].ranks.empty() &&
         p.ranks[0].docs_file.empty() != parts[0].ranks[0].docs_file.empty()) {
       return differ("document boundaries (docs files)");
@@ -407,6 +442,7 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts,
   // contiguous/strided; balanced parts each saw every record, so keep one copy.
   if (out.shard != ShardMode::kBalanced) {
     out.total_records = out.total_tokens = out.total_dropped_tokens = 0;
+    out.total_padding_tokens = out.total_split_documents = 0;
     // Skips are whole-corpus in every part (--skip-bad screens every record before
     // sharding), so like balanced parts they are kept once; chat records are each part's.
     out.chat_records = 0;
@@ -436,6 +472,8 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts,
       out.total_records += r.records;
       out.total_tokens += r.tokens;
       out.total_dropped_tokens += r.dropped_tokens;
+      out.total_padding_tokens += r.padding_tokens;
+      out.total_split_documents += r.split_documents;
     }
   }
   return out;

@@ -17,6 +17,13 @@ enum class ShardMode { kContiguous, kStrided, kBalanced };
 Result<ShardMode> ParseShardMode(std::string_view name);
 std::string_view ShardModeName(ShardMode m);
 
+// How documents are placed in blocks: end to end in record order, a document
+// cut at a block's end running on into the next (sequential, no padding); or
+// best-fit-decreasing bins padded to seq_len (bfd: pack/bfd.h).
+enum class Packing { kSequential, kBfd };
+Result<Packing> ParsePacking(std::string_view name);
+std::string_view PackingName(Packing p);
+
 struct InputInfo {
   std::string path;
   uint64_t size = 0;     // bytes on disk
@@ -44,6 +51,8 @@ struct RankInfo {
   std::string docs_file;  // empty: an older pack, without boundaries
   uint64_t docs_xxh3 = 0;
   uint64_t documents = 0;
+  uint64_t padding_tokens = 0;   // pad tokens in the rank's blocks (bfd; 0 sequential)
+  uint64_t split_documents = 0;  // documents starting in the rank's blocks that span more than one
 };
 
 // One source of a pack made from the run file's [[data.source]] (docs/pack_format.md,
@@ -93,10 +102,14 @@ struct Manifest {
   std::vector<SourceInfo> sources;
   uint64_t mixture_seed = 0;
   uint64_t mixture_tokens = 0;  // weights: the size asked for (0: the largest repeating none)
-  std::vector<RankInfo> ranks;  // sorted by rank; all of [0, world) when complete
+  Packing packing = Packing::kSequential;  // absent in older packs: sequential
+  uint64_t packing_seed = 0;               // bfd: the order of equal lengths
+  std::vector<RankInfo> ranks;             // sorted by rank; all of [0, world) when complete
   uint64_t total_records = 0;
   uint64_t total_tokens = 0;
-  uint64_t total_dropped_tokens = 0;
+  uint64_t total_dropped_tokens = 0;  // the tail: tokens routed but in no kept block
+  uint64_t total_padding_tokens = 0;
+  uint64_t total_split_documents = 0;
   uint64_t skipped_bad = 0;
   // Skipped records by reason class (invalid_utf8, invalid_json, shape, template,
   // tokenize: docs/pack_format.md); every one is listed in skipped.jsonl.

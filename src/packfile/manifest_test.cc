@@ -123,6 +123,8 @@ TEST(ManifestTest, DocsFieldsRoundTripAndAreAbsentInAnOlderPack) {
   EXPECT_EQ(ManifestToJson(*back), json);
   auto old = ManifestFromJson(ManifestToJson(Sample(0, 3)), "m.json");
   ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ(old->packing, Packing::kSequential);
+  ASSERT_TRUE(old.ok()) << old.status().message();
   EXPECT_TRUE(old->ranks[0].docs_file.empty());
   EXPECT_EQ(ManifestToJson(Sample(0, 3)).find("docs_file"), std::string::npos);
 }
@@ -141,7 +143,7 @@ TEST(ManifestTest, DocsFieldsAreReadStrictly) {
             std::string::npos)
       << no_hash.status().message();
   auto bad_count =
-      ManifestFromJson(replace(R"("documents": 3})", R"("documents": "3"})"), "m.json");
+      ManifestFromJson(replace(R"("documents": 3,)", R"("documents": "3",)"), "m.json");
   ASSERT_FALSE(bad_count.ok());
   EXPECT_NE(bad_count.status().message().find("documents"), std::string::npos);
   auto path = ManifestFromJson(replace(R"("rank-00001.docs")", R"("../x.docs")"), "m.json");
@@ -155,6 +157,43 @@ TEST(ManifestTest, DocsFieldsAreReadStrictly) {
   ASSERT_FALSE(mix.ok());
   EXPECT_NE(mix.status().message().find("every rank or on none"), std::string::npos)
       << mix.status().message();
+}
+
+TEST(ManifestTest, PackingAndItsCountsRoundTripAddUpInAMergeAndMayBeAbsent) {
+  Manifest a = WithDocs(0, 1), b = WithDocs(2, 3);
+  a.shard = b.shard = ShardMode::kContiguous;
+  a.packing = b.packing = Packing::kBfd;
+  a.packing_seed = b.packing_seed = 9;
+  a.ranks[1].padding_tokens = 5;
+  a.ranks[1].split_documents = 2;
+  b.ranks[0].padding_tokens = 7;
+  a.total_padding_tokens = 5;
+  a.total_split_documents = 2;
+  std::string json = ManifestToJson(a);
+  EXPECT_NE(json.find(R"("packing": {"strategy": "bfd", "seed": 9})"), std::string::npos) << json;
+  auto back = ManifestFromJson(json, "m.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->packing, Packing::kBfd);
+  EXPECT_EQ(back->packing_seed, 9u);
+  EXPECT_EQ(back->ranks[1].padding_tokens, 5u);
+  EXPECT_EQ(back->ranks[1].split_documents, 2u);
+  EXPECT_EQ(back->total_padding_tokens, 5u);
+  EXPECT_EQ(back->total_split_documents, 2u);
+  auto merged = MergeManifests({a, b}, {"n0", "n1"});
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(merged->total_padding_tokens, 12u);
+  EXPECT_EQ(merged->total_split_documents, 2u);
+  b.packing = Packing::kSequential;
+  auto differ = MergeManifests({a, b}, {"n0", "n1"});
+  ASSERT_FALSE(differ.ok());
+  EXPECT_NE(differ.status().message().find("the packing"), std::string::npos);
+  std::string bad = json;
+  bad.replace(bad.find(R"("bfd")"), 5, R"("best")");
+  auto unknown = ManifestFromJson(bad, "m.json");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("m.json: packing.strategy: unknown packing 'best'"),
+            std::string::npos)
+      << unknown.status().message();
 }
 
 TEST(ManifestTest, MergeKeepsEachRanksDocsAndRefusesAPartWithout) {

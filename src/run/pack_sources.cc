@@ -60,6 +60,14 @@ std::vector<std::string> PackSourceProblems(const RunFile& run, const pack::Mani
     out.push_back(fmt::format("the pack's loss mask is {}, the run file's data.loss_mask {}",
                               m.loss_mask, run.loss_mask));
   }
+  if (pack::PackingName(m.packing) != run.packing) {
+    out.push_back(fmt::format("the pack's packing is {}, the run file's data.packing {}",
+                              pack::PackingName(m.packing), run.packing));
+  } else if (m.packing == pack::Packing::kBfd &&
+             m.packing_seed != static_cast<uint64_t>(run.packing_seed)) {
+    out.push_back(fmt::format("the pack's packing seed is {}, the run file's data.packing_seed {}",
+                              m.packing_seed, run.packing_seed));
+  }
   return out;
 }
 

@@ -83,6 +83,8 @@ const Key kKeys[] = {
     {"data", "attention", &RunFile::attention},
     {"data", "mixture_seed", &RunFile::mixture_seed},
     {"data", "mixture_tokens", &RunFile::mixture_tokens},
+    {"data", "packing", &RunFile::packing},
+    {"data", "packing_seed", &RunFile::packing_seed},
     {"model", "name", &RunFile::model_name},
     {"model", "path", &RunFile::model_path, true},
     {"model", "params", &RunFile::params},
@@ -558,6 +560,10 @@ Status ValidateRunFile(const RunFile& r) {
   if (auto shard = pack::ParseShardMode(r.shard); !shard.ok()) {
     return bad(fmt::format("data.shard: {}", shard.status().message()));
   }
+  if (auto packing = pack::ParsePacking(r.packing); !packing.ok()) {
+    return bad(fmt::format("data.packing: {}", packing.status().message()));
+  }
+  if (r.packing_seed < 0) return bad("data.packing_seed must be >= 0");
   if (!r.sources.empty()) {
     const bool weighted = r.sources[0].weight > 0;
     for (size_t i = 1; i < r.sources.size(); ++i) {

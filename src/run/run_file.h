@@ -66,6 +66,8 @@ struct RunFile {
   std::string attention = "isolated";  // isolated | cross
   int64_t mixture_seed = 0;            // which records a weighted mixture takes
   int64_t mixture_tokens = 0;  // a weighted mixture's size (0: the largest repeating no source)
+  std::string packing = "sequential";  // sequential | bfd (best-fit-decreasing, pack/bfd.h)
+  int64_t packing_seed = 0;            // bfd: the order of documents of equal length
   // [model]
   std::string model_name;
   std::string model_path;  // a Hugging Face model directory (config.json, safetensors, tokenizer)
