@@ -56,6 +56,7 @@ class BlockDataset:
             mask = self._file.mask_array()
             self._mask = None if mask is None else torch.from_numpy(mask)
         self._doc_starts = self._file.docs_array()  # read-only uint64, or None (an older pack)
+        self._has_padding: bool | None = None
         self.seed = int(seed)
         self.shuffle = bool(shuffle)
         self._count = self._file.blocks
@@ -99,6 +100,14 @@ class BlockDataset:
         return self._doc_starts is not None
 
     @property
+    def has_padding(self) -> bool:
+        """True when some block ends in padding (a bit-63 entry of the docs file: bfd packing)."""
+        if self._has_padding is None:
+            docs = self._doc_starts
+            self._has_padding = docs is not None and bool((docs >> np.uint64(63)).any())
+        return self._has_padding
+
+    @property
     def doc_starts(self) -> np.ndarray | None:
         """The rank's document boundaries as a read-only 1-D numpy uint64 view of the docs
         file (docs/pack_format.md): ascending token offsets ``block * seq_len + position``
@@ -136,6 +145,9 @@ class BlockDataset:
         (:func:`evenkeel.attention.model_inputs`)."""
         ids, labels = self.batch(index, device=device)
         if self.attention == "cross":
+            if self.has_padding:  # padding never trains, whatever the attention
+                _, pad = segment_starts(np.asarray(index, dtype=np.int64), self.seq_len, self._docs())
+                labels.masked_fill_(torch.from_numpy(pad).to(labels.device), self.IGNORE_INDEX)
             return {"input_ids": ids, "labels": labels}
         fields = isolated_fields(np.asarray(index, dtype=np.int64), self.seq_len, self._docs(), labels)
         return model_inputs(implementation or "", ids, fields)
@@ -143,12 +155,14 @@ class BlockDataset:
     def trained_targets(self, index) -> int:
         """How many tokens of the blocks ``index`` the loss counts: positions 1.. of each
         block whose mask is 1 (a causal LM predicts token t from the tokens before it, so
-        a block's first token is never a target); with ``attention = "isolated"`` also
-        not a document's first token nor padding."""
+        a block's first token is never a target), never padding (a bfd pack's), and with
+        ``attention = "isolated"`` not a document's first token either."""
         index = np.asarray(index, dtype=np.int64)
-        if self.attention == "isolated":
+        if self.attention == "isolated" or self.has_padding:
             starts, pad = segment_starts(index, self.seq_len, self._docs())
-            keep = ~(starts | pad)
+            drop = starts | pad if self.attention == "isolated" else pad
+            drop[:, 0] = True
+            keep = ~drop
             if self._mask is not None:
                 keep &= self._mask[torch.as_tensor(index)].numpy().astype(bool)
             return int(keep.sum())

@@ -61,12 +61,13 @@ def parse_args(argv=None) -> argparse.Namespace:
 def train_step(model, optimizer, scheduler, ds, blocks, t, device, progress: Progress, step: int) -> float:
     """One optimizer step over `blocks` (micro_batch x grad_accum of them): forward and
     backward per micro-batch, gradients reduced on the last, clipped, stepped. Returns
-    the mean loss. With a loss mask, or with isolated documents (whose first tokens and
-    padding are not targets), the loss is the mean over the window's trained tokens (a
+    the mean loss. With a loss mask, with isolated documents (whose first tokens are not
+    targets) or with padding (bfd packs: never a target), the loss is the mean over the window's trained tokens (a
     micro-batch can hold few or none): each micro-batch's summed loss is divided by the
     window's count, as transformers does with num_items_in_batch."""
     isolated = ds.attention == "isolated"
-    trained = max(1, ds.trained_targets(blocks)) if ds.has_mask or isolated else None
+    counted = ds.has_mask or isolated or ds.has_padding  # not every position of every block is a target
+    trained = max(1, ds.trained_targets(blocks)) if counted else None
     implementation = getattr(model.config, "_attn_implementation", None)
     loss_sum = 0.0
     for micro in range(t.grad_accum):

@@ -117,6 +117,11 @@ def test_block_dataset_gives_the_isolated_fields_of_its_docs_file_and_counts_the
     assert ds.trained_targets(index) == int((got["labels"] != -100).sum())
     assert (got["labels"][0, 9:] == -100).all()  # block 3's padding
     assert ds.trained_targets(index) < len(index) * (SEQ - 1)
-    cross = BlockDataset(pack, 1)  # attention "cross": today's batch
-    assert set(cross.inputs(index)) == {"input_ids", "labels"}
-    assert cross.trained_targets(index) == len(index) * (SEQ - 1)
+    cross = BlockDataset(pack, 1)  # attention "cross": the blocks as sequences, but padding never trains
+    got = cross.inputs(index)
+    assert set(got) == {"input_ids", "labels"} and cross.has_padding
+    assert (got["labels"][0, 9:] == -100).all() and int((got["labels"] == -100).sum()) == SEQ - 9
+    assert cross.trained_targets(index) == len(index) * (SEQ - 1) - (SEQ - 9)
+    plain = BlockDataset(pack, 0)  # one document a block, no padding: today's batch
+    assert not plain.has_padding and plain.trained_targets(index) == len(index) * (SEQ - 1)
+    assert torch.equal(plain.inputs(index)["labels"], plain.batch(index)[1])
