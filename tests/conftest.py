@@ -13,12 +13,19 @@ the rows its earlier tests wrote, so a module is never split between the fast an
 run. scripts/test.sh runs `-m "not slow"`, then `-m slow`: every test runs, once.
 """
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "trainer"))
+
+# The venv's bin/ first on PATH, as in an activated environment: the gate's isolation probe
+# runs with the trainer's python, which for a run file without launch.python is the python
+# beside torchrun found on PATH (run/programs.h); without this it would be the system's
+# python3, which has no torch.
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
 from packs import llama_model, qwen3_model  # noqa: E402,F401  (fixtures, one per session)
 

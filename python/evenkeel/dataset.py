@@ -10,6 +10,8 @@ import numpy as np
 import torch
 
 from evenkeel import _core
+from evenkeel.attention import model_inputs
+from evenkeel.segments import isolated_fields, segment_starts
 
 
 class BlockDataset:
@@ -30,11 +32,21 @@ class BlockDataset:
     (``has_mask``); :meth:`labels` and :meth:`batch` turn it into the labels a
     Hugging Face causal LM takes: the token ids, with ``-100`` (ignored by the
     loss) where the mask is 0. Without a mask the labels are the ids.
+
+    ``attention`` is the run file's ``data.attention``: with ``"isolated"``,
+    :meth:`inputs` adds the document fields of the pack's boundaries
+    (:attr:`doc_starts`; evenkeel.segments) and :meth:`trained_targets` counts only
+    the targets they leave; ``"cross"`` (the default here) trains each block as one
+    sequence.
     """
 
     IGNORE_INDEX = -100
 
-    def __init__(self, pack_dir: str | os.PathLike, rank: int, *, seed: int = 0, shuffle: bool = True):
+    def __init__(self, pack_dir: str | os.PathLike, rank: int, *, seed: int = 0, shuffle: bool = True,
+                 attention: str = "cross"):
+        if attention not in ("isolated", "cross"):
+            raise ValueError(f"attention must be 'isolated' or 'cross', not {attention!r}")
+        self.attention = attention
         self._file = _core.BlockFile.open(os.fspath(pack_dir), int(rank))
         array = np.asarray(self._file)  # (blocks, seq_len) int32, read-only, backed by the mapping
         with warnings.catch_warnings():
@@ -44,6 +56,7 @@ class BlockDataset:
             mask = self._file.mask_array()
             self._mask = None if mask is None else torch.from_numpy(mask)
         self._doc_starts = self._file.docs_array()  # read-only uint64, or None (an older pack)
+        self._has_padding: bool | None = None
         self.seed = int(seed)
         self.shuffle = bool(shuffle)
         self._count = self._file.blocks
@@ -87,6 +100,14 @@ class BlockDataset:
         return self._doc_starts is not None
 
     @property
+    def has_padding(self) -> bool:
+        """True when some block ends in padding (a bit-63 entry of the docs file: bfd packing)."""
+        if self._has_padding is None:
+            docs = self._doc_starts
+            self._has_padding = docs is not None and bool((docs >> np.uint64(63)).any())
+        return self._has_padding
+
+    @property
     def doc_starts(self) -> np.ndarray | None:
         """The rank's document boundaries as a read-only 1-D numpy uint64 view of the docs
         file (docs/pack_format.md): ascending token offsets ``block * seq_len + position``
@@ -115,14 +136,47 @@ class BlockDataset:
         ids = self._blocks[index].to(device=device, dtype=torch.long, non_blocking=True)
         return ids, self.labels(ids, index)
 
+    def inputs(self, index, device: torch.device | str = "cpu", implementation: str | None = None) -> dict:
+        """The forward's keyword arguments for the blocks ``index``: ``input_ids`` and
+        ``labels`` (:meth:`batch`), and with ``attention = "isolated"`` the document
+        fields of :func:`evenkeel.segments.isolated_fields` (position_ids restarting per
+        document, labels -100 at each document's first token and on padding, the varlen
+        cu_seq_lens/max_length), laid out for ``implementation``
+        (:func:`evenkeel.attention.model_inputs`)."""
+        ids, labels = self.batch(index, device=device)
+        if self.attention == "cross":
+            if self.has_padding:  # padding never trains, whatever the attention
+                _, pad = segment_starts(np.asarray(index, dtype=np.int64), self.seq_len, self._docs())
+                labels.masked_fill_(torch.from_numpy(pad).to(labels.device), self.IGNORE_INDEX)
+            return {"input_ids": ids, "labels": labels}
+        fields = isolated_fields(np.asarray(index, dtype=np.int64), self.seq_len, self._docs(), labels)
+        return model_inputs(implementation or "", ids, fields)
+
     def trained_targets(self, index) -> int:
-        """How many tokens of the blocks ``index`` are loss targets: positions 1.. of each
+        """How many tokens of the blocks ``index`` the loss counts: positions 1.. of each
         block whose mask is 1 (a causal LM predicts token t from the tokens before it, so
-        a block's first token is never a target)."""
-        index = torch.as_tensor(np.asarray(index, dtype=np.int64))
+        a block's first token is never a target), never padding (a bfd pack's), and with
+        ``attention = "isolated"`` not a document's first token either."""
+        index = np.asarray(index, dtype=np.int64)
+        if self.attention == "isolated" or self.has_padding:
+            starts, pad = segment_starts(index, self.seq_len, self._docs())
+            drop = starts | pad if self.attention == "isolated" else pad
+            drop[:, 0] = True
+            keep = ~drop
+            if self._mask is not None:
+                keep &= self._mask[torch.as_tensor(index)].numpy().astype(bool)
+            return int(keep.sum())
+        index = torch.as_tensor(index)
         if self._mask is None:
             return int(len(index) * (self.seq_len - 1))
         return int(self._mask[index][:, 1:].sum())
+
+    def _docs(self) -> np.ndarray:
+        docs = self.doc_starts
+        if docs is None:
+            raise ValueError(f"{self.path}: rank {self.rank} has no document boundaries (rank-NNNNN.docs: a pack "
+                             "made before they existed); repack it, or train with attention = 'cross'")
+        return docs
 
     @property
     def local_blocks(self) -> int:

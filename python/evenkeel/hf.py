@@ -137,17 +137,19 @@ def precision_policy(precision: str, on_cuda: bool) -> MixedPrecisionPolicy:
 
 def load_sharded(model_dir: str, device: torch.device, *, precision: str = "auto",
                  gradient_checkpointing: bool = False, reshard_after_forward: bool = True,
-                 mesh=None, weights_dir: str | None = None) -> nn.Module:
+                 mesh=None, weights_dir: str | None = None, attn_implementation: str | None = None) -> nn.Module:
     """Builds the model of `model_dir` (any decoder transformers' AutoModelForCausalLM
     knows) on the meta device, shards it with fully_shard per decoder layer and then
     the root, allocates each rank's shard on `device` and fills it from the
     safetensors weights of `weights_dir` (a checkpoint being resumed) or of
-    `model_dir`. Master weights are fp32."""
+    `model_dir`. Master weights are fp32. `attn_implementation` (e.g.
+    evenkeel.attention's, for isolated documents) is passed to transformers; None: its default."""
     from transformers import AutoConfig, AutoModelForCausalLM
 
     config = AutoConfig.from_pretrained(model_dir)
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        extra = {"attn_implementation": attn_implementation} if attn_implementation else {}
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32, **extra)
     if gradient_checkpointing:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     model.config.use_cache = False

@@ -49,7 +49,12 @@ def open_pack(cfg, rank: int, world: int) -> tuple[BlockDataset, int, Plan]:
     pack's manifest lacks the other nodes' ranks; the arithmetic is run::MakeSchedule's."""
     check_inputs(cfg, world)
     t = cfg.train
-    ds = BlockDataset(cfg.data.pack_dir, rank, seed=t.seed, shuffle=t.shuffle)
+    attention = cfg.data.attention
+    ds = BlockDataset(cfg.data.pack_dir, rank, seed=t.seed, shuffle=t.shuffle, attention=attention)
+    if attention == "isolated" and ds.doc_starts is None:
+        raise Refused(f"{cfg.data.pack_dir}: the pack has no document boundaries (rank-{rank:05d}.docs; a pack made "
+                      f"before evenkeel recorded them) and {cfg.path} has data.attention = 'isolated': repack it "
+                      "(evenkeel pack RUN.toml), or set data.attention = \"cross\" to train each block as one sequence")
     if ds.world != world:
         raise Refused(f"{cfg.data.pack_dir}: the pack is for world {ds.world}, this run has {world} ranks")
     if ds.seq_len != t.seq_len:

@@ -61,23 +61,28 @@ def parse_args(argv=None) -> argparse.Namespace:
 def train_step(model, optimizer, scheduler, ds, blocks, t, device, progress: Progress, step: int) -> float:
     """One optimizer step over `blocks` (micro_batch x grad_accum of them): forward and
     backward per micro-batch, gradients reduced on the last, clipped, stepped. Returns
-    the mean loss. With a loss mask the loss is the mean over the window's trained tokens
-    (a micro-batch can hold few or none): each micro-batch's summed loss is divided by
-    the window's count, as transformers does with num_items_in_batch."""
-    trained = max(1, ds.trained_targets(blocks)) if ds.has_mask else None
+    the mean loss. With a loss mask, with isolated documents (whose first tokens are not
+    targets) or with padding (bfd packs: never a target), the loss is the mean over the window's trained tokens (a
+    micro-batch can hold few or none): each micro-batch's summed loss is divided by the
+    window's count, as transformers does with num_items_in_batch."""
+    isolated = ds.attention == "isolated"
+    counted = ds.has_mask or isolated or ds.has_padding  # not every position of every block is a target
+    trained = max(1, ds.trained_targets(blocks)) if counted else None
+    implementation = getattr(model.config, "_attn_implementation", None)
     loss_sum = 0.0
     for micro in range(t.grad_accum):
         index = blocks[micro * t.micro_batch:(micro + 1) * t.micro_batch]
-        ids, labels = ds.batch(index, device=device)  # labels -100 where the loss mask is 0
+        # labels -100 where the loss mask is 0; isolated: position_ids, cu_seq_lens, max_length too
+        inputs = ds.inputs(index, device=device, implementation=implementation)
         model.set_requires_gradient_sync(micro == t.grad_accum - 1)
         progress.enter("forward", f"step {step}, micro-batch {micro}", step)
         if trained is None:
-            loss = model(input_ids=ids, labels=labels).loss
+            loss = model(**inputs).loss
             progress.enter("backward", f"step {step}, micro-batch {micro}", step)
             (loss / t.grad_accum).backward()
             loss_sum += loss.item()
         else:
-            loss = model(input_ids=ids, labels=labels, num_items_in_batch=torch.tensor(trained, device=device)).loss
+            loss = model(**inputs, num_items_in_batch=torch.tensor(trained, device=device)).loss
             progress.enter("backward", f"step {step}, micro-batch {micro}", step)
             loss.backward()
             loss_sum += loss.item() * t.grad_accum
@@ -88,6 +93,24 @@ def train_step(model, optimizer, scheduler, ds, blocks, t, device, progress: Pro
     scheduler.step()
     optimizer.zero_grad(set_to_none=True)
     return loss_sum / t.grad_accum
+
+
+def attention_for(cfg: RunFile, device: torch.device) -> str | None:
+    """The attention implementation of the run: with data.attention = "isolated", the
+    one evenkeel.attention picks for `device` after refusing a model whose attention
+    would cross document boundaries (Refused: exit 2); with "cross", the model's default."""
+    if cfg.data.attention != "isolated":
+        return None
+    from transformers import AutoConfig
+
+    from evenkeel.attention import IsolationRefused, check_isolation, isolated_implementation
+
+    config = AutoConfig.from_pretrained(cfg.model.path)
+    try:
+        check_isolation(config)
+    except IsolationRefused as e:
+        raise Refused(f"{cfg.path}: data.attention = 'isolated': {e}") from None
+    return isolated_implementation(config, device)
 
 
 def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Sequence[Callback] = (),
@@ -116,13 +139,17 @@ def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Seq
                 Heartbeat(cfg.watch.heartbeat_dir, rank=rank, total_steps=total_steps).done()
             return
 
+    # Documents attend within themselves only: refuse a model whose attention would not
+    # (linear attention, ...) before any weight is read.
+    implementation = attention_for(cfg, device)
     progress.enter("load")
     t0 = time.monotonic()
     model = load_sharded(cfg.model.path, device, precision=t.precision,
                          gradient_checkpointing=cfg.model.gradient_checkpointing,
-                         weights_dir=chosen["path"] if chosen else None)
+                         weights_dir=chosen["path"] if chosen else None, attn_implementation=implementation)
     progress.log(f"model {cfg.model.path} ({type(model).__name__}, {sum(p.numel() for p in model.parameters()):,} "
-                 f"params, precision {t.precision}) loaded in {time.monotonic() - t0:.1f}s"
+                 f"params, precision {t.precision}, attention {cfg.data.attention}"
+                 + (f" through {implementation}" if implementation else "") + ") loaded in {time.monotonic() - t0:.1f}s"
                  + (f"; resumed weights from {chosen['path']}: epoch {start[0]} step {start[1]} "
                     f"(global {start[2]})" if chosen else ""))
     # AdamW, linear warmup then cosine decay (the plan's), continuing at the resumed step.

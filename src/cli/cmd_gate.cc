@@ -183,8 +183,8 @@ int RunGateMerge(int argc, char** argv) {
 int RunGate(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "merge") return RunGateMerge(argc - 1, argv + 1);
   CLI::App app{
-      "Check six invariants before a launch (data, balance, schedule, memory, storage,\n"
-      "distributed safety); exit 1 on any FAIL. Writes a pass log (JSON).\n"
+      "Check seven invariants before a launch (data, balance, schedule, memory, storage,\n"
+      "distributed safety, document isolation); exit 1 on any FAIL. Writes a pass log (JSON).\n"
       "Multi-node: each node runs --node-rank N; 'evenkeel gate merge PARTS...' combines.",
       "evenkeel gate"};
   std::string path, log;

@@ -1,4 +1,4 @@
-// The six checks of the gate, one function each, in the order RunGate runs them,
+// The seven checks of the gate, one function each, in the order RunGate runs them,
 // and Conclude, the verdict tail they share.
 #include "gate/checks.h"
 
@@ -13,10 +13,12 @@
 #include "core/file.h"
 #include "core/json_out.h"
 #include "core/parse.h"
+#include "gate/isolation.h"
 #include "packfile/inspect.h"
 #include "packfile/layout.h"
 #include "run/model_dir.h"
 #include "run/pack_sources.h"
+#include "run/programs.h"
 
 namespace ek::gate {
 
@@ -482,6 +484,92 @@ Findings DistributedCheck(const GateInputs& in) {
       run.watchdog_timeout_min, run.watchdog_floor_min, plan.checkpoint_write_s, buf);
   for (const auto& n : notes) pass += "; " + n;
   c.pass_reason = std::move(pass);
+  return c;
+}
+
+Findings IsolationCheck(const GateInputs& in) {
+  const RunFile& run = in.run;
+  Findings c;
+  c.name = "isolation";
+  if (run.attention == "cross") {
+    c.pass_reason =
+        "data.attention = \"cross\": documents attend across boundaries by choice (no probe run)";
+    return c;
+  }
+  if (in.manifest_or_null && !pack::HasDocs(*in.manifest_or_null)) {
+    // The trainer would refuse it too; said here, before anything starts.
+    c.fails.push_back(fmt::format(
+        "{}: the pack has no document boundaries (rank-NNNNN.docs: made before evenkeel recorded "
+        "them) and data.attention = \"isolated\": repack it (evenkeel pack RUN.toml), or set "
+        "data.attention = \"cross\"",
+        in.pack_dir));
+    return c;
+  }
+  if (in.node_rank > 0) {
+    c.pass_reason = "checked on node 0 (a property of the model and data.attention, not of a node)";
+    return c;
+  }
+  const std::string what_to_do =
+      "set data.attention = \"cross\" to train with documents attending across boundaries, or "
+      "fine-tune another model";
+  if (run.ConfigPath().empty()) {
+    // A plan of a parameter count: nothing to build. Not a pass; the trainer, which
+    // needs model.path, refuses a model whose attention would cross boundaries itself.
+    c.warns.push_back(
+        "isolation not proved: the run names no model config (model.path or model.config) for "
+        "the probe to build; the trainer checks the model's layers when it loads it");
+    return c;
+  }
+  std::string python = in.env.python;
+  if (python.empty()) {
+    auto found = run::FindTrainerPython(run, run::FindRunProgram(run, run.launch_torchrun));
+    if (!found.ok()) {
+      c.fails.push_back(
+          fmt::format("the isolation probe cannot run: {}", found.status().message()));
+      return c;
+    }
+    python = found->path;
+  }
+  const std::vector<std::string> argv = IsolationProbeArgv(python, run);
+  auto out = in.env.isolation_probe
+                 ? in.env.isolation_probe(argv, kIsolationProbeTimeoutS)
+                 : SpawnIsolationProbe(argv, kIsolationProbeTimeoutS, in.env.env->clock());
+  const std::string cannot =
+      "the gate cannot prove that packed documents stay apart (the probe needs torch and "
+      "transformers in the trainer's python: launch.python)";
+  if (!out.ok()) {
+    c.fails.push_back(
+        fmt::format("the isolation probe could not run: {}; {}", out.status().message(), cannot));
+    return c;
+  }
+  auto v = ParseIsolationVerdict(*out, python + " -m evenkeel.isolation");
+  if (!v.ok()) {
+    c.fails.push_back(fmt::format("the isolation probe's answer is unreadable: {}; {}",
+                                  v.status().message(), cannot));
+    return c;
+  }
+  c.numbers = {{"probe_seconds", v->seconds},
+               {"cached", v->cached ? 1.0 : 0.0},
+               {"max_loss_diff", v->max_loss_diff},
+               {"max_layer_diff", v->max_layer_diff}};
+  const std::string from = v->cached ? " (verdict from the cache)" : "";
+  if (v->verdict == "pass") {
+    c.pass_reason = fmt::format(
+        "{} through {}: packed documents equal their runs alone (loss {:.1e}, layers {:.1e}, "
+        "tolerance {:g}){}",
+        v->model_type, v->implementation, v->max_loss_diff, v->max_layer_diff, v->tolerance, from);
+  } else if (v->verdict == "leak") {
+    c.fails.push_back(fmt::format(
+        "{}: packing would leak attention across documents: {}{}; {}", v->model_type, v->message,
+        v->layer_index >= 0 ? fmt::format(" (first at layer {}, {})", v->layer_index, v->layer)
+                            : "",
+        what_to_do + from));
+  } else if (v->verdict == "refused") {
+    c.fails.push_back(v->message + from);
+  } else {
+    c.fails.push_back(
+        fmt::format("the isolation probe could not decide: {}; {}", v->message, cannot));
+  }
   return c;
 }
 

@@ -1,4 +1,4 @@
-// The six checks RunGate runs, one function each, and the verdict tail they share.
+// The seven checks RunGate runs, one function each, and the verdict tail they share.
 // Internal to the gate (gate.cc and checks.cc).
 #pragma once
 
@@ -50,5 +50,8 @@ Findings ScheduleCheck(const GateInputs& in);
 Findings MemoryCheck(const GateInputs& in);
 Findings StorageCheck(const GateInputs& in);
 Findings DistributedCheck(const GateInputs& in);
+// Whether packed documents stay apart in this run's model (data.attention =
+// "isolated"): the probe of gate/isolation.h, once, on node 0 (or a whole-run gate).
+Findings IsolationCheck(const GateInputs& in);
 
 }  // namespace ek::gate

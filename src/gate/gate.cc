@@ -85,7 +85,7 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
                         MakePlan(run, *model, mp, env.gpus.available ? env.gpus.memory_bytes : 0));
   }
 
-  // The six checks in order (checks.h), each through the verdict tail, Conclude.
+  // The seven checks in order (checks.h), each through the verdict tail, Conclude.
   GateInputs in{run, node_rank, env, pack_dir, manifest, mp, model, plan};
   rep.checks.push_back(Conclude(DataCheck(in, &rep.ranks_checked)));
   // 2. balance (over the manifest's ranks; merged parts recompute it)
@@ -102,6 +102,7 @@ Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env
   rep.checks.push_back(Conclude(MemoryCheck(in)));
   rep.checks.push_back(Conclude(StorageCheck(in)));
   rep.checks.push_back(Conclude(DistributedCheck(in)));
+  rep.checks.push_back(Conclude(IsolationCheck(in)));
   rep.seconds = clock->Monotonic() - t0;
   return rep;
 }

@@ -1,4 +1,4 @@
-// The preflight gate: six invariants checked before an expensive launch,
+// The preflight gate: seven invariants checked before an expensive launch,
 // each PASS, WARN or FAIL with its reason and numbers; any FAIL refuses the
 // run. Each node checks its own ranks, disks and GPUs ("parts"), and the
 // parts merge into one verdict. The pass log doubles as a recorded
@@ -31,7 +31,7 @@ std::string_view VerdictName(Verdict v);
 // one-line string (empty exactly when the verdict is PASS); `reason` is one
 // line: the first problem and how many more, or what passed.
 struct Check {
-  std::string name;  // data, balance, schedule, memory, storage, distributed
+  std::string name;  // data, balance, schedule, memory, storage, distributed, isolation
   Verdict verdict = Verdict::kPass;
   std::string reason;
   std::map<std::string, double> numbers;
@@ -59,6 +59,12 @@ struct GateEnv {
   Env* env = Env::Default();
   GpuFacts gpus;
   size_t threads = 0;
+  // The isolation check's probe (gate/isolation.h): runs `argv` for at most
+  // `timeout_s` and returns what it printed, or why it could not run. Unset:
+  // SpawnIsolationProbe on env's clock. Tests pass a fake.
+  std::function<Result<std::string>(const std::vector<std::string>& argv, double timeout_s)>
+      isolation_probe;
+  std::string python;  // the probe's interpreter; "": the trainer's (run/programs.h)
 };
 
 struct GateReport {
@@ -91,7 +97,7 @@ struct GateReport {
 // planned size it is (keep + 1 - existing) x checkpoint_bytes.
 double SaveSpaceNeeded(double checkpoint_bytes, int keep, const std::vector<double>& existing);
 
-// Runs the six checks. node_rank -1 checks every rank's data here.
+// Runs the seven checks. node_rank -1 checks every rank's data here.
 Result<GateReport> RunGate(const RunFile& run, int node_rank, const GateEnv& env);
 
 // Combines node parts: each check's verdict is the worst over parts, its

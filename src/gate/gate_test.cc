@@ -14,6 +14,7 @@
 #include "ckpt/test_util.h"
 #include "core/fault_env.h"
 #include "core/file.h"
+#include "gate/isolation.h"
 #include "pack/packer.h"
 #include "packfile/manifest.h"
 #include "run/plan.h"
@@ -69,6 +70,9 @@ class GateTest : public ::testing::Test {
     r.memory_gb = 80;
     r.checkpoint_dir = dir_ + "/ckpt";
     r.watchdog_timeout_min = 30;
+    // The fixture's model is a parameter count, which the isolation probe cannot build:
+    // the isolation check's own tests (GateIsolationTest) set "isolated" and a config.
+    r.attention = "cross";
     return r;
   }
 
@@ -98,7 +102,7 @@ class GateTest : public ::testing::Test {
 
 TEST_F(GateTest, BalancedPackPassesEverything) {
   GateReport rep = Gate(Run("even"));
-  EXPECT_EQ(rep.checks.size(), 6u);
+  EXPECT_EQ(rep.checks.size(), 7u);
   for (const auto& c : rep.checks)
     EXPECT_EQ(c.verdict, Verdict::kPass) << c.name << ": " << c.reason;
   EXPECT_EQ(rep.overall(), Verdict::kPass);
@@ -745,6 +749,194 @@ TEST_F(GateTest, StorageProbeThatCannotBeWrittenFails) {
   EXPECT_EQ(Get(Gate(Run("even")), "storage").verdict, Verdict::kPass);
   EXPECT_TRUE(TempFilesIn(dir_ + "/ckpt").empty());
   EXPECT_FALSE(FileExists(dir_ + "/ckpt/.evenkeel-gate-probe"));
+}
+
+// The isolation check through GateEnv's probe seam: the verdicts the probe can give, a
+// probe that cannot run, an answer that cannot be read, and the cases that run none.
+class GateIsolationTest : public GateTest {
+ protected:
+  void SetUp() override {
+    GateTest::SetUp();
+    env_.python = "/venv/bin/python";
+    env_.isolation_probe = [this](const std::vector<std::string>& argv, double timeout_s) {
+      argv_ = argv;
+      timeout_s_ = timeout_s;
+      ++calls_;
+      return answer_;
+    };
+  }
+  RunFile Isolated() {
+    RunFile r = Run("even");
+    r.attention = "isolated";
+    r.config = EK_SOURCE_DIR "/testdata/gate/qwen3-32b-config.json";
+    return r;
+  }
+  static std::string Verdict(const std::string& verdict, const std::string& extra = "") {
+    return fmt::format(
+        R"({{"verdict": "{}", "model_type": "qwen3", "implementation": "evenkeel_document", )"
+        R"("layer": "{}", "layer_index": {}, "max_loss_diff": {}, "max_layer_diff": 1e-7, )"
+        R"("tolerance": 1e-5, "message": "m{}", "cached": {}, "seconds": 3.5}})",
+        verdict, verdict == "leak" ? "sliding_attention" : "", verdict == "leak" ? 2 : -1,
+        verdict == "leak" ? "0.25" : "4e-7", extra, extra == "cached" ? "true" : "false");
+  }
+  Result<std::string> answer_ = std::string();
+  std::vector<std::string> argv_;
+  double timeout_s_ = 0;
+  int calls_ = 0;
+};
+
+TEST_F(GateIsolationTest, CrossPassesWithANoteAndRunsNoProbe) {
+  GateReport rep = Gate(Run("even"));
+  const Check c = Get(rep, "isolation");
+  EXPECT_EQ(c.verdict, ek::gate::Verdict::kPass);
+  EXPECT_NE(c.reason.find("documents attend across boundaries by choice"), std::string::npos)
+      << c.reason;
+  EXPECT_EQ(calls_, 0);
+  EXPECT_EQ(rep.checks.back().name, "isolation");
+}
+
+TEST_F(GateIsolationTest, APassingProbeIsAPassAndItsCommandLineIsTheRunsModel) {
+  answer_ = "some warning on stderr\n" + Verdict("pass") + "\n";
+  GateReport rep = Gate(Isolated());
+  const Check c = Get(rep, "isolation");
+  EXPECT_EQ(c.verdict, ek::gate::Verdict::kPass) << c.reason;
+  EXPECT_NE(c.reason.find("qwen3 through evenkeel_document"), std::string::npos) << c.reason;
+  EXPECT_EQ(c.reason.find("cache"), std::string::npos) << c.reason;
+  EXPECT_EQ(calls_, 1);
+  EXPECT_EQ(argv_,
+            (std::vector<std::string>{"/venv/bin/python", "-m", "evenkeel.isolation", "--config",
+                                      EK_SOURCE_DIR "/testdata/gate/qwen3-32b-config.json",
+                                      "--seq-len", "8", "--attention", "isolated", "--json"}));
+  EXPECT_EQ(timeout_s_, kIsolationProbeTimeoutS);
+  EXPECT_DOUBLE_EQ(c.numbers.at("probe_seconds"), 3.5);
+  EXPECT_EQ(c.numbers.at("cached"), 0);
+  answer_ = Verdict("pass", "cached");
+  const Check cached = Get(Gate(Isolated()), "isolation");
+  EXPECT_NE(cached.reason.find("(verdict from the cache)"), std::string::npos) << cached.reason;
+}
+
+TEST_F(GateIsolationTest, ALeakFailsNamingTheModelTheLayerAndWhatToDo) {
+  answer_ = Verdict("leak");
+  GateReport rep = Gate(Isolated());
+  const Check c = Get(rep, "isolation");
+  EXPECT_EQ(c.verdict, ek::gate::Verdict::kFail);
+  EXPECT_NE(c.reason.find("qwen3: packing would leak attention across documents"),
+            std::string::npos)
+      << c.reason;
+  EXPECT_NE(c.reason.find("first at layer 2, sliding_attention"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("data.attention = \"cross\""), std::string::npos) << c.reason;
+  EXPECT_EQ(rep.overall(), ek::gate::Verdict::kFail);
+}
+
+TEST_F(GateIsolationTest, ARefusalFailsWithTheProbesMessage) {
+  answer_ = Verdict("refused", ": layer 0 is 'linear_attention'");
+  const Check c = Get(Gate(Isolated()), "isolation");
+  EXPECT_EQ(c.verdict, ek::gate::Verdict::kFail);
+  EXPECT_EQ(c.reason, "m: layer 0 is 'linear_attention'");
+}
+
+TEST_F(GateIsolationTest, AProbeThatCannotRunOrDecideIsAFailNeverAPass) {
+  answer_ = UnavailableError("python -m evenkeel.isolation: exit 1: ModuleNotFoundError: torch");
+  Check c = Get(Gate(Isolated()), "isolation");
+  EXPECT_EQ(c.verdict, ek::gate::Verdict::kFail);
+  EXPECT_NE(c.reason.find("the isolation probe could not run: python -m evenkeel.isolation: exit "
+                          "1: ModuleNotFoundError: torch"),
+            std::string::npos)
+      << c.reason;
+  EXPECT_NE(c.reason.find("launch.python"), std::string::npos) << c.reason;
+  answer_ = std::string(R"({"verdict": "error", "message": "KeyError: x", "cached": false, )"
+                        R"("seconds": 1})");
+  c = Get(Gate(Isolated()), "isolation");
+  EXPECT_EQ(c.verdict, ek::gate::Verdict::kFail);
+  EXPECT_NE(c.reason.find("could not decide: KeyError: x"), std::string::npos) << c.reason;
+}
+
+TEST_F(GateIsolationTest, AnUnreadableAnswerIsAFailNamingTheField) {
+  answer_ = std::string("Traceback (most recent call last):\nSegmentation fault\n");
+  Check c = Get(Gate(Isolated()), "isolation");
+  EXPECT_EQ(c.verdict, ek::gate::Verdict::kFail);
+  EXPECT_NE(c.reason.find("printed no JSON verdict (last line: Segmentation fault)"),
+            std::string::npos)
+      << c.reason;
+  answer_ = std::string(R"({"verdict": "pass", "message": "m", "cached": "no", "seconds": 1})");
+  c = Get(Gate(Isolated()), "isolation");
+  EXPECT_EQ(c.verdict, ek::gate::Verdict::kFail);
+  EXPECT_NE(c.reason.find("cached"), std::string::npos) << c.reason;
+  answer_ = std::string(R"({"verdict": "maybe", "message": "m", "cached": false, "seconds": 1})");
+  c = Get(Gate(Isolated()), "isolation");
+  EXPECT_NE(c.reason.find("'maybe' is not pass, leak, refused or error"), std::string::npos)
+      << c.reason;
+  answer_ =
+      std::string(R"({"verdict": "pass", "message": "m", "cached": false, "seconds": 1, )"
+                  R"("model_type": "qwen3", "layer": "", "layer_index": -1, "tolerance": 1e-5})");
+  c = Get(Gate(Isolated()), "isolation");
+  EXPECT_EQ(c.verdict, ek::gate::Verdict::kFail);
+  EXPECT_NE(c.reason.find("implementation"), std::string::npos) << c.reason;
+}
+
+TEST_F(GateIsolationTest, NoModelConfigWarnsNoPythonFailsAndOtherNodesLeaveItToNodeZero) {
+  RunFile r = Isolated();
+  r.config.clear();
+  Check c = Get(Gate(r), "isolation");
+  EXPECT_EQ(c.verdict, ek::gate::Verdict::kWarn);
+  EXPECT_NE(c.reason.find("isolation not proved: the run names no model config"), std::string::npos)
+      << c.reason;
+  env_.python.clear();
+  r = Isolated();
+  r.launch_python = "/no/such/python";
+  c = Get(Gate(r), "isolation");
+  EXPECT_EQ(c.verdict, ek::gate::Verdict::kFail);
+  EXPECT_NE(c.reason.find("the isolation probe cannot run: "), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("launch.python '/no/such/python'"), std::string::npos) << c.reason;
+  EXPECT_EQ(calls_, 0);
+  answer_ = Verdict("leak");
+  c = Get(Gate(Isolated(), 1), "isolation");
+  EXPECT_EQ(c.verdict, ek::gate::Verdict::kPass);
+  EXPECT_NE(c.reason.find("checked on node 0"), std::string::npos) << c.reason;
+  EXPECT_EQ(calls_, 0);
+}
+
+TEST_F(GateIsolationTest, AnOlderPackWithoutBoundariesFailsBeforeAnyProbe) {
+  // The fixture's packs have docs files; an older pack has neither them nor the fields.
+  RunFile r = Isolated();
+  const std::string old = dir_ + "/old";
+  ASSERT_EQ(std::system(fmt::format("cp -r {}/even {}", dir_, old).c_str()), 0);
+  auto text = ReadFile(old + "/manifest.json");
+  ASSERT_TRUE(text.ok());
+  std::string m = *text;
+  // Each rank's , "docs_file": ..., "docs_xxh3": ..., "documents": N (written in that order).
+  for (size_t at; (at = m.find("\"docs_file\"")) != std::string::npos;) {
+    size_t end = m.find_first_of(",}", m.find("\"documents\"", at));
+    ASSERT_NE(end, std::string::npos);
+    ASSERT_EQ(m.compare(at - 2, 2, ", "), 0);
+    m.erase(at - 2, end - (at - 2));  // with the ", " before it; the ',' or '}' after stays
+  }
+  ASSERT_TRUE(WriteFileAtomic(old + "/manifest.json", m).ok());
+  r.pack_dir = old;
+  answer_ = Verdict("pass");
+  const Check c = Get(Gate(r), "isolation");
+  EXPECT_EQ(c.verdict, ek::gate::Verdict::kFail);
+  EXPECT_NE(c.reason.find("the pack has no document boundaries"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("repack it"), std::string::npos) << c.reason;
+  EXPECT_EQ(calls_, 0);
+  r.attention = "cross";
+  EXPECT_EQ(Get(Gate(r), "isolation").verdict, ek::gate::Verdict::kPass);
+}
+
+TEST(IsolationProbeSpawn, OutputOnSuccessAndTheExitAndLastLineOtherwise) {
+  auto ok = SpawnIsolationProbe({"/bin/sh", "-c", "echo warn >&2; echo '{\"a\": 1}'"}, 30,
+                                Clock::Default());
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_NE(ok->find("{\"a\": 1}"), std::string::npos);
+  EXPECT_NE(ok->find("warn"), std::string::npos);
+  auto bad = SpawnIsolationProbe({"/bin/sh", "-c", "echo 'ImportError: no torch'; exit 3"}, 30,
+                                 Clock::Default());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "/bin/sh -m evenkeel.isolation: exit 3: ImportError: no torch");
+  auto slow = SpawnIsolationProbe({"/bin/sh", "-c", "sleep 30"}, 0.5, Clock::Default());
+  ASSERT_FALSE(slow.ok());
+  EXPECT_NE(slow.status().message().find("did not answer within 0.5 s"), std::string::npos)
+      << slow.status().message();
 }
 
 }  // namespace

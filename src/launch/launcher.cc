@@ -84,17 +84,6 @@ bool WaitFor(Clock* clock, double timeout_s, const std::function<bool()>& ready)
 // A launch key naming a program (launch.torchrun, launch.python): a value with
 // a '/' is a path, relative to the run file; a bare name is looked up on PATH,
 // as a shell would. "" when that finds no executable.
-std::string FindProgram(const run::RunFile& run, const std::string& value) {
-  return FindExecutable(value.find('/') != std::string::npos ? run.Resolve(value) : value);
-}
-
-// Where FindProgram looked, for the error: "not found on PATH", or the path.
-std::string WhereLooked(const run::RunFile& run, const std::string& value) {
-  if (value.find('/') == std::string::npos) return "is not on PATH";
-  return fmt::format("({}, relative to the run file) is not an executable file",
-                     run.Resolve(value));
-}
-
 // Asks `python` whether it can import the trainer module (find_spec imports
 // the evenkeel package, not the trainer: no torch start-up). NotFound naming
 // the python, why and what to install when it cannot.
@@ -176,34 +165,15 @@ Status Launcher::Prepare() {
   paths_.heartbeat = run_.heartbeat_dir.empty()
                          ? fmt::format("{}/heartbeat/node-{}", paths_.session, cluster_.node_rank)
                          : run_.Resolve(run_.heartbeat_dir);
-  torchrun_ = FindProgram(run_, run_.launch_torchrun);
+  torchrun_ = FindRunProgram(run_, run_.launch_torchrun);
   if (torchrun_.empty()) {
     return NotFoundError(fmt::format(
         "{}: launch.torchrun '{}' {} (install PyTorch in the environment, or set launch.torchrun)",
         run_.path, run_.launch_torchrun, WhereLooked(run_, run_.launch_torchrun)));
   }
-  std::string python_from;
-  if (!run_.launch_python.empty()) {
-    python_ = FindProgram(run_, run_.launch_python);
-    if (python_.empty()) {
-      return NotFoundError(fmt::format("{}: launch.python '{}' {}", run_.path, run_.launch_python,
-                                       WhereLooked(run_, run_.launch_python)));
-    }
-    python_from = "launch.python";
-  } else {
-    // A virtual environment's bin/ holds both; torchrun's own shebang names that python.
-    python_ = FindExecutable(std::filesystem::path(torchrun_).replace_filename("python").string());
-    python_from = "the python beside " + torchrun_;
-    if (python_.empty()) {
-      python_ = FindExecutable("python3");
-      python_from = "python3 on PATH, none beside " + torchrun_;
-    }
-    if (python_.empty()) {
-      return NotFoundError(fmt::format(
-          "{}: no python beside launch.torchrun {} and no python3 on PATH (set launch.python)",
-          run_.path, torchrun_));
-    }
-  }
+  EK_ASSIGN_OR_RETURN(run::TrainerPython python, run::FindTrainerPython(run_, torchrun_));
+  python_ = python.path;
+  const std::string& python_from = python.from;
   if (!run_.launch_trainer.empty()) {
     std::string script = run_.Resolve(run_.launch_trainer);
     if (!FileExists(script)) {

@@ -25,6 +25,7 @@
 #include "launch/records.h"
 #include "launch/session_lock.h"
 #include "run/plan.h"
+#include "run/programs.h"
 #include "run/run_file.h"
 
 namespace ek::launch::detail {
@@ -40,12 +41,10 @@ Result<std::optional<std::string>> ReadIfExists(const std::string& path);
 // Waits until `ready` returns true, polling every 0.2 s on `clock`; false on
 // timeout or a stop signal.
 bool WaitFor(Clock* clock, double timeout_s, const std::function<bool()>& ready);
-// A launch key naming a program (launch.torchrun, launch.python): a value with
-// a '/' is a path, relative to the run file; a bare name is looked up on PATH,
-// as a shell would. "" when that finds no executable.
-std::string FindProgram(const run::RunFile& run, const std::string& value);
-// Where FindProgram looked, for the error: "not found on PATH", or the path.
-std::string WhereLooked(const run::RunFile& run, const std::string& value);
+// launch.torchrun and launch.python are found by run/programs.h (FindRunProgram,
+// FindTrainerPython), which the gate's isolation probe shares.
+using run::FindRunProgram;
+using run::WhereLooked;
 
 // The reference trainer is the Python module evenkeel.train, shipped in
 // evenkeel's Python package: run as PYTHON -m evenkeel.train RUN.toml, found by

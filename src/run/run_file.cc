@@ -80,6 +80,7 @@ const Key kKeys[] = {
     {"data", "shard", &RunFile::shard},
     {"data", "chat_template", &RunFile::chat_template},
     {"data", "loss_mask", &RunFile::loss_mask},
+    {"data", "attention", &RunFile::attention},
     {"data", "mixture_seed", &RunFile::mixture_seed},
     {"data", "mixture_tokens", &RunFile::mixture_tokens},
     {"data", "packing", &RunFile::packing},
@@ -551,6 +552,9 @@ Status ValidateRunFile(const RunFile& r) {
     return bad("launch.flight_recorder_entries and launch.omp_threads must be >= 0");
   }
   if (r.launch_torchrun.empty()) return bad("launch.torchrun must name torchrun");
+  if (r.attention != "isolated" && r.attention != "cross") {
+    return bad(fmt::format("data.attention '{}' (isolated, cross)", r.attention));
+  }
   if (r.mixture_seed < 0) return bad("data.mixture_seed must be >= 0");
   if (r.mixture_tokens < 0) return bad("data.mixture_tokens must be >= 0");
   if (auto shard = pack::ParseShardMode(r.shard); !shard.ok()) {

@@ -60,6 +60,10 @@ struct RunFile {
   std::string shard = "balanced";      // balanced | contiguous | strided
   std::string chat_template = "auto";  // auto | none | chatml | llama3 | FILE.jinja (relative)
   std::string loss_mask = "none";      // none | assistant
+  // Whether a packed block trains as one sequence ("cross": every token attends to the
+  // documents packed before it) or each document alone ("isolated": positions restart
+  // and attention stops at the pack's document boundaries; docs/trainer.md).
+  std::string attention = "isolated";  // isolated | cross
   int64_t mixture_seed = 0;            // which records a weighted mixture takes
   int64_t mixture_tokens = 0;  // a weighted mixture's size (0: the largest repeating no source)
   std::string packing = "sequential";  // sequential | bfd (best-fit-decreasing, pack/bfd.h)

@@ -384,6 +384,23 @@ weight = 0.3
   EXPECT_NE(json.find(R"("columns": {"messages": "conversations"})"), std::string::npos) << json;
 }
 
+TEST(RunFileDataTest, AttentionIsIsolatedByDefaultAndOnlyIsolatedOrCross) {
+  auto def = ParseRunFile("[data]\npack_dir = \"pack\"\n", "run.toml");
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  EXPECT_EQ(def->attention, "isolated");
+  auto cross = ParseRunFile("[data]\nattention = \"cross\"\n", "run.toml");
+  ASSERT_TRUE(cross.ok()) << cross.status().message();
+  EXPECT_EQ(cross->attention, "cross");
+  auto bad = ParseRunFile("[data]\nattention = \"flash\"\n", "run.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "run.toml: data.attention 'flash' (isolated, cross)");
+  auto typed = ParseRunFile("[data]\nattention = 1\n", "run.toml");
+  ASSERT_FALSE(typed.ok());
+  EXPECT_NE(typed.status().message().find("data.attention (line 2) must be a string"),
+            std::string::npos)
+      << typed.status().message();
+}
+
 TEST(RunFileDataTest, BadSourcesAreNamed) {
   auto err = [](const std::string& toml) {
     auto r = ParseRunFile(toml, "run.toml");

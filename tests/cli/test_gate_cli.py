@@ -43,6 +43,7 @@ nodes = {nodes}
 gpus_per_node = {gpus}
 [data]
 pack_dir = "{pack_dir}"
+attention = "cross"  # a parameter count, no model for the isolation probe (tests/trainer/test_isolation.py)
 [model]
 params = 1e6
 [train]
@@ -139,4 +140,4 @@ def test_gate_fails_a_contiguous_pack_that_evenfix_would_cut_and_says_what_to_do
     # Out of range: bad input naming the file, the key and its line.
     bad = ek("gate", run_file(tmp_path, out, evenfix="max_drop_pct = 101"))
     assert bad.returncode == BAD_INPUT
-    assert f"{tmp_path / 'run.toml'}: evenfix.max_drop_pct (line 19) must be a number in [0, 100], not 101" in bad.stderr
+    assert f"{tmp_path / 'run.toml'}: evenfix.max_drop_pct (line 20) must be a number in [0, 100], not 101" in bad.stderr

@@ -42,7 +42,8 @@ def train_tokens(rank: int, blocks: int, seq_len: int, vocab: int) -> np.ndarray
 
 def make_pack(directory: Path, blocks: list[int], *, seq_len: int = 16, vocab: int | None = None,
               tokenizer: Path | None = None) -> Path:
-    """Writes rank-NNNNN.i32 files with `blocks[r]` blocks each and manifest.json.
+    """Writes rank-NNNNN.i32 files with `blocks[r]` blocks each, their docs files (one
+    document a block) and manifest.json.
     With `vocab`, trainable tokens below it; without, ids_tokens (vocab 2^31 - 1).
     With `tokenizer` (a tokenizer.json), the manifest names it and its hash."""
     directory = Path(directory)
@@ -52,8 +53,12 @@ def make_pack(directory: Path, blocks: list[int], *, seq_len: int = 16, vocab: i
         tokens = ids_tokens(r, n, seq_len) if vocab is None else train_tokens(r, n, seq_len, vocab)
         name = f"rank-{r:05d}.i32"
         (directory / name).write_bytes(tokens.tobytes())
+        # Document boundaries (docs/pack_format.md): each block is one document.
+        docs = f"rank-{r:05d}.docs"
+        (directory / docs).write_bytes((np.arange(n, dtype="<u8") * seq_len).tobytes())
         ranks.append({"rank": r, "file": name, "records": n, "tokens": n * seq_len, "blocks": n,
-                      "bytes": n * seq_len * 4, "dropped_tokens": 0, "xxh3": xxh3_file(directory / name)})
+                      "bytes": n * seq_len * 4, "dropped_tokens": 0, "xxh3": xxh3_file(directory / name),
+                      "docs_file": docs, "docs_xxh3": xxh3_file(directory / docs), "documents": n})
     manifest = {
         "format_version": 1, "evenkeel_version": "0.1.0", "created": "2026-01-01T00:00:00Z",
         "tokenizer": {"path": str(tokenizer) if tokenizer else "none",

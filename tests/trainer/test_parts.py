@@ -206,6 +206,36 @@ def test_inputs_that_cannot_train_are_refused_naming_the_key(qwen3_model, tmp_pa
         open_pack(RunFile(rf, [f"data.pack_dir={wide}"]), 0, 2)
 
 
+def test_isolated_attention_refuses_a_pack_without_boundaries_and_a_linear_attention_model(qwen3_model, tmp_path):
+    import shutil
+
+    from transformers import Qwen3NextConfig
+
+    from evenkeel.train import attention_for
+    pack = make_pack(tmp_path / "pack", [8, 8], seq_len=SEQ, vocab=512,
+                     tokenizer=TOKENIZER_DIRS["qwen3"] / "tokenizer.json")
+    rf = run_file(tmp_path, pack, model=qwen3_model)
+    assert RunFile(rf).data.attention == "isolated"  # the default
+    assert attention_for(RunFile(rf), torch.device("cpu")) == "evenkeel_document"
+    assert attention_for(RunFile(rf, ["data.attention=\"cross\""]), torch.device("cpu")) is None
+    # An older pack: no docs files, no docs fields in the manifest.
+    old = tmp_path / "old-pack"
+    shutil.copytree(pack, old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    for r in manifest["ranks"]:
+        (old / r.pop("docs_file")).unlink()
+        r.pop("docs_xxh3"), r.pop("documents")
+    (old / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(Refused, match=r"the pack has no document boundaries .* repack it .*data.attention = \"cross\""):
+        open_pack(RunFile(rf, [f"data.pack_dir={old}"]), 0, 2)
+    # A model whose layers include linear attention, refused before any weight is read.
+    nxt = tmp_path / "next"
+    shutil.copytree(qwen3_model, nxt)
+    Qwen3NextConfig(vocab_size=151936, num_hidden_layers=4).to_json_file(str(nxt / "config.json"))
+    with pytest.raises(Refused, match=r"data.attention = 'isolated': qwen3_next: layer 0 is 'linear_attention'"):
+        attention_for(RunFile(rf, [f"model.path={nxt}"]), torch.device("cpu"))
+
+
 # --- Resume ---------------------------------------------------------------------------------
 
 

@@ -329,8 +329,9 @@ def test_an_assistant_loss_mask_is_what_the_trainer_trains(qwen3_model, tmp_path
                         "--chat-template", str(template), "--out", str(pack), str(tmp_path / "chat.jsonl")],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
+    # cross: this test is about the loss mask over whole blocks (isolation has its own below).
     rf = run_file(tmp_path, qwen3_model, pack, world=2, train__log_every=1, train__max_steps=2,
-                  train__save_every=100)
+                  train__save_every=100, data__attention="cross")
     # The gate verifies the masks with the blocks: a flipped mask byte is a FAIL naming the file.
     gate = [EVENKEEL, "gate", str(rf), "--log", str(tmp_path / "gate.json")]
     g = subprocess.run(gate, capture_output=True, text=True, timeout=120)
@@ -365,3 +366,74 @@ def test_an_assistant_loss_mask_is_what_the_trainer_trains(qwen3_model, tmp_path
     # the seeds are fixed and the logged loss sits on the masked one, far from the other.)
     assert abs(logged[0] - masked) < 1e-3, (logged[0], masked, unmasked)
     assert abs(logged[0] - unmasked) > 5 * abs(logged[0] - masked) + 5e-3, (logged[0], masked, unmasked)
+
+
+@pytest.mark.parametrize("packing", ["sequential", "bfd"])
+def test_isolated_documents_train_as_if_each_were_alone(qwen3_model, tmp_path, packing):
+    """A real pack of documents of varied lengths (some longer than a block; with bfd,
+    blocks padded with EOS) trained with data.attention = "isolated" (the default): the
+    first logged loss is the mean over the window's targets of each document piece run
+    alone (padding trains nothing), computed here with transformers from the pack's docs
+    entries and the initial weights, and far from the loss of the blocks run as single
+    sequences (what "cross" trains)."""
+    import random
+
+    import numpy as np
+    from transformers import AutoModelForCausalLM
+
+    from evenkeel import BlockDataset
+    rng = random.Random(5)
+    words = ["alpha", "beta", "gamma", "délta", "日本", "🎉", "the", "of", "and", "packing"]
+    with open(tmp_path / "docs.jsonl", "w", encoding="utf-8") as f:
+        for _ in range(200):
+            # bfd: lengths that seldom fill a block exactly, so its blocks end in padding.
+            sizes = [2, 5, 9, 20, 45] if packing == "sequential" else [3, 12, 14, 16, 40]
+            f.write(json.dumps({"text": " ".join(rng.choices(words, k=rng.choice(sizes)))},
+                               ensure_ascii=False) + "\n")
+    pack = tmp_path / "pack"
+    p = subprocess.run([EVENKEEL, "pack", "--tokenizer", str(TOKENIZER_DIRS["qwen3"] / "tokenizer.json"),
+                        "--world", "2", "--seq-len", str(SEQ), "--shard", "balanced", "--packing", packing,
+                        "--out", str(pack), str(tmp_path / "docs.jsonl")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    rf = run_file(tmp_path, qwen3_model, pack, world=2, train__log_every=1, train__max_steps=2,
+                  train__save_every=100)
+    results, _ = launch(2, [str(rf)], tmp_path, timeout=300)
+    logs = logs_of(results)
+    assert [r.returncode for r in results] == [0, 0], logs
+    assert "attention isolated through evenkeel_document" in results[0].output, logs
+    logged = losses(results[0].output)
+    assert len(logged) == 2, logs
+
+    ds = BlockDataset(pack, 0, seed=1, attention="isolated")
+    docs = ds.doc_starts
+    assert docs is not None and len(docs) > 0
+    window = ds.blocks_for(0)[:2]  # micro_batch 1 x grad_accum 2
+    model = AutoModelForCausalLM.from_pretrained(str(qwen3_model), dtype=torch.float32)
+    ce = torch.nn.functional.cross_entropy
+    alone_sum, targets, cross_sum, splits, padded = 0.0, 0, 0.0, 0, 0
+    with torch.no_grad():
+        flag = 1 << 63
+        starts = {int(e) & (flag - 1) for e in docs}
+        pads = {int(e) & (flag - 1) for e in docs if int(e) & flag}  # from here to the block's end: padding
+        assert bool(pads) == (packing == "bfd")
+        for b in window:
+            block, lo = ds[int(b)].long(), int(b) * SEQ
+            cuts = sorted({0} | {e - lo for e in starts if lo <= e < lo + SEQ})
+            splits += lo not in starts  # the block begins with a piece of a document begun before
+            for s, e in zip(cuts, cuts[1:] + [SEQ]):
+                if lo + s in pads:
+                    padded += e - s
+                    continue
+                if e - s > 1:
+                    logits = model(input_ids=block[s:e][None]).logits[0]
+                    alone_sum += ce(logits[:-1], block[s + 1:e], reduction="sum").item()
+                    targets += e - s - 1
+            logits = model(input_ids=block[None]).logits[0]
+            cross_sum += ce(logits[:-1], block[1:], reduction="sum").item()
+    assert ds.trained_targets(window) == targets
+    alone, cross = alone_sum / targets, cross_sum / (2 * (SEQ - 1))
+    assert abs(logged[0] - alone) < 1e-3, (logged[0], alone, cross)
+    assert abs(logged[0] - cross) > 5 * abs(logged[0] - alone) + 5e-3, (logged[0], alone, cross)
+    assert padded > 0 if packing == "bfd" else padded == 0
+    print(f"isolated {packing}: logged {logged[0]:.5f}, alone {alone:.5f}, cross {cross:.5f}; {splits} piece(s) "
+          f"continued, {padded} pad token(s)")
