@@ -3,6 +3,7 @@
 #include <fmt/core.h>
 
 #include "core/json_check.h"
+#include "core/json_out.h"
 #include "tokenize/unicode.h"
 
 namespace ek::pack {
@@ -240,41 +241,10 @@ Status RecordRenderer::RenderFixed(const tmpl::Value& messages, RenderedRecord* 
 namespace {
 
 // `s` as json.dumps(s, ensure_ascii=False) writes it, without the quotes: how
-// a template's |tojson renders a string.
+// a template's |tojson renders a string (core's JSON string escape is the same).
 std::string JsonEscaped(std::string_view s) {
-  std::string out;
-  for (char ch : s) {
-    auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (c < 0x20)
-          out += fmt::format("\\u{:04x}", c);
-        else
-          out += ch;
-    }
-  }
-  return out;
+  std::string out = JsonString(s);
+  return out.substr(1, out.size() - 2);
 }
 
 // Whether `text` holds `piece` as written or as |tojson writes it. Templates

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <set>
 #include <variant>
 
@@ -167,9 +168,12 @@ struct Reader {
     return InvalidArgumentError(fmt::format("{} must be {}", Where(k, n), want));
   }
 
+  // An integer node only: toml++ 3.3's value<int64_t>() of a float casts it unchecked (1e308
+  // is undefined behaviour; found by fuzz/fuzz_run_file).
   Status operator()(const Key& k, const toml::node& n, int RunFile::*m) const {
+    if (!n.is_integer()) return Type(k, n, "an integer");
     auto v = n.value<int64_t>();
-    if (!n.is_integer() || !v) return Type(k, n, "an integer");
+    if (!v) return Type(k, n, "an integer");
     if (*v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max()) {
       return Type(k, n, "an integer of at most 10 digits");
     }
@@ -177,8 +181,9 @@ struct Reader {
     return Status::Ok();
   }
   Status operator()(const Key& k, const toml::node& n, int64_t RunFile::*m) const {
+    if (!n.is_integer()) return Type(k, n, "an integer");
     auto v = n.value<int64_t>();
-    if (!n.is_integer() || !v) return Type(k, n, "an integer");
+    if (!v) return Type(k, n, "an integer");
     r->*m = *v;
     return Status::Ok();
   }
@@ -258,7 +263,9 @@ void WriteValue(JsonWriter& w, const RunFile& r, const Key& k) {
 // a backslash (an escape toml++ tests for whitespace). A quote starts a string
 // only where TOML allows one (a line's start, after = [ { , or .); any other
 // quote is junk that toml++ scans as part of a bad value, so what follows it
-// counts as outside a string.
+// counts as outside a string. Only the = of a key-value pair opens a value,
+// and a dot only inside a key: in `a = 11 = 'x'` and `a = 1.'x'` toml++ scans
+// the quote as junk of a bad value.
 Status CheckTomlppHazards(std::string_view t, const std::string& name) {
   int line = 1;
   auto refuse = [&](std::string_view where) {
@@ -267,8 +274,50 @@ Status CheckTomlppHazards(std::string_view t, const std::string& name) {
   };
   size_t i = t.starts_with("\xEF\xBB\xBF") ? 3 : 0;  // a UTF-8 byte order mark
   char prev = '\n';  // the last character outside strings that was not a space
+  // Where a quote may open a string depends on whether a key or a value comes
+  // next: a dot opens one only inside a key, an = only as the pair's one
+  // separator. `open` holds the brackets of values (and of a table header).
+  bool key = true;
+  bool bare = false;  // inside a bare value (a number, a date, junk) up to its terminator
+  std::string open;
   while (i < t.size()) {
     char c = t[i];
+    // A value that is not a string, array or inline table: toml++ tests every character of
+    // it with is_value_terminator (whitespace first) up to whitespace ] } , or #, whatever it
+    // holds (quotes, brackets, dots and = included).
+    const bool ends_bare = std::string_view(" \t\r\n]},#").find(c) != std::string_view::npos;
+    if (!bare && !key && !ends_bare &&
+        std::string_view("=[,\n").find(prev) != std::string_view::npos && c != '"' && c != '\'' &&
+        c != '[' && c != '{') {
+      bare = true;
+    }
+    if (bare && !ends_bare) {
+      if (static_cast<unsigned char>(c) >= 0x80) return refuse("outside a string or comment");
+      prev = 'x';
+      ++i;
+      continue;
+    }
+    bare = false;
+    const char top = open.empty() ? '\0' : open.back();
+    if (c == '\n') {
+      if (open.empty() || top == 'h') key = true, open.clear();
+    } else if (c == '=') {
+      if (!key) c = 'x';  // a second =, or one inside a value: not a separator
+      key = false;
+    } else if (c == '.') {
+      if (!key) c = 'x';  // a number's point
+    } else if (c == '[') {
+      open.push_back((open.empty() && key) || (top == 'h' && prev == '[') ? 'h' : '[');  // [[x]]
+      if (open.back() == '[') key = false;
+    } else if (c == '{') {
+      open.push_back('{');
+      key = true;
+    } else if (c == ']' || c == '}') {
+      if (!open.empty()) open.pop_back();
+      key = false;
+    } else if (c == ',') {
+      key = top == '{';
+    }
     if (c == '\n') {
       ++line;
       ++i;
@@ -294,6 +343,11 @@ Status CheckTomlppHazards(std::string_view t, const std::string& name) {
                 "after a backslash in a string (not an escape)");  // toml++ tests it for whitespace
           }
           while (multi && j < t.size() && (t[j] == ' ' || t[j] == '\t')) ++j;
+          if (j > i + 1 && j < t.size() && static_cast<unsigned char>(t[j]) >= 0x80) {
+            // "\ <non-ASCII>": toml++ skips the spaces as a line-ending backslash's and
+            // tests what follows for whitespace.
+            return refuse("after a backslash in a string (not an escape)");
+          }
           if (multi && j < t.size() && (t[j] == '\n' || t[j] == '\r')) {
             // A line-ending backslash: toml++ trims what follows as whitespace.
             while (j < t.size() && (t[j] == ' ' || t[j] == '\t' || t[j] == '\r' || t[j] == '\n')) {
@@ -410,8 +464,8 @@ Status ReadSources(const toml::node& node, const std::string& file, RunFile* r) 
         }
         src.weight = *v;
       } else if (k == "epochs") {
-        auto v = n.value<int64_t>();
-        if (!n.is_integer() || !v || *v < 1 || *v > 1000000) {
+        auto v = n.is_integer() ? n.value<int64_t>() : std::nullopt;
+        if (!v || *v < 1 || *v > 1000000) {
           return InvalidArgumentError(where(k, n) + " must be a whole number of passes (>= 1)");
         }
         src.epochs = static_cast<int>(*v);

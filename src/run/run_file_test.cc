@@ -59,6 +59,30 @@ TEST(RunFileTest, NonAsciiWhereTomlppWouldHitUndefinedBehaviourIsAnError) {
   ASSERT_FALSE(junk.ok());
   EXPECT_EQ(junk.status().message(),
             "run.toml: line 1: a non-ASCII character outside a string or comment");
+  // fuzz_run_file in CI: a quote after a second = or after a number's point is junk of a bad
+  // value to toml++, not a string.
+  for (const char* junk_value :
+       {"_s =11='23Jk\xc3\xa9'\n", "a = 1.'\xc3\xa9'\n", "a = [1, 2.'\xc3\xa9']\n",
+        "a = {b = 1.'\xc3\xa9'}\n", "i=0f[\"\xef\xb9\xbf\n"}) {
+    auto j = ParseRunFile(junk_value, "run.toml");
+    ASSERT_FALSE(j.ok()) << junk_value;
+    EXPECT_EQ(j.status().message(),
+              "run.toml: line 1: a non-ASCII character outside a string or comment")
+        << junk_value;
+  }
+  // fuzz_run_file: a float where an integer goes is a type error, never cast (toml++ casts
+  // 1e308 to int64 unchecked).
+  for (const char* big : {"[cluster]\ngpus_per_node = 1e308\n", "[data]\nmixture_seed = -1e300\n",
+                          "[[data.source]]\npath = \"a\"\nepochs = 1e308\n"}) {
+    auto b = ParseRunFile(big, "run.toml");
+    ASSERT_FALSE(b.ok()) << big;
+    EXPECT_NE(b.status().message().find(" must be "), std::string::npos) << b.status().message();
+  }
+  auto spaced = ParseRunFile("s = \"\"\"\\ \xef\xbb\xaf\"\"\"\n", "run.toml");  // fuzz_run_file
+  ASSERT_FALSE(spaced.ok());
+  EXPECT_EQ(
+      spaced.status().message(),
+      "run.toml: line 1: a non-ASCII character after a backslash in a string (not an escape)");
   auto cont = ParseRunFile("[run]\nname = \"\"\"\\\n  \xc2\xa7\"\"\"\n", "run.toml");
   ASSERT_FALSE(cont.ok());
   EXPECT_EQ(cont.status().message(),
@@ -78,6 +102,16 @@ TEST(RunFileTest, NonAsciiWhereTomlppWouldHitUndefinedBehaviourIsAnError) {
       "[model]\nparams = 1e9\npath = \"\"\"m\xc2\xa1\"\"\"\"\"\n",
       "run.toml");
   ASSERT_TRUE(ok.ok()) << ok.status().message();
+  // Quoted keys after a dot, in headers, arrays of tables and inline tables still read (the
+  // keys are unknown, which is the error).
+  for (const char* quoted :
+       {"[run.'\xc3\xa9']\n", "[[run.'\xc3\xa9']]\n", "run.'\xc3\xa9' = 2\n",
+        "[run]\nname = {'\xc3\xa9' = 1}\n", "[run]\nname = ['x', '\xc3\xa9']\n"}) {
+    auto q = ParseRunFile(quoted, "run.toml");
+    ASSERT_FALSE(q.ok()) << quoted;
+    EXPECT_EQ(q.status().message().find("non-ASCII"), std::string::npos)
+        << quoted << ": " << q.status().message();
+  }
   EXPECT_EQ(ok->name, "caf\xc3\xa9 \"\xc2\xa1\" ");
   EXPECT_EQ(ok->pack_dir, "\xc2\xa1p");
 }
