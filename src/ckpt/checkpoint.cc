@@ -335,7 +335,7 @@ CheckpointEntry JudgeStep(const std::string& ckpt_dir, const DirEntry& e, int64_
 
 // Why a checkpoint whose weights verify cannot resume fully.
 std::string WhyNotFull(const CheckpointEntry& c) {
-  if (!c.has_train_state) return "no training state (saved before format 2 or without it)";
+  if (!c.has_train_state) return "no training state, saved before format 2 or without it";
   return c.verdict;  // the first problem: the training state's, the weights being fine
 }
 

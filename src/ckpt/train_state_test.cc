@@ -280,8 +280,8 @@ TEST(TrainState, NewestResumableFullSkipsABadStateForAnOlderFullOne) {
   EXPECT_EQ((*got)->level, ResumeLevel::kFull);
   EXPECT_EQ(warnings,
             (std::vector<std::string>{
-                "step-00000040: skipped: no training state (saved before format 2 or without "
-                "it): weights only",
+                "step-00000040: skipped: no training state, saved before format 2 or without "
+                "it: weights only",
                 "step-00000030: skipped: training state: train_state/__1_0.distcp: checksum "
                 "mismatch in bytes 0-1000"}));
   // At kStructure the flipped byte is not seen: step 30 resumes fully.
@@ -337,7 +337,7 @@ TEST(TrainState, NewestResumableWithoutAnyStateGivesWeightsAndSaysWhy) {
   ASSERT_EQ(warnings.size(), 2u) << Joined(warnings);
   EXPECT_EQ(warnings[1],
             "no checkpoint has a verified training state; resuming weights only from "
-            "step-00000020: no training state (saved before format 2 or without it)");
+            "step-00000020: no training state, saved before format 2 or without it");
   // Nothing verifies: nullopt; a folder that does not exist: nullopt.
   std::filesystem::remove_all(ckpt / "step-00000010");
   std::filesystem::remove_all(ckpt / "step-00000020");
