@@ -290,8 +290,8 @@ PYBIND11_MODULE(_core, m) {
       [](const std::string& ckpt_dir, bool full, const std::string& wanted) -> py::tuple {
         std::optional<ek::ckpt::ResumeLevel> level = ek::ckpt::ParseResumeLevel(wanted);
         if (!level) {
-          Raise(ek::InvalidArgumentError(
-              "newest_resumable_checkpoint: wanted '" + wanted + "' (full, weights)"));
+          Raise(ek::InvalidArgumentError("newest_resumable_checkpoint: wanted '" + wanted +
+                                         "' (full, weights)"));
         }
         std::vector<std::string> warnings;
         auto found = [&] {

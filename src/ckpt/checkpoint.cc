@@ -217,8 +217,8 @@ Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_
       EK_ASSIGN_OR_RETURN(std::vector<DirEntry> inside, ListDir(sub));
       for (const auto& f : inside) {
         if (!f.regular) {
-          return InvalidArgumentError(fmt::format(
-              "{}/{}: not a regular file ({} holds files only)", sub, f.name, e.name));
+          return InvalidArgumentError(
+              fmt::format("{}/{}: not a regular file ({} holds files only)", sub, f.name, e.name));
         }
         names.push_back(e.name + "/" + f.name);
       }
@@ -237,9 +237,8 @@ Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_
     names.push_back(e.name);
   }
   if (train_state && !state_dir_seen) {
-    return InvalidArgumentError(
-        fmt::format("{}/{}: missing (the manifest's train_state names it)", temp_dir,
-                    train_state->dir));
+    return InvalidArgumentError(fmt::format("{}/{}: missing (the manifest's train_state names it)",
+                                            temp_dir, train_state->dir));
   }
   std::sort(names.begin(), names.end());  // "train_state/..." among the rest, as listed
   CheckpointManifest m = meta_without_files;
@@ -441,8 +440,8 @@ Result<std::optional<Resumable>> NewestResumable(const std::string& ckpt_dir, Ve
     skipped.push_back(fmt::format("{}: skipped: {}", c.name, why));
     if (c.weights_ok && !weights_only) {
       weights_only = c;
-      why_not_full = c.has_train_state ? "its training state does not verify: " + c.verdict
-                                       : WhyNotFull(c);
+      why_not_full =
+          c.has_train_state ? "its training state does not verify: " + c.verdict : WhyNotFull(c);
     }
   }
   if (!weights_only) {
@@ -455,9 +454,8 @@ Result<std::optional<Resumable>> NewestResumable(const std::string& ckpt_dir, Ve
     if (w.starts_with(weights_only->name + ":")) break;
     warn(std::move(w));
   }
-  warn(fmt::format(
-      "no checkpoint has a verified training state; resuming weights only from {}: {}",
-      weights_only->name, why_not_full));
+  warn(fmt::format("no checkpoint has a verified training state; resuming weights only from {}: {}",
+                   weights_only->name, why_not_full));
   return std::optional<Resumable>(Resumable{std::move(*weights_only), ResumeLevel::kWeights});
 }
 

@@ -42,8 +42,8 @@ std::string StepDirName(int64_t step);
 // regular files only, which are hashed, listed as "train_state/NAME" and
 // fsynced with the subdirectory. Any other subdirectory, deeper nesting, a
 // symlink or other non-regular entry, a subdirectory without a train_state,
-// or a train_state without its subdirectory is an error naming it. `meta_without_files.extra` must be empty or a JSON object.
-// Every write, fsync and rename goes through `env`. A failure after the
+// or a train_state without its subdirectory is an error naming it. `meta_without_files.extra` must
+// be empty or a JSON object. Every write, fsync and rename goes through `env`. A failure after the
 // rename (the parent's fsync) is reported with the new checkpoint in place
 // and complete, but not known to be durable.
 Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_dir,
@@ -97,8 +97,8 @@ struct CheckpointEntry {
   std::string name;  // "step-00000010" or ".step-00000020.tmp-4242"
   std::string path;  // CKPT_DIR/name
   int64_t step = -1;
-  bool temp = false;  // a hidden .step-*.{tmp,old,del}-PID directory
-  bool ok = false;    // verified (never true for a temp directory)
+  bool temp = false;             // a hidden .step-*.{tmp,old,del}-PID directory
+  bool ok = false;               // verified (never true for a temp directory)
   bool weights_ok = false;       // its weights verify (VerifyReport::weights_ok)
   bool has_train_state = false;  // saved with the training state (format 2)
   bool train_state_ok = false;   // ... and it verifies

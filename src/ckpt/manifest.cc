@@ -218,11 +218,11 @@ Result<CheckpointManifest> CheckpointManifestFromJson(std::string_view json,
     FileRecord rec;
     EK_RETURN_IF_ERROR(ReadFileRecord(item, &rec));
     if (!ListedNameOk(rec.name, m.train_state.has_value())) {
-      return item.Err("name", m.train_state ? fmt::format("'{}' is neither a plain file name nor "
-                                                          "{}/NAME",
-                                                          rec.name, kTrainStateDir)
-                                            : fmt::format("'{}' is not a plain file name",
-                                                          rec.name));
+      return item.Err("name", m.train_state
+                                  ? fmt::format("'{}' is neither a plain file name nor "
+                                                "{}/NAME",
+                                                rec.name, kTrainStateDir)
+                                  : fmt::format("'{}' is not a plain file name", rec.name));
     }
     for (const auto& g : m.files) {
       if (g.name == rec.name) return item.Err("name", fmt::format("'{}' listed twice", rec.name));

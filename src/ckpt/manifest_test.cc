@@ -134,11 +134,11 @@ TEST(Manifest, AMistypedFieldIsNamedNeverZero) {
       replaced("\"format_version\": 2", "\"format_version\": 3"), "m.json");
   EXPECT_EQ(future.status().code(), StatusCode::kUnsupported);
   EXPECT_EQ(future.status().message(), "m.json: format_version 3 (this evenkeel reads 1 to 2)");
-  EXPECT_EQ(
-      CheckpointManifestFromJson(replaced("\"format_version\": 2", "\"format_version\": 0"), "m.json")
-          .status()
-          .code(),
-      StatusCode::kUnsupported);
+  EXPECT_EQ(CheckpointManifestFromJson(replaced("\"format_version\": 2", "\"format_version\": 0"),
+                                       "m.json")
+                .status()
+                .code(),
+            StatusCode::kUnsupported);
   EXPECT_NE(ErrorOf("[1]"), "");
   EXPECT_NE(ErrorOf("{\"format_version\": 1"), "");
 }
@@ -200,9 +200,10 @@ TEST(Manifest, ABadTrainStateFieldIsNamed) {
             f + "train_state: present in a format_version 1 manifest (format 2 added it)");
   EXPECT_EQ(ErrorOf(replaced("\"train_state\": {", "\"train_state\": [{")).substr(0, 60),
             f.substr(0, f.size() - 2) + ": malformed JSON: line");
-  EXPECT_EQ(ErrorOf(replaced("\"format\": \"torch.distributed.checkpoint\"", "\"format\": \"orbax\"")),
-            f + "train_state.format: 'orbax' unknown (this evenkeel reads "
-                "'torch.distributed.checkpoint')");
+  EXPECT_EQ(
+      ErrorOf(replaced("\"format\": \"torch.distributed.checkpoint\"", "\"format\": \"orbax\"")),
+      f + "train_state.format: 'orbax' unknown (this evenkeel reads "
+          "'torch.distributed.checkpoint')");
   EXPECT_EQ(ErrorOf(replaced("\"format\": \"torch.distributed.checkpoint\"", "\"format\": 2")),
             f + "train_state.format: not a string");
   EXPECT_EQ(ErrorOf(replaced("\"dir\": \"train_state\"", "\"dir\": \"state\"")),

@@ -97,11 +97,11 @@ TEST(TrainState, FinalizeListsHashesAndVerifiesTheSubdirectory) {
   EXPECT_EQ(m->train_state->world, 4);
   std::vector<std::string> names;
   for (const auto& f : m->files) names.push_back(f.name);
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "config.json", "model-00001-of-00002.safetensors",
-                       "model-00002-of-00002.safetensors", "model.safetensors.index.json",
-                       "tokenizer.json", "train_state/.metadata", "train_state/__0_0.distcp",
-                       "train_state/__1_0.distcp"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"config.json", "model-00001-of-00002.safetensors",
+                                             "model-00002-of-00002.safetensors",
+                                             "model.safetensors.index.json", "tokenizer.json",
+                                             "train_state/.metadata", "train_state/__0_0.distcp",
+                                             "train_state/__1_0.distcp"}));
   EXPECT_EQ(m->files[6].size, 1000u);
   for (VerifyLevel level : {VerifyLevel::kStructure, VerifyLevel::kFull}) {
     VerifyReport r = VerifyAt(dir, level);
@@ -144,8 +144,9 @@ TEST(TrainState, FinalizeRefusesWhatIsNotOneFlatStateDirectory) {
          WriteFakeState(t);
          ASSERT_TRUE(MakeDirs(t + "/optim").ok());
        },
-       true, "optim: a subdirectory, and the only one a checkpoint may have is train_state.dir "
-             "'train_state'"},
+       true,
+       "optim: a subdirectory, and the only one a checkpoint may have is train_state.dir "
+       "'train_state'"},
       {"deeper nesting",
        [](const std::string& t) {
          WriteFakeState(t);

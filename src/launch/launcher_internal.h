@@ -86,10 +86,10 @@ Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level
 // at the run file's checkpoint.resume level (`wanted`), by ckpt::NewestResumable at
 // kFull, which is what the trainer's newest_resumable(full=True) runs: with
 // "full", the newest whose weights and training state verify, else the newest
-// whose weights do (level "weights", a warning in `skipped` saying why). The launcher hands it to the trainer
-// (EVENKEEL_RESUME_FROM), which resumes from exactly it, so what the launcher
-// prints is what happens. An error (the checkpoint folder cannot be read) is
-// returned: guessing "the start" would throw the run's progress away.
+// whose weights do (level "weights", a warning in `skipped` saying why). The launcher hands it to
+// the trainer (EVENKEEL_RESUME_FROM), which resumes from exactly it, so what the launcher prints is
+// what happens. An error (the checkpoint folder cannot be read) is returned: guessing "the start"
+// would throw the run's progress away.
 Result<Checkpoint> ResumePoint(const std::string& ckpt_dir, ckpt::ResumeLevel wanted);
 // "checkpoint step 10 (step-00000020: skipped: checksum mismatch ...), full state",
 // "checkpoint step 10, weights only", "the start".

@@ -77,9 +77,8 @@ class LauncherResumeTest : public ::testing::Test {
       meta.train_state->precision = "fp32";
       meta.train_state->contents = {"model", "optimizer"};
     }
-    Status st =
-        ckpt::FinalizeCheckpoint(temp, fmt::format("{}/ckpt/{}", dir_, ckpt::StepDirName(step)),
-                                 meta);
+    Status st = ckpt::FinalizeCheckpoint(
+        temp, fmt::format("{}/ckpt/{}", dir_, ckpt::StepDirName(step)), meta);
     ASSERT_TRUE(st.ok()) << st.message();
   }
 
@@ -116,16 +115,14 @@ TEST_F(LauncherResumeTest, AFullCheckpointIsResumedFullyAndTheRanksAreToldSo) {
   WriteRunWithResume("");  // resume = "full" by default
   SaveStep(10, true);
   Seen s = LaunchOnce();
-  EXPECT_NE(s.env.find("EVENKEEL_RESUME_FROM=" + dir_ + "/ckpt/step-00000010\n"),
-            std::string::npos)
+  EXPECT_NE(s.env.find("EVENKEEL_RESUME_FROM=" + dir_ + "/ckpt/step-00000010\n"), std::string::npos)
       << s.env;
   EXPECT_NE(s.env.find("EVENKEEL_RESUME_LEVEL=full\n"), std::string::npos) << s.env;
   EXPECT_EQ(s.choice.resume_level, "full");
   EXPECT_NE(s.said.find("launch: attempt 1 (resuming from checkpoint step 10, full state)"),
             std::string::npos)
       << s.said;
-  EXPECT_NE(s.attempt_json.find("\"resume_level\": \"full\""), std::string::npos)
-      << s.attempt_json;
+  EXPECT_NE(s.attempt_json.find("\"resume_level\": \"full\""), std::string::npos) << s.attempt_json;
 }
 
 TEST_F(LauncherResumeTest, ANewestWithoutStateIsSkippedForAnOlderFullOneWithAWarning) {
@@ -133,8 +130,7 @@ TEST_F(LauncherResumeTest, ANewestWithoutStateIsSkippedForAnOlderFullOneWithAWar
   SaveStep(10, true);
   SaveStep(20, false);
   Seen s = LaunchOnce();
-  EXPECT_NE(s.env.find("EVENKEEL_RESUME_FROM=" + dir_ + "/ckpt/step-00000010\n"),
-            std::string::npos)
+  EXPECT_NE(s.env.find("EVENKEEL_RESUME_FROM=" + dir_ + "/ckpt/step-00000010\n"), std::string::npos)
       << s.env;
   EXPECT_NE(s.env.find("EVENKEEL_RESUME_LEVEL=full\n"), std::string::npos) << s.env;
   EXPECT_NE(s.said.find("resuming from checkpoint step 10 (step-00000020: skipped: no training "
@@ -163,8 +159,7 @@ TEST_F(LauncherResumeTest, ResumeWeightsTakesTheNewestWeightsWhateverTheirState)
   SaveStep(10, true);
   SaveStep(20, false);
   Seen s = LaunchOnce();
-  EXPECT_NE(s.env.find("EVENKEEL_RESUME_FROM=" + dir_ + "/ckpt/step-00000020\n"),
-            std::string::npos)
+  EXPECT_NE(s.env.find("EVENKEEL_RESUME_FROM=" + dir_ + "/ckpt/step-00000020\n"), std::string::npos)
       << s.env;
   EXPECT_NE(s.env.find("EVENKEEL_RESUME_LEVEL=weights\n"), std::string::npos) << s.env;
   EXPECT_NE(s.said.find("resuming from checkpoint step 20, weights only"), std::string::npos)

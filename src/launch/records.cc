@@ -228,13 +228,13 @@ Result<ResumeChoice> ResumeChoiceFromJson(std::string_view json, const std::stri
   }
   if (f.AbsentOrNull("resume_level")) {
     if (!f.Has("resume_level")) return f.Err("resume_level", "missing");
-    if (!none) return f.Err("resume_level", fmt::format("null for the checkpoint {}", c.resume_from));
+    if (!none)
+      return f.Err("resume_level", fmt::format("null for the checkpoint {}", c.resume_from));
   } else {
     EK_RETURN_IF_ERROR(f.Str("resume_level", &c.resume_level));
     if (none) return f.Err("resume_level", "set with resume_from \"none\"");
     if (!ckpt::ParseResumeLevel(c.resume_level)) {
-      return f.Err("resume_level",
-                   fmt::format("{} (full, weights)", JsonString(c.resume_level)));
+      return f.Err("resume_level", fmt::format("{} (full, weights)", JsonString(c.resume_level)));
     }
   }
   return c;

@@ -377,21 +377,24 @@ TEST(ResumeChoiceTest, AMissingMistypedOrInconsistentFieldIsAnErrorNamingItAndTh
   EXPECT_EQ(
       ErrorOf(ResumeChoiceFromJson(With(none, "\"step\": -1", "\"step\": 4"), kResumeFile, 2)),
       "attempt-002/resume.json: step: 4 with resume_from \"none\"");
-  EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(With(good, "\"resume_level\": \"full\"", "\"resume_level\": \"opt\""),
-                                         kResumeFile, 2)),
-            "attempt-002/resume.json: resume_level: \"opt\" (full, weights)");
-  EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(With(good, "\"resume_level\": \"full\"", "\"resume_level\": null"),
-                                         kResumeFile, 2)),
-            "attempt-002/resume.json: resume_level: null for the checkpoint /c/step-00000010");
-  EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(With(good, ", \"resume_level\": \"full\"", ""),
-                                         kResumeFile, 2)),
-            "attempt-002/resume.json: resume_level: missing");
-  EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(With(good, "\"resume_level\": \"full\"", "\"resume_level\": 1"),
-                                         kResumeFile, 2)),
-            "attempt-002/resume.json: resume_level: not a string");
+  EXPECT_EQ(
+      ErrorOf(ResumeChoiceFromJson(
+          With(good, "\"resume_level\": \"full\"", "\"resume_level\": \"opt\""), kResumeFile, 2)),
+      "attempt-002/resume.json: resume_level: \"opt\" (full, weights)");
+  EXPECT_EQ(
+      ErrorOf(ResumeChoiceFromJson(
+          With(good, "\"resume_level\": \"full\"", "\"resume_level\": null"), kResumeFile, 2)),
+      "attempt-002/resume.json: resume_level: null for the checkpoint /c/step-00000010");
+  EXPECT_EQ(
+      ErrorOf(ResumeChoiceFromJson(With(good, ", \"resume_level\": \"full\"", ""), kResumeFile, 2)),
+      "attempt-002/resume.json: resume_level: missing");
   EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(
-                With(none, "\"resume_level\": null", "\"resume_level\": \"full\""), kResumeFile, 2)),
-            "attempt-002/resume.json: resume_level: set with resume_from \"none\"");
+                With(good, "\"resume_level\": \"full\"", "\"resume_level\": 1"), kResumeFile, 2)),
+            "attempt-002/resume.json: resume_level: not a string");
+  EXPECT_EQ(
+      ErrorOf(ResumeChoiceFromJson(
+          With(none, "\"resume_level\": null", "\"resume_level\": \"full\""), kResumeFile, 2)),
+      "attempt-002/resume.json: resume_level: set with resume_from \"none\"");
   EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(good, kResumeFile, 3)),
             "attempt-002/resume.json: attempt: 2, but the file is attempt 3's");
 }
