@@ -234,7 +234,9 @@ PYBIND11_MODULE(_core, m) {
         return removed;
       },
       py::arg("ckpt_dir"), py::arg("keep"));
-  // Returns {"ok", "problems", "step", "total_bytes", "tensor_count", "shard_count", "seconds"}.
+  // Returns {"ok", "problems", "step", "total_bytes", "tensor_count", "shard_count", "seconds",
+  // "weights_ok", "has_train_state", "train_state_ok", "train_state_problems",
+  // "train_state_world"}.
   m.def(
       "verify_checkpoint",
       [](const std::string& dir, bool full) {
@@ -252,6 +254,11 @@ PYBIND11_MODULE(_core, m) {
         d["tensor_count"] = rep.tensor_count;
         d["shard_count"] = rep.shard_count;
         d["seconds"] = rep.seconds;
+        d["weights_ok"] = rep.weights_ok;
+        d["has_train_state"] = rep.has_train_state;
+        d["train_state_ok"] = rep.train_state_ok;
+        d["train_state_problems"] = rep.train_state_problems;
+        d["train_state_world"] = rep.train_state_world;
         return d;
       },
       py::arg("dir"), py::arg("full") = true);
@@ -274,6 +281,33 @@ PYBIND11_MODULE(_core, m) {
         return py::make_tuple(ek::ckpt::CheckpointManifestToJson(manifest), entry->path, warnings);
       },
       py::arg("ckpt_dir"), py::arg("full") = true);
+  // The checkpoint to resume from at `wanted` ("full" or "weights", the run file's
+  // checkpoint.resume) by ckpt::NewestResumable: returns (evenkeel-checkpoint.json
+  // text or None, its path or None, the level it gives "full"/"weights" or None,
+  // warnings).
+  m.def(
+      "newest_resumable_checkpoint",
+      [](const std::string& ckpt_dir, bool full, const std::string& wanted) -> py::tuple {
+        std::optional<ek::ckpt::ResumeLevel> level = ek::ckpt::ParseResumeLevel(wanted);
+        if (!level) {
+          Raise(ek::InvalidArgumentError("newest_resumable_checkpoint: wanted '" + wanted +
+                                         "' (full, weights)"));
+        }
+        std::vector<std::string> warnings;
+        auto found = [&] {
+          py::gil_scoped_release release;
+          return ek::ckpt::NewestResumable(
+              ckpt_dir, full ? ek::ckpt::VerifyLevel::kFull : ek::ckpt::VerifyLevel::kStructure,
+              *level, &warnings);
+        }();
+        std::optional<ek::ckpt::Resumable> got = Unwrap(std::move(found));
+        if (!got) return py::make_tuple(py::none(), py::none(), py::none(), warnings);
+        ek::ckpt::CheckpointManifest manifest =
+            Unwrap(ek::ckpt::ReadCheckpointManifest(got->entry.path));
+        return py::make_tuple(ek::ckpt::CheckpointManifestToJson(manifest), got->entry.path,
+                              std::string(ek::ckpt::ResumeLevelName(got->level)), warnings);
+      },
+      py::arg("ckpt_dir"), py::arg("full") = true, py::arg("wanted") = "full");
 
   // Returns (position, exhausted, block).
   m.def(

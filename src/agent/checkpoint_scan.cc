@@ -29,13 +29,17 @@ CheckpointInfo InfoOf(const ckpt::CheckpointEntry& e) {
   info.bytes = e.bytes;
   info.mtime = e.mtime;
   if (!e.ok) info.why = e.verdict;
-  std::error_code ec;
-  for (fs::directory_iterator it(e.path, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code fec;
-    if (!it->is_regular_file(fec)) continue;
-    info.files++;
-    auto t = it->last_write_time(fec);
-    if (!fec) info.mtime = std::max(info.mtime, UnixSeconds(t));
+  // The checkpoint's files and those of its training state (format 2: train_state/,
+  // which DCP's writers fill while the weights are done).
+  for (const std::string& dir : {e.path, e.path + "/" + std::string(ckpt::kTrainStateDir)}) {
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      std::error_code fec;
+      if (!it->is_regular_file(fec)) continue;
+      info.files++;
+      auto t = it->last_write_time(fec);
+      if (!fec) info.mtime = std::max(info.mtime, UnixSeconds(t));
+    }
   }
   return info;
 }

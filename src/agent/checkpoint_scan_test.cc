@@ -112,6 +112,27 @@ TEST(CheckpointScan, EvenkeelCheckpointIsVerifiedAndItsTempDirectoryIsInProgress
       << (*listed)[0].verdict;
 }
 
+TEST(CheckpointScan, TheTrainingStateSubdirectoryIsCountedInProgressAndComplete) {
+  testing::ScratchDir dir;
+  std::string temp = dir / (".step-00000030.tmp-" + std::to_string(::getpid()));
+  ASSERT_TRUE(MakeDirs(temp + "/train_state").ok());
+  ASSERT_TRUE(WriteFileAtomic(temp + "/model.safetensors", Safetensors("w", 64)).ok());
+  ASSERT_TRUE(WriteFileAtomic(temp + "/train_state/.metadata", "m").ok());
+  ASSERT_TRUE(WriteFileAtomic(temp + "/train_state/__0_0.distcp", std::string(500, 'x')).ok());
+  auto scan = ScanCheckpoints(dir.path());
+  ASSERT_TRUE(scan.in_progress);
+  EXPECT_EQ(scan.in_progress->files, 3);  // the shard and the state's two
+  EXPECT_GE(scan.in_progress->bytes, 501u + 64u);
+  ckpt::CheckpointManifest meta = Meta(30);
+  meta.train_state = ckpt::TrainStateRef{};
+  meta.train_state->precision = "fp32";
+  ASSERT_TRUE(ckpt::FinalizeCheckpoint(temp, dir / "step-00000030", meta).ok());
+  scan = ScanCheckpoints(dir.path());
+  ASSERT_TRUE(scan.newest_complete);
+  EXPECT_EQ(scan.newest_complete->files, 4);  // and the manifest
+  EXPECT_GE(scan.newest_complete->bytes, 501u + 64u);
+}
+
 TEST(CheckpointScan, ATempDirectoryOfADeadWriterIsNotASaveInProgress) {
   // ek_ckpt's rule, the launcher's and `ckpt list`'s: the writer's PID is gone, so the
   // save was abandoned (a crash), and the agent must not report a save under way.

@@ -190,6 +190,7 @@ Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_
     // What is written must read back: refuse a negative step or the like now,
     // before hashing, rather than finalize a checkpoint no reader accepts.
     CheckpointManifest probe = meta_without_files;
+    probe.format_version = kCheckpointFormatVersion;
     probe.files.clear();
     auto back =
         CheckpointManifestFromJson(CheckpointManifestToJson(probe), std::string(kManifestName));
@@ -198,7 +199,31 @@ Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_
   }
   EK_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, ListDir(temp_dir));
   std::vector<std::string> names;
+  const std::optional<TrainStateRef>& train_state = meta_without_files.train_state;
+  bool state_dir_seen = false;
   for (const auto& e : entries) {
+    if (e.directory) {
+      // The one subdirectory: the training state the manifest's train_state names.
+      if (!train_state || e.name != train_state->dir) {
+        return InvalidArgumentError(fmt::format(
+            "{}/{}: a subdirectory, and {}", temp_dir, e.name,
+            train_state ? fmt::format("the only one a checkpoint may have is train_state.dir '{}'",
+                                      train_state->dir)
+                        : std::string("the manifest has no train_state (a checkpoint without "
+                                      "the training state is flat)")));
+      }
+      state_dir_seen = true;
+      const std::string sub = temp_dir + "/" + e.name;
+      EK_ASSIGN_OR_RETURN(std::vector<DirEntry> inside, ListDir(sub));
+      for (const auto& f : inside) {
+        if (!f.regular) {
+          return InvalidArgumentError(
+              fmt::format("{}/{}: not a regular file ({} holds files only)", sub, f.name, e.name));
+        }
+        names.push_back(e.name + "/" + f.name);
+      }
+      continue;
+    }
     if (e.name == kManifestName) continue;  // a previous attempt's; rewritten below
     if (e.name.starts_with(".evenkeel-checkpoint.json.tmp.")) {
       // WriteFileAtomic's temp file, left by an attempt that crashed.
@@ -211,6 +236,11 @@ Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_
     }
     names.push_back(e.name);
   }
+  if (train_state && !state_dir_seen) {
+    return InvalidArgumentError(fmt::format("{}/{}: missing (the manifest's train_state names it)",
+                                            temp_dir, train_state->dir));
+  }
+  std::sort(names.begin(), names.end());  // "train_state/..." among the rest, as listed
   CheckpointManifest m = meta_without_files;
   m.format_version = kCheckpointFormatVersion;
   if (m.created.empty()) m.created = UtcNowIso8601();
@@ -227,6 +257,8 @@ Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_
                                                   report->problems.front()))
                        : report.status().WithContext(what);
   }
+  if (train_state)
+    EK_RETURN_IF_ERROR(env->SyncDir(temp_dir + "/" + train_state->dir).WithContext(what));
   EK_RETURN_IF_ERROR(env->SyncDir(temp_dir).WithContext(what));
 
   const std::string parent = ParentOf(final_dir);
@@ -267,6 +299,9 @@ CheckpointEntry JudgeTemp(const std::string& ckpt_dir, const DirEntry& e, const 
   c.mtime = e.mtime;
   if (auto inside = ListDir(c.path); inside.ok()) {
     for (const auto& f : *inside) c.bytes += f.size;
+    if (auto state = ListDir(c.path + "/" + std::string(kTrainStateDir)); state.ok()) {
+      for (const auto& f : *state) c.bytes += f.size;
+    }
   }
   static constexpr const char* kDoing[] = {"in progress", "being replaced", "being removed"};
   c.verdict = ProcessAlive(t.pid) ? fmt::format("{} (pid {})", kDoing[t.kind], t.pid)
@@ -290,8 +325,17 @@ CheckpointEntry JudgeStep(const std::string& ckpt_dir, const DirEntry& e, int64_
   }
   c.bytes = report->total_bytes;
   c.ok = report->ok;
+  c.weights_ok = report->weights_ok;
+  c.has_train_state = report->has_train_state;
+  c.train_state_ok = report->train_state_ok;
   c.verdict = report->ok ? "ok" : report->problems.front();
   return c;
+}
+
+// Why a checkpoint whose weights verify cannot resume fully.
+std::string WhyNotFull(const CheckpointEntry& c) {
+  if (!c.has_train_state) return "no training state, saved before format 2 or without it";
+  return c.verdict;  // the first problem: the training state's, the weights being fine
 }
 
 struct StepDir {
@@ -346,6 +390,73 @@ Result<std::optional<CheckpointEntry>> NewestVerified(const std::string& ckpt_di
     if (warnings != nullptr) warnings->push_back(fmt::format("{}: skipped: {}", c.name, c.verdict));
   }
   return std::optional<CheckpointEntry>();
+}
+
+std::string_view ResumeLevelName(ResumeLevel level) {
+  return level == ResumeLevel::kFull ? "full" : "weights";
+}
+
+std::optional<ResumeLevel> ParseResumeLevel(std::string_view name) {
+  if (name == "full") return ResumeLevel::kFull;
+  if (name == "weights") return ResumeLevel::kWeights;
+  return std::nullopt;
+}
+
+std::string CheckpointEntry::Resume() const {
+  if (temp || !weights_ok) return "-";
+  return has_train_state && train_state_ok ? "full" : "weights";
+}
+
+Result<std::optional<Resumable>> NewestResumable(const std::string& ckpt_dir, VerifyLevel verify,
+                                                 ResumeLevel wanted,
+                                                 std::vector<std::string>* warnings) {
+  auto entries = ListDir(ckpt_dir);
+  if (!entries.ok()) {
+    if (entries.status().code() == StatusCode::kNotFound) return std::optional<Resumable>();
+    return entries.status();
+  }
+  auto warn = [&](std::string w) {
+    if (warnings != nullptr) warnings->push_back(std::move(w));
+  };
+  // Each directory is verified once; the walk is newest first and stops at the
+  // first full one (kFull) or the first with good weights (kWeights).
+  std::optional<CheckpointEntry> weights_only;  // the newest with verified weights
+  std::string why_not_full;
+  std::vector<std::string> skipped;  // kFull's warnings, held until the outcome is known
+  for (const StepDir& s : StepDirsNewestFirst(*entries)) {
+    CheckpointEntry c = JudgeStep(ckpt_dir, *s.entry, s.step, verify);
+    if (wanted == ResumeLevel::kWeights) {
+      if (c.weights_ok) return std::optional<Resumable>(Resumable{std::move(c), wanted});
+      warn(fmt::format("{}: skipped: {}", c.name, c.verdict));
+      continue;
+    }
+    if (c.ok && c.has_train_state) {
+      for (auto& w : skipped) warn(std::move(w));
+      return std::optional<Resumable>(Resumable{std::move(c), ResumeLevel::kFull});
+    }
+    std::string why = c.weights_ok ? WhyNotFull(c) : c.verdict;
+    if (c.weights_ok && c.has_train_state) why = "training state: " + why;
+    if (c.weights_ok && !c.has_train_state) why += ": weights only";
+    skipped.push_back(fmt::format("{}: skipped: {}", c.name, why));
+    if (c.weights_ok && !weights_only) {
+      weights_only = c;
+      why_not_full =
+          c.has_train_state ? "its training state does not verify: " + c.verdict : WhyNotFull(c);
+    }
+  }
+  if (!weights_only) {
+    for (auto& w : skipped) warn(std::move(w));
+    return std::optional<Resumable>();
+  }
+  // Nothing resumes fully: the warnings are those of the checkpoints newer than
+  // the one chosen, then why it gives weights only.
+  for (auto& w : skipped) {
+    if (w.starts_with(weights_only->name + ":")) break;
+    warn(std::move(w));
+  }
+  warn(fmt::format("no checkpoint has a verified training state; resuming weights only from {}: {}",
+                   weights_only->name, why_not_full));
+  return std::optional<Resumable>(Resumable{std::move(*weights_only), ResumeLevel::kWeights});
 }
 
 namespace {

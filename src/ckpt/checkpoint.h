@@ -37,9 +37,13 @@ std::string StepDirName(int64_t step);
 // parent. An existing `final_dir` (a re-run reaching the same step) is moved
 // aside to a hidden name first and removed after the rename. On any failure
 // no `final_dir` is left that looks complete, and the error names the path.
-// `temp_dir` must be flat: a subdirectory, symlink or other non-regular entry
-// is an error. `meta_without_files.extra` must be empty or a JSON object.
-// Every write, fsync and rename goes through `env`. A failure after the
+// `temp_dir` holds regular files and, when `meta_without_files.train_state`
+// is set, exactly one subdirectory of that name (train_state.dir) holding
+// regular files only, which are hashed, listed as "train_state/NAME" and
+// fsynced with the subdirectory. Any other subdirectory, deeper nesting, a
+// symlink or other non-regular entry, a subdirectory without a train_state,
+// or a train_state without its subdirectory is an error naming it. `meta_without_files.extra` must
+// be empty or a JSON object. Every write, fsync and rename goes through `env`. A failure after the
 // rename (the parent's fsync) is reported with the new checkpoint in place
 // and complete, but not known to be durable.
 Status FinalizeCheckpoint(const std::string& temp_dir, const std::string& final_dir,
@@ -60,8 +64,19 @@ struct VerifyOptions {
 };
 
 struct VerifyReport {
+  // weights_ok && (!has_train_state || train_state_ok).
   bool ok = false;
   std::vector<std::string> problems;  // problems[0] is the headline; at most ~50
+  // The manifest, the weights (shards, index, config and the rest) and every
+  // file outside train_state: what `ok` meant before format 2.
+  bool weights_ok = false;
+  // The manifest has a train_state (format 2, saved with the training state).
+  bool has_train_state = false;
+  // Its files are all there, listed, of their sizes (and at kFull hashes).
+  bool train_state_ok = false;
+  // The training state's problems, each also in `problems`.
+  std::vector<std::string> train_state_problems;
+  int train_state_world = 0;  // ranks that wrote it; 0 without one
   bool has_manifest = false;
   int64_t step = -1;         // from the manifest, else from the name, else -1
   uint64_t total_bytes = 0;  // all regular files in the directory
@@ -82,8 +97,13 @@ struct CheckpointEntry {
   std::string name;  // "step-00000010" or ".step-00000020.tmp-4242"
   std::string path;  // CKPT_DIR/name
   int64_t step = -1;
-  bool temp = false;  // a hidden .step-*.{tmp,old,del}-PID directory
-  bool ok = false;    // verified (never true for a temp directory)
+  bool temp = false;             // a hidden .step-*.{tmp,old,del}-PID directory
+  bool ok = false;               // verified (never true for a temp directory)
+  bool weights_ok = false;       // its weights verify (VerifyReport::weights_ok)
+  bool has_train_state = false;  // saved with the training state (format 2)
+  bool train_state_ok = false;   // ... and it verifies
+  // What a resume from it can restore: "full", "weights", or "-" when it does not verify.
+  std::string Resume() const;
   // "ok", "in progress (pid 4242)", "abandoned (pid 4242 is gone)" or the headline.
   std::string verdict;
   uint64_t bytes = 0;  // regular files inside
@@ -103,6 +123,32 @@ Result<std::vector<CheckpointEntry>> ListCheckpoints(const std::string& ckpt_dir
 Result<std::optional<CheckpointEntry>> NewestVerified(const std::string& ckpt_dir,
                                                       VerifyLevel level,
                                                       std::vector<std::string>* warnings);
+
+// How much of a run a checkpoint can restore: the weights and the full
+// training state (optimizer, scheduler, RNG, data position), or the weights
+// alone.
+enum class ResumeLevel { kFull, kWeights };
+
+// "full", "weights".
+std::string_view ResumeLevelName(ResumeLevel level);
+// "full" or "weights"; nullopt for anything else.
+std::optional<ResumeLevel> ParseResumeLevel(std::string_view name);
+
+struct Resumable {
+  CheckpointEntry entry;
+  ResumeLevel level = ResumeLevel::kWeights;
+};
+
+// The checkpoint to resume from at `wanted` level, verified at `verify`.
+// kFull: the newest whose weights and training state both verify; each newer
+// one skipped adds "step-00000020: skipped: <why>" to `warnings` (may be
+// null); when none has a verified training state, the newest with verified
+// weights at kWeights, with a warning saying why. kWeights: the newest whose
+// weights verify (a bad training state does not matter). nullopt when no
+// checkpoint's weights verify or `ckpt_dir` does not exist.
+Result<std::optional<Resumable>> NewestResumable(const std::string& ckpt_dir, VerifyLevel verify,
+                                                 ResumeLevel wanted,
+                                                 std::vector<std::string>* warnings);
 
 // Keeps the newest `keep` (>= 1) step directories that verify at kStructure
 // level; removes step directories older than the oldest kept one (verified or

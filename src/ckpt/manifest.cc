@@ -58,6 +58,43 @@ Result<std::string> RawExtra(const simdjson::padded_string& padded, const std::s
   return std::string(raw);
 }
 
+// The train_state object (format 2): every field required and checked, so a
+// manifest the launcher trusts for a full resume says exactly what it holds.
+Status ReadTrainState(const JsonFields& f, TrainStateRef* out) {
+  JsonFields ts = f;
+  EK_RETURN_IF_ERROR(f.Object("train_state", &ts));
+  EK_RETURN_IF_ERROR(ts.Str("format", &out->format));
+  if (out->format != kTrainStateFormat) {
+    return ts.Err("format", fmt::format("'{}' unknown (this evenkeel reads '{}')", out->format,
+                                        kTrainStateFormat));
+  }
+  EK_RETURN_IF_ERROR(ts.Str("dir", &out->dir));
+  if (out->dir != kTrainStateDir) {
+    return ts.Err("dir", fmt::format("'{}', must be '{}'", out->dir, kTrainStateDir));
+  }
+  int64_t world = 0;
+  EK_RETURN_IF_ERROR(ts.Int("world", INT64_MIN, INT64_MAX, &world));
+  if (world < 1 || world > INT32_MAX) {
+    return ts.Err("world", fmt::format("{}, must be at least 1", world));
+  }
+  out->world = static_cast<int>(world);
+  EK_RETURN_IF_ERROR(ts.Str("precision", &out->precision));
+  EK_RETURN_IF_ERROR(ts.StrList("contents", &out->contents));
+  return Status::Ok();
+}
+
+// A file's name in `files`: a plain name, or "train_state/NAME" when the
+// manifest has a train_state.
+bool ListedNameOk(std::string_view name, bool has_train_state) {
+  auto plain = [](std::string_view s) {
+    return !s.empty() && s != "." && s != ".." && s.find('/') == std::string_view::npos;
+  };
+  if (plain(name)) return true;
+  if (!has_train_state) return false;
+  size_t slash = name.find('/');
+  return name.substr(0, slash) == kTrainStateDir && plain(name.substr(slash + 1));
+}
+
 }  // namespace
 
 std::string_view SafetensorsDtypeFor(std::string_view torch_dtype) {
@@ -102,6 +139,13 @@ std::string CheckpointManifestToJson(const CheckpointManifest& m) {
   w.Key("evenkeel_version").Str(m.evenkeel_version);
   // The trainer's own object, its bytes as it gave them (CheckExtraJson checked them).
   w.Key("extra").Raw(m.extra.empty() ? "{}" : m.extra);
+  if (m.train_state) {
+    const TrainStateRef& t = *m.train_state;
+    w.Key("train_state").BeginObject().Key("format").Str(t.format).Key("dir").Str(t.dir);
+    w.Key("world").Int(t.world).Key("precision").Str(t.precision).Key("contents").BeginArray();
+    for (const std::string& c : t.contents) w.Str(c);
+    w.EndArray().EndObject();
+  }
   w.Key("files").BeginArray(JsonWriter::kLines);
   for (const FileRecord& f : m.files) {
     w.BeginObject().Key("name").Str(f.name).Key("size").Uint(f.size).Key("xxh3").Str(Hex(f.xxh3));
@@ -126,9 +170,11 @@ Result<CheckpointManifest> CheckpointManifestFromJson(std::string_view json,
   EK_ASSIGN_OR_RETURN(JsonFields f, JsonFields::Root(root, name));
   CheckpointManifest m;
   EK_RETURN_IF_ERROR(f.Int("format_version", &m.format_version));
-  if (m.format_version != kCheckpointFormatVersion) {
-    return UnsupportedError(fmt::format("{}: format_version {} (this evenkeel reads {})", name,
-                                        m.format_version, kCheckpointFormatVersion));
+  if (m.format_version < kOldestCheckpointFormatVersion ||
+      m.format_version > kCheckpointFormatVersion) {
+    return UnsupportedError(fmt::format("{}: format_version {} (this evenkeel reads {} to {})",
+                                        name, m.format_version, kOldestCheckpointFormatVersion,
+                                        kCheckpointFormatVersion));
   }
   EK_RETURN_IF_ERROR(f.Int("step", 0, INT64_MAX, &m.step));
   EK_RETURN_IF_ERROR(f.Int("epoch", 0, INT64_MAX, &m.epoch));
@@ -154,6 +200,16 @@ Result<CheckpointManifest> CheckpointManifestFromJson(std::string_view json,
   EK_RETURN_IF_ERROR(f.Str("evenkeel_version", &m.evenkeel_version));
   EK_RETURN_IF_ERROR(f.Object("extra", &extra));
   EK_ASSIGN_OR_RETURN(m.extra, RawExtra(padded, name));
+  if (f.Has("train_state")) {
+    if (m.format_version < 2) {
+      return f.Err("train_state", fmt::format("present in a format_version {} manifest (format 2 "
+                                              "added it)",
+                                              m.format_version));
+    }
+    TrainStateRef t;
+    EK_RETURN_IF_ERROR(ReadTrainState(f, &t));
+    m.train_state = std::move(t);
+  }
   simdjson::dom::array a;
   EK_RETURN_IF_ERROR(f.Array("files", &a));
   size_t i = 0;
@@ -161,9 +217,12 @@ Result<CheckpointManifest> CheckpointManifestFromJson(std::string_view json,
     EK_ASSIGN_OR_RETURN(JsonFields item, f.Item(e, "files", i));
     FileRecord rec;
     EK_RETURN_IF_ERROR(ReadFileRecord(item, &rec));
-    if (rec.name.empty() || rec.name.find('/') != std::string::npos || rec.name == "." ||
-        rec.name == "..") {
-      return item.Err("name", fmt::format("'{}' is not a plain file name", rec.name));
+    if (!ListedNameOk(rec.name, m.train_state.has_value())) {
+      return item.Err("name", m.train_state
+                                  ? fmt::format("'{}' is neither a plain file name nor "
+                                                "{}/NAME",
+                                                rec.name, kTrainStateDir)
+                                  : fmt::format("'{}' is not a plain file name", rec.name));
     }
     for (const auto& g : m.files) {
       if (g.name == rec.name) return item.Err("name", fmt::format("'{}' listed twice", rec.name));

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,15 +15,27 @@
 
 namespace ek::ckpt {
 
-inline constexpr int kCheckpointFormatVersion = 1;
+// Format 2 adds the training state (train_state, below); the reader takes 1 and 2.
+inline constexpr int kCheckpointFormatVersion = 2;
+inline constexpr int kOldestCheckpointFormatVersion = 1;
 inline constexpr std::string_view kManifestName = "evenkeel-checkpoint.json";
 // Files are hashed in 64 MiB chunks so that a mismatch names a byte range
 // (which part of which shard went bad) and a 60 GB checkpoint's manifest
 // stays under ~1,000 chunk hashes.
 inline constexpr uint64_t kChunkBytes = 64ull << 20;
 
+// The one subdirectory a checkpoint may have: the full training state.
+inline constexpr std::string_view kTrainStateDir = "train_state";
+// The one train_state format: torch.distributed.checkpoint's FileSystemWriter
+// (.metadata, pickled by torch and never parsed here, plus __R_I.distcp files).
+inline constexpr std::string_view kTrainStateFormat = "torch.distributed.checkpoint";
+inline constexpr std::string_view kTrainStateMetadata = ".metadata";
+inline constexpr std::string_view kTrainStateShardExt = ".distcp";
+
 struct FileRecord {
-  std::string name;  // plain file name inside the checkpoint directory
+  // A plain file name inside the checkpoint directory, or
+  // "train_state/NAME" for a file of the training state.
+  std::string name;
   uint64_t size = 0;
   uint64_t xxh3 = 0;  // xxh3-64 of the whole file
   uint64_t chunk_bytes = kChunkBytes;
@@ -42,6 +55,17 @@ struct PackRef {
   int seq_len = 0;
 };
 
+// What the trainer says of the training state it wrote beside the weights
+// (format 2). The trainer owns `precision` and `contents`; evenkeel checks
+// the files, never their meaning.
+struct TrainStateRef {
+  std::string format{kTrainStateFormat};
+  std::string dir{kTrainStateDir};
+  int world = 1;                      // ranks that wrote it
+  std::string precision;              // "fp32", the parameters' training precision
+  std::vector<std::string> contents;  // "model", "optimizer", "scheduler", "rng", "data"
+};
+
 struct CheckpointManifest {
   int format_version = kCheckpointFormatVersion;
   int64_t step = 0;  // optimizer steps taken when saved
@@ -58,6 +82,8 @@ struct CheckpointManifest {
   // A JSON object the trainer owns (data position and the like), kept as its
   // text and written back verbatim. Empty means {}.
   std::string extra;
+  // Absent in format 1 and in a checkpoint saved without the training state.
+  std::optional<TrainStateRef> train_state;
   std::vector<FileRecord> files;  // sorted by name; every file but this manifest
 };
 

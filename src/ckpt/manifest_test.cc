@@ -131,10 +131,108 @@ TEST(Manifest, AMistypedFieldIsNamedNeverZero) {
       ErrorOf(replaced("\"name\": \"config.json\"", "\"name\": \"model.safetensors\"")),
       "step-00000120/evenkeel-checkpoint.json: files[1].name: 'model.safetensors' listed twice");
   auto future = CheckpointManifestFromJson(
-      replaced("\"format_version\": 1", "\"format_version\": 2"), "m.json");
+      replaced("\"format_version\": 2", "\"format_version\": 3"), "m.json");
   EXPECT_EQ(future.status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(future.status().message(), "m.json: format_version 3 (this evenkeel reads 1 to 2)");
+  EXPECT_EQ(CheckpointManifestFromJson(replaced("\"format_version\": 2", "\"format_version\": 0"),
+                                       "m.json")
+                .status()
+                .code(),
+            StatusCode::kUnsupported);
   EXPECT_NE(ErrorOf("[1]"), "");
   EXPECT_NE(ErrorOf("{\"format_version\": 1"), "");
+}
+
+CheckpointManifest WithTrainState() {
+  CheckpointManifest m = Sample();
+  m.train_state = TrainStateRef{};
+  m.train_state->world = 4;
+  m.train_state->precision = "fp32";
+  m.train_state->contents = {"model", "optimizer", "scheduler", "rng", "data"};
+  m.files.push_back({"train_state/.metadata", 0, 0x2d06800538d394c2ull, kChunkBytes, {}});
+  m.files.push_back({"train_state/__0_0.distcp", 0, 0x2d06800538d394c2ull, kChunkBytes, {}});
+  return m;
+}
+
+TEST(Manifest, FormatOneIsReadWithoutATrainState) {
+  CheckpointManifest m = Sample();
+  m.format_version = 1;
+  std::string json = CheckpointManifestToJson(m);
+  ASSERT_NE(json.find("\"format_version\": 1,"), std::string::npos) << json;
+  auto back = CheckpointManifestFromJson(json, "m.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->format_version, 1);
+  EXPECT_FALSE(back->train_state.has_value());
+  EXPECT_EQ(json.find("train_state"), std::string::npos);
+  // A format 2 manifest may go without one as well.
+  back = CheckpointManifestFromJson(CheckpointManifestToJson(Sample()), "m.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->format_version, 2);
+  EXPECT_FALSE(back->train_state.has_value());
+}
+
+TEST(Manifest, TrainStateRoundTrips) {
+  CheckpointManifest m = WithTrainState();
+  std::string json = CheckpointManifestToJson(m);
+  auto back = CheckpointManifestFromJson(json, "m.json");
+  ASSERT_TRUE(back.ok()) << back.status().message() << "\n" << json;
+  ASSERT_TRUE(back->train_state.has_value());
+  EXPECT_EQ(back->train_state->format, "torch.distributed.checkpoint");
+  EXPECT_EQ(back->train_state->dir, "train_state");
+  EXPECT_EQ(back->train_state->world, 4);
+  EXPECT_EQ(back->train_state->precision, "fp32");
+  EXPECT_EQ(back->train_state->contents, m.train_state->contents);
+  ASSERT_EQ(back->files.size(), 4u);
+  EXPECT_EQ(back->files[3].name, "train_state/__0_0.distcp");
+  EXPECT_EQ(CheckpointManifestToJson(*back), json);
+}
+
+TEST(Manifest, ABadTrainStateFieldIsNamed) {
+  const std::string json = CheckpointManifestToJson(WithTrainState());
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string out = json;
+    size_t at = out.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? out : out.replace(at, from.size(), to);
+  };
+  const std::string f = "step-00000120/evenkeel-checkpoint.json: ";
+  EXPECT_EQ(ErrorOf(replaced("\"format_version\": 2", "\"format_version\": 1")),
+            f + "train_state: present in a format_version 1 manifest (format 2 added it)");
+  EXPECT_EQ(ErrorOf(replaced("\"train_state\": {", "\"train_state\": [{")).substr(0, 60),
+            f.substr(0, f.size() - 2) + ": malformed JSON: line");
+  EXPECT_EQ(
+      ErrorOf(replaced("\"format\": \"torch.distributed.checkpoint\"", "\"format\": \"orbax\"")),
+      f + "train_state.format: 'orbax' unknown (this evenkeel reads "
+          "'torch.distributed.checkpoint')");
+  EXPECT_EQ(ErrorOf(replaced("\"format\": \"torch.distributed.checkpoint\"", "\"format\": 2")),
+            f + "train_state.format: not a string");
+  EXPECT_EQ(ErrorOf(replaced("\"dir\": \"train_state\"", "\"dir\": \"state\"")),
+            f + "train_state.dir: 'state', must be 'train_state'");
+  EXPECT_EQ(ErrorOf(replaced("\"dir\": \"train_state\"", "\"dir\": \"train_state/x\"")),
+            f + "train_state.dir: 'train_state/x', must be 'train_state'");
+  EXPECT_EQ(ErrorOf(replaced("\"world\": 4,", "\"world\": 0,")),
+            f + "train_state.world: 0, must be at least 1");
+  EXPECT_EQ(ErrorOf(replaced("\"world\": 4,", "\"world\": \"4\",")),
+            f + "train_state.world: not an integer");
+  EXPECT_EQ(ErrorOf(replaced("\"world\": 4, ", "")), f + "train_state.world: missing");
+  EXPECT_EQ(ErrorOf(replaced("\"precision\": \"fp32\"", "\"precision\": null")),
+            f + "train_state.precision: not a string");
+  EXPECT_EQ(ErrorOf(replaced("\"rng\"", "7")), f + "train_state.contents[3]: not a string");
+  EXPECT_EQ(ErrorOf(replaced("\"contents\": [", "\"contents\": 5, \"c\": [")),
+            f + "train_state.contents: not an array");
+  EXPECT_EQ(ErrorOf(replaced("\"train_state\": {", "\"train_state\": 3, \"x\": {")),
+            f + "train_state: not an object");
+  // A state file's name: train_state/NAME, nothing deeper, and only with a train_state.
+  EXPECT_EQ(ErrorOf(replaced("train_state/__0_0.distcp", "train_state/a/__0_0.distcp")),
+            f + "files[3].name: 'train_state/a/__0_0.distcp' is neither a plain file name nor "
+                "train_state/NAME");
+  EXPECT_EQ(ErrorOf(replaced("train_state/__0_0.distcp", "other/__0_0.distcp")),
+            f + "files[3].name: 'other/__0_0.distcp' is neither a plain file name nor "
+                "train_state/NAME");
+  CheckpointManifest plain = Sample();
+  plain.files.push_back({"train_state/.metadata", 0, 0x2d06800538d394c2ull, kChunkBytes, {}});
+  EXPECT_EQ(ErrorOf(CheckpointManifestToJson(plain)),
+            f + "files[2].name: 'train_state/.metadata' is not a plain file name");
 }
 
 TEST(Manifest, ExtraMustBeAnObject) {

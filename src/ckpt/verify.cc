@@ -66,14 +66,29 @@ class Verifier {
       if (e.regular) report_.total_bytes += e.size;
       files_.emplace(e.name, std::move(e));
     }
+    if (const DirEntry* sub = Find(std::string(kTrainStateDir)); sub && sub->directory) {
+      // The training state's files count towards the checkpoint's bytes whether
+      // or not the manifest names them.
+      if (auto inside = ListDir(dir_ + "/" + std::string(kTrainStateDir)); inside.ok()) {
+        for (auto& e : *inside) {
+          if (e.regular) report_.total_bytes += e.size;
+          state_files_.emplace(std::string(kTrainStateDir) + "/" + e.name, std::move(e));
+        }
+        state_listed_ = true;
+      }
+    }
     ReadManifest();
     if (manifest_) CheckManifestFiles();
     CheckWeights();
-    if (manifest_ && options_.level == VerifyLevel::kFull) CheckHashes();
+    if (manifest_ && options_.level == VerifyLevel::kFull) CheckHashes(sized_ok_, false);
+    weight_problems_ = problems_;
+    if (manifest_ && manifest_->train_state) CheckTrainState();
     if (problems_ > kMaxProblems) {
       report_.problems.push_back(fmt::format("... and {} more problems", problems_ - kMaxProblems));
     }
-    report_.ok = problems_ == 0;
+    report_.weights_ok = weight_problems_ == 0;
+    report_.train_state_ok = report_.has_train_state && state_problems_ == 0;
+    report_.ok = report_.weights_ok && (!report_.has_train_state || report_.train_state_ok);
     report_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return std::move(report_);
   }
@@ -81,6 +96,12 @@ class Verifier {
  private:
   void Problem(std::string p) {
     if (++problems_ <= kMaxProblems) report_.problems.push_back(std::move(p));
+  }
+  // A problem of the training state: in train_state_problems and in problems.
+  // Each message starts with "train_state" (a file's name or the directory).
+  void StateProblem(std::string p) {
+    if (++state_problems_ <= kMaxProblems) report_.train_state_problems.push_back(p);
+    Problem(std::move(p));
   }
   const DirEntry* Find(const std::string& name) const {
     auto it = files_.find(name);
@@ -120,30 +141,51 @@ class Verifier {
     }
   }
 
+  // Checks a listed file against its entry in the directory; true when its size matches.
+  template <typename Report>
+  bool CheckListedFile(const FileRecord& f, const DirEntry* e, Report&& problem) {
+    if (e == nullptr) {
+      problem(fmt::format("{}: missing (evenkeel-checkpoint.json lists it with {} bytes)", f.name,
+                          f.size));
+    } else if (!e->regular) {
+      problem(fmt::format("{}: not a regular file", f.name));
+    } else if (e->size < f.size) {
+      problem(
+          fmt::format("{}: truncated: file ends at byte {}, evenkeel-checkpoint.json records {} "
+                      "bytes",
+                      f.name, e->size, f.size));
+    } else if (e->size > f.size) {
+      problem(fmt::format(
+          "{}: {} bytes, evenkeel-checkpoint.json records {} (extra bytes from byte {})", f.name,
+          e->size, f.size, f.size));
+    } else {
+      return true;
+    }
+    return false;
+  }
+
+  static bool InTrainState(std::string_view name) {
+    return name.size() > kTrainStateDir.size() && name.starts_with(kTrainStateDir) &&
+           name[kTrainStateDir.size()] == '/';
+  }
+
   void CheckManifestFiles() {
     std::set<std::string> listed;
     for (const FileRecord& f : manifest_->files) {
+      if (InTrainState(f.name)) continue;  // CheckTrainState's
       listed.insert(f.name);
-      const DirEntry* e = Find(f.name);
-      if (e == nullptr) {
-        Problem(fmt::format("{}: missing (evenkeel-checkpoint.json lists it with {} bytes)", f.name,
-                            f.size));
-      } else if (!e->regular) {
-        Problem(fmt::format("{}: not a regular file", f.name));
-      } else if (e->size < f.size) {
-        Problem(fmt::format(
-            "{}: truncated: file ends at byte {}, evenkeel-checkpoint.json records {} bytes",
-            f.name, e->size, f.size));
-      } else if (e->size > f.size) {
-        Problem(fmt::format(
-            "{}: {} bytes, evenkeel-checkpoint.json records {} (extra bytes from byte {})", f.name,
-            e->size, f.size, f.size));
-      } else {
+      if (CheckListedFile(f, Find(f.name), [this](std::string p) { Problem(std::move(p)); })) {
         sized_ok_.insert(f.name);
       }
     }
     for (const auto& [name, e] : files_) {
       if (name == kManifestName || listed.count(name)) continue;
+      if (name == kTrainStateDir && e.directory) {
+        if (manifest_->train_state) continue;  // CheckTrainState's
+        Problem(fmt::format("{}: a subdirectory, but evenkeel-checkpoint.json has no train_state",
+                            name));
+        continue;
+      }
       Problem(fmt::format("{}: not listed in evenkeel-checkpoint.json", name));
     }
     dtype_ = SafetensorsDtypeFor(manifest_->dtype);
@@ -344,12 +386,60 @@ class Verifier {
     }
   }
 
-  // Re-hashes each listed file of the right size; names the first chunk
-  // whose hash differs as a byte range.
-  void CheckHashes() {
+  // The training state (format 2): the directory train_state.dir, each listed
+  // file there with its size, DCP's .metadata and at least one *.distcp
+  // listed, nothing unlisted; at kFull every byte re-hashed. Its problems go to
+  // train_state_problems as well as problems; the weights' verdict stands apart.
+  void CheckTrainState() {
+    const TrainStateRef& ts = *manifest_->train_state;
+    report_.has_train_state = true;
+    report_.train_state_world = ts.world;
+    const DirEntry* sub = Find(ts.dir);
+    if (sub == nullptr || !sub->directory) {
+      StateProblem(fmt::format("{}: {} (evenkeel-checkpoint.json's train_state names it)", ts.dir,
+                               sub == nullptr ? "missing" : "not a directory"));
+      return;
+    }
+    if (!state_listed_) {
+      StateProblem(fmt::format("{}: cannot be listed", ts.dir));
+      return;
+    }
+    const std::string metadata = ts.dir + "/" + std::string(kTrainStateMetadata);
+    std::set<std::string> listed;
+    std::set<std::string> sized_ok;
+    int shards = 0;
+    for (const FileRecord& f : manifest_->files) {
+      if (!InTrainState(f.name)) continue;
+      listed.insert(f.name);
+      if (f.name.ends_with(kTrainStateShardExt)) ++shards;
+      auto it = state_files_.find(f.name);
+      const DirEntry* e = it == state_files_.end() ? nullptr : &it->second;
+      if (CheckListedFile(f, e, [this](std::string p) { StateProblem(std::move(p)); })) {
+        sized_ok.insert(f.name);
+      }
+    }
+    if (!listed.count(metadata)) {
+      StateProblem(fmt::format("{}: not listed in evenkeel-checkpoint.json ({} requires it)",
+                               metadata, kTrainStateFormat));
+    }
+    if (shards == 0) {
+      StateProblem(fmt::format("{}: no *{} file listed in evenkeel-checkpoint.json", ts.dir,
+                               kTrainStateShardExt));
+    }
+    for (const auto& [name, e] : state_files_) {
+      if (listed.count(name)) continue;
+      StateProblem(e.regular ? fmt::format("{}: not listed in evenkeel-checkpoint.json", name)
+                             : fmt::format("{}: not a regular file", name));
+    }
+    if (options_.level == VerifyLevel::kFull) CheckHashes(sized_ok, true);
+  }
+
+  // Re-hashes each listed file of the right size (`sized_ok`); names the first
+  // chunk whose hash differs as a byte range.
+  void CheckHashes(const std::set<std::string>& sized_ok, bool train_state) {
     std::vector<const FileRecord*> todo;
     for (const FileRecord& f : manifest_->files) {
-      if (sized_ok_.count(f.name)) todo.push_back(&f);
+      if (sized_ok.count(f.name)) todo.push_back(&f);
     }
     std::vector<std::string> found(todo.size());
     RunParallel(todo.size(), options_.threads, [&](size_t i) {
@@ -377,7 +467,12 @@ class Verifier {
       }
     });
     for (auto& p : found) {
-      if (!p.empty()) Problem(std::move(p));
+      if (p.empty()) continue;
+      if (train_state) {
+        StateProblem(std::move(p));
+      } else {
+        Problem(std::move(p));
+      }
     }
   }
 
@@ -385,7 +480,12 @@ class Verifier {
   const VerifyOptions& options_;
   VerifyReport report_;
   size_t problems_ = 0;
+  size_t weight_problems_ = 0;  // problems_ before the training state's were added
+  size_t state_problems_ = 0;
   std::map<std::string, DirEntry> files_;
+  // The training state directory's entries, named "train_state/NAME".
+  std::map<std::string, DirEntry> state_files_;
+  bool state_listed_ = false;
   std::optional<CheckpointManifest> manifest_;
   std::string dtype_;               // safetensors dtype every tensor must have; "" = any
   std::set<std::string> sized_ok_;  // listed files whose size matches the manifest

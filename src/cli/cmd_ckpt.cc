@@ -26,7 +26,22 @@ std::string ReportJson(const std::string& dir, const ckpt::VerifyReport& r) {
   w.Key("has_manifest").Bool(r.has_manifest).Key("step").Int(r.step);
   w.Key("total_bytes").Uint(r.total_bytes).Key("tensor_count").Uint(r.tensor_count);
   w.Key("shard_count").Int(r.shard_count).Key("seconds").Fixed(r.seconds, 3);
+  w.Key("weights_ok").Bool(r.weights_ok).Key("has_train_state").Bool(r.has_train_state);
+  w.Key("train_state_ok").Bool(r.train_state_ok).Key("train_state_world").Int(r.train_state_world);
+  w.Key("train_state_problems").StrArray(r.train_state_problems);
   return w.Key("problems").StrArray(r.problems).EndObject().Line();
+}
+
+// The training state's verdict, a line under the checkpoint's.
+std::string TrainStateLine(const ckpt::VerifyReport& r) {
+  if (!r.has_manifest) return "";
+  if (!r.has_train_state)
+    return "  train state: none (saved before format 2 or without it): resumes weights only\n";
+  if (r.train_state_ok)
+    return fmt::format("  train state: ok (world {}): resumes fully{}\n", r.train_state_world,
+                       r.weights_ok ? "" : ", but the weights fail");
+  return fmt::format("  train state: FAILED (world {}): {}\n", r.train_state_world,
+                     r.train_state_problems.empty() ? "" : r.train_state_problems.front());
 }
 
 std::string Bytes(uint64_t n) { return n == 0 ? "0 B" : run::FormatBytes(static_cast<double>(n)); }
@@ -63,6 +78,7 @@ int RunVerify(const std::string& dir, bool quick, bool json, bool no_manifest) {
                   Count(r->problems.size(), "problem").c_str());
       for (const auto& p : r->problems) std::printf("  %s\n", p.c_str());
     }
+    std::fputs(TrainStateLine(*r).c_str(), stdout);
   }
   if (!r->ok) {
     return ReportNo(fmt::format("{}: {}", dir, r->problems.front()));
@@ -80,6 +96,7 @@ int RunList(const std::string& ckpt_dir, bool quick, bool json) {
     for (const auto& e : *list) {
       w.BeginObject().Key("name").Str(e.name).Key("path").Str(e.path).Key("step").Int(e.step);
       w.Key("temp").Bool(e.temp).Key("ok").Bool(e.ok).Key("bytes").Uint(e.bytes);
+      w.Key("resume").Str(e.Resume());
       w.Key("mtime").Fixed(e.mtime, 3).Key("verdict").Str(e.verdict).EndObject();
     }
     std::fputs(w.EndArray().Line().c_str(), stdout);
@@ -89,11 +106,13 @@ int RunList(const std::string& ckpt_dir, bool quick, bool json) {
     std::printf("%s: no checkpoints\n", ckpt_dir.c_str());
     return kExitOk;
   }
-  std::printf("%-10s %10s %6s  %s\n", "STEP", "SIZE", "AGE", "VERDICT");
+  // RESUME: what a restart from it restores ("full": weights and training state,
+  // "weights", "-": it does not verify).
+  std::printf("%-10s %10s %6s %-7s  %s\n", "STEP", "SIZE", "AGE", "RESUME", "VERDICT");
   for (const auto& e : *list) {
     std::string step = e.temp ? fmt::format("({})", e.step) : fmt::format("{}", e.step);
-    std::printf("%-10s %10s %6s  %s\n", step.c_str(), Bytes(e.bytes).c_str(), Age(e.mtime).c_str(),
-                e.verdict.c_str());
+    std::printf("%-10s %10s %6s %-7s  %s\n", step.c_str(), Bytes(e.bytes).c_str(),
+                Age(e.mtime).c_str(), e.Resume().c_str(), e.verdict.c_str());
   }
   return kExitOk;
 }

@@ -403,6 +403,7 @@ Result<LaunchResult> Launcher::Run() {
       std::sort(nodes.begin(), nodes.end(),
                 [](const NodeRecord& x, const NodeRecord& y) { return x.node < y.node; });
       AttemptSummary a = JudgeAttempt(attempt, facts, nodes, before, restarts, &no_progress);
+      a.resume_level = resume.resume_level;
       attempts_.push_back(a);
       decision = a.decision;
       if (Status st = WriteRecord(dir + "/attempt.json", AttemptToJson(a) + "\n"); !st.ok())

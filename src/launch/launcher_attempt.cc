@@ -40,21 +40,22 @@ Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level
   return c;
 }
 
-// The checkpoint an attempt resumes from: the newest that verifies with checksums,
-// by ckpt::NewestVerified at kFull, which is what the trainer's
-// newest_verified(full=True) runs. The launcher hands it to the trainer
+// The checkpoint an attempt resumes from: the newest that verifies with checksums
+// at the run's resume level, by ckpt::NewestResumable at kFull, which is what the
+// trainer's newest_resumable(full=True) runs. The launcher hands it to the trainer
 // (EVENKEEL_RESUME_FROM), which resumes from exactly it, so what the launcher
 // prints is what happens. An error (the checkpoint folder cannot be read) is
 // returned: guessing "the start" would throw the run's progress away.
-Result<Checkpoint> ResumePoint(const std::string& ckpt_dir) {
+Result<Checkpoint> ResumePoint(const std::string& ckpt_dir, ckpt::ResumeLevel wanted) {
   Checkpoint c;
-  auto found = ckpt::NewestVerified(ckpt_dir, ckpt::VerifyLevel::kFull, &c.skipped);
+  auto found = ckpt::NewestResumable(ckpt_dir, ckpt::VerifyLevel::kFull, wanted, &c.skipped);
   if (!found.ok())
     return found.status().WithContext("launch: cannot choose the checkpoint to resume from");
   if (!*found) return c;
-  c.step = (*found)->step;
-  c.path = (*found)->path;
-  c.mtime = (*found)->mtime;
+  c.step = (*found)->entry.step;
+  c.path = (*found)->entry.path;
+  c.mtime = (*found)->entry.mtime;
+  c.level = std::string(ckpt::ResumeLevelName((*found)->level));
   auto m = ckpt::ReadCheckpointManifest(c.path);
   if (!m.ok()) return m.status().WithContext("launch: cannot choose the checkpoint to resume from");
   c.final = m->final;
@@ -72,12 +73,14 @@ Result<Checkpoint> ResumePoint(const std::string& ckpt_dir) {
 std::string DescribeResume(const Checkpoint& c) {
   std::string s = c.step >= 0 ? fmt::format("checkpoint step {}", c.step) : "the start";
   if (!c.skipped.empty()) s += fmt::format(" ({})", fmt::join(c.skipped, "; "));
+  if (c.level == "full") s += ", full state";
+  if (c.level == "weights") s += ", weights only";
   return s;
 }
 
 Result<ResumeChoice> Launcher::ChooseResume(int attempt, Checkpoint* before) {
   if (!resume_) {
-    EK_ASSIGN_OR_RETURN(Checkpoint pick, ResumePoint(paths_.ckpt_dir));
+    EK_ASSIGN_OR_RETURN(Checkpoint pick, ResumePoint(paths_.ckpt_dir, WantedResume()));
     resume_ = pick;
   }
   *before = *resume_;
@@ -87,7 +90,7 @@ Result<ResumeChoice> Launcher::ChooseResume(int attempt, Checkpoint* before) {
     c.where = "from the start, as --no-resume asks";
   } else if (before->step >= 0) {
     c = {before->path, before->step, before->manifest_xxh3,
-         "resuming from " + DescribeResume(*before)};
+         "resuming from " + DescribeResume(*before), before->level};
   } else {
     c.where = "from " + DescribeResume(*before);
   }
@@ -168,6 +171,10 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
   so.env.push_back({"EVENKEEL_RESUME_FROM", resume.resume_from});
   if (!resume.manifest_xxh3.empty())
     so.env.push_back({"EVENKEEL_RESUME_MANIFEST_XXH3", resume.manifest_xxh3});
+  // What the trainer restores from it: "full" (weights and the training state) or
+  // "weights" (node 0's NewestResumable found no verified state, or the run asks so).
+  if (!resume.resume_level.empty())
+    so.env.push_back({"EVENKEEL_RESUME_LEVEL", resume.resume_level});
   so.output_pipe = true;
   so.parent_death_signal = SIGKILL;
   const std::string log_path = fmt::format("{}/torchrun-node-{}.log", dir, cluster_.node_rank);

@@ -70,8 +70,10 @@ struct Checkpoint {
   double mtime = 0;
   bool final = false;
   uint64_t tokens = 0;
-  std::vector<std::string>
-      skipped;  // newer ones that did not verify: "step-00000020: skipped: <headline>"
+  // newer ones that did not verify: "step-00000020: skipped: <headline>", and why a
+  // resume gives weights only (ckpt::NewestResumable's warnings)
+  std::vector<std::string> skipped;
+  std::string level;  // what a resume from it restores: "full", "weights"; "" without one
   // xxh3-64 of its evenkeel-checkpoint.json when it was verified with checksums (ResumePoint):
   // the trainer, handed it, checks that digest and the files' sizes instead of rehashing.
   std::string manifest_xxh3;
@@ -80,14 +82,17 @@ struct Checkpoint {
 // launcher_attempt.cc
 Checkpoint NewestCheckpoint(const std::string& ckpt_dir, ckpt::VerifyLevel level,
                             std::vector<std::string>* warnings);
-// The checkpoint an attempt resumes from: the newest that verifies with checksums,
-// by ckpt::NewestVerified at kFull, which is what the trainer's
-// newest_verified(full=True) runs. The launcher hands it to the trainer
-// (EVENKEEL_RESUME_FROM), which resumes from exactly it, so what the launcher
-// prints is what happens. An error (the checkpoint folder cannot be read) is
-// returned: guessing "the start" would throw the run's progress away.
-Result<Checkpoint> ResumePoint(const std::string& ckpt_dir);
-// "checkpoint step 10 (step-00000020: skipped: checksum mismatch ...)", "the start".
+// The checkpoint an attempt resumes from: the newest that verifies with checksums
+// at the run file's checkpoint.resume level (`wanted`), by ckpt::NewestResumable at
+// kFull, which is what the trainer's newest_resumable(full=True) runs: with
+// "full", the newest whose weights and training state verify, else the newest
+// whose weights do (level "weights", a warning in `skipped` saying why). The launcher hands it to
+// the trainer (EVENKEEL_RESUME_FROM), which resumes from exactly it, so what the launcher prints is
+// what happens. An error (the checkpoint folder cannot be read) is returned: guessing "the start"
+// would throw the run's progress away.
+Result<Checkpoint> ResumePoint(const std::string& ckpt_dir, ckpt::ResumeLevel wanted);
+// "checkpoint step 10 (step-00000020: skipped: checksum mismatch ...), full state",
+// "checkpoint step 10, weights only", "the start".
 std::string DescribeResume(const Checkpoint& c);
 
 struct AttemptSummary {
@@ -97,6 +102,7 @@ struct AttemptSummary {
   std::string fr_verdict;  // the flight recorder's line; "" when the attempt did not fail
   bool fr_conclusive = false;
   int64_t checkpoint_before = -1, checkpoint_after = -1;
+  std::string resume_level;  // what the attempt resumed: "full", "weights"; "" from the start
   int64_t step_reached = -1;
   Decision decision;
   std::vector<NodeRecord> nodes;
@@ -144,8 +150,8 @@ class Launcher {
   // a Status when a gate record cannot be written.
   Result<bool> Gate(int* first_attempt, int* exit_code);
   // One attempt on this node; a Status when its folder cannot be made. `resume` is
-  // node 0's choice, handed to every rank (EVENKEEL_RESUME_FROM and
-  // EVENKEEL_RESUME_MANIFEST_XXH3), the same on every node.
+  // node 0's choice, handed to every rank (EVENKEEL_RESUME_FROM,
+  // EVENKEEL_RESUME_MANIFEST_XXH3 and EVENKEEL_RESUME_LEVEL), the same on every node.
   Result<NodeRecord> RunAttempt(int attempt, const ResumeChoice& resume);
   // Node 0: chooses the checkpoint the attempt resumes from (`before`) and writes it
   // to attempt-NNN/resume.json for the other nodes. A Status when no checkpoint can
@@ -175,6 +181,10 @@ class Launcher {
   const LaunchOptions& o_;
   Say say_;
   run::RunFile run_;
+  // The run file's checkpoint.resume (checked by its reader).
+  ckpt::ResumeLevel WantedResume() const {
+    return ckpt::ParseResumeLevel(run_.resume).value_or(ckpt::ResumeLevel::kFull);
+  }
   Cluster cluster_;
   Paths paths_;
   std::string torchrun_, python_;

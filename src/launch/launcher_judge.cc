@@ -37,7 +37,7 @@ AttemptSummary Launcher::JudgeAttempt(int attempt, const std::vector<NodeFacts>&
   // The newest checkpoint that verifies with checksums: progress, done, and the next attempt's
   // resume point.
   Checkpoint after;
-  if (auto pick = ResumePoint(paths_.ckpt_dir); pick.ok()) {
+  if (auto pick = ResumePoint(paths_.ckpt_dir, WantedResume()); pick.ok()) {
     after = *pick;
     resume_ = after;
   } else {

@@ -56,6 +56,12 @@ std::string AttemptToJson(const AttemptSummary& a) {
   w.Key("seconds").Fixed(a.end - a.start, 1).Key("outcome").Str(OutcomeName(a.outcome));
   w.Key("step_reached").Int(a.step_reached).Key("checkpoint_before").Int(a.checkpoint_before);
   w.Key("checkpoint_after").Int(a.checkpoint_after);
+  w.Key("resume_level");
+  if (a.resume_level.empty()) {
+    w.Null();
+  } else {
+    w.Str(a.resume_level);
+  }
   w.Key("flight_recorder")
       .BeginObject()
       .Key("verdict")

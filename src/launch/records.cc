@@ -5,6 +5,7 @@
 
 #include <limits>
 
+#include "ckpt/checkpoint.h"
 #include "core/json_check.h"
 #include "core/json_fields.h"
 #include "core/json_out.h"
@@ -187,7 +188,14 @@ std::string ResumeChoiceToJson(int attempt, const ResumeChoice& c) {
       .Str(c.resume_from)
       .Key("step")
       .Int(c.step);
-  w.Key("manifest_xxh3").Str(c.manifest_xxh3).Key("where").Str(c.where).EndObject();
+  w.Key("manifest_xxh3").Str(c.manifest_xxh3).Key("where").Str(c.where);
+  w.Key("resume_level");
+  if (c.resume_level.empty()) {
+    w.Null();
+  } else {
+    w.Str(c.resume_level);
+  }
+  w.EndObject();
   return w.Line();
 }
 
@@ -217,6 +225,17 @@ Result<ResumeChoice> ResumeChoiceFromJson(std::string_view json, const std::stri
     return f.Err("manifest_xxh3",
                  none ? "set with resume_from \"none\""
                       : fmt::format("{} is not 16 hex digits", JsonString(c.manifest_xxh3)));
+  }
+  if (f.AbsentOrNull("resume_level")) {
+    if (!f.Has("resume_level")) return f.Err("resume_level", "missing");
+    if (!none)
+      return f.Err("resume_level", fmt::format("null for the checkpoint {}", c.resume_from));
+  } else {
+    EK_RETURN_IF_ERROR(f.Str("resume_level", &c.resume_level));
+    if (none) return f.Err("resume_level", "set with resume_from \"none\"");
+    if (!ckpt::ParseResumeLevel(c.resume_level)) {
+      return f.Err("resume_level", fmt::format("{} (full, weights)", JsonString(c.resume_level)));
+    }
   }
   return c;
 }

@@ -86,10 +86,14 @@ struct ResumeChoice {
   std::string
       manifest_xxh3;  // 16 hex digits: xxh3-64 of its evenkeel-checkpoint.json; "" with "none"
   std::string where;  // node 0's words for it: "resuming from checkpoint step 10 (...)"
+  // What the ranks restore from it (EVENKEEL_RESUME_LEVEL): "full" or "weights";
+  // "" with "none" (null in the file).
+  std::string resume_level;
 };
 std::string ResumeChoiceToJson(int attempt, const ResumeChoice& c);
 // `attempt` is the attempt the file must be about. A path with a step of -1 (or
-// "none" with a step), or a digest that is not 16 hex digits, is an error naming it.
+// "none" with a step), a digest that is not 16 hex digits, or a resume_level that
+// is not "full" or "weights" with a path (null with "none"), is an error naming it.
 Result<ResumeChoice> ResumeChoiceFromJson(std::string_view json, const std::string& name,
                                           int attempt);
 // What summary.json counts of an attempt an earlier launcher of the session

@@ -337,23 +337,27 @@ constexpr const char* kResumeFile = "attempt-002/resume.json";
 
 TEST(ResumeChoiceTest, RoundTrips) {
   ResumeChoice c{"/nfs/ckpt/step-00000010", 10, "0123456789abcdef",
-                 "resuming from checkpoint step 10 (step-00000020: skipped: checksum mismatch)"};
+                 "resuming from checkpoint step 10 (step-00000020: skipped: checksum mismatch)",
+                 "weights"};
   auto back = ResumeChoiceFromJson(ResumeChoiceToJson(2, c), kResumeFile, 2);
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->resume_from, c.resume_from);
   EXPECT_EQ(back->step, 10);
   EXPECT_EQ(back->manifest_xxh3, c.manifest_xxh3);
   EXPECT_EQ(back->where, c.where);
+  EXPECT_EQ(back->resume_level, "weights");
   auto none = ResumeChoiceFromJson(ResumeChoiceToJson(2, ResumeChoice{}), kResumeFile, 2);
   ASSERT_TRUE(none.ok()) << none.status().message();
   EXPECT_EQ(none->resume_from, "none");
   EXPECT_EQ(none->step, -1);
   EXPECT_EQ(none->manifest_xxh3, "");
+  EXPECT_EQ(none->resume_level, "");
 }
 
 // The other nodes hand their ranks exactly this: nothing in it may be guessed.
 TEST(ResumeChoiceTest, AMissingMistypedOrInconsistentFieldIsAnErrorNamingItAndTheFile) {
-  const std::string good = ResumeChoiceToJson(2, {"/c/step-00000010", 10, "0123456789abcdef", "w"});
+  const std::string good =
+      ResumeChoiceToJson(2, {"/c/step-00000010", 10, "0123456789abcdef", "w", "full"});
   EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(With(good, "\"resume_from\": \"/c/step-00000010\", ", ""),
                                          kResumeFile, 2)),
             "attempt-002/resume.json: resume_from: missing");
@@ -373,6 +377,24 @@ TEST(ResumeChoiceTest, AMissingMistypedOrInconsistentFieldIsAnErrorNamingItAndTh
   EXPECT_EQ(
       ErrorOf(ResumeChoiceFromJson(With(none, "\"step\": -1", "\"step\": 4"), kResumeFile, 2)),
       "attempt-002/resume.json: step: 4 with resume_from \"none\"");
+  EXPECT_EQ(
+      ErrorOf(ResumeChoiceFromJson(
+          With(good, "\"resume_level\": \"full\"", "\"resume_level\": \"opt\""), kResumeFile, 2)),
+      "attempt-002/resume.json: resume_level: \"opt\" (full, weights)");
+  EXPECT_EQ(
+      ErrorOf(ResumeChoiceFromJson(
+          With(good, "\"resume_level\": \"full\"", "\"resume_level\": null"), kResumeFile, 2)),
+      "attempt-002/resume.json: resume_level: null for the checkpoint /c/step-00000010");
+  EXPECT_EQ(
+      ErrorOf(ResumeChoiceFromJson(With(good, ", \"resume_level\": \"full\"", ""), kResumeFile, 2)),
+      "attempt-002/resume.json: resume_level: missing");
+  EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(
+                With(good, "\"resume_level\": \"full\"", "\"resume_level\": 1"), kResumeFile, 2)),
+            "attempt-002/resume.json: resume_level: not a string");
+  EXPECT_EQ(
+      ErrorOf(ResumeChoiceFromJson(
+          With(none, "\"resume_level\": null", "\"resume_level\": \"full\""), kResumeFile, 2)),
+      "attempt-002/resume.json: resume_level: set with resume_from \"none\"");
   EXPECT_EQ(ErrorOf(ResumeChoiceFromJson(good, kResumeFile, 3)),
             "attempt-002/resume.json: attempt: 2, but the file is attempt 3's");
 }
@@ -501,7 +523,10 @@ TEST(RecordBytesTest, EachRecordIsWrittenAsDocumented) {
   c.where = "w";
   EXPECT_EQ(ResumeChoiceToJson(1, c),
             "{\"attempt\": 1, \"resume_from\": \"none\", \"step\": -1, \"manifest_xxh3\": \"\", "
-            "\"where\": \"w\"}\n");
+            "\"where\": \"w\", \"resume_level\": null}\n");
+  c = {"/c/step-00000010", 10, "0123456789abcdef", "w", "full"};
+  EXPECT_NE(ResumeChoiceToJson(1, c).find("\"where\": \"w\", \"resume_level\": \"full\"}"),
+            std::string::npos);
   GateVerdict v;
   v.overall = gate::Verdict::kWarn;
   v.text = "t";

@@ -36,6 +36,10 @@ inline constexpr const char* kCheckpointCopiedFiles[] = {"config.json",
                                                          "chat_template.json",
                                                          "added_tokens.json"};
 
+// Bytes a parameter takes in a checkpoint's training state: fp32 parameter (4),
+// AdamW's exp_avg and exp_avg_sq (4 + 4), beside the bf16 export's 2.
+inline constexpr double kTrainStateBytesPerParam = 12;
+
 // What the plan needs of a model; from a Hugging Face config.json, or just a
 // parameter count (then has_shape is false and activations are not estimated).
 struct ModelShape {
@@ -143,9 +147,9 @@ struct Plan {
       0;  // bf16 safetensors shards: 2 B/param (tied embeddings once) + headers
   double checkpoint_extra_bytes =
       0;  // beside them: the copied model files, the index, evenkeel-checkpoint.json
-  // The training state (fp32 master weights, Adam m and v): 0 while checkpoints hold
-  // weights only. When they hold it (a DCP checkpoint) it is 12 B/param in all, written
-  // sharded (each rank its 12 x params / world), so 12 x params on a shared checkpoint.dir.
+  // The training state in train_state/ (checkpoint format 2, written by DCP): fp32
+  // parameters and AdamW's two moments, kTrainStateBytesPerParam in all, written sharded
+  // (each rank its 12 x params / world), so 12 x params on a shared checkpoint.dir.
   double checkpoint_state_bytes = 0;
   int64_t checkpoint_shards = 0;
   bool checkpoint_copies_measured =

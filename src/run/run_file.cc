@@ -14,6 +14,7 @@
 #include <set>
 #include <variant>
 
+#include "ckpt/checkpoint.h"
 #include "core/file.h"
 #include "core/json_out.h"
 #include "packfile/manifest.h"
@@ -110,6 +111,7 @@ const Key kKeys[] = {
     {"checkpoint", "keep", &RunFile::keep},
     {"checkpoint", "write_gbps", &RunFile::write_gbps},
     {"checkpoint", "shard_size_gb", &RunFile::shard_size_gb},
+    {"checkpoint", "resume", &RunFile::resume},
     {"evenfix", "mode", &RunFile::evenfix},
     {"evenfix", "max_drop_pct", &RunFile::evenfix_max_drop_pct, false, 0, 100},
     {"distributed", "backend", &RunFile::backend},
@@ -573,6 +575,9 @@ Status ValidateRunFile(const RunFile& r) {
   if (r.keep < 1) return bad("checkpoint.keep must be at least 1");
   if (r.write_gbps <= 0) return bad("checkpoint.write_gbps must be positive");
   if (r.shard_size_gb <= 0) return bad("checkpoint.shard_size_gb must be positive");
+  if (!ckpt::ParseResumeLevel(r.resume)) {
+    return bad(fmt::format("checkpoint.resume '{}' (full, weights)", r.resume));
+  }
   if (r.headroom < 0 || r.headroom >= 1) return bad("gpu.headroom must be in [0, 1)");
   if (!(r.evenfix_max_drop_pct >= 0 && r.evenfix_max_drop_pct <= 100)) {
     return bad("evenfix.max_drop_pct must be in [0, 100]");

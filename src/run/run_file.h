@@ -95,6 +95,9 @@ struct RunFile {
   int keep = 2;              // checkpoints kept on disk
   double write_gbps = 1.0;   // planned write bandwidth, GB/s, for the save time
   double shard_size_gb = 5;  // largest safetensors shard, GB (10^9 bytes)
+  // What a restart restores: "full" (weights and the training state: optimizer,
+  // scheduler, RNG, data position) or "weights"; ckpt::ParseResumeLevel's names.
+  std::string resume = "full";
   // [evenfix]
   EvenfixMode evenfix = EvenfixMode::kMin;
   double evenfix_max_drop_pct =

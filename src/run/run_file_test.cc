@@ -435,6 +435,29 @@ TEST(RunFileDataTest, AttentionIsIsolatedByDefaultAndOnlyIsolatedOrCross) {
       << typed.status().message();
 }
 
+TEST(RunFileCheckpointTest, ResumeIsFullByDefaultAndOnlyFullOrWeights) {
+  auto def = ParseRunFile("[checkpoint]\nkeep = 3\n", "run.toml");
+  ASSERT_TRUE(def.ok()) << def.status().message();
+  EXPECT_EQ(def->resume, "full");
+  EXPECT_NE(RunFileToJson(*def).find(R"("resume": "full")"), std::string::npos);
+  auto weights = ParseRunFile("[checkpoint]\nresume = \"weights\"\n", "run.toml");
+  ASSERT_TRUE(weights.ok()) << weights.status().message();
+  EXPECT_EQ(weights->resume, "weights");
+  EXPECT_NE(RunFileToJson(*weights).find(R"("resume": "weights")"), std::string::npos);
+  auto bad = ParseRunFile("[checkpoint]\nresume = \"optimizer\"\n", "run.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), "run.toml: checkpoint.resume 'optimizer' (full, weights)");
+  auto typed = ParseRunFile("[checkpoint]\nresume = true\n", "run.toml");
+  ASSERT_FALSE(typed.ok());
+  EXPECT_NE(typed.status().message().find("checkpoint.resume (line 2) must be a string"),
+            std::string::npos)
+      << typed.status().message();
+  auto misspelt = ParseRunFile("[checkpoint]\nresum = \"full\"\n", "run.toml");
+  ASSERT_FALSE(misspelt.ok());
+  EXPECT_NE(misspelt.status().message().find("unknown key checkpoint.resum"), std::string::npos)
+      << misspelt.status().message();
+}
+
 TEST(RunFileDataTest, BadSourcesAreNamed) {
   auto err = [](const std::string& toml) {
     auto r = ParseRunFile(toml, "run.toml");

@@ -92,7 +92,10 @@ def test_the_planned_checkpoint_is_the_written_one(setup):
     assert plan.returncode == OK, plan.stdout + plan.stderr
     p = json.loads(plan.stdout)
     written = write_checkpoint(model_dir, pack_dir, ckpt, run, step=2)
-    real = {f.name: f.stat().st_size for f in written.iterdir()}
+    real = {f.name: f.stat().st_size for f in written.iterdir() if f.is_file()}
+    # The training state (checkpoint format 2), when the writer saves it: DCP's files.
+    state_dir = written / "train_state"
+    state_real = sum(f.stat().st_size for f in state_dir.iterdir()) if state_dir.is_dir() else 0
     planned = {f["name"]: f["bytes"] for f in p["checkpoint_files"]}
     # The same files: the shards, the index, the manifest and every model file the writer
     # copies (README.md is not one); a name copied but not planned is a drift between
@@ -102,9 +105,13 @@ def test_the_planned_checkpoint_is_the_written_one(setup):
     copied = set(OPTIONAL) | {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"}
     assert copied == set(TOKENIZER_FILES) | {"config.json", "generation_config.json"}
     total = sum(real.values())
-    assert abs(p["checkpoint_bytes"] - total) <= 0.10 * total, (p["checkpoint_bytes"], total, planned, real)
+    beside_state = p["checkpoint_bytes"] - p["checkpoint_state_bytes"]
+    assert abs(beside_state - total) <= 0.10 * total, (beside_state, total, planned, real)
     assert p["checkpoint_bytes"] == p["checkpoint_weight_bytes"] + p["checkpoint_extra_bytes"] + p["checkpoint_state_bytes"]
-    assert p["checkpoint_state_bytes"] == 0  # weights only until checkpoints hold the optimizer
+    # The training state: fp32 parameters and AdamW's two moments, 12 B/param.
+    assert p["checkpoint_state_bytes"] == 12 * p["params"]
+    if state_real:
+        assert abs(p["checkpoint_state_bytes"] - state_real) <= 0.10 * state_real, (p["checkpoint_state_bytes"], state_real)
     assert p["checkpoint_copies_measured"] is True
     # The weights are exact up to the headers' few bytes; the copied files are the model's.
     shards = [n for n in real if n.endswith(".safetensors")]
@@ -124,9 +131,9 @@ def test_the_planned_checkpoint_is_the_written_one(setup):
     storage = next(c for c in json.loads(gate.stdout)["checks"] if c["name"] == "storage")
     n = storage["numbers"]
     assert n["checkpoint_bytes"] == p["checkpoint_bytes"]
-    assert n["checkpoints_existing"] == 1 and n["checkpoint_existing_bytes"] == total
+    assert n["checkpoints_existing"] == 1 and n["checkpoint_existing_bytes"] == total + state_real
     size = p["checkpoint_bytes"]
-    assert n["checkpoint_need_bytes"] == pytest.approx(max(2 * size, 3 * size - total))
+    assert n["checkpoint_need_bytes"] == pytest.approx(max(2 * size, 3 * size - total - state_real))
     assert "needs 3 x " in storage["reason"] and "(keep 2 + 1 during a save)" in storage["reason"], storage["reason"]
     assert "less the 1 verified checkpoint(s) already there (step-00000002" in storage["reason"], storage["reason"]
     assert storage["verdict"] == "PASS", storage

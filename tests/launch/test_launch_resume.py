@@ -43,7 +43,8 @@ def test_a_corrupt_newest_checkpoint_is_skipped_by_the_launcher_and_the_trainer_
     first = launch(rf, "--", "--stop-after", "4")
     assert first.returncode == 75, first.stdout + first.stderr  # exited 0 short of the final step, no restart left
     none = json.loads((session(tmp_path) / "attempt-001" / "resume.json").read_text())
-    assert none == {"attempt": 1, "resume_from": "none", "step": -1, "manifest_xxh3": "", "where": "from the start"}
+    assert none == {"attempt": 1, "resume_from": "none", "step": -1, "manifest_xxh3": "", "where": "from the start",
+                    "resume_level": None}
     ckpt = tmp_path / "ckpt"
     assert sorted(p.name for p in ckpt.glob("step-*")) == ["step-00000002", "step-00000004"]
     shard = sorted((ckpt / "step-00000004").glob("model-*.safetensors"))[0]
