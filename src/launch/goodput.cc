@@ -58,7 +58,7 @@ double GoodputTimeOfStep(const AttemptTimeline& a, int64_t k, double from, doubl
 
 // One attempt from the walk's cursor to its end.
 void GoodputAccountAttempt(const AttemptTimeline& a, bool after_failure, GoodputWalk* walk,
-                    GoodputAccount* g) {
+                           GoodputAccount* g) {
   double end = std::max(a.end, walk->cursor());
   const double started = a.started > 0 ? a.started : a.spawn;
   double train_start = a.train_start;

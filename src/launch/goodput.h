@@ -38,22 +38,23 @@ inline constexpr int64_t kAllStepsKept = std::numeric_limits<int64_t>::max();
 // One attempt, as the accounting needs it. Times are Unix seconds; 0 is unknown.
 struct AttemptTimeline {
   int attempt = 0;
-  double spawn = 0;        // torchrun was started (the earliest node)
-  double started = 0;      // every rank's process had started (0: spawn)
-  double train_start = 0;  // the first training step began (0: the first mark's time)
+  double spawn = 0;             // torchrun was started (the earliest node)
+  double started = 0;           // every rank's process had started (0: spawn)
+  double train_start = 0;       // the first training step began (0: the first mark's time)
   std::vector<StepMark> marks;  // in time order
   int64_t resumed_from = -1;    // the step it resumed from; -1: the start
   // The newest step of it that counts: the step the next attempt resumes from (a
   // failed or cancelled attempt), kAllStepsKept (a completed or still running one).
   int64_t kept_through = kAllStepsKept;
   bool failed = false;
-  double failed_at = 0;    // a rank failed (crashed, or stopped progressing)
-  double detected_at = 0;  // the failure was acted on (a timeout fired, the ranks were told to stop)
-  double end = 0;          // every rank had stopped (the latest node's end)
+  double failed_at = 0;  // a rank failed (crashed, or stopped progressing)
+  double detected_at =
+      0;           // the failure was acted on (a timeout fired, the ranks were told to stop)
+  double end = 0;  // every rank had stopped (the latest node's end)
 };
 
 struct GoodputResult {
-  GoodputAccount launch;                // from launch_start to launch_end
+  GoodputAccount launch;                 // from launch_start to launch_end
   std::vector<GoodputAccount> attempts;  // each from the previous one's end (or launch_start)
 };
 
