@@ -8,6 +8,8 @@
     hb.set_phase("forward", step + 1)             # what the rank is doing, and for which step
     with hb.phase("save", step):                  # a save: the watcher allows for it
         save_checkpoint(...)
+    hb.training_started()                         # the first step begins (after load, resume)
+    hb.add_save_blocked(seconds)                  # a save held training up this long
     hb.done()                                     # a clean exit, not a crash
 
 Each rank owns one small file, DIR/rank-<RANK>.json (about 300 bytes), rewritten
@@ -31,6 +33,13 @@ the phase with the step it belongs to and when it began, the pid and
 optionally the run's total steps (docs/heartbeat_format.md). The phases the
 reference trainer reports: load, forward, backward, optimizer, save_barrier,
 save, done.
+
+For the launcher's goodput account (docs/launch.md "Goodput") it also carries
+when the rank's process started (`started`: by default the process's start time
+from /proc/self/stat, else the time evenkeel was imported), when its first
+training step began (`train_start`, set by training_started()), and the seconds
+its training was blocked by saves with the number of saves (`save_blocked_s`,
+`saves`, added to by add_save_blocked()).
 """
 
 from __future__ import annotations
@@ -47,6 +56,25 @@ import time
 __all__ = ["Heartbeat"]
 
 _FORMAT_VERSION = 1
+_IMPORTED_AT = time.time()  # the fallback for the process's start time
+
+
+def process_start_time() -> float:
+    """Wall time (Unix s) this process started: /proc/self/stat's starttime (clock ticks
+    after boot) plus the boot time from /proc/stat; the time evenkeel.heartbeat was imported
+    where /proc cannot say (not Linux)."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            stat = f.read().decode()
+        # The command name, field 2, is in parentheses and may hold spaces: split after it.
+        ticks = int(stat[stat.rindex(")") + 2:].split()[19])
+        with open("/proc/stat") as f:
+            btime = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        started = btime + ticks / os.sysconf("SC_CLK_TCK")
+        # btime has a one-second resolution: never later than now, never after the import.
+        return min(started, _IMPORTED_AT)
+    except (OSError, ValueError, IndexError, StopIteration):
+        return _IMPORTED_AT
 _EWMA = 0.3  # weight of the newest interval in step_s and tok_s
 
 
@@ -61,7 +89,7 @@ def _env_int(*names: str) -> int | None:
 class Heartbeat:
     def __init__(self, dir: str | None = None, rank: int | None = None,
                  local_rank: int | None = None, total_steps: int | None = None,
-                 min_interval_s: float = 0.2):
+                 min_interval_s: float = 0.2, started: float | None = None):
         self.dir = dir or os.environ.get("EVENKEEL_HEARTBEAT_DIR") or "/tmp/evenkeel-heartbeat"
         self.rank = rank if rank is not None else (_env_int("RANK") or 0)
         self.local_rank = (local_rank if local_rank is not None
@@ -71,6 +99,10 @@ class Heartbeat:
             raise ValueError(f"heartbeat: rank {self.rank} / local rank {self.local_rank} must be >= 0")
         self.total_steps = int(total_steps) if total_steps else 0
         self.min_interval_s = float(min_interval_s)
+        self.started = float(started) if started is not None else process_start_time()
+        self._train_start = 0.0  # 0: training_started() not called yet
+        self._save_blocked_s = 0.0
+        self._saves = 0
         self._failing = False  # a failure was reported and no write has succeeded since
         self.path = os.path.join(self.dir, f"rank-{self.rank}.json")
         self._tmp = os.path.join(self.dir, f".rank-{self.rank}.json.tmp.{os.getpid()}")
@@ -121,6 +153,27 @@ class Heartbeat:
             self._write()
         else:
             self._wake.set()
+
+    def training_started(self) -> None:
+        """The first training step of this process begins now (after model load and resume)."""
+        with self._lock:
+            now = time.time()
+            self._train_start = now
+            self._beat_time = now
+            self._dirty = True
+            self._write()
+
+    def add_save_blocked(self, seconds: float) -> None:
+        """A save held this process's training up for `seconds`: added, and counted as a save."""
+        seconds = float(seconds)
+        if not seconds >= 0:  # NaN too
+            raise ValueError(f"heartbeat: save_blocked seconds {seconds} must be >= 0")
+        with self._lock:
+            self._save_blocked_s += seconds
+            self._saves += 1
+            self._beat_time = time.time()  # when the save let training go on
+            self._dirty = True
+            self._write()
 
     @contextlib.contextmanager
     def phase(self, name: str, step: int | None = None):
@@ -190,8 +243,11 @@ class Heartbeat:
             "time": self._beat_time or time.time(), "step_time": self._step_time,
             "step_s": round(self._step_s, 6), "tok_s": round(self._tok_s, 3), "phase": self._phase,
             "phase_step": self._phase_step, "phase_time": round(self._phase_time, 3),
-            "total_steps": self.total_steps,
+            "total_steps": self.total_steps, "started": round(self.started, 3),
+            "save_blocked_s": round(self._save_blocked_s, 6), "saves": self._saves,
         }
+        if self._train_start:
+            rec["train_start"] = round(self._train_start, 3)
         data = json.dumps(rec, separators=(",", ":")).encode()
         op, target = "open", self._tmp
         try:

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "agent/checkpoint_scan.h"
+#include "core/env.h"
 #include "core/process.h"
 #include "telemetry/replay.h"
 
@@ -165,6 +166,19 @@ AgentStatus Agent::Snapshot() {
     s.checkpoint_complete_age_s = std::max(0.0, now - s.checkpoint.newest_complete->mtime);
   if (s.checkpoint.in_progress)
     s.checkpoint_progress_age_s = std::max(0.0, now - s.checkpoint.in_progress->mtime);
+  // Written by node 0's launcher from the first attempt on: absent before, not a problem.
+  if (!options_.goodput_path.empty()) {
+    if (Env::Default()->Exists(options_.goodput_path)) {
+      auto text = Env::Default()->ReadFile(options_.goodput_path);
+      auto g = text.ok() ? heartbeat::ParseGoodputFile(*text, options_.goodput_path)
+                         : Result<heartbeat::GoodputFile>(text.status());
+      if (g.ok()) {
+        s.goodput = std::move(*g);
+      } else {
+        s.problems.push_back(g.status().message());
+      }
+    }
+  }
   return s;
 }
 

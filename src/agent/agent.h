@@ -44,6 +44,9 @@ struct AgentOptions {
   std::string heartbeat_dir;
   std::string checkpoint_dir;
   int rank_base = -1;  // global rank of GPU 0 (host's index in cluster.hosts x gpus_per_node)
+  // The launcher's running goodput account (heartbeat/goodput_account.h), exported as
+  // evenkeel_goodput_*; "": none (an agent not started by `evenkeel launch --agent`).
+  std::string goodput_path;
 };
 
 class Agent {

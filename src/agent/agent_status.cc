@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <tuple>
+#include <utility>
 
 #include "core/json_fields.h"
 #include "core/json_out.h"
@@ -268,6 +269,25 @@ std::string AgentStatusToMetrics(const AgentStatus& s) {
          "1 while a newer checkpoint is being written.");
   out += fmt::format("evenkeel_checkpoint_in_progress{{{}}} {}\n", base,
                      s.checkpoint.in_progress ? 1 : 0);
+  if (s.goodput) {
+    // The launch's goodput account (docs/launch.md "Goodput"), as node 0's launcher last wrote it.
+    const heartbeat::GoodputAccount& g = s.goodput->goodput;
+    family("evenkeel_goodput_ratio", "gauge",
+           "Productive training time over the launch's wall time (0-1).");
+    out += fmt::format("evenkeel_goodput_ratio{{{}}} {}\n", base, PromNum(g.Ratio()));
+    family("evenkeel_goodput_seconds", "gauge",
+           "The launch's wall time by part; the parts sum to the wall time.");
+    for (auto [part, v] : {std::pair{"training", g.training_s},
+                           {"redone", g.redone_s},
+                           {"detection", g.detection_s},
+                           {"stopping", g.stopping_s},
+                           {"rendezvous", g.rendezvous_s},
+                           {"startup", g.startup_s},
+                           {"save_blocked", g.save_blocked_s},
+                           {"other", g.other_s}}) {
+      out += fmt::format("evenkeel_goodput_seconds{{{},part=\"{}\"}} {}\n", base, part, PromNum(v));
+    }
+  }
   family("evenkeel_agent_problems", "gauge",
          "Unreadable heartbeat files and bad telemetry input now.");
   out += fmt::format("evenkeel_agent_problems{{{}}} {}\n", base, s.problems.size());

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "heartbeat/goodput_account.h"
 #include "heartbeat/heartbeat.h"
 
 namespace ek::watch {
@@ -68,6 +69,9 @@ struct AgentStatus {
   double checkpoint_complete_age_s = -1;  // now - newest complete checkpoint's mtime
   double checkpoint_progress_age_s = -1;  // now - in-progress save's newest write
   std::vector<std::string> problems;      // unreadable heartbeat files, telemetry input problems
+  // The launcher's goodput.json when the agent was given one and it could be read
+  // (/metrics only: an unreadable one is a problem).
+  std::optional<heartbeat::GoodputFile> goodput;
 };
 
 std::string AgentStatusToJson(const AgentStatus& s);

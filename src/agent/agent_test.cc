@@ -1,10 +1,12 @@
 #include "agent/agent.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <unistd.h>
 
 #include <thread>
+#include <utility>
 
 #include "agent/agent_server.h"
 #include "ckpt/checkpoint.h"
@@ -53,8 +55,9 @@ struct AgentFixture {
     meta.step = 10;
     meta.dtype = "float32";
     ckpt::FinalizeCheckpoint(temp, dir / "ck/step-00000010", meta).ok();
-    agent = std::make_unique<Agent>(AgentOptions{"demo", "node-a", dir / "hb", dir / "ck", 4},
-                                    std::make_unique<FixedFeed>(), "", &clock);
+    agent = std::make_unique<Agent>(
+        AgentOptions{"demo", "node-a", dir / "hb", dir / "ck", 4, dir / "goodput.json"},
+        std::make_unique<FixedFeed>(), "", &clock);
   }
 };
 
@@ -114,6 +117,45 @@ TEST(Agent, StatusReaderNamesAMissingMistypedOrMisnestedField) {
             "http://n1:9464/status: problems[0]: not a string");
   EXPECT_EQ(with("\"v\":1", "\"v\":2"), "http://n1:9464/status: v: unknown /status version 2");
   EXPECT_EQ(with("\"tok_s\":100", "\"tok_s\":null"), "ok");  // null is how the writer spells NaN
+}
+
+// The launcher's goodput.json (heartbeat/goodput_account.h) becomes the goodput gauges;
+// none before it is written, and an unreadable one is a problem, not a gauge.
+TEST(Agent, ExportsTheLaunchersGoodput) {
+  AgentFixture f;
+  std::string m = AgentStatusToMetrics(f.agent->Snapshot());
+  EXPECT_EQ(m.find("evenkeel_goodput"), std::string::npos) << m;
+  heartbeat::GoodputFile g;
+  g.run_id = "r1";
+  g.attempt = 2;
+  g.goodput = {100, 80, 6, 1, 2, 3, 4, 1.5, 2.5};
+  ASSERT_TRUE(WriteFileAtomic(f.dir / "goodput.json", heartbeat::GoodputFileToJson(g)).ok());
+  AgentStatus st = f.agent->Snapshot();
+  EXPECT_TRUE(st.problems.empty());
+  m = AgentStatusToMetrics(st);
+  EXPECT_NE(m.find("evenkeel_goodput_ratio{run=\"demo\",host=\"node-a\"} 0.8\n"), std::string::npos)
+      << m;
+  for (auto [part, v] : {std::pair{"training", "80"},
+                         {"redone", "6"},
+                         {"detection", "1"},
+                         {"stopping", "2"},
+                         {"rendezvous", "3"},
+                         {"startup", "4"},
+                         {"save_blocked", "1.5"},
+                         {"other", "2.5"}}) {
+    EXPECT_NE(
+        m.find(fmt::format(
+            "evenkeel_goodput_seconds{{run=\"demo\",host=\"node-a\",part=\"{}\"}} {}\n", part, v)),
+        std::string::npos)
+        << part << "\n"
+        << m;
+  }
+  ASSERT_TRUE(WriteFileAtomic(f.dir / "goodput.json", R"({"v":1,"run_id":"r1"})").ok());
+  st = f.agent->Snapshot();
+  EXPECT_FALSE(st.goodput);
+  ASSERT_EQ(st.problems.size(), 1u);
+  EXPECT_NE(st.problems[0].find("goodput.json: time: missing"), std::string::npos)
+      << st.problems[0];
 }
 
 TEST(Agent, MetricsUseEvenkeelNamesAndLabels) {

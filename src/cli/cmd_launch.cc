@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "core/process.h"
+#include "heartbeat/goodput_account.h"
 #include "launch/launcher.h"
 #include "launch/rank_exec.h"
 #include "launch/records.h"
@@ -62,6 +63,7 @@ Status PrintSummary(const launch::LaunchResult& r) {
       dropped.c_str());
   if (!s.final_checkpoint.empty())
     std::printf("launch: final checkpoint %s\n", s.final_checkpoint.c_str());
+  if (s.goodput) std::printf("launch: %s\n", heartbeat::GoodputLine(*s.goodput).c_str());
   return Status::Ok();
 }
 

@@ -76,6 +76,7 @@ struct AgentFlags {
   std::string listen = "127.0.0.1:9464";
   std::string token;
   std::string heartbeat_dir;
+  std::string goodput;
   std::string host;
   std::vector<std::string> telemetry;  // KIND [FILE...]
   double replay_from_s = 0;
@@ -124,6 +125,7 @@ Status RunAgentLoop(const AgentFlags& f) {
   options.heartbeat_dir =
       !f.heartbeat_dir.empty() ? f.heartbeat_dir : run.Resolve(run.heartbeat_dir);
   options.checkpoint_dir = run.Resolve(run.checkpoint_dir);
+  options.goodput_path = f.goodput;
   if (int node = run.topology().NodeOfHost(options.host); node >= 0)
     options.rank_base = run.topology().FirstRank(node);
   if (options.heartbeat_dir.empty()) {
@@ -315,6 +317,9 @@ int RunAgent(int argc, char** argv) {
                  "require 'Authorization: Bearer TOKEN' (or EVENKEEL_AGENT_TOKEN)");
   app.add_option("--heartbeat-dir", f.heartbeat_dir,
                  "where the ranks' heartbeat files are (watch.heartbeat_dir)");
+  app.add_option("--goodput", f.goodput,
+                 "the launcher's goodput.json, exported as evenkeel_goodput_* (launch --agent "
+                 "passes it)");
   app.add_option("--host", f.host, "this node's name in the run (default: the host name)");
   app.add_option("--telemetry", f.telemetry, "nvml (default) | nvidia-smi | replay FILE... | none")
       ->expected(1, -1);

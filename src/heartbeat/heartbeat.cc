@@ -4,6 +4,8 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cmath>
+#include <utility>
 
 #include "core/file.h"
 #include "core/json_fields.h"
@@ -44,6 +46,14 @@ Result<Heartbeat> ParseHeartbeat(std::string_view text, std::string_view where) 
   EK_RETURN_IF_ERROR(f.OptNum("phase_time", &hb.phase_time));
   if (f.Has("total_steps"))
     EK_RETURN_IF_ERROR(f.IntIn("total_steps", 0, kMaxStep, &hb.total_steps));
+  // The goodput fields: optional, each a time or an amount that cannot be negative.
+  for (auto [key, out] : {std::pair{"started", &hb.started},
+                          {"train_start", &hb.train_start},
+                          {"save_blocked_s", &hb.save_blocked_s}}) {
+    EK_RETURN_IF_ERROR(f.OptNum(key, out));
+    if (!(*out >= 0) || !std::isfinite(*out)) return f.Err(key, "not a finite number >= 0");
+  }
+  if (f.Has("saves")) EK_RETURN_IF_ERROR(f.IntIn("saves", 0, kMaxStep, &hb.saves));
   if (hb.step_time <= 0) hb.step_time = hb.time;
   return hb;
 }
@@ -70,6 +80,9 @@ std::string HeartbeatToJson(const Heartbeat& hb) {
   w.Key("step_time").Fixed(hb.step_time, 3).Key("step_s").Double(hb.step_s);
   w.Key("tok_s").Double(hb.tok_s).Key("phase").Str(hb.phase).Key("phase_step").Int(hb.phase_step);
   w.Key("phase_time").Fixed(hb.phase_time, 3).Key("total_steps").Int(hb.total_steps);
+  w.Key("started").Fixed(hb.started, 3).Key("save_blocked_s").Double(hb.save_blocked_s);
+  w.Key("saves").Int(hb.saves);
+  if (hb.train_start > 0) w.Key("train_start").Fixed(hb.train_start, 3);
   return w.EndObject().str();
 }
 

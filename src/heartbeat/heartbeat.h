@@ -29,6 +29,11 @@ struct Heartbeat {
       -1;  // the step the phase belongs to (forward of step 36: 36; save after 35: 35)
   double phase_time = 0;    // wall time the phase began (trainer's clock); 0: unknown
   int64_t total_steps = 0;  // the run's final step, when the trainer knows it
+  // For the launcher's goodput account (docs/launch.md "Goodput"); 0 when absent (older trainers).
+  double started = 0;         // wall time the rank's process started
+  double train_start = 0;     // wall time its first training step began (after load and resume)
+  double save_blocked_s = 0;  // seconds its training was blocked by saves, cumulative
+  int64_t saves = 0;          // saves it made
 };
 
 // What a phase means to the watcher. The reference trainer reports forward,

@@ -27,6 +27,46 @@ TEST(Heartbeat, ParsesWhatThePythonSideWrites) {
   EXPECT_EQ(again->phase, "train");
 }
 
+// The goodput fields (docs/heartbeat_format.md): optional (an older trainer's file reads,
+// with 0s), strictly typed when present, and kept through a write and a read.
+TEST(Heartbeat, GoodputFieldsAreOptionalStrictAndRoundTrip) {
+  auto old = ParseHeartbeat(R"({"v":1,"rank":0,"step":4,"time":100})", "hb/rank-0.json");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_EQ(old->started, 0);
+  EXPECT_EQ(old->train_start, 0);
+  EXPECT_EQ(old->save_blocked_s, 0);
+  EXPECT_EQ(old->saves, 0);
+  auto hb =
+      ParseHeartbeat(R"({"v":1,"rank":0,"step":4,"time":100,"started":90.5,"train_start":95.25,)"
+                     R"("save_blocked_s":1.75,"saves":2})",
+                     "hb/rank-0.json");
+  ASSERT_TRUE(hb.ok()) << hb.status().message();
+  EXPECT_DOUBLE_EQ(hb->started, 90.5);
+  EXPECT_DOUBLE_EQ(hb->train_start, 95.25);
+  EXPECT_DOUBLE_EQ(hb->save_blocked_s, 1.75);
+  EXPECT_EQ(hb->saves, 2);
+  auto again = ParseHeartbeat(HeartbeatToJson(*hb), "x");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_DOUBLE_EQ(again->started, 90.5);
+  EXPECT_DOUBLE_EQ(again->train_start, 95.25);
+  EXPECT_DOUBLE_EQ(again->save_blocked_s, 1.75);
+  EXPECT_EQ(again->saves, 2);
+  auto msg = [](std::string_view json) {
+    auto r = ParseHeartbeat(json, "hb/rank-0.json");
+    return r.ok() ? std::string("ok") : r.status().message();
+  };
+  EXPECT_EQ(msg(R"({"v":1,"rank":0,"step":4,"time":100,"started":"90"})"),
+            "hb/rank-0.json: started: not a number");
+  EXPECT_EQ(msg(R"({"v":1,"rank":0,"step":4,"time":100,"train_start":true})"),
+            "hb/rank-0.json: train_start: not a number");
+  EXPECT_EQ(msg(R"({"v":1,"rank":0,"step":4,"time":100,"save_blocked_s":-1})"),
+            "hb/rank-0.json: save_blocked_s: not a finite number >= 0");
+  EXPECT_EQ(msg(R"({"v":1,"rank":0,"step":4,"time":100,"saves":1.5})"),
+            "hb/rank-0.json: saves: not an integer");
+  EXPECT_EQ(msg(R"({"v":1,"rank":0,"step":4,"time":100,"saves":-1})"),
+            "hb/rank-0.json: saves: -1 is out of range [0, 4611686018427387904]");
+}
+
 TEST(Heartbeat, RejectsTruncatedAndForeignFiles) {
   EXPECT_FALSE(ParseHeartbeat(R"({"v":1,"rank":3,"step":1,"time":5)", "a").ok());
   EXPECT_FALSE(ParseHeartbeat(R"({"v":2,"rank":3,"step":1,"time":5})", "a").ok());

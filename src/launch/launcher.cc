@@ -266,8 +266,9 @@ void Launcher::ReleaseLock() {
 void Launcher::StartAgent() {
   if (!o_.agent) return;
   SpawnOptions so;
-  so.argv = {o_.evenkeel_exe,  "agent",    run_.path,      "--heartbeat-dir",
-             paths_.heartbeat, "--listen", o_.agent_listen};
+  so.argv = {o_.evenkeel_exe,   "agent",          run_.path,
+             "--heartbeat-dir", paths_.heartbeat, "--listen",
+             o_.agent_listen,   "--goodput",      paths_.session + "/goodput.json"};
   if (!cluster_.hosts.empty())
     so.argv.insert(so.argv.end(), {"--host", cluster_.hosts[cluster_.node_rank]});
   so.output_path = paths_.session + fmt::format("/agent-node-{}.log", cluster_.node_rank);
@@ -404,6 +405,7 @@ Result<LaunchResult> Launcher::Run() {
                 [](const NodeRecord& x, const NodeRecord& y) { return x.node < y.node; });
       AttemptSummary a = JudgeAttempt(attempt, facts, nodes, before, restarts, &no_progress);
       a.resume_level = resume.resume_level;
+      CountGoodput(&a, nodes, before);
       attempts_.push_back(a);
       decision = a.decision;
       if (Status st = WriteRecord(dir + "/attempt.json", AttemptToJson(a) + "\n"); !st.ok())

@@ -214,6 +214,7 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
   };
   std::optional<ExitStatus> st;
   while (!st) {
+    if (cluster_.node_rank == 0) TrackBeats(attempt, rec.start, false);
     if (int sig = StopSignalReceived()) {
       say_(fmt::format(
           "launch: {} received: stopping the ranks (grace {:.0f} s)",
@@ -250,6 +251,7 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
   flush_lines(true);
   if (log) (void)log->Close();
   rec.end = Now();
+  if (cluster_.node_rank == 0) TrackBeats(attempt, rec.start, true);
   rec.torchrun_code = st->code;
   rec.torchrun_signal = st->signal;
   const int first_rank = cluster_.node_rank * run_.gpus_per_node,

@@ -20,6 +20,7 @@
 #include "core/process.h"
 #include "core/status.h"
 #include "launch/cluster.h"
+#include "launch/goodput.h"
 #include "launch/judge.h"
 #include "launch/launcher.h"
 #include "launch/records.h"
@@ -109,6 +110,8 @@ struct AttemptSummary {
   double gpu_hours = 0, gpu_hours_lost = 0;
   std::vector<RankCause> causes;  // every node's failed ranks, in rank order
   Hang hang;                      // ranks that stopped progressing (judge.h FindHang); none: empty
+  // Its part of the launch's goodput account (launch/goodput.h), node 0's; unset elsewhere.
+  std::optional<GoodputAccount> goodput;
 };
 
 // An attempt of an earlier launcher of this session (one that died, or one that
@@ -173,6 +176,17 @@ class Launcher {
   EarlierAttempt ReconstructAttempt(int attempt,
                                     const std::vector<ckpt::CheckpointEntry>& checkpoints);
   void StartAgent();
+  // launcher_goodput.cc (node 0). While attempt `attempt` runs: polls this node's
+  // heartbeats for its steps, saves and start-up times (at most every 0.5 s, or now
+  // when `force`), and rewrites goodput.json every kGoodputEveryS.
+  void TrackBeats(int attempt, double spawn, bool force);
+  // After an attempt is judged: its timeline joins the account, `a` gets its part,
+  // goodput.json is rewritten. A goodput.json that cannot be written is a warning.
+  void CountGoodput(AttemptSummary* a, const std::vector<NodeRecord>& records,
+                    const Checkpoint& before);
+  // The launch's account until `now`; with `running`, the attempt under way too.
+  GoodputAccount LaunchGoodput(double now, const AttemptTimeline* running) const;
+  void WriteGoodputFile(int attempt, bool running, const GoodputAccount& g);
   // A coordination record, written whole through o_.files; an error names it.
   Status WriteRecord(const std::string& path, std::string_view data) const;
   // A record the launch cannot go on without failed: stop what runs, exit 74.
@@ -203,6 +217,12 @@ class Launcher {
   // Node 0: the checkpoint the next attempt resumes from, chosen when the last one
   // was judged (its `after`); unset before the first attempt.
   std::optional<Checkpoint> resume_;
+  // The goodput account (launcher_goodput.cc): the attempts ended, the one being tracked.
+  std::vector<AttemptTimeline> timelines_;
+  BeatTracker tracker_;
+  int tracked_attempt_ = 0;
+  double tracked_spawn_ = 0;
+  double beats_read_at_ = 0, goodput_written_at_ = 0;
 };
 
 }  // namespace ek::launch::detail

@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/json_out.h"
 #include "core/version.h"
+#include "heartbeat/goodput_account.h"
 #include "launch/launcher_internal.h"
 
 namespace ek::launch::detail {
@@ -77,6 +78,10 @@ std::string AttemptToJson(const AttemptSummary& a) {
       .Raw(DecisionToJson(a.attempt, a.decision))
       .Key("causes")
       .Raw(CausesToJson(a.causes));
+  if (a.goodput) {
+    w.Key("goodput");
+    heartbeat::PutGoodput(*a.goodput, &w);
+  }
   w.Key("hang").Raw(HangToJson(a.hang)).Key("nodes").BeginArray();
   for (const auto& n : a.nodes) w.Raw(NodeRecordToJson(n));
   w.EndArray().EndObject();
@@ -147,6 +152,9 @@ std::string Launcher::Summary(int exit_code, const std::string& outcome) const {
       .Fixed(used, 4)
       .Key("gpu_hours_lost")
       .Fixed(lost, 4);
+  // The split of this launch's wall time (launcher_goodput.cc), from its start to now.
+  w.Key("goodput");
+  heartbeat::PutGoodput(LaunchGoodput(Now(), nullptr), &w);
   w.Key("evenfix_dropped_blocks").Int(has_plan_ ? static_cast<int64_t>(plan_.dropped_blocks) : -1);
   w.Key("launch_dir").Str(paths_.session).Key("evenkeel_version").Str(kVersion);
   w.Key("attempt_records").BeginArray();

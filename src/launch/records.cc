@@ -303,6 +303,11 @@ Result<LaunchSummary> LaunchSummaryFromJson(std::string_view json, const std::st
   EK_RETURN_IF_ERROR(f.Num("gpu_hours_lost", &s.gpu_hours_lost));
   EK_RETURN_IF_ERROR(f.Int("evenfix_dropped_blocks", -1, kI64Max, &s.evenfix_dropped_blocks));
   EK_RETURN_IF_ERROR(f.Str("final_checkpoint", &s.final_checkpoint));
+  if (f.Has("goodput")) {
+    heartbeat::GoodputAccount g;
+    EK_RETURN_IF_ERROR(heartbeat::GoodputFromFields(f, "goodput", &g));
+    s.goodput = g;
+  }
   return s;
 }
 

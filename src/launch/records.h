@@ -13,12 +13,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/status.h"
 #include "gate/gate.h"
+#include "heartbeat/goodput_account.h"
 #include "launch/launcher.h"
 #include "launch/rank_exec.h"
 #include "run/rank_cause.h"
@@ -135,6 +137,9 @@ struct LaunchSummary {
   double gpu_hours_used = 0, gpu_hours_lost = 0;
   int64_t evenfix_dropped_blocks = -1;
   std::string final_checkpoint;  // "" when none verifies as final
+  // The launch's goodput account (docs/launch.md "Goodput"); unset in a summary written
+  // before launchers kept one.
+  std::optional<heartbeat::GoodputAccount> goodput;
 };
 Result<LaunchSummary> LaunchSummaryFromJson(std::string_view json, const std::string& name);
 

@@ -18,6 +18,7 @@
 #include "core/json_fields.h"
 #include "core/jsonl.h"
 #include "core/thread_pool.h"
+#include "heartbeat/goodput_account.h"
 #include "run/rank_cause.h"
 #include "run/run_file.h"
 #include "telemetry/nvidia_smi_csv.h"
@@ -154,6 +155,12 @@ Status ReadLaunch(const std::string& dir, Recorder* rec) {
     double v = -1;
     EK_RETURN_IF_ERROR(s.Num(key, &v));
     if (v >= 0) *out = v;
+  }
+  // The goodput account: launchers before it wrote none (absent, not an error); present, strict.
+  if (s.Has("goodput")) {
+    heartbeat::GoodputAccount g;
+    EK_RETURN_IF_ERROR(heartbeat::GoodputFromFields(s, "goodput", &g));
+    m.goodput = g;
   }
   std::vector<double> lost;  // each attempt's GPU-hours after its last new checkpoint
   EK_RETURN_IF_ERROR(s.Objects("attempt_records", [&](const JsonFields& a) -> Status {

@@ -619,5 +619,46 @@ TEST_F(LaunchRecordsTest, AMissingSummaryTotalIsAnErrorNamingIt) {
       << rec.status().message();
 }
 
+// summary.json's goodput (launcher_summary.cc, heartbeat/goodput_account.h): read into the
+// summary and handed to the page; an older summary without it reads; present, it is strict.
+TEST_F(LaunchRecordsTest, TheGoodputSplitIsReadStrictlyForThePage) {
+  const std::string record = AttemptRecord(2, 170, 300, "completed", kDone, ", \"causes\": []");
+  const std::string goodput =
+      "\"goodput\": {\"ratio\": 0.5, \"wall_s\": 100.000, \"training_s\": 50.000, "
+      "\"redone_s\": 21.000, \"restart_s\": {\"detection\": 1.000, \"stopping\": 2.000, "
+      "\"rendezvous\": 8.000, \"startup\": 4.000}, \"save_blocked_s\": 1.000, "
+      "\"other_s\": 13.000}, ";
+  auto build = [&](const std::string& summary) {
+    Write("launch/summary.json", summary);
+    ReportInputs in;
+    in.launch_dir = dir_ + "/launch";
+    std::vector<std::string> problems;
+    return BuildRecorder(in, &problems);
+  };
+  auto old = build(kSummaryHead + "\"attempt_records\": [" + record + "]}\n");
+  ASSERT_TRUE(old.ok()) << old.status().message();
+  EXPECT_FALSE((*old)->summary.goodput);
+  EXPECT_EQ((*old)->ToJson(ModelOptions{}).find("\"goodput\""), std::string::npos);
+  auto rec = build(kSummaryHead + goodput + "\"attempt_records\": [" + record + "]}\n");
+  ASSERT_TRUE(rec.ok()) << rec.status().message();
+  ASSERT_TRUE((*rec)->summary.goodput);
+  EXPECT_DOUBLE_EQ((*rec)->summary.goodput->redone_s, 21);
+  EXPECT_DOUBLE_EQ((*rec)->summary.goodput->rendezvous_s, 8);
+  EXPECT_DOUBLE_EQ((*rec)->summary.goodput->Ratio(), 0.5);
+  std::string json = (*rec)->ToJson(ModelOptions{});
+  EXPECT_NE(json.find("\"goodput\":{\"ratio\":0.500000,\"wall_s\":100.000,\"training_s\":50.000,"),
+            std::string::npos)
+      << json;
+  std::string bad = goodput;
+  bad.replace(bad.find("\"startup\": 4.000"), 16, "\"startup\": \"4\"");
+  auto wrong = build(kSummaryHead + bad + "\"attempt_records\": [" + record + "]}\n");
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(
+      wrong.status().message().find("launch/summary.json: goodput.restart_s.startup: not a number"),
+      std::string::npos)
+      << wrong.status().message();
+}
+
 }  // namespace
 }  // namespace ek::report

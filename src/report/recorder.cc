@@ -235,6 +235,10 @@ std::string Recorder::ToJson(const ModelOptions& o) const {
   num("gpu_hours_lost", summary.gpu_hours_lost);
   num("evenfix_dropped_blocks", summary.evenfix_dropped_blocks);
   if (summary.final_checkpoint) w.Key("final_checkpoint").Str(*summary.final_checkpoint);
+  if (summary.goodput) {
+    w.Key("goodput");
+    heartbeat::PutGoodput(*summary.goodput, &w);
+  }
   w.EndObject();
 
   // The time span: readings, series, markers.

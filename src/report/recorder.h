@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "heartbeat/goodput_account.h"
 #include "run/rank_cause.h"
 #include "triage/classifier.h"
 
@@ -36,6 +37,8 @@ struct Summary {
   std::optional<std::string> outcome, final_checkpoint;
   std::optional<double> steps, planned_steps, tokens, tokens_per_s, attempts, gpu_hours_used,
       gpu_hours_lost, evenfix_dropped_blocks;
+  // summary.json's "goodput" (docs/launch.md "Goodput"); unset for an older launcher's.
+  std::optional<heartbeat::GoodputAccount> goodput;
 };
 
 struct CheckpointMark {

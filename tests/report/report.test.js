@@ -110,6 +110,29 @@ for (const [fixture, csv] of [['triage-healthy_deadlock', 'healthy_deadlock/node
   });
 }
 
+// summary.json's goodput (docs/report.md "Goodput"): the ratio and one bar segment per part,
+// each as wide as its share of the wall time.
+test('the header shows the goodput and a bar of its parts', {timeout: 60000}, async () => {
+  const {page} = await h.open(browser, h.pageUrl('sft16-3h'));
+  const g = JSON.parse(fs.readFileSync(path.join(h.FIXTURES, 'sft16-3h.json'), 'utf8')).summary.goodput;
+  const shown = await page.evaluate(() => {
+    const bar = document.getElementById('ek-goodput');
+    const dd = bar.parentElement;
+    return {text: dd.firstChild.textContent, barWidth: bar.getBoundingClientRect().width,
+            segs: [...bar.children].map((s) => [s.dataset.part, Number(s.dataset.seconds), s.getBoundingClientRect().width])};
+  });
+  assert.ok(shown.text.startsWith(`${(100 * g.ratio).toFixed(1)}% of `), shown.text);
+  const want = [['training', g.training_s], ['redone', g.redone_s], ['detection', g.restart_s.detection],
+    ['stopping', g.restart_s.stopping], ['rendezvous', g.restart_s.rendezvous], ['startup', g.restart_s.startup],
+    ['save_blocked', g.save_blocked_s], ['other', g.other_s]];
+  assert.deepEqual(shown.segs.map(([p, v]) => [p, v]), want);
+  for (const [part, v, w] of shown.segs) {
+    assert.ok(Math.abs(w - shown.barWidth * v / g.wall_s) < 1, `${part}: ${w} px of ${shown.barWidth}`);
+  }
+  assert.deepEqual(page.problems(), []);
+  await page.close();
+});
+
 // The incidents table as the page shows it: one object per row, keyed by column title.
 async function incidentRows(page) {
   return page.evaluate(() => {

@@ -219,6 +219,15 @@ def header(name, world, nodes, gpn, notes, live=False):
             "notes": notes}
 
 
+def goodput(wall: float) -> dict:
+    """summary.json's goodput (docs/launch.md "Goodput"): parts that sum to `wall`."""
+    training, redone = round(0.8 * wall), round(0.08 * wall)
+    restart = {"detection": 2.0, "stopping": 12.0, "rendezvous": 40.0, "startup": 186.0}
+    other = wall - training - redone - sum(restart.values()) - 120.0
+    return {"ratio": round(training / wall, 6), "wall_s": wall, "training_s": float(training),
+            "redone_s": float(redone), "restart_s": restart, "save_blocked_s": 120.0, "other_s": other}
+
+
 def build_sft16():
     world, n, t0 = 16, 3 * 3600, RUN_T0
     run = Run(world, n, seed=16)
@@ -285,7 +294,9 @@ def build_sft16():
                     "gpu_hours_used": round(16 * n / 3600, 1),
                     "gpu_hours_lost": round(16 * (4200 - 2520 + 240) / 3600, 1),
                     "evenfix_dropped_blocks": 53,
-                    "final_checkpoint": "/nfs/ckpt/step-00001700"}
+                    "final_checkpoint": "/nfs/ckpt/step-00001700",
+                    # summary.json's goodput (docs/launch.md "Goodput"): the parts sum to wall_s.
+                    "goodput": goodput(float(n))}
     return m
 
 

@@ -799,6 +799,34 @@
 
   // ---- header, legend, tables ----------------------------------------------------------
 
+  // summary.json's goodput (docs/launch.md "Goodput"): the ratio, then a bar of the
+  // wall time's parts, each segment as wide as its share and titled with its seconds.
+  const GOODPUT_PARTS = [
+    ['training', (g) => g.training_s], ['redone', (g) => g.redone_s],
+    ['detection', (g) => g.restart_s?.detection], ['stopping', (g) => g.restart_s?.stopping],
+    ['rendezvous', (g) => g.restart_s?.rendezvous], ['startup', (g) => g.restart_s?.startup],
+    ['save_blocked', (g) => g.save_blocked_s], ['other', (g) => g.other_s],
+  ];
+  function goodputRow(g) {
+    const pair = el('div', 'ek-goodput');
+    const dd = el('dd', '', `${(100 * g.ratio).toFixed(1)}% of ${fmtDur(g.wall_s)}`);
+    const bar = el('span', 'ek-goodput-bar');
+    bar.id = 'ek-goodput';
+    for (const [part, get] of GOODPUT_PARTS) {
+      const v = Number(get(g)) || 0;
+      if (v <= 0) continue;
+      const seg = el('span', 'ek-gp ek-gp-' + part);
+      seg.dataset.part = part;
+      seg.dataset.seconds = String(v);
+      seg.style.width = (100 * v / g.wall_s).toFixed(3) + '%';
+      seg.title = `${part.replace('_', ' ')}: ${fmtDur(v)} (${(100 * v / g.wall_s).toFixed(1)}%)`;
+      bar.appendChild(seg);
+    }
+    dd.appendChild(bar);
+    pair.append(el('dt', '', 'goodput'), dd);
+    return pair;
+  }
+
   function header() {
     const m = S.m, d = m.data, run = d.run || {}, s = d.summary || {};
     $('ek-title').textContent = run.name ? `${run.name} · evenkeel run report` : 'evenkeel run report';
@@ -819,6 +847,7 @@
     add('attempts', s.attempts);
     if (s.gpu_hours_used !== undefined) add('GPU-hours used', s.gpu_hours_used.toLocaleString('en-US'));
     if (s.gpu_hours_lost !== undefined) add('GPU-hours lost', s.gpu_hours_lost.toLocaleString('en-US'));
+    if (s.goodput && s.goodput.wall_s > 0) dl.appendChild(goodputRow(s.goodput));
     add('evenfix dropped blocks', s.evenfix_dropped_blocks);
     add('final checkpoint', s.final_checkpoint);
     if (d.time) add('time', `${fmtTime(m.t0, true)} – ${fmtTime(m.t1, true)} UTC (${fmtDur(m.t1 - m.t0)})`);
