@@ -29,7 +29,7 @@ from torch.distributed.tensor import DTensor
 
 from evenkeel import _core
 
-__all__ = ["TOKENIZER_FILES", "CheckpointWriter", "checkpoint_name", "newest_verified", "verify"]
+__all__ = ["TOKENIZER_FILES", "CheckpointWriter", "checkpoint_name", "newest_resumable", "newest_verified", "verify"]
 
 # Files of a model directory that a checkpoint carries along, when present: the C++
 # list (run::kCheckpointCopiedFiles), which the gate's storage plan measures too.
@@ -56,6 +56,21 @@ def newest_verified(ckpt_dir: str, full: bool = True) -> tuple[dict | None, list
         return None, list(warnings)
     meta = json.loads(text)
     meta["path"] = path
+    return meta, list(warnings)
+
+
+def newest_resumable(ckpt_dir: str, wanted: str = "full", full: bool = True) -> tuple[dict | None, list[str]]:
+    """The checkpoint a run resumes from at `wanted` level ("full": the newest whose
+    weights and training state verify, else the newest whose weights do, with a warning
+    saying why; "weights": the newest whose weights verify), as the launcher chooses it
+    (ckpt::NewestResumable): its evenkeel-checkpoint.json with "path" and "resume_level"
+    added, or None; and the warnings (each newer checkpoint skipped, a level lowered)."""
+    text, path, level, warnings = _core.newest_resumable_checkpoint(os.fspath(ckpt_dir), full, wanted)
+    if text is None:
+        return None, list(warnings)
+    meta = json.loads(text)
+    meta["path"] = path
+    meta["resume_level"] = level
     return meta, list(warnings)
 
 

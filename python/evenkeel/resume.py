@@ -21,10 +21,10 @@ import time
 import torch.distributed as dist
 
 from evenkeel import _core
-from evenkeel.checkpoint import newest_verified, verify
+from evenkeel.checkpoint import newest_resumable, verify
 from evenkeel.progress import Progress, Refused
 
-__all__ = ["DIGEST_ENV", "MANIFEST", "RESUME_ENV", "find_resume", "handed_resume", "layout_changes",
+__all__ = ["DIGEST_ENV", "LEVEL_ENV", "MANIFEST", "RESUME_ENV", "find_resume", "handed_resume", "layout_changes",
            "manifest_digest", "resume_disagreement", "start_of"]
 
 
@@ -34,6 +34,9 @@ __all__ = ["DIGEST_ENV", "MANIFEST", "RESUME_ENV", "find_resume", "handed_resume
 # the trainer is run by hand.
 RESUME_ENV = "EVENKEEL_RESUME_FROM"
 DIGEST_ENV = "EVENKEEL_RESUME_MANIFEST_XXH3"
+# The level the launcher resumes at ("full": weights and training state verified;
+# "weights": the weights verified, the state missing or not; docs/launch.md "Resume").
+LEVEL_ENV = "EVENKEEL_RESUME_LEVEL"
 MANIFEST = "evenkeel-checkpoint.json"
 
 
@@ -46,7 +49,7 @@ def manifest_digest(ckpt: str) -> str:
         return f"unreadable ({e})"
 
 
-def handed_resume(handed: str, digest: str = "") -> tuple[dict | None, str | None, str]:
+def handed_resume(handed: str, digest: str = "", level: str = "full") -> tuple[dict | None, str | None, str]:
     """The checkpoint the launcher handed over, checked here: (its evenkeel-checkpoint.json
     with "path" and "manifest_xxh3" added, None, how it was checked), (None, None, "") for
     "none", or (None, the reason, how) when it does not verify: the trainer then refuses
@@ -73,13 +76,16 @@ def handed_resume(handed: str, digest: str = "") -> tuple[dict | None, str | Non
     else:
         how = "verified with checksums"
     how += f" in {time.monotonic() - t0:.3f}s"
-    if not report["ok"]:
-        problems = report["problems"] or ["does not verify"]
+    good = report["weights_ok"] if level == "weights" else report["ok"]
+    if not good:
+        problems = [p for p in report["problems"] if level != "weights" or not p.startswith("train_state")]
+        problems = problems or report["problems"] or ["does not verify"]
         return None, f"{RESUME_ENV}={handed}: the checkpoint the launcher chose does not verify: {problems[0]}", how
     with open(os.path.join(handed, MANIFEST), encoding="utf-8") as f:
         meta = json.load(f)
     meta["path"] = handed
     meta["manifest_xxh3"] = mine
+    meta["resume_level"] = level
     return meta, None, how
 
 
@@ -105,25 +111,28 @@ def resume_disagreement(views: list[dict], chosen: dict | None) -> str | None:
     return None
 
 
-def find_resume(progress: Progress, ckpt_dir: str) -> dict | None:
+def find_resume(progress: Progress, ckpt_dir: str, wanted: str = "full") -> dict | None:
     """Rank 0 decides, every rank gets the checkpoint's evenkeel-checkpoint.json (or
     None). Under the launcher (EVENKEEL_RESUME_FROM set on every rank, by every node's
-    launcher) exactly the checkpoint node 0's launcher chose; by hand, the newest one
-    that verifies with checksums. Every rank then checks that its own view agrees with
+    launcher) exactly the checkpoint node 0's launcher chose, at its level
+    (EVENKEEL_RESUME_LEVEL); by hand, the one newest_resumable picks at `wanted` level
+    (checkpoint.resume), verified with checksums; the result's "resume_level" says
+    which. Every rank then checks that its own view agrees with
     rank 0's (resume_disagreement): a disagreement is a refusal naming both."""
     handed = os.environ.get(RESUME_ENV, "")
     digest = os.environ.get(DIGEST_ENV, "")
     found: list = [None, None]  # the checkpoint, the reason the handed one cannot be used
     if progress.rank == 0:
         if handed:
-            meta, reason, how = handed_resume(handed, digest)
+            meta, reason, how = handed_resume(handed, digest, os.environ.get(LEVEL_ENV, "full") or "full")
             found = [meta, reason]
             if meta is not None:
-                progress.log(f"resume: {meta['path']} (step {meta['step']}), as the launcher chose; {how}")
+                progress.log(f"resume: {meta['path']} (step {meta['step']}, {meta['resume_level']} level), as the launcher "
+                             f"chose; {how}")
             elif reason is None:
                 progress.log("resume: from the start, as the launcher chose (no checkpoint verifies)")
         elif os.path.isdir(ckpt_dir):
-            meta, warnings = newest_verified(ckpt_dir, full=True)
+            meta, warnings = newest_resumable(ckpt_dir, wanted, full=True)
             for w in warnings:
                 progress.log(f"warning: {w}")
             if meta is not None:

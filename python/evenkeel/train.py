@@ -123,7 +123,12 @@ def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Seq
     steps_per_epoch, total_steps = plan.rank_steps_per_epoch[rank], plan.rank_total_steps[rank]
     progress.log(f"blocks={ds.local_blocks} pinned={pinned} steps_per_epoch={steps_per_epoch} "
                  f"total_steps={total_steps} saves={len(plan.save_steps)} evenfix={cfg.evenfix.mode}")
-    chosen = find_resume(progress, ckpt_dir) if resume else None
+    chosen = find_resume(progress, ckpt_dir, cfg.checkpoint.resume) if resume else None
+    if chosen and chosen.get("resume_level") == "full" and rank == 0:
+        # A checkpoint with a verified training state (format 2), which this trainer
+        # does not write or load yet: said, never skipped silently.
+        progress.log(f"warning: {chosen['path']} holds a training state, but this trainer loads weights only: "
+                     "the AdamW moments and the scheduler start afresh")
     start, tokens_seen = start_of(chosen)
     layout = {"pinned_blocks": pinned, "micro_batch": t.micro_batch, "grad_accum": t.grad_accum,
               "seed": t.seed, "shuffle": t.shuffle}
@@ -162,6 +167,7 @@ def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Seq
 
     def save(epoch: int, step_in_epoch: int) -> str:
         step = progress.global_step
+        t_blocked = time.monotonic()
         progress.enter("save_barrier", f"after step {step}", step)
         progress.log(f"save barrier at step {step}")
         dist.barrier()  # the report's save barrier: every rank must arrive here at the same step
@@ -177,6 +183,8 @@ def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Seq
                       **({"overrides": cfg.overrides} if cfg.overrides else {})},
         }
         result = writer.save(model, step, manifest)
+        if progress.heartbeat is not None:
+            progress.heartbeat.add_save_blocked(time.monotonic() - t_blocked)  # the save stops training (goodput)
         if result is not None:
             progress.log(f"saved {result.path} ({result.files} files, {result.bytes / 1e6:.1f} MB) "
                          f"in {time.monotonic() - t_save:.1f}s")
@@ -193,6 +201,8 @@ def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Seq
 
     # The loop: the plan's steps from where the run left off.
     last_saved = chosen["path"] if chosen else None
+    if progress.heartbeat is not None:
+        progress.heartbeat.training_started()  # the end of start-up, for the launcher's goodput
     for s in plan.walk(rank, start):
         blocks = ds.step_blocks(s.epoch, s.step_in_epoch, t.micro_batch, t.grad_accum)
         loss = train_step(model, opt, sched, ds, blocks, t, device, progress, s.step)

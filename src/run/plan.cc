@@ -312,29 +312,32 @@ void PlanCheckpoint(const RunFile& run, const ModelShape& model, Plan* p) {
   // __R_0.distcp its 12 x params / world (fp32 parameters, AdamW's two
   // moments), listed in the manifest too. The small .metadata and the
   // scheduler, RNG and data states are within the manifest's reserve.
-  const double state_bytes = kTrainStateBytesPerParam * model.params;
+  const double state_bytes =
+      kCheckpointsHoldTrainState ? kTrainStateBytesPerParam * model.params : 0;
   const int world = std::max(1, run.world());
-  meta.train_state = ckpt::TrainStateRef{};
-  meta.train_state->world = world;
-  meta.train_state->precision = "fp32";
-  meta.train_state->contents = {"model", "optimizer", "scheduler", "rng", "data"};
-  meta.files.push_back(PlannedRecord(std::string(ckpt::kTrainStateDir) + "/.metadata", 0));
-  // Each rank's record is listed with one chunk hash and the rest counted (an
-  // absurd model.params would make billions of them).
-  const double rank_state = std::floor(state_bytes / world);
-  const double more_chunks =
-      std::max(0.0, std::ceil(rank_state / static_cast<double>(ckpt::kChunkBytes)) - 1);
+  double more_chunks = 0;
   double chunk_hash_bytes = 0;  // what one more chunk hash adds to a record
-  for (int r = 0; r < world && static_cast<size_t>(r) < kListedShards; ++r) {
-    const std::string name = fmt::format("{}/__{}_0.distcp", ckpt::kTrainStateDir, r);
-    meta.files.push_back(PlannedRecord(name, 1));
-    if (r == 0) {
-      const size_t one = ckpt::CheckpointManifestToJson(meta).size();
-      meta.files.back() = PlannedRecord(name, ckpt::kChunkBytes + 1);
-      chunk_hash_bytes = static_cast<double>(ckpt::CheckpointManifestToJson(meta).size() - one);
+  if (kCheckpointsHoldTrainState) {
+    meta.train_state = ckpt::TrainStateRef{};
+    meta.train_state->world = world;
+    meta.train_state->precision = "fp32";
+    meta.train_state->contents = {"model", "optimizer", "scheduler", "rng", "data"};
+    meta.files.push_back(PlannedRecord(std::string(ckpt::kTrainStateDir) + "/.metadata", 0));
+    // Each rank's record is listed with one chunk hash and the rest counted (an
+    // absurd model.params would make billions of them).
+    const double rank_state = std::floor(state_bytes / world);
+    more_chunks = std::max(0.0, std::ceil(rank_state / static_cast<double>(ckpt::kChunkBytes)) - 1);
+    for (int r = 0; r < world && static_cast<size_t>(r) < kListedShards; ++r) {
+      const std::string name = fmt::format("{}/__{}_0.distcp", ckpt::kTrainStateDir, r);
+      meta.files.push_back(PlannedRecord(name, 1));
+      if (r == 0) {
+        const size_t one = ckpt::CheckpointManifestToJson(meta).size();
+        meta.files.back() = PlannedRecord(name, ckpt::kChunkBytes + 1);
+        chunk_hash_bytes = static_cast<double>(ckpt::CheckpointManifestToJson(meta).size() - one);
+      }
+      meta.files.back().size = static_cast<uint64_t>(rank_state);
+      meta.files.back().chunks.resize(1);
     }
-    meta.files.back().size = static_cast<uint64_t>(rank_state);
-    meta.files.back().chunks.resize(1);
   }
   double manifest_bytes =
       more_chunks * chunk_hash_bytes * static_cast<double>(std::min<size_t>(world, kListedShards)) +

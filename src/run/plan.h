@@ -39,6 +39,10 @@ inline constexpr const char* kCheckpointCopiedFiles[] = {"config.json",
 // Bytes a parameter takes in a checkpoint's training state: fp32 parameter (4),
 // AdamW's exp_avg and exp_avg_sq (4 + 4), beside the bf16 export's 2.
 inline constexpr double kTrainStateBytesPerParam = 12;
+// Whether checkpoints hold the training state, so that the plan (and the gate's
+// storage check) counts it: not yet, the reference trainer (python/evenkeel/train.py)
+// writes the bf16 export only. The one switch to turn when it writes train_state/.
+inline constexpr bool kCheckpointsHoldTrainState = false;
 
 // What the plan needs of a model; from a Hugging Face config.json, or just a
 // parameter count (then has_shape is false and activations are not estimated).
@@ -149,7 +153,8 @@ struct Plan {
       0;  // beside them: the copied model files, the index, evenkeel-checkpoint.json
   // The training state in train_state/ (checkpoint format 2, written by DCP): fp32
   // parameters and AdamW's two moments, kTrainStateBytesPerParam in all, written sharded
-  // (each rank its 12 x params / world), so 12 x params on a shared checkpoint.dir.
+  // (each rank its 12 x params / world), so 12 x params on a shared checkpoint.dir;
+  // 0 while kCheckpointsHoldTrainState is false.
   double checkpoint_state_bytes = 0;
   int64_t checkpoint_shards = 0;
   bool checkpoint_copies_measured =
