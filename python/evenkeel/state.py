@@ -1,0 +1,126 @@
+"""The full training state of a checkpoint (format 2, docs/checkpoint_format.md): what a
+run needs to continue exactly where it stopped, beside the bf16 export users load.
+
+    from evenkeel import state
+    state.save(CKPT_TMP / "train_state", model, optimizer, scheduler, data)   # collective
+    data = state.load(CKPT / "train_state", model, optimizer, scheduler, saved_world=4)
+
+Written with torch.distributed.checkpoint (DCP): each rank writes its own shard of the
+parameters at training precision (fp32 master weights) and of AdamW's moments
+(`__R_0.distcp`), rank 0 the metadata (`.metadata`); nothing is gathered. The scheduler's
+state, the data position and each rank's RNG state (`rng.rank{R}`) ride along as DCP
+objects. Loading reshards: a state saved by 4 ranks loads into 2 or 8 (DCP reads each
+rank's rows from whichever files hold them); a rank beyond the saved world has no saved
+RNG state and keeps its own.
+
+AsyncSaver is the same save through DCP's asynchronous path: the call returns once the
+state is staged (copied to host memory), the files are written by a background thread
+over a process group of its own, and `wait()` (at the next save, and at exit) returns
+when they are, raising what the background write raised.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+__all__ = ["CONTENTS", "STATE_DIR", "AsyncSaver", "load", "manifest_ref", "save", "state_dict"]
+
+STATE_DIR = "train_state"  # ckpt::kTrainStateDir
+CONTENTS = ["model", "optimizer", "scheduler", "rng", "data"]
+DATA_KEYS = ("epoch", "step_in_epoch", "step", "tokens_seen")
+
+
+def _rank() -> int:
+    return dist.get_rank() if dist.is_initialized() else 0
+
+
+def _rng() -> dict:
+    out = {"cpu": torch.get_rng_state()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        out["cuda"] = torch.cuda.get_rng_state()
+    return out
+
+
+def state_dict(model, optimizer, scheduler, data: dict) -> dict:
+    """The state to save: the model's and the optimizer's sharded state dicts (DTensors
+    under FSDP2), the scheduler's, the data position (DATA_KEYS) and this rank's RNG."""
+    msd, osd = get_state_dict(model, optimizer)
+    missing = [k for k in DATA_KEYS if k not in data]
+    if missing:
+        raise ValueError(f"train state: the data position lacks {', '.join(missing)}")
+    return {"model": msd, "optimizer": osd, "scheduler": scheduler.state_dict(),
+            "data": {k: int(data[k]) for k in DATA_KEYS}, "rng": {f"rank{_rank()}": _rng()}}
+
+
+def manifest_ref(world: int, precision: str = "fp32") -> dict:
+    """The `train_state` object of evenkeel-checkpoint.json for a state saved by `world` ranks."""
+    return {"format": "torch.distributed.checkpoint", "dir": STATE_DIR, "world": int(world),
+            "precision": precision, "contents": list(CONTENTS)}
+
+
+def save(path: str, model, optimizer, scheduler, data: dict, *, process_group=None) -> None:
+    """Writes the state into `path` (a directory), every rank its own part. Collective."""
+    dcp.save(state_dict(model, optimizer, scheduler, data), checkpoint_id=os.fspath(path),
+             process_group=process_group)
+
+
+def load(path: str, model, optimizer, scheduler, *, saved_world: int) -> dict:
+    """Loads the state of `path` into model, optimizer and scheduler (resharding to this
+    world) and this rank's RNG when the saved world had this rank; returns the data
+    position. Collective."""
+    msd, osd = get_state_dict(model, optimizer)  # the optimizer's state made, to be filled
+    sd = {"model": msd, "optimizer": osd, "scheduler": scheduler.state_dict(),
+          "data": {k: 0 for k in DATA_KEYS}}
+    rank = _rank()
+    if rank < saved_world:
+        sd["rng"] = {f"rank{rank}": _rng()}
+    dcp.load(sd, checkpoint_id=os.fspath(path))
+    set_state_dict(model, optimizer, model_state_dict=sd["model"], optim_state_dict=sd["optimizer"])
+    scheduler.load_state_dict(sd["scheduler"])
+    if "rng" in sd:
+        saved = sd["rng"][f"rank{rank}"]
+        torch.set_rng_state(saved["cpu"])
+        if "cuda" in saved and torch.cuda.is_available():
+            torch.cuda.set_rng_state(saved["cuda"])
+    return {k: int(v) for k, v in sd["data"].items()}
+
+
+class AsyncSaver:
+    """Saves through dcp.async_save over a gloo group of its own (the background thread's
+    collectives must not interleave with training's). One save in flight at a time."""
+
+    def __init__(self):
+        self.group = dist.new_group(backend="gloo") if dist.is_initialized() else None
+        self.pending: Future | None = None
+        self.path: str | None = None
+
+    def save(self, path: str, model, optimizer, scheduler, data: dict) -> None:
+        """Stages the state and starts writing it to `path`; a save still in flight is
+        awaited first (and its failure raised)."""
+        self.wait()
+        got = dcp.async_save(state_dict(model, optimizer, scheduler, data), checkpoint_id=os.fspath(path),
+                             process_group=self.group)
+        self.pending = getattr(got, "upload_completion", got)
+        self.path = os.fspath(path)
+
+    def done(self) -> bool:
+        return self.pending is None or self.pending.done()
+
+    def wait(self) -> str | None:
+        """Waits for the save in flight; returns its path (None when there was none).
+        A failed background write raises here, naming the path."""
+        if self.pending is None:
+            return None
+        pending, path = self.pending, self.path
+        self.pending, self.path = None, None
+        try:
+            pending.result()
+        except Exception as e:
+            raise RuntimeError(f"train state: the background save to {path} failed: {type(e).__name__}: {e}") from e
+        return path
