@@ -13,23 +13,21 @@ objects. Loading reshards: a state saved by 4 ranks loads into 2 or 8 (DCP reads
 rank's rows from whichever files hold them); a rank beyond the saved world has no saved
 RNG state and keeps its own.
 
-AsyncSaver is the same save through DCP's asynchronous path: the call returns once the
-state is staged (copied to host memory), the files are written by a background thread
-over a process group of its own, and `wait()` (at the next save, and at exit) returns
-when they are, raising what the background write raised.
+evenkeel.saver.Saver writes it through DCP's asynchronous path with every checkpoint
+(the call returns once the state is staged in host memory; the files are written in the
+background, over a process group of its own).
 """
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import Future
 
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-__all__ = ["CONTENTS", "STATE_DIR", "AsyncSaver", "load", "manifest_ref", "save", "state_dict"]
+__all__ = ["CONTENTS", "DATA_KEYS", "STATE_DIR", "load", "manifest_ref", "save", "state_dict"]
 
 STATE_DIR = "train_state"  # ckpt::kTrainStateDir
 CONTENTS = ["model", "optimizer", "scheduler", "rng", "data"]
@@ -89,38 +87,3 @@ def load(path: str, model, optimizer, scheduler, *, saved_world: int) -> dict:
         if "cuda" in saved and torch.cuda.is_available():
             torch.cuda.set_rng_state(saved["cuda"])
     return {k: int(v) for k, v in sd["data"].items()}
-
-
-class AsyncSaver:
-    """Saves through dcp.async_save over a gloo group of its own (the background thread's
-    collectives must not interleave with training's). One save in flight at a time."""
-
-    def __init__(self):
-        self.group = dist.new_group(backend="gloo") if dist.is_initialized() else None
-        self.pending: Future | None = None
-        self.path: str | None = None
-
-    def save(self, path: str, model, optimizer, scheduler, data: dict) -> None:
-        """Stages the state and starts writing it to `path`; a save still in flight is
-        awaited first (and its failure raised)."""
-        self.wait()
-        got = dcp.async_save(state_dict(model, optimizer, scheduler, data), checkpoint_id=os.fspath(path),
-                             process_group=self.group)
-        self.pending = getattr(got, "upload_completion", got)
-        self.path = os.fspath(path)
-
-    def done(self) -> bool:
-        return self.pending is None or self.pending.done()
-
-    def wait(self) -> str | None:
-        """Waits for the save in flight; returns its path (None when there was none).
-        A failed background write raises here, naming the path."""
-        if self.pending is None:
-            return None
-        pending, path = self.pending, self.path
-        self.pending, self.path = None, None
-        try:
-            pending.result()
-        except Exception as e:
-            raise RuntimeError(f"train state: the background save to {path} failed: {type(e).__name__}: {e}") from e
-        return path
