@@ -27,7 +27,7 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-__all__ = ["CONTENTS", "DATA_KEYS", "STATE_DIR", "load", "manifest_ref", "save", "state_dict"]
+__all__ = ["CONTENTS", "DATA_KEYS", "STATE_DIR", "aliases", "load", "manifest_ref", "save", "state_dict"]
 
 STATE_DIR = "train_state"  # ckpt::kTrainStateDir
 CONTENTS = ["model", "optimizer", "scheduler", "rng", "data"]
@@ -45,10 +45,28 @@ def _rng() -> dict:
     return out
 
 
+def aliases(model) -> dict[str, str]:
+    """Tied parameters' later names and the first name of the same tensor
+    ({"lm_head.weight": "model.embed_tokens.weight"} with tied embeddings). The model's
+    state dict holds a tied tensor under each name; the training state keeps it once (the
+    plan's 12 B/param counts it once: a tied Qwen3-0.6B would otherwise write 622 MB twice)."""
+    first: dict[int, str] = {}
+    out: dict[str, str] = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if id(p) in first:
+            out[name] = first[id(p)]
+        else:
+            first[id(p)] = name
+    return out
+
+
 def state_dict(model, optimizer, scheduler, data: dict) -> dict:
     """The state to save: the model's and the optimizer's sharded state dicts (DTensors
-    under FSDP2), the scheduler's, the data position (DATA_KEYS) and this rank's RNG."""
+    under FSDP2; a tied tensor under its first name only), the scheduler's, the data
+    position (DATA_KEYS) and this rank's RNG."""
     msd, osd = get_state_dict(model, optimizer)
+    for name in aliases(model):
+        msd.pop(name, None)
     missing = [k for k in DATA_KEYS if k not in data]
     if missing:
         raise ValueError(f"train state: the data position lacks {', '.join(missing)}")
@@ -73,12 +91,17 @@ def load(path: str, model, optimizer, scheduler, *, saved_world: int) -> dict:
     world) and this rank's RNG when the saved world had this rank; returns the data
     position. Collective."""
     msd, osd = get_state_dict(model, optimizer)  # the optimizer's state made, to be filled
+    tied = aliases(model)
+    for name in tied:
+        msd.pop(name, None)
     sd = {"model": msd, "optimizer": osd, "scheduler": scheduler.state_dict(),
           "data": {k: 0 for k in DATA_KEYS}}
     rank = _rank()
     if rank < saved_world:
         sd["rng"] = {f"rank{rank}": _rng()}
     dcp.load(sd, checkpoint_id=os.fspath(path))
+    for name, source in tied.items():
+        sd["model"][name] = sd["model"][source]  # the same tensor again, as the model ties it
     set_state_dict(model, optimizer, model_state_dict=sd["model"], optim_state_dict=sd["optimizer"])
     scheduler.load_state_dict(sd["scheduler"])
     if "rng" in sd:

@@ -12,7 +12,13 @@ of a seeded rank:
 - corrupt: one byte of the newest checkpoint's training state flipped, then SIGKILL of the
            rank: the restart must skip that checkpoint for an older one.
 A fault fires once the current attempt's rank has finished its step, and the next fault
-is armed only when a new attempt is running. Each test prints its schedule, the attempts
+is armed only when a new attempt is running. Each fault's attempt (found by the pid of the
+rank it hit) must say what happened: the killed rank's SIGKILL with no desync, the hang
+named with the stopped rank's state T, the background save's failure, the corrupted
+checkpoint skipped for an older one; each is restarted and the next resumes the full
+state. The goodput parts sum to the wall time, for the launch and for every attempt
+(what tests/launch/test_launch.py's killed-rank test and test_launch_goodput.py checked
+on one kill before this test covered them). Each test prints its schedule, the attempts
 and the launch's goodput.
 """
 
@@ -123,6 +129,99 @@ def _corrupt_newest(ckpt: Path) -> Path:
     return newest
 
 
+PARTS = ("training_s", "redone_s", "save_blocked_s", "other_s")
+RESTART = ("detection", "stopping", "rendezvous", "startup")
+
+
+def _total(g: dict) -> float:
+    return sum(g[k] for k in PARTS) + sum(g["restart_s"][k] for k in RESTART)
+
+
+def drive(proc: subprocess.Popen, faults: list[dict], hb_dir: Path, ckpt: Path, deadline: float) -> list[dict]:
+    """Fires each fault once the current attempt's rank has finished its step; the next is
+    armed once the hit attempt's processes are gone and a new attempt beats. Returns the
+    faults as fired: the step seen, the pid of the rank they hit (which names the attempt
+    in its records) and the checkpoint corrupted."""
+    fired: list[dict] = []
+    old_pids: set[int] = set()
+    filler = None
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        beats = _beats(hb_dir)
+        pids = {b["pid"] for b in beats.values()}
+        if old_pids:
+            if filler is not None and not any(_alive(p) for p in old_pids):
+                filler.unlink()  # the operator frees the space once the attempt has failed
+                filler = None
+            if any(_alive(p) for p in old_pids) or len(beats) < 4 or pids & old_pids:
+                continue
+            old_pids = set()
+        if len(fired) == len(faults) or len(beats) < 4:
+            continue
+        f = dict(faults[len(fired)])
+        beat = beats[f["rank"]]
+        if beat["step"] < f["step"]:
+            continue
+        if f["kind"] in ("kill", "corrupt"):
+            if f["kind"] == "corrupt":
+                f["checkpoint"] = _corrupt_newest(ckpt).name
+            os.kill(beat["pid"], signal.SIGKILL)
+        elif f["kind"] == "stop":
+            os.kill(beat["pid"], signal.SIGSTOP)
+        else:
+            filler = _fill(ckpt)
+        fired.append({**f, "seen": beat["step"], "pid": beat["pid"]})
+        old_pids = pids
+    return fired
+
+
+def check_records(s: dict, fired: list[dict], out: str, session: Path) -> None:
+    """What each fault's attempt records say, the restarts, and the goodput account."""
+    attempts = s["attempt_records"]
+    by_pid = {r["pid"]: a for a in attempts for r in a["nodes"][0]["ranks"]}
+    for f in fired:
+        a = by_pid[f["pid"]]
+        n = a["attempt"]
+        nxt = attempts[n]  # the attempt after it (attempts are numbered from 1)
+        what = f"{f['kind']} (attempt {n}): {json.dumps(a)[:2000]}"
+        assert a["outcome"] == "failed" and a["decision"]["action"] == "restart", what
+        assert nxt["checkpoint_before"] <= a["checkpoint_after"], what
+        rank = next(r for r in a["nodes"][0]["ranks"] if r["pid"] == f["pid"])
+        if f["kind"] in ("kill", "corrupt"):
+            assert rank["signal"] == signal.SIGKILL, what
+            assert not a["flight_recorder"]["conclusive"], what  # a dead rank is no desync
+        if f["kind"] == "kill":
+            assert nxt["checkpoint_before"] == a["checkpoint_after"], what
+        if f["kind"] == "stop":
+            assert a["hang"] and a["hang"]["ranks"] == [f["rank"]], what
+            assert "process stopped (state T: a stop signal such as SIGSTOP)" in a["hang"]["summary"], what
+        if f["kind"] == "disk":
+            said = a["decision"]["reason"] + json.dumps(a["causes"])
+            assert "the background save failed" in said or "No space left on device" in said, what
+        if f["kind"] == "corrupt":
+            corrupted = int(f["checkpoint"].split("-")[1])
+            assert nxt["checkpoint_before"] < corrupted, what  # skipped for an older one
+            assert f"{f['checkpoint']}: skipped: training state: train_state/" in out, out
+        assert nxt["resume_level"] in ("full", None), what  # the state resumed (None: from the start)
+    assert s["outcome"] == "completed" and s["exit_code"] == 0, s
+    assert s["steps"] == s["planned_steps"] == STEPS, s
+    assert s["gpu_hours_lost"] > 0 and s["gpu_hours_used"] > s["gpu_hours_lost"], s
+    # Goodput: the parts sum to the wall time, for the launch and every attempt.
+    g = s["goodput"]
+    assert abs(_total(g) - g["wall_s"]) < 0.02, g
+    assert g["redone_s"] > 0 and g["restart_s"]["rendezvous"] > 0, g
+    assert 0 < g["ratio"] < 1 and abs(g["ratio"] - g["training_s"] / g["wall_s"]) < 1e-3, g
+    for a in attempts:
+        assert abs(_total(a["goodput"]) - a["goodput"]["wall_s"]) < 0.02, a["goodput"]
+        assert a["goodput"]["restart_s"]["rendezvous"] > 0 or a["attempt"] == 1, a["goodput"]
+    assert sum(a["goodput"]["wall_s"] for a in attempts) <= g["wall_s"] + 0.01
+    assert "launch: goodput " in out and "% (training " in out, out
+    running = json.loads((session / "goodput.json").read_text())
+    assert (running["v"], running["attempt"], running["running"]) == (1, len(attempts), False), running
+    on_disk = json.loads((session / "attempt-001" / "attempt.json").read_text())
+    assert on_disk["goodput"] == attempts[0]["goodput"]
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_a_chaos_run_ends_bit_identical_to_the_clean_run(seed, clean, qwen3_model, tmp_path):
     faults = schedule(seed)
@@ -131,8 +230,7 @@ def test_a_chaos_run_ends_bit_identical_to_the_clean_run(seed, clean, qwen3_mode
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS}", "tmpfs", str(ckpt)], check=True)
-    hb_dir = tmp_path / "launch" / "launch-test" / "heartbeat" / "node-0"
-    fired: list[str] = []
+    session = tmp_path / "launch" / "launch-test"
     try:
         # The launcher's output to a file: a pipe nobody reads while the faults are driven fills
         # up and blocks the launcher's writes.
@@ -141,58 +239,23 @@ def test_a_chaos_run_ends_bit_identical_to_the_clean_run(seed, clean, qwen3_mode
             proc = subprocess.Popen([EVENKEEL, "launch", str(rf), "--json"], stdout=sink, stderr=subprocess.STDOUT,
                                     env=child_env(), cwd=tmp_path, start_new_session=True)
         try:
-            old_pids: set[int] = set()  # the attempt a fault hit: the next is armed once they are gone
-            filler = None
             deadline = time.monotonic() + 1200
-            while proc.poll() is None and time.monotonic() < deadline:
-                time.sleep(0.05)
-                beats = _beats(hb_dir)
-                pids = {b["pid"] for b in beats.values()}
-                if old_pids:
-                    if any(_alive(p) for p in old_pids) or len(beats) < 4 or pids & old_pids:
-                        if filler is not None and not any(_alive(p) for p in old_pids):
-                            filler.unlink()  # the operator frees the space once the attempt has failed
-                            filler = None
-                        continue
-                    old_pids = set()
-                if len(fired) == len(faults) or len(beats) < 4:
-                    continue
-                f = faults[len(fired)]
-                beat = beats[f["rank"]]
-                if beat["step"] < f["step"]:
-                    continue
-                if f["kind"] == "kill":
-                    os.kill(beat["pid"], signal.SIGKILL)
-                elif f["kind"] == "stop":
-                    os.kill(beat["pid"], signal.SIGSTOP)
-                elif f["kind"] == "disk":
-                    filler = _fill(ckpt)
-                else:
-                    newest = _corrupt_newest(ckpt)
-                    os.kill(beat["pid"], signal.SIGKILL)
-                    f = {**f, "checkpoint": newest.name}
-                fired.append(f"{f['kind']} rank {f['rank']} at step {beat['step']}"
-                             + (f" ({f['checkpoint']} corrupted)" if "checkpoint" in f else ""))
-                old_pids = pids
+            fired = drive(proc, faults, session / "heartbeat" / "node-0", ckpt, deadline)
             proc.wait(timeout=max(1, deadline - time.monotonic()))
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         out = out_file.read_text()
-        assert len(fired) == len(faults), f"fired only {fired} of {faults}:\n{out}"
-        assert proc.returncode == 0, f"fired {fired}:\n{out}"
+        said = "; ".join(f"{f['kind']} rank {f['rank']} at step {f['seen']}"
+                         + (f" ({f['checkpoint']} corrupted)" if "checkpoint" in f else "") for f in fired)
+        assert len(fired) == len(faults), f"fired only {said} of {faults}:\n{out}"
+        assert proc.returncode == 0, f"fired {said}:\n{out}"
         s = summary_of(out)
-        attempts = s["attempt_records"]
-        outcomes = [a["outcome"] for a in attempts]
-        print(f"seed {seed}: fired {'; '.join(fired)}; attempts {outcomes}")
+        print(f"seed {seed}: fired {said}; attempts {[a['outcome'] for a in s['attempt_records']]}")
         print(f"seed {seed}: goodput {json.dumps(s['goodput'])}")
-        assert outcomes[-1] == "completed" and outcomes.count("failed") >= len(faults), (outcomes, out)
-        assert s["outcome"] == "completed" and s["steps"] == s["planned_steps"] == STEPS, s
-        assert 0 < s["goodput"]["ratio"] < 1 and s["goodput"]["redone_s"] > 0, s["goodput"]
-        logs = "".join(p.read_text() for p in (tmp_path / "launch" / "launch-test").glob("attempt-*/rank-*.log"))
-        assert "No space left on device" in logs or "MB free of" in logs, "the full disk was never met"
-        assert "skipped: training state: train_state/" in out + logs, "the corrupted checkpoint was never skipped"
+        check_records(s, fired, out, session)
+        assert subprocess.run(["pgrep", "-f", str(rf)], capture_output=True).returncode == 1, "a process was left"
         state, weights = final_of(ckpt, tmp_path / "scratch")
         want_state, want_weights = clean
         assert state_differences(want_state, state) == []
