@@ -38,4 +38,5 @@ if [ "$PEERS" = 1 ]; then
   EVENKEEL=$B/src/cli/evenkeel "$PY" bench/pack/bench_inputs.py
   EVENKEEL=$B/src/cli/evenkeel "$PY" bench/pack_parquet_vs_jsonl.py
   "$PY" bench/template/bench_template.py --bench-bin "$B/bench/template/template_bench"
+  "$PY" bench/trainer/bench_saves.py
 fi

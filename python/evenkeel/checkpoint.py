@@ -29,7 +29,7 @@ from torch.distributed.tensor import DTensor
 
 from evenkeel import _core
 
-__all__ = ["TOKENIZER_FILES", "CheckpointWriter", "checkpoint_name", "newest_resumable", "newest_verified", "verify"]
+__all__ = ["TOKENIZER_FILES", "CheckpointWriter", "checkpoint_name", "copy_model_files", "newest_resumable", "newest_verified", "verify"]
 
 # Files of a model directory that a checkpoint carries along, when present: the C++
 # list (run::kCheckpointCopiedFiles), which the gate's storage plan measures too.
@@ -148,7 +148,7 @@ class CheckpointWriter:
         with open(os.path.join(tmp, "model.safetensors.index.json"), "w", encoding="utf-8") as f:
             json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2, sort_keys=True)
             f.write("\n")
-        self._copy_model_files(tmp)
+        copy_model_files(self.model_dir, tmp, self.dtype)
         final = os.path.join(self.ckpt_dir, checkpoint_name(step))
         meta = {"format_version": 1, "created": "", "evenkeel_version": "", "files": [], "extra": {},
                 "dtype": str(self.dtype).replace("torch.", ""), **manifest, "step": int(step)}
@@ -157,18 +157,21 @@ class CheckpointWriter:
         size = sum(os.path.getsize(os.path.join(final, n)) for n in os.listdir(final))
         return SaveResult(final, len(os.listdir(final)), size)
 
-    def _copy_model_files(self, tmp: str) -> None:
-        with open(os.path.join(self.model_dir, "config.json"), encoding="utf-8") as f:
-            config = json.load(f)
-        dtype = str(self.dtype).replace("torch.", "")
-        config["dtype"] = dtype  # transformers >= 4.56 reads "dtype"; older ones "torch_dtype"
-        if "torch_dtype" in config:
-            config["torch_dtype"] = dtype
-        config["use_cache"] = True  # the training run turned the KV cache off; users generate
-        with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
-            json.dump(config, f, indent=2, sort_keys=True)
-            f.write("\n")
-        for name in ("generation_config.json", *TOKENIZER_FILES):
-            src = os.path.join(self.model_dir, name)
-            if os.path.isfile(src):
-                shutil.copyfile(src, os.path.join(tmp, name))
+
+def copy_model_files(model_dir: str, out: str, dtype: torch.dtype) -> None:
+    """The model directory's config (dtype set to the export's, the KV cache on again) and
+    its generation config and tokenizer files, into a checkpoint being written."""
+    with open(os.path.join(model_dir, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    name = str(dtype).replace("torch.", "")
+    config["dtype"] = name  # transformers >= 4.56 reads "dtype"; older ones "torch_dtype"
+    if "torch_dtype" in config:
+        config["torch_dtype"] = name
+    config["use_cache"] = True  # the training run turned the KV cache off; users generate
+    with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(config, f, indent=2, sort_keys=True)
+        f.write("\n")
+    for n in ("generation_config.json", *TOKENIZER_FILES):
+        src = os.path.join(model_dir, n)
+        if os.path.isfile(src):
+            shutil.copyfile(src, os.path.join(out, n))

@@ -13,23 +13,21 @@ objects. Loading reshards: a state saved by 4 ranks loads into 2 or 8 (DCP reads
 rank's rows from whichever files hold them); a rank beyond the saved world has no saved
 RNG state and keeps its own.
 
-AsyncSaver is the same save through DCP's asynchronous path: the call returns once the
-state is staged (copied to host memory), the files are written by a background thread
-over a process group of its own, and `wait()` (at the next save, and at exit) returns
-when they are, raising what the background write raised.
+evenkeel.saver.Saver writes it through DCP's asynchronous path with every checkpoint
+(the call returns once the state is staged in host memory; the files are written in the
+background, over a process group of its own).
 """
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import Future
 
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-__all__ = ["CONTENTS", "STATE_DIR", "AsyncSaver", "load", "manifest_ref", "save", "state_dict"]
+__all__ = ["CONTENTS", "DATA_KEYS", "STATE_DIR", "aliases", "load", "manifest_ref", "save", "state_dict"]
 
 STATE_DIR = "train_state"  # ckpt::kTrainStateDir
 CONTENTS = ["model", "optimizer", "scheduler", "rng", "data"]
@@ -47,10 +45,28 @@ def _rng() -> dict:
     return out
 
 
+def aliases(model) -> dict[str, str]:
+    """Tied parameters' later names and the first name of the same tensor
+    ({"lm_head.weight": "model.embed_tokens.weight"} with tied embeddings). The model's
+    state dict holds a tied tensor under each name; the training state keeps it once (the
+    plan's 12 B/param counts it once: a tied Qwen3-0.6B would otherwise write 622 MB twice)."""
+    first: dict[int, str] = {}
+    out: dict[str, str] = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if id(p) in first:
+            out[name] = first[id(p)]
+        else:
+            first[id(p)] = name
+    return out
+
+
 def state_dict(model, optimizer, scheduler, data: dict) -> dict:
     """The state to save: the model's and the optimizer's sharded state dicts (DTensors
-    under FSDP2), the scheduler's, the data position (DATA_KEYS) and this rank's RNG."""
+    under FSDP2; a tied tensor under its first name only), the scheduler's, the data
+    position (DATA_KEYS) and this rank's RNG."""
     msd, osd = get_state_dict(model, optimizer)
+    for name in aliases(model):
+        msd.pop(name, None)
     missing = [k for k in DATA_KEYS if k not in data]
     if missing:
         raise ValueError(f"train state: the data position lacks {', '.join(missing)}")
@@ -75,12 +91,17 @@ def load(path: str, model, optimizer, scheduler, *, saved_world: int) -> dict:
     world) and this rank's RNG when the saved world had this rank; returns the data
     position. Collective."""
     msd, osd = get_state_dict(model, optimizer)  # the optimizer's state made, to be filled
+    tied = aliases(model)
+    for name in tied:
+        msd.pop(name, None)
     sd = {"model": msd, "optimizer": osd, "scheduler": scheduler.state_dict(),
           "data": {k: 0 for k in DATA_KEYS}}
     rank = _rank()
     if rank < saved_world:
         sd["rng"] = {f"rank{rank}": _rng()}
     dcp.load(sd, checkpoint_id=os.fspath(path))
+    for name, source in tied.items():
+        sd["model"][name] = sd["model"][source]  # the same tensor again, as the model ties it
     set_state_dict(model, optimizer, model_state_dict=sd["model"], optim_state_dict=sd["optimizer"])
     scheduler.load_state_dict(sd["scheduler"])
     if "rng" in sd:
@@ -89,38 +110,3 @@ def load(path: str, model, optimizer, scheduler, *, saved_world: int) -> dict:
         if "cuda" in saved and torch.cuda.is_available():
             torch.cuda.set_rng_state(saved["cuda"])
     return {k: int(v) for k, v in sd["data"].items()}
-
-
-class AsyncSaver:
-    """Saves through dcp.async_save over a gloo group of its own (the background thread's
-    collectives must not interleave with training's). One save in flight at a time."""
-
-    def __init__(self):
-        self.group = dist.new_group(backend="gloo") if dist.is_initialized() else None
-        self.pending: Future | None = None
-        self.path: str | None = None
-
-    def save(self, path: str, model, optimizer, scheduler, data: dict) -> None:
-        """Stages the state and starts writing it to `path`; a save still in flight is
-        awaited first (and its failure raised)."""
-        self.wait()
-        got = dcp.async_save(state_dict(model, optimizer, scheduler, data), checkpoint_id=os.fspath(path),
-                             process_group=self.group)
-        self.pending = getattr(got, "upload_completion", got)
-        self.path = os.fspath(path)
-
-    def done(self) -> bool:
-        return self.pending is None or self.pending.done()
-
-    def wait(self) -> str | None:
-        """Waits for the save in flight; returns its path (None when there was none).
-        A failed background write raises here, naming the path."""
-        if self.pending is None:
-            return None
-        pending, path = self.pending, self.path
-        self.pending, self.path = None, None
-        try:
-            pending.result()
-        except Exception as e:
-            raise RuntimeError(f"train state: the background save to {path} failed: {type(e).__name__}: {e}") from e
-        return path

@@ -32,14 +32,14 @@ from typing import Sequence
 import torch
 import torch.distributed as dist
 
-from evenkeel import Heartbeat, Plan, RunFile, _core, flight_recorder
+from evenkeel import Heartbeat, Plan, RunFile, _core, flight_recorder, state
 from evenkeel.callbacks import Callback, StepEnd, TrainState
-from evenkeel.checkpoint import CheckpointWriter
 from evenkeel.hf import load_sharded
 from evenkeel.inputs import open_pack
 from evenkeel.metrics import Metrics
 from evenkeel.progress import Progress, Refused
 from evenkeel.resume import find_resume, layout_changes, resume_disagreement, start_of
+from evenkeel.saver import Saver
 
 __all__ = ["dry_run", "main", "resume_disagreement", "train", "train_step"]
 
@@ -113,6 +113,23 @@ def attention_for(cfg: RunFile, device: torch.device) -> str | None:
     return isolated_implementation(config, device)
 
 
+def resume_state(cfg: RunFile, progress: Progress, chosen: dict, model, opt, sched, start, tokens_seen) -> None:
+    """Loads the chosen checkpoint's training state (fp32 parameters, AdamW moments,
+    scheduler, RNG; resharded when the world changed) and checks that its data position
+    is the manifest's."""
+    t0 = time.monotonic()
+    path = os.path.join(chosen["path"], state.STATE_DIR)
+    saved_world = int(chosen["train_state"]["world"])
+    data = state.load(path, model, opt, sched, saved_world=saved_world)
+    want = {"epoch": start[0], "step_in_epoch": start[1], "step": start[2], "tokens_seen": tokens_seen}
+    if data != want:
+        raise RuntimeError(f"{path}: the training state's data position {data} is not the checkpoint's {want}")
+    if progress.rank == 0:
+        progress.log(f"resume: full training state from {path} (saved by {saved_world} ranks, loaded by "
+                     f"{dist.get_world_size()}): AdamW moments, scheduler at step {sched.last_epoch}, RNG, data "
+                     f"position; {time.monotonic() - t0:.1f}s")
+
+
 def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Sequence[Callback] = (),
           resume: bool = True) -> None:
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -124,11 +141,7 @@ def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Seq
     progress.log(f"blocks={ds.local_blocks} pinned={pinned} steps_per_epoch={steps_per_epoch} "
                  f"total_steps={total_steps} saves={len(plan.save_steps)} evenfix={cfg.evenfix.mode}")
     chosen = find_resume(progress, ckpt_dir, cfg.checkpoint.resume) if resume else None
-    if chosen and chosen.get("resume_level") == "full" and rank == 0:
-        # A checkpoint with a verified training state (format 2), which this trainer
-        # does not write or load yet: said, never skipped silently.
-        progress.log(f"warning: {chosen['path']} holds a training state, but this trainer loads weights only: "
-                     "the AdamW moments and the scheduler start afresh")
+    full = bool(chosen) and chosen.get("resume_level") == "full"  # weights and training state verified
     start, tokens_seen = start_of(chosen)
     layout = {"pinned_blocks": pinned, "micro_batch": t.micro_batch, "grad_accum": t.grad_accum,
               "seed": t.seed, "shuffle": t.shuffle}
@@ -154,25 +167,32 @@ def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Seq
                          weights_dir=chosen["path"] if chosen else None, attn_implementation=implementation)
     progress.log(f"model {cfg.model.path} ({type(model).__name__}, {sum(p.numel() for p in model.parameters()):,} "
                  f"params, precision {t.precision}, attention {cfg.data.attention}"
-                 + (f" through {implementation}" if implementation else "") + ") loaded in {time.monotonic() - t0:.1f}s"
+                 + (f" through {implementation}" if implementation else "") + f") loaded in {time.monotonic() - t0:.1f}s"
                  + (f"; resumed weights from {chosen['path']}: epoch {start[0]} step {start[1]} "
                     f"(global {start[2]})" if chosen else ""))
-    # AdamW, linear warmup then cosine decay (the plan's), continuing at the resumed step.
+    # AdamW, linear warmup then cosine decay (the plan's). A full resume restores the
+    # moments and the scheduler's step; weights only starts both afresh at the resumed step.
     opt = torch.optim.AdamW(model.parameters(), lr=t.lr, weight_decay=t.weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: plan.lr_factor(s + start[2], t.min_lr_ratio))
-    writer = CheckpointWriter(ckpt_dir, cfg.model.path, shard_bytes=int(cfg.checkpoint.shard_size_gb * 1e9),
-                              keep=cfg.checkpoint.keep)
+    offset = 0 if full else start[2]
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: plan.lr_factor(s + offset, t.min_lr_ratio))
+    if full:
+        resume_state(cfg, progress, chosen, model, opt, sched, start, tokens_seen)
+    elif chosen and rank == 0:
+        progress.log(f"resume: weights only from {chosen['path']}: the AdamW moments and the scheduler start afresh")
+    saver = Saver(ckpt_dir, cfg.model.path, shard_bytes=int(cfg.checkpoint.shard_size_gb * 1e9),
+                  keep=cfg.checkpoint.keep, marker_timeout_s=60 * cfg.distributed.watchdog_timeout_min)
     pack = {"dir": cfg.data.pack_dir, "world": ds.world, "seq_len": ds.seq_len,
             "manifest_xxh3": _core.xxh3_file(os.path.join(cfg.data.pack_dir, "manifest.json"))}
 
     def save(epoch: int, step_in_epoch: int) -> str:
         step = progress.global_step
         t_blocked = time.monotonic()
+        progress.enter("save", f"the previous save, before step {step}'s", step)
+        done = saver.wait()  # the previous save, if it is still being written (its failure raises)
         progress.enter("save_barrier", f"after step {step}", step)
         progress.log(f"save barrier at step {step}")
         dist.barrier()  # the report's save barrier: every rank must arrive here at the same step
         progress.enter("save", f"step {step}", step)
-        t_save = time.monotonic()
         manifest = {
             "step": step, "epoch": epoch, "step_in_epoch": step_in_epoch,
             "epoch_complete": step_in_epoch >= steps_per_epoch, "final": step >= total_steps,
@@ -182,17 +202,23 @@ def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Seq
                       "blocks_consumed_per_rank": step_in_epoch * plan.blocks_per_step,
                       **({"overrides": cfg.overrides} if cfg.overrides else {})},
         }
-        result = writer.save(model, step, manifest)
+        data = {"epoch": epoch, "step_in_epoch": step_in_epoch, "step": step, "tokens_seen": tokens_seen}
+        path = saver.save(step, model, opt, sched, data, manifest)  # returns once the state is staged
+        blocked = time.monotonic() - t_blocked
         if progress.heartbeat is not None:
-            progress.heartbeat.add_save_blocked(time.monotonic() - t_blocked)  # the save stops training (goodput)
-        if result is not None:
-            progress.log(f"saved {result.path} ({result.files} files, {result.bytes / 1e6:.1f} MB) "
-                         f"in {time.monotonic() - t_save:.1f}s")
-        return os.path.join(ckpt_dir, f"step-{step:08d}")
+            progress.heartbeat.add_save_blocked(blocked)  # only this stops training (goodput)
+        log_saved(done)
+        progress.log(f"save of step {step} staged: training blocked {blocked:.3f}s; writing in the background")
+        return path
 
-    state = TrainState(cfg, plan, model, progress, rank, world, total_steps)
+    def log_saved(done) -> None:
+        if done is not None:
+            progress.log(f"saved {done.path} ({done.files} files, {done.bytes / 1e6:.1f} MB, training state "
+                         f"included) {done.background_s:.1f}s after staging")
+
+    view = TrainState(cfg, plan, model, progress, rank, world, total_steps)
     for cb in callbacks:
-        cb.on_train_start(state)
+        cb.on_train_start(view)
     if cfg.watch.heartbeat_dir:
         progress.heartbeat = Heartbeat(cfg.watch.heartbeat_dir, rank=rank, total_steps=total_steps)
         if progress.global_step:
@@ -204,6 +230,7 @@ def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Seq
     if progress.heartbeat is not None:
         progress.heartbeat.training_started()  # the end of start-up, for the launcher's goodput
     for s in plan.walk(rank, start):
+        log_saved(saver.check())  # a background save that failed is an error here, at the next step
         blocks = ds.step_blocks(s.epoch, s.step_in_epoch, t.micro_batch, t.grad_accum)
         loss = train_step(model, opt, sched, ds, blocks, t, device, progress, s.step)
         progress.global_step = s.step
@@ -216,12 +243,16 @@ def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Seq
         saved = save(s.epoch, s.step_in_epoch) if s.save else None
         last_saved = saved or last_saved
         end = StepEnd(s.epoch, s.step_in_epoch, s.step, loss, lr, tokens_seen, [int(b) for b in blocks], saved)
-        if any([cb.on_step_end(state, end) for cb in callbacks]) and s.step < total_steps:
+        if any([cb.on_step_end(view, end) for cb in callbacks]) and s.step < total_steps:
+            progress.enter("save", "the last save, at exit", s.step)
+            log_saved(saver.close())
             return  # a callback ended this attempt here, as an interruption would
+    progress.enter("save", "the last save, at exit", progress.global_step)
+    log_saved(saver.close())  # the last save in flight, in place before the run is done
     if metrics is not None:
         metrics.close()
     for cb in callbacks:
-        cb.on_train_end(state)
+        cb.on_train_end(view)
     progress.enter("done")
     if progress.heartbeat is not None:
         progress.heartbeat.done()

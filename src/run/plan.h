@@ -40,9 +40,9 @@ inline constexpr const char* kCheckpointCopiedFiles[] = {"config.json",
 // AdamW's exp_avg and exp_avg_sq (4 + 4), beside the bf16 export's 2.
 inline constexpr double kTrainStateBytesPerParam = 12;
 // Whether checkpoints hold the training state, so that the plan (and the gate's
-// storage check) counts it: not yet, the reference trainer (python/evenkeel/train.py)
-// writes the bf16 export only. The one switch to turn when it writes train_state/.
-inline constexpr bool kCheckpointsHoldTrainState = false;
+// storage check) counts it: the reference trainer's saver (python/evenkeel/saver.py)
+// writes train_state/ with every checkpoint.
+inline constexpr bool kCheckpointsHoldTrainState = true;
 
 // What the plan needs of a model; from a Hugging Face config.json, or just a
 // parameter count (then has_shape is false and activations are not estimated).

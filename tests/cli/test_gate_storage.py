@@ -1,9 +1,9 @@
 """The gate's storage check plans the checkpoint as the trainer writes it.
 
 A real checkpoint of the tiny Qwen3 (Qwen3's real 151,936-row vocabulary, tied
-embeddings, the real 11 MB tokenizer.json) is written by evenkeel's own
-CheckpointWriter, in this process (one rank, no process group: the writer's rank 0
-path), and `evenkeel plan` and `evenkeel gate` must have planned it: the same files,
+embeddings, the real 11 MB tokenizer.json) is written by the trainer's own saver
+(evenkeel.saver, weights and training state), in this process (one rank, no process
+group), and `evenkeel plan` and `evenkeel gate` must have planned it: the same files,
 and a size within 10% of the directory's. The field's run planned 2 B/param alone
 (8.26 MB) for checkpoints that were 17.4 MB on disk.
 """
@@ -67,11 +67,16 @@ def write_checkpoint(model_dir: Path, pack_dir: Path, ckpt: Path, run: Path, ste
     from transformers import AutoModelForCausalLM
 
     from evenkeel import _core
-    from evenkeel.checkpoint import CheckpointWriter
+    from evenkeel.saver import Saver
 
     torch.set_num_threads(1)
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
-    writer = CheckpointWriter(str(ckpt), str(model_dir), keep=2)
+    opt = torch.optim.AdamW(model.parameters())
+    for p in model.parameters():  # AdamW's moments exist once it has stepped
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1.0)
+    saver = Saver(str(ckpt), str(model_dir), keep=2, blocking=True)
     manifest = {
         "step": step, "epoch": 0, "step_in_epoch": step, "epoch_complete": False, "final": False,
         "tokens_seen": step * 16,
@@ -81,9 +86,10 @@ def write_checkpoint(model_dir: Path, pack_dir: Path, ckpt: Path, run: Path, ste
         "extra": {"pinned_blocks": 12, "micro_batch": 1, "grad_accum": 1, "seed": 0, "shuffle": True,
                   "total_steps": 12, "blocks_consumed_per_rank": step},
     }
-    result = writer.save(model, step, manifest)
-    assert result is not None
-    return Path(result.path)
+    data = {"epoch": 0, "step_in_epoch": step, "step": step, "tokens_seen": step * 16}
+    path = saver.save(step, model, opt, sched, data, manifest)
+    saver.close()
+    return Path(path)
 
 
 def test_the_planned_checkpoint_is_the_written_one(setup):
@@ -93,9 +99,13 @@ def test_the_planned_checkpoint_is_the_written_one(setup):
     p = json.loads(plan.stdout)
     written = write_checkpoint(model_dir, pack_dir, ckpt, run, step=2)
     real = {f.name: f.stat().st_size for f in written.iterdir() if f.is_file()}
-    # The training state (checkpoint format 2), when the writer saves it: DCP's files.
+    # The training state (checkpoint format 2), as the trainer's saver writes it: DCP's files.
     state_dir = written / "train_state"
-    state_real = sum(f.stat().st_size for f in state_dir.iterdir()) if state_dir.is_dir() else 0
+    assert state_dir.is_dir()
+    state_files = {f"train_state/{f.name}": f.stat().st_size for f in state_dir.iterdir()}
+    state_real = sum(state_files.values())
+    assert {"train_state/.metadata", "train_state/__0_0.distcp"} == set(state_files), state_files
+    # The plan lists the files beside the state; the state is its checkpoint_state_bytes (below).
     planned = {f["name"]: f["bytes"] for f in p["checkpoint_files"]}
     # The same files: the shards, the index, the manifest and every model file the writer
     # copies (README.md is not one); a name copied but not planned is a drift between
@@ -109,10 +119,8 @@ def test_the_planned_checkpoint_is_the_written_one(setup):
     assert abs(beside_state - total) <= 0.10 * total, (beside_state, total, planned, real)
     assert p["checkpoint_bytes"] == p["checkpoint_weight_bytes"] + p["checkpoint_extra_bytes"] + p["checkpoint_state_bytes"]
     # The training state: fp32 parameters and AdamW's two moments, 12 B/param.
-    # Counted only while the writer saves it (run::kCheckpointsHoldTrainState): the plan is the checkpoint as written.
-    assert p["checkpoint_state_bytes"] == (12 * p["params"] if state_real else 0), (p["checkpoint_state_bytes"], state_real)
-    if state_real:
-        assert abs(p["checkpoint_state_bytes"] - state_real) <= 0.10 * state_real, (p["checkpoint_state_bytes"], state_real)
+    assert p["checkpoint_state_bytes"] == 12 * p["params"], (p["checkpoint_state_bytes"], state_real)
+    assert abs(p["checkpoint_state_bytes"] - state_real) <= 0.10 * state_real, (p["checkpoint_state_bytes"], state_real)
     assert p["checkpoint_copies_measured"] is True
     # The weights are exact up to the headers' few bytes; the copied files are the model's.
     shards = [n for n in real if n.endswith(".safetensors")]

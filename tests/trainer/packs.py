@@ -176,3 +176,36 @@ def qwen3_model(tmp_path_factory) -> Path:
 def llama_model(tmp_path_factory) -> Path:
     """A tiny Llama with Llama 3's real tokenizer and 128,256-row vocabulary."""
     return make_tiny_model("llama", tmp_path_factory.mktemp("models") / "tiny-llama")
+
+
+def train_state_of(checkpoint: Path, scratch: Path) -> dict:
+    """A checkpoint's whole training state (train_state/, written by DCP) as one nested
+    dict of full tensors: model, optimizer, scheduler, data and every rank's RNG."""
+    import torch
+    from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
+
+    scratch.mkdir(parents=True, exist_ok=True)
+    out = scratch / f"state-{abs(hash(str(checkpoint)))}.pt"
+    dcp_to_torch_save(str(checkpoint / "train_state"), str(out))
+    try:
+        return torch.load(out, weights_only=False)
+    finally:
+        out.unlink()
+
+
+def state_differences(a, b, where: str = "") -> list[str]:
+    """Where two training states differ (tensors bit for bit, everything else by ==);
+    empty when they are identical."""
+    import torch
+
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = [f"{where}.{k}: only in one" for k in sorted(set(a) ^ set(b), key=str)]
+        for k in sorted(set(a) & set(b), key=str):
+            out += state_differences(a[k], b[k], f"{where}.{k}")
+        return out
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in state_differences(x, y, f"{where}[{i}]")]
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        same = a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+        return [] if same else [f"{where}: tensors differ"]
+    return [] if a == b else [f"{where}: {a!r} != {b!r}"]

@@ -74,10 +74,8 @@ def worker(rank, mode, world, out, steps, save_at):
     for s in range(first, steps):
         step(model, opt, sched, s)
         if mode == "train" and s + 1 == save_at:
-            saver = state.AsyncSaver()
-            saver.save(os.path.join(out, "state"), model, opt, sched,
+            state.save(os.path.join(out, "state"), model, opt, sched,
                        {"epoch": 0, "step_in_epoch": save_at, "step": save_at, "tokens_seen": 16 * save_at})
-            saver.wait()
             dump(model, opt, sched, os.path.join(out, f"train-{world}-{save_at}.pt"))
     dump(model, opt, sched, os.path.join(out, f"{mode}-{world}-{steps}.pt"))
     dist.barrier()

@@ -1,5 +1,6 @@
 """evenkeel.state: the full training state saved by 4 ranks resumes, bit-identical to an
-unbroken run, in 4, 2 and 8 ranks (DCP's resharding), through the asynchronous saver."""
+unbroken run, in 4, 2 and 8 ranks (DCP's resharding). The asynchronous path (evenkeel.saver)
+is tested through the trainer: test_saver.py."""
 import subprocess
 import sys
 from pathlib import Path

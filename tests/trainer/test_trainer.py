@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from packs import (EVENKEEL, HOOKED, TOKENIZER_DIRS, TRAIN, child_env, free_port, launch, make_pack,
-                   write_run_file)
+                   state_differences, train_state_of, write_run_file)
 
 SEQ = 32
 LEARN_VOCAB = 512  # the learnable pack's tokens are ids below this (counting runs)
@@ -152,6 +152,8 @@ def test_resume_continues_the_exact_block_order_and_skips_a_corrupted_newest(qwe
     assert [r.returncode for r in second] == [0] * 4, logs
     assert "step-00000004: skipped" in second[0].output, logs
     assert "resumed weights from " + str(ckpt / "step-00000002") + ": epoch 0 step 2 (global 2)" in second[0].output
+    assert f"resume: full training state from {ckpt / 'step-00000002' / 'train_state'} (saved by 4 ranks, loaded by 4)" \
+        in second[0].output, second[0].output
     for r in second:
         assert done_steps(r.output) == 8, logs
 
@@ -167,6 +169,12 @@ def test_resume_continues_the_exact_block_order_and_skips_a_corrupted_newest(qwe
         got = steps(resumed / "blocks" / f"rank-{r}.txt")
         assert sorted(want) == list(range(1, 9)) and got == want, f"rank {r}: {got} != {want}"
     assert ckpt_verify(ckpt / "step-00000008").returncode == 0
+    # The full training state restored: the resumed run ends bit-identical to the straight one
+    # (parameters, AdamW's moments, the scheduler, every rank's RNG, the data position).
+    final_straight = train_state_of(straight / "ckpt" / "step-00000008", tmp_path / "scratch")
+    final_resumed = train_state_of(ckpt / "step-00000008", tmp_path / "scratch")
+    assert state_differences(final_straight, final_resumed) == []
+    assert final_resumed["data"] == {"epoch": 0, "step_in_epoch": 8, "step": 8, "tokens_seen": 8 * 8 * SEQ}
 
 
 def test_set_overrides_a_run_file_key_through_the_cpp_parser_and_a_bad_one_is_refused(qwen3_model, tmp_path):

@@ -1,0 +1,265 @@
+"""Chaos with a result you can compare: `evenkeel launch` runs a 4-rank CPU job (gloo, the
+tiny Qwen3, deterministic) under a fault schedule drawn from a seed, and the job must
+complete with final weights and training state (parameters, AdamW's moments, scheduler,
+every rank's RNG, data position) bit-identical to an uninterrupted run of the same run file.
+
+Each seed's schedule has one fault of each kind, in a seeded order, each at a seeded step
+of a seeded rank:
+- kill:    SIGKILL of the rank's trainer;
+- stop:    SIGSTOP of the rank (a hang: only the collective timeout ends it);
+- disk:    the checkpoint filesystem (a real 1.5 GB tmpfs) filled up, so the next save's
+           background write fails; the space comes back once that attempt has ended;
+- corrupt: one byte of the newest checkpoint's training state flipped, then SIGKILL of the
+           rank: the restart must skip that checkpoint for an older one.
+A fault fires once the current attempt's rank has finished its step, and the next fault
+is armed only when a new attempt is running. Each fault's attempt (found by the pid of the
+rank it hit) must say what happened: the killed rank's SIGKILL with no desync, the hang
+named with the stopped rank's state T, the background save's failure, the corrupted
+checkpoint skipped for an older one; each is restarted and the next resumes the full
+state. The goodput parts sum to the wall time, for the launch and for every attempt
+(what tests/launch/test_launch.py's killed-rank test and test_launch_goodput.py checked
+on one kill before this test covered them). Each test prints its schedule, the attempts
+and the launch's goodput.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from packs import EVENKEEL, child_env, state_differences, train_state_of
+from test_launch import launch, pack_for, run_file, summary_of
+
+SEEDS = [11, 22, 33, 44, 55]
+BLOCKS = 32  # per rank: 16 steps of 2 micro-batches
+STEPS = 16
+SAVE_EVERY = 2
+KINDS = ("kill", "stop", "disk", "corrupt")
+TMPFS = "1500m"
+
+
+def chaos_run_file(tmp: Path, model: Path) -> Path:
+    return run_file(tmp, model, pack_for(tmp, [BLOCKS] * 4), train__save_every=SAVE_EVERY,
+                    launch__dir=str(tmp / "launch"), distributed__watchdog_timeout_min=0.3,
+                    retry__max_restarts=8, retry__max_no_progress=3)
+
+
+def schedule(seed: int) -> list[dict]:
+    """One fault of each kind at increasing steps, two or more apart (every attempt between
+    two faults passes a save), the corruption late enough for an older checkpoint."""
+    rng = random.Random(seed)
+    kinds = list(KINDS)
+    rng.shuffle(kinds)
+    while True:
+        steps = sorted(rng.sample(range(3, STEPS), len(kinds)))
+        if all(b - a >= 2 for a, b in zip(steps, steps[1:])) and steps[kinds.index("corrupt")] >= 5:
+            break
+    return [{"kind": k, "step": s, "rank": rng.randrange(4)} for k, s in zip(kinds, steps)]
+
+
+def final_of(ckpt: Path, scratch: Path) -> tuple[dict, dict]:
+    from safetensors.torch import load_file
+
+    last = ckpt / f"step-{STEPS:08d}"
+    weights = {}
+    for shard in sorted(last.glob("*.safetensors")):
+        weights.update(load_file(str(shard)))
+    return train_state_of(last, scratch), weights
+
+
+@pytest.fixture(scope="module")
+def clean(qwen3_model, tmp_path_factory):
+    """The uninterrupted run: its final training state and bf16 weights."""
+    tmp = tmp_path_factory.mktemp("clean")
+    p = launch(chaos_run_file(tmp, qwen3_model))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert len(summary_of(p.stdout)["attempt_records"]) == 1
+    return final_of(tmp / "ckpt", tmp / "scratch")
+
+
+def _beats(hb_dir: Path) -> dict[int, dict]:
+    out = {}
+    for r in range(4):
+        try:
+            out[r] = json.loads((hb_dir / f"rank-{r}.json").read_text())
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _fill(mount: Path) -> Path:
+    """Writes until the filesystem is full (a save in flight competes for the same space)."""
+    import errno
+
+    filler = mount / ".filler"
+    block = b"\0" * (1 << 20)
+    with open(filler, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(block)
+        except OSError as e:
+            if e.errno != errno.ENOSPC:
+                raise
+    return filler
+
+
+def _corrupt_newest(ckpt: Path) -> Path:
+    newest = sorted(ckpt.glob("step-*"))[-1]
+    target = sorted((newest / "train_state").glob("*.distcp"))[-1]
+    with open(target, "r+b") as f:
+        f.seek(target.stat().st_size // 2)
+        byte = f.read(1)
+        f.seek(-1, os.SEEK_CUR)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    return newest
+
+
+PARTS = ("training_s", "redone_s", "save_blocked_s", "other_s")
+RESTART = ("detection", "stopping", "rendezvous", "startup")
+
+
+def _total(g: dict) -> float:
+    return sum(g[k] for k in PARTS) + sum(g["restart_s"][k] for k in RESTART)
+
+
+def drive(proc: subprocess.Popen, faults: list[dict], hb_dir: Path, ckpt: Path, deadline: float) -> list[dict]:
+    """Fires each fault once the current attempt's rank has finished its step; the next is
+    armed once the hit attempt's processes are gone and a new attempt beats. Returns the
+    faults as fired: the step seen, the pid of the rank they hit (which names the attempt
+    in its records) and the checkpoint corrupted."""
+    fired: list[dict] = []
+    old_pids: set[int] = set()
+    filler = None
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        beats = _beats(hb_dir)
+        pids = {b["pid"] for b in beats.values()}
+        if old_pids:
+            if filler is not None and not any(_alive(p) for p in old_pids):
+                filler.unlink()  # the operator frees the space once the attempt has failed
+                filler = None
+            if any(_alive(p) for p in old_pids) or len(beats) < 4 or pids & old_pids:
+                continue
+            old_pids = set()
+        if len(fired) == len(faults) or len(beats) < 4:
+            continue
+        f = dict(faults[len(fired)])
+        beat = beats[f["rank"]]
+        if beat["step"] < f["step"]:
+            continue
+        if f["kind"] in ("kill", "corrupt"):
+            if f["kind"] == "corrupt":
+                f["checkpoint"] = _corrupt_newest(ckpt).name
+            os.kill(beat["pid"], signal.SIGKILL)
+        elif f["kind"] == "stop":
+            os.kill(beat["pid"], signal.SIGSTOP)
+        else:
+            filler = _fill(ckpt)
+        fired.append({**f, "seen": beat["step"], "pid": beat["pid"]})
+        old_pids = pids
+    return fired
+
+
+def check_records(s: dict, fired: list[dict], out: str, session: Path) -> None:
+    """What each fault's attempt records say, the restarts, and the goodput account."""
+    attempts = s["attempt_records"]
+    by_pid = {r["pid"]: a for a in attempts for r in a["nodes"][0]["ranks"]}
+    for f in fired:
+        a = by_pid[f["pid"]]
+        n = a["attempt"]
+        nxt = attempts[n]  # the attempt after it (attempts are numbered from 1)
+        what = f"{f['kind']} (attempt {n}): {json.dumps(a)[:2000]}"
+        assert a["outcome"] == "failed" and a["decision"]["action"] == "restart", what
+        assert nxt["checkpoint_before"] <= a["checkpoint_after"], what
+        rank = next(r for r in a["nodes"][0]["ranks"] if r["pid"] == f["pid"])
+        if f["kind"] in ("kill", "corrupt"):
+            assert rank["signal"] == signal.SIGKILL, what
+            assert not a["flight_recorder"]["conclusive"], what  # a dead rank is no desync
+        if f["kind"] == "kill":
+            assert nxt["checkpoint_before"] == a["checkpoint_after"], what
+        if f["kind"] == "stop":
+            assert a["hang"] and a["hang"]["ranks"] == [f["rank"]], what
+            assert "process stopped (state T: a stop signal such as SIGSTOP)" in a["hang"]["summary"], what
+        if f["kind"] == "disk":
+            said = a["decision"]["reason"] + json.dumps(a["causes"])
+            assert "the background save failed" in said or "No space left on device" in said, what
+        if f["kind"] == "corrupt":
+            corrupted = int(f["checkpoint"].split("-")[1])
+            assert nxt["checkpoint_before"] < corrupted, what  # skipped for an older one
+            assert f"{f['checkpoint']}: skipped: training state: train_state/" in out, out
+        assert nxt["resume_level"] in ("full", None), what  # the state resumed (None: from the start)
+    assert s["outcome"] == "completed" and s["exit_code"] == 0, s
+    assert s["steps"] == s["planned_steps"] == STEPS, s
+    assert s["gpu_hours_lost"] > 0 and s["gpu_hours_used"] > s["gpu_hours_lost"], s
+    # Goodput: the parts sum to the wall time, for the launch and every attempt.
+    g = s["goodput"]
+    assert abs(_total(g) - g["wall_s"]) < 0.02, g
+    assert g["redone_s"] > 0 and g["restart_s"]["rendezvous"] > 0, g
+    assert 0 < g["ratio"] < 1 and abs(g["ratio"] - g["training_s"] / g["wall_s"]) < 1e-3, g
+    for a in attempts:
+        assert abs(_total(a["goodput"]) - a["goodput"]["wall_s"]) < 0.02, a["goodput"]
+        assert a["goodput"]["restart_s"]["rendezvous"] > 0 or a["attempt"] == 1, a["goodput"]
+    assert sum(a["goodput"]["wall_s"] for a in attempts) <= g["wall_s"] + 0.01
+    assert "launch: goodput " in out and "% (training " in out, out
+    running = json.loads((session / "goodput.json").read_text())
+    assert (running["v"], running["attempt"], running["running"]) == (1, len(attempts), False), running
+    on_disk = json.loads((session / "attempt-001" / "attempt.json").read_text())
+    assert on_disk["goodput"] == attempts[0]["goodput"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_chaos_run_ends_bit_identical_to_the_clean_run(seed, clean, qwen3_model, tmp_path):
+    faults = schedule(seed)
+    print(f"seed {seed}: " + ", ".join(f"{f['kind']} rank {f['rank']} at step {f['step']}" for f in faults))
+    rf = chaos_run_file(tmp_path, qwen3_model)
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS}", "tmpfs", str(ckpt)], check=True)
+    session = tmp_path / "launch" / "launch-test"
+    try:
+        # The launcher's output to a file: a pipe nobody reads while the faults are driven fills
+        # up and blocks the launcher's writes.
+        out_file = tmp_path / "launch.out"
+        with open(out_file, "w") as sink:
+            proc = subprocess.Popen([EVENKEEL, "launch", str(rf), "--json"], stdout=sink, stderr=subprocess.STDOUT,
+                                    env=child_env(), cwd=tmp_path, start_new_session=True)
+        try:
+            deadline = time.monotonic() + 1200
+            fired = drive(proc, faults, session / "heartbeat" / "node-0", ckpt, deadline)
+            proc.wait(timeout=max(1, deadline - time.monotonic()))
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        out = out_file.read_text()
+        said = "; ".join(f"{f['kind']} rank {f['rank']} at step {f['seen']}"
+                         + (f" ({f['checkpoint']} corrupted)" if "checkpoint" in f else "") for f in fired)
+        assert len(fired) == len(faults), f"fired only {said} of {faults}:\n{out}"
+        assert proc.returncode == 0, f"fired {said}:\n{out}"
+        s = summary_of(out)
+        print(f"seed {seed}: fired {said}; attempts {[a['outcome'] for a in s['attempt_records']]}")
+        print(f"seed {seed}: goodput {json.dumps(s['goodput'])}")
+        check_records(s, fired, out, session)
+        assert subprocess.run(["pgrep", "-f", str(rf)], capture_output=True).returncode == 1, "a process was left"
+        state, weights = final_of(ckpt, tmp_path / "scratch")
+        want_state, want_weights = clean
+        assert state_differences(want_state, state) == []
+        assert sorted(weights) == sorted(want_weights)
+        assert all(weights[k].equal(want_weights[k]) for k in weights), "bf16 export differs"
+    finally:
+        subprocess.run(["umount", "-l", str(ckpt)], check=False)
