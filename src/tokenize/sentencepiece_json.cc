@@ -276,8 +276,10 @@ Status LoadPieces(Tokenizer* t, const tokjson::Document& doc, const std::string&
     return doc.Error("decoder", "missing");  // Parse saw it
   EK_RETURN_IF_ERROR(loader.Decoder(d, "decoder"));
 
-  // Added tokens: decoded as their content; a normalized one is found in
-  // normalized text as its content normalized the same way.
+  // Added tokens: a normalized one is found in normalized text as its content
+  // normalized the same way, and decodes from that form too (Hugging Face
+  // 0.23's normalized_cache, which simple_id_to_token reads); any other
+  // decodes from its content.
   t->added_ = doc.added_tokens;
   t->has_id_ = doc.has_id;
   std::vector<AddedToken> raw, norm;
@@ -287,6 +289,7 @@ Status LoadPieces(Tokenizer* t, const tokjson::Document& doc, const std::string&
     t->decode_override_[a.id] = a.content;
     if (a.normalized) {
       t->pieces_->normalizer.Apply(a.content, &out, nullptr, &tmp, nullptr);
+      t->decode_override_[a.id] = out;
       norm.push_back(a);
       norm_pat.push_back(out);
     } else {

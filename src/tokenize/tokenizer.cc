@@ -245,12 +245,15 @@ void Tokenizer::EncodePiece(std::string_view piece, std::vector<int32_t>* ids,
 uint64_t Tokenizer::VocabFingerprint() const {
   tokjson::VocabHash hash;
   std::string bytes;
+  std::unordered_map<int32_t, std::string_view> added_text;  // SentencePiece-style: content
+  if (pieces_) {
+    for (const AddedToken& a : added_) added_text[a.id] = a.content;
+  }
   for (int32_t id = 0; id < vocab_size_; ++id) {
     if (!has_id_[static_cast<size_t>(id)]) continue;
     if (pieces_) {  // the token text (tokjson/vocab_fingerprint.h says why)
-      auto it = decode_override_.find(id);
-      hash.Add(id, it != decode_override_.end() ? std::string_view(it->second)
-                                                : std::string_view(bpe_.TokenBytes(id)));
+      auto it = added_text.find(id);
+      hash.Add(id, it != added_text.end() ? it->second : std::string_view(bpe_.TokenBytes(id)));
       continue;
     }
     bytes.clear();
