@@ -124,7 +124,8 @@ void PieceDecoder::Apply(const Step& step, std::vector<std::string>* tokens) con
     case Step::kFuse: {
       std::string all;
       for (const std::string& t : toks) all += t;
-      toks.assign(1, std::move(all));
+      toks.clear();
+      toks.push_back(std::move(all));
       return;
     }
     case Step::kStrip:
