@@ -66,7 +66,11 @@ class Tokenizer {
   // tokens advance by their byte length, clamped to the piece of text between
   // added tokens, whose last token ends at the piece's end. Exact whenever the
   // normalizer leaves `text` unchanged (NFC text for an NFC tokenizer: see
-  // normalizes_nfc) and no added token strips white space inside a piece.
+  // normalizes_nfc) and no added token strips white space inside a piece. For
+  // the SentencePiece-style family a token's end is mapped back through
+  // Metaspace and the normalizer (a prepended "▁" takes no text, a "▁" that
+  // replaced a space ends after it): exact but for NFC/NFKC changing the text,
+  // and an unknown token fused over several characters (counted as one).
   Status EncodeWithOffsets(std::string_view text, std::vector<int32_t>* ids,
                            std::vector<uint32_t>* ends) const;
   // True when the tokenizer's normalizer is NFC (text is normalized before BPE;
