@@ -99,6 +99,37 @@ def cut_tokenizer(path, keep_merges):
     return t
 
 
+SP = "\u2581"
+
+
+def tiny_sentencepiece(normalizer="llama2", pre=None, decoder="llama2", byte_fallback=True):
+    # src/tokenize/sentencepiece_test.cc: <unk> <s> </s>, <0x00>..<0xFF>, a few pieces.
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    vocab.update({"<0x%02X>" % b: 3 + b for b in range(256)})
+    for i, t in enumerate([SP, "h", "e", "l", "o", "w", SP + "h", "he", "ll", SP + "he", SP + "hell", SP + "hello"]):
+        vocab[t] = 259 + i
+    if normalizer == "llama2":
+        normalizer = {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": SP}, {"type": "Replace", "pattern": {"String": " "}, "content": SP}]}
+    if decoder == "llama2":
+        decoder = {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": SP}, "content": " "}, {"type": "ByteFallback"},
+            {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [
+            {"id": 0, "content": "<unk>", "single_word": False, "lstrip": False, "rstrip": False,
+             "normalized": False, "special": True},
+            {"id": 1, "content": "<s>", "single_word": False, "lstrip": False, "rstrip": False,
+             "normalized": False, "special": True},
+            {"id": 271, "content": "hello", "single_word": True, "lstrip": True, "rstrip": False,
+             "normalized": True, "special": False}],
+        "normalizer": normalizer, "pre_tokenizer": pre, "post_processor": None, "decoder": decoder,
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": byte_fallback,
+                  "vocab": vocab, "merges": [SP + " h", "l l", SP + "h e", SP + "he ll", SP + "hell o"]}}
+
+
 def jdump(obj, indent=None):
     return json.dumps(obj, ensure_ascii=False, indent=indent).encode("utf-8")
 
@@ -116,6 +147,14 @@ def seeds_tokenizer(tok_dir):
         "tiny_nfc_sequence": jdump(tiny_tokenizer(normalizer={"type": "Sequence",
                                                               "normalizers": [{"type": "NFC"}]})),
         "unsupported_wordpiece": b'{"model":{"type":"WordPiece","vocab":{}}}',
+        "tiny_sentencepiece": jdump(tiny_sentencepiece()),
+        "tiny_sentencepiece_unk": jdump(tiny_sentencepiece(byte_fallback=False)),
+        "tiny_metaspace": jdump(tiny_sentencepiece(
+            normalizer={"type": "NFKC"},
+            pre={"type": "Sequence", "pretokenizers": [
+                {"type": "Split", "pattern": {"Regex": "\\p{N}"}, "behavior": "Isolated", "invert": False},
+                {"type": "Metaspace", "replacement": SP, "prepend_scheme": "first", "split": True}]},
+            decoder={"type": "Metaspace", "replacement": SP, "prepend_scheme": "first", "split": True})),
     }
     for name in ("qwen3", "llama3"):
         path = os.path.join(tok_dir, "tokenizer-" + name, "models", "tokenizer.json")

@@ -55,7 +55,8 @@ if [ "$MODE" = all ] || [ "$MODE" = --tidy-all ]; then
     fi
   fi
   # build/ is a unity build (scripts/setup.sh): its database names the batch files
-  # (Unity/unity_N_cxx.cxx), so clang-tidy reads one made from it with an entry per source,
+  # (Unity/unity_N_cxx.cxx, or unity_GROUP_cxx.cxx where a target batches by UNITY_GROUP:
+  # src/tokenize), so clang-tidy reads one made from it with an entry per source,
   # each with its batch's command: the same flags, one configuration.
   mkdir -p build/tidy
   python3 - build/compile_commands.json build/tidy/compile_commands.json <<'PY'
@@ -63,7 +64,7 @@ import json, re, sys
 out = []
 for e in json.load(open(sys.argv[1])):
     f = e["file"]
-    if not re.search(r"/Unity/unity_\d+_cxx\.cxx$", f):
+    if not re.search(r"/Unity/unity_\w+_cxx\.cxx$", f):
         out.append(e)
         continue
     for src in re.findall(r'^#include "([^"]+)"', open(f).read(), re.M):

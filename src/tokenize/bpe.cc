@@ -59,7 +59,7 @@ Status BpeModel::Init(std::vector<std::string> tokens, std::vector<bool> present
 }
 
 Status BpeModel::InitVocab(std::vector<std::string> tokens, std::vector<bool> present,
-                           bool ignore_merges) {
+                           bool ignore_merges, bool byte_level) {
   if (tokens.size() >= (1u << kIdBits) - 1) {
     return UnsupportedError(fmt::format("model.vocab: ids up to {} (at most {} supported)",
                                         tokens.size() - 1, (1u << kIdBits) - 2));
@@ -69,6 +69,10 @@ Status BpeModel::InitVocab(std::vector<std::string> tokens, std::vector<bool> pr
   ignore_merges_ = ignore_merges;
   vocab_count_ = static_cast<size_t>(std::count(present_.begin(), present_.end(), true));
   vocab_.Build(tokens_, present_);
+  if (!byte_level) {
+    std::fill(std::begin(byte_id_), std::end(byte_id_), -1);
+    return Status::Ok();
+  }
   for (int b = 0; b < 256; ++b) {
     char c = static_cast<char>(b);
     byte_id_[b] = vocab_.Find(std::string_view(&c, 1));
@@ -109,6 +113,8 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   }
   merge_count_ = merges.size();
   // Dense table for pairs of byte tokens when those are ids 0..255 (the norm).
+  // (Without byte tokens every byte_id_ is -1: the table still holds the ranks
+  // of pairs of ids below 256, the byte-fallback tokens of SentencePiece ones.)
   byte_pair_dense_ = false;
   bool bytes_low = true;
   for (int b = 0; b < 256; ++b) bytes_low &= byte_id_[b] < 256;
@@ -140,6 +146,14 @@ void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* out,
   }
   scratch->sym.resize(n);
   for (size_t i = 0; i < n; ++i) scratch->sym[i] = byte_id_[static_cast<unsigned char>(word[i])];
+  if (n <= kShortWord) {
+    MergeShort(n, out, scratch);
+  } else {
+    MergeLong(n, out, scratch);
+  }
+}
+
+void BpeModel::MergeSymbols(size_t n, std::vector<int32_t>* out, BpeScratch* scratch) const {
   if (n <= kShortWord) {
     MergeShort(n, out, scratch);
   } else {

@@ -46,11 +46,18 @@ class BpeModel {
   Status Init(std::vector<std::string> tokens, std::vector<bool> present,
               const std::vector<std::pair<int32_t, int32_t>>& merges, bool ignore_merges);
   // The two halves of Init, for a loader that resolves merges through Find().
-  Status InitVocab(std::vector<std::string> tokens, std::vector<bool> present, bool ignore_merges);
+  // `byte_level`: every byte must be a token (EncodeWord starts from them);
+  // otherwise the tokens are texts (SentencePiece-style vocabularies) and the
+  // caller gives the first symbols to MergeSymbols.
+  Status InitVocab(std::vector<std::string> tokens, std::vector<bool> present, bool ignore_merges,
+                   bool byte_level = true);
   Status InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merges);
 
   // Appends the ids of one pre-tokenized piece (non-empty raw bytes).
   void EncodeWord(std::string_view word, std::vector<int32_t>* out, BpeScratch* scratch) const;
+  // Merges the `n` >= 1 ids in scratch->sym (the word's first symbols) by rank
+  // and appends the result: EncodeWord's second half.
+  void MergeSymbols(size_t n, std::vector<int32_t>* out, BpeScratch* scratch) const;
 
   int32_t Find(std::string_view bytes) const { return vocab_.Find(bytes); }
   const std::string& TokenBytes(int32_t id) const { return tokens_[static_cast<size_t>(id)]; }

@@ -1,4 +1,5 @@
-// Encoding and decoding with a loaded Tokenizer; the tokenizer.json loader is
+// Encoding and decoding with a loaded Tokenizer (the SentencePiece-style
+// family's in tokenizer_pieces.cc); the tokenizer.json loader is
 // tokenizer_json.cc.
 #include "tokenize/tokenizer.h"
 
@@ -18,87 +19,16 @@
 
 namespace ek::tokenize {
 
-// ---------------------------------------------------------------------------
-// Per-thread state: a cache from piece bytes to ids, and reusable buffers.
-
 namespace {
-
-// Open-addressing cache of pre-tokenized pieces. Most pieces repeat (words,
-// spaces, punctuation), so most skip BPE. Cleared wholesale when full.
-class PieceCache {
- public:
-  static constexpr size_t kCapacity = 1 << 17;
-  static constexpr size_t kMaxKey = 96;
-
-  PieceCache() : table_(kCapacity) {}
-
-  const int32_t* Find(std::string_view key, uint64_t h, uint32_t* n) const {
-    size_t pos = h & (kCapacity - 1);
-    while (true) {
-      const Entry& e = table_[pos];
-      if (e.key_len == 0) return nullptr;
-      if (e.hash == h && e.key_len == key.size() &&
-          std::memcmp(keys_.data() + e.key_off, key.data(), key.size()) == 0) {
-        *n = e.ids_len;
-        return ids_.data() + e.ids_off;
-      }
-      pos = (pos + 1) & (kCapacity - 1);
-    }
-  }
-
-  void Insert(std::string_view key, uint64_t h, const int32_t* ids, uint32_t n) {
-    if (used_ * 2 >= kCapacity || keys_.size() > (8u << 20)) Clear();
-    size_t pos = h & (kCapacity - 1);
-    while (table_[pos].key_len != 0) pos = (pos + 1) & (kCapacity - 1);
-    table_[pos] = Entry{h, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(key.size()),
-                        static_cast<uint32_t>(ids_.size()), n};
-    keys_.append(key);
-    ids_.insert(ids_.end(), ids, ids + n);
-    ++used_;
-  }
-
- private:
-  struct Entry {
-    uint64_t hash = 0;
-    uint32_t key_off = 0;
-    uint32_t key_len = 0;  // 0: empty slot (pieces are never empty)
-    uint32_t ids_off = 0;
-    uint32_t ids_len = 0;
-  };
-  void Clear() {
-    std::fill(table_.begin(), table_.end(), Entry{});
-    keys_.clear();
-    ids_.clear();
-    used_ = 0;
-  }
-  std::vector<Entry> table_;
-  std::string keys_;
-  std::vector<int32_t> ids_;
-  size_t used_ = 0;
-};
 
 std::atomic<uint64_t> g_generation{1};
-
-}  // namespace
-
-struct EncodeScratch {
-  uint64_t generation = 0;
-  PieceCache cache;
-  BpeScratch bpe;
-  std::string norm;
-  std::vector<AddedSplit> raw_splits, norm_splits;
-  std::vector<Span> spans;
-  std::vector<std::string_view> pieces, next_pieces;
-  std::deque<std::string> arena;
-  std::vector<int32_t> word_ids;
-};
-
-namespace {
 
 struct Marked {
   Span span;
   bool is_match;
 };
+
+}  // namespace
 
 // HF pattern.rs find_matches + SplitDelimiterBehavior, over one piece.
 void ApplySplit(std::string_view piece, const Pattern& pattern, SplitBehavior behavior, bool invert,
@@ -169,8 +99,6 @@ void ApplySplit(std::string_view piece, const Pattern& pattern, SplitBehavior be
   }
 }
 
-}  // namespace
-
 // ---------------------------------------------------------------------------
 // Encoding.
 
@@ -215,6 +143,7 @@ Status Tokenizer::EncodeImpl(std::string_view text, std::vector<int32_t>* ids,
     return InvalidArgumentError(fmt::format("invalid UTF-8 at byte {}", at));
   }
   if (text.empty()) return Status::Ok();
+  if (pieces_) return EncodePieces(text, ids, ends);
   EncodeScratch& s = Scratch();
   // The model tokens of the piece [b, e) of text, appended from index `from`:
   // with offsets wanted, each advances by its byte length, clamped to the
@@ -316,8 +245,17 @@ void Tokenizer::EncodePiece(std::string_view piece, std::vector<int32_t>* ids,
 uint64_t Tokenizer::VocabFingerprint() const {
   tokjson::VocabHash hash;
   std::string bytes;
+  std::unordered_map<int32_t, std::string_view> added_text;  // SentencePiece-style: content
+  if (pieces_) {
+    for (const AddedToken& a : added_) added_text[a.id] = a.content;
+  }
   for (int32_t id = 0; id < vocab_size_; ++id) {
     if (!has_id_[static_cast<size_t>(id)]) continue;
+    if (pieces_) {  // the token text (tokjson/vocab_fingerprint.h says why)
+      auto it = added_text.find(id);
+      hash.Add(id, it != added_text.end() ? it->second : std::string_view(bpe_.TokenBytes(id)));
+      continue;
+    }
     bytes.clear();
     const int32_t one[1] = {id};
     if (!Decode(one, &bytes).ok()) continue;
@@ -327,6 +265,7 @@ uint64_t Tokenizer::VocabFingerprint() const {
 }
 
 Status Tokenizer::Decode(std::span<const int32_t> ids, std::string* out) const {
+  if (pieces_) return DecodePieces(ids, out);
   for (size_t i = 0; i < ids.size(); ++i) {
     int32_t id = ids[i];
     if (id < 0 || id >= vocab_size_ || !has_id_[static_cast<size_t>(id)]) {
@@ -359,6 +298,13 @@ std::optional<int32_t> Tokenizer::TokenToId(std::string_view token) const {
 }
 
 std::string Tokenizer::Describe() const {
+  if (pieces_) {
+    return fmt::format(
+        "SentencePiece-style BPE: {} vocab, {} merges, {} added tokens, normalizer {}, "
+        "pre-tokenizer {}{}",
+        bpe_.vocab_count(), bpe_.merge_count(), added_.size(), pieces_->normalizer.Describe(),
+        pieces_->describe_pre, pieces_->model.options().byte_fallback ? ", byte fallback" : "");
+  }
   std::string pre;
   for (const auto& step : steps_) {
     if (!pre.empty()) pre += "+";

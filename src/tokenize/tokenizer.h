@@ -1,15 +1,26 @@
-// A byte-level BPE tokenizer loaded from a Hugging Face tokenizer.json,
-// bit-exact with Hugging Face tokenizers' encode(text, add_special_tokens=False).
+// A BPE tokenizer loaded from a Hugging Face tokenizer.json, bit-exact with
+// Hugging Face tokenizers' encode(text, add_special_tokens=False) and
+// decode(ids, skip_special_tokens=False). Two families, chosen at load by the
+// decoder:
 //
-// Supported (anything else is refused at load, naming the part):
+// Byte-level BPE (Qwen, Llama 3, DeepSeek V3, GPT-2): decoder ByteLevel or null
 //   normalizer:    null, NFC, Sequence of NFC
 //   pre_tokenizer: ByteLevel (add_prefix_space, use_regex), Split (Regex or
 //                  String pattern, any behavior, invert), Sequence of these
 //                  with ByteLevel last
+// SentencePiece-style BPE (Gemma, Llama 2, Mistral v0.x, Phi-3): a decoder of
+// Replace, ByteFallback, Fuse, Strip, Metaspace (or a Sequence of these)
+//   normalizer:    null, Prepend, Replace (String or Regex), NFC, NFKC,
+//                  Sequence of these (normalizer.h)
+//   pre_tokenizer: null, Metaspace (replacement, prepend_scheme, split), Split,
+//                  Sequence of Splits with Metaspace last
+//   model:         BPE over characters with byte_fallback, unk_token and
+//                  fuse_unk (sentencepiece_bpe.h)
+// Both:
 //   model:         BPE with string or pair merges, ignore_merges; no dropout,
 //                  no continuing_subword_prefix / end_of_word_suffix
 //   added_tokens:  special and not; lstrip, rstrip, single_word, normalized
-//   decoder:       ByteLevel, or null
+// Anything else is refused at load, naming the part.
 // The post_processor never changes ids here: evenkeel encodes without
 // special tokens (a packer appends EOS itself).
 #pragma once
@@ -27,6 +38,10 @@
 #include "tokenize/added_tokens.h"
 #include "tokenize/bpe.h"
 #include "tokenize/pattern.h"
+
+namespace ek::tokjson {
+class Document;
+}
 
 namespace ek::tokenize {
 
@@ -51,11 +66,18 @@ class Tokenizer {
   // tokens advance by their byte length, clamped to the piece of text between
   // added tokens, whose last token ends at the piece's end. Exact whenever the
   // normalizer leaves `text` unchanged (NFC text for an NFC tokenizer: see
-  // normalizes_nfc) and no added token strips white space inside a piece.
+  // normalizes_nfc) and no added token strips white space inside a piece. For
+  // the SentencePiece-style family a token's end is mapped back through
+  // Metaspace and the normalizer (a prepended "▁" takes no text, a "▁" that
+  // replaced a space ends after it): exact but for NFC/NFKC changing the text,
+  // and an unknown token fused over several characters (counted as one).
   Status EncodeWithOffsets(std::string_view text, std::vector<int32_t>* ids,
                            std::vector<uint32_t>* ends) const;
-  // True when the tokenizer's normalizer is NFC (text is normalized before BPE).
+  // True when the tokenizer's normalizer is NFC (text is normalized before BPE;
+  // for a SentencePiece-style one, NFC is its first step).
   bool normalizes_nfc() const { return nfc_; }
+  // True for the SentencePiece-style family.
+  bool sentencepiece() const { return pieces_ != nullptr; }
 
   // Appends the bytes of `ids` (not necessarily valid UTF-8: a token can hold
   // part of a character). Unknown ids are an error naming the position.
@@ -76,9 +98,13 @@ class Tokenizer {
   // A one-line description: pre-tokenizer kinds, sizes.
   std::string Describe() const;
 
+  // Parts of a loaded tokenizer, defined in tokenizer_internal.h for the
+  // tokenizer's own sources.
+  struct PreStep;
+  struct Pieces;
+
  private:
   Tokenizer();
-  struct PreStep;
   EncodeScratch& Scratch() const;
   void EncodeNormalizable(std::string_view text, std::vector<int32_t>* ids, EncodeScratch& s) const;
   void EncodePlain(std::string_view text, std::vector<int32_t>* ids, EncodeScratch& s) const;
@@ -87,7 +113,18 @@ class Tokenizer {
   Status EncodeImpl(std::string_view text, std::vector<int32_t>* ids,
                     std::vector<uint32_t>* ends) const;
 
+  // The SentencePiece-style family (tokenizer_pieces.cc).
+  Status EncodePieces(std::string_view text, std::vector<int32_t>* ids,
+                      std::vector<uint32_t>* ends) const;
+  void PiecesSegment(std::string_view seg, size_t base, std::vector<int32_t>* ids,
+                     std::vector<uint32_t>* ends, EncodeScratch& s) const;
+  void PiecesPlain(std::string_view norm, size_t off, size_t len, bool first, size_t base,
+                   std::vector<int32_t>* ids, std::vector<uint32_t>* ends, EncodeScratch& s) const;
+  void PiecesWord(std::string_view word, std::vector<int32_t>* ids, EncodeScratch& s) const;
+  Status DecodePieces(std::span<const int32_t> ids, std::string* out) const;
+
   friend class TokenizerLoader;
+  friend Status LoadPieces(Tokenizer* t, const tokjson::Document& doc, const std::string& name);
   uint64_t generation_;
   BpeModel bpe_;
   std::vector<std::unique_ptr<PreStep>> steps_;
@@ -103,6 +140,7 @@ class Tokenizer {
   std::unordered_map<int32_t, std::string> raw_token_text_;  // only when join_with_space_
   int32_t vocab_size_ = 0;
   std::vector<uint32_t> token_len_;  // bytes of each id's token (0: none), for offsets
+  std::unique_ptr<Pieces> pieces_;   // set: the SentencePiece-style family
 };
 
 }  // namespace ek::tokenize

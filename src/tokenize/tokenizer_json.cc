@@ -1,7 +1,8 @@
 // The tokenizer.json loader: Hugging Face's format, read through the one reader
 // of the document (tokjson/document.h), to a Tokenizer, refusing anything
 // tokenizer.h does not list as supported, each error naming the file and the
-// JSON location. Encoding is tokenizer.cc.
+// JSON location. Encoding is tokenizer.cc; the SentencePiece-style family's
+// parts are loaded by sentencepiece_json.cc.
 #include <fmt/core.h>
 #include <simdjson.h>
 
@@ -19,6 +20,69 @@ namespace ek::tokenize {
 using simdjson::dom::element;
 using tokjson::TypeOf;
 
+Status ReadModelOptions(const tokjson::Document& doc, bool* ignore_merges) {
+  element model = doc.model();
+  element v;
+  if (model["dropout"].get(v) == simdjson::SUCCESS && !v.is_null()) {
+    double d = 0;
+    if (v.get(d) != simdjson::SUCCESS || d != 0.0)
+      return doc.Unsupported("model.dropout", "BPE dropout");
+  }
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    std::string_view sv;
+    if (model[key].get(v) == simdjson::SUCCESS && !v.is_null() &&
+        (v.get(sv) != simdjson::SUCCESS || !sv.empty())) {
+      return doc.Unsupported(std::string("model.") + key, "a non-empty affix");
+    }
+  }
+  *ignore_merges = false;
+  if (model["ignore_merges"].get(v) == simdjson::SUCCESS && !v.is_null()) {
+    if (v.get(*ignore_merges) != simdjson::SUCCESS)
+      return doc.Error("model.ignore_merges", "not a bool");
+  }
+  return Status::Ok();
+}
+
+Status LoadSplitStep(std::string_view name, element e, const std::string& where,
+                     Tokenizer::PreStep* step) {
+  auto Err = [name](const std::string& w, std::string_view what) {
+    return tokjson::FieldError(name, w, what);
+  };
+  element pat;
+  if (e["pattern"].get(pat) != simdjson::SUCCESS || !pat.is_object())
+    return Err(where + ".pattern", "missing");
+  std::string_view s;
+  if (pat["Regex"].get(s) == simdjson::SUCCESS) {
+    auto compiled = CompileRegex(s);
+    if (!compiled.ok())
+      return compiled.status().WithContext(fmt::format("{}: {}.pattern", name, where));
+    step->pattern = std::move(compiled).value();
+  } else if (pat["String"].get(s) == simdjson::SUCCESS) {
+    step->pattern = MakeLiteralPattern(std::string(s));
+  } else {
+    return Err(where + ".pattern", "neither Regex nor String");
+  }
+  std::string_view behavior;
+  if (e["behavior"].get(behavior) != simdjson::SUCCESS) return Err(where + ".behavior", "missing");
+  if (behavior == "Isolated")
+    step->behavior = SplitBehavior::kIsolated;
+  else if (behavior == "Removed")
+    step->behavior = SplitBehavior::kRemoved;
+  else if (behavior == "MergedWithPrevious")
+    step->behavior = SplitBehavior::kMergedWithPrevious;
+  else if (behavior == "MergedWithNext")
+    step->behavior = SplitBehavior::kMergedWithNext;
+  else if (behavior == "Contiguous")
+    step->behavior = SplitBehavior::kContiguous;
+  else
+    return tokjson::UnsupportedField(name, where + ".behavior", std::string(behavior));
+  element inv;
+  if (e["invert"].get(inv) == simdjson::SUCCESS && !inv.is_null()) {
+    if (inv.get(step->invert) != simdjson::SUCCESS) return Err(where + ".invert", "not a bool");
+  }
+  return Status::Ok();
+}
+
 class TokenizerLoader {
  public:
   TokenizerLoader(Tokenizer* t, std::string_view name) : t_(t), name_(name) {}
@@ -29,6 +93,7 @@ class TokenizerLoader {
     if (doc.root()["truncation"].get(trunc) == simdjson::SUCCESS && !trunc.is_null()) {
       return Unsupported("truncation", "is set; evenkeel encodes whole records (set it to null)");
     }
+    if (doc.decoder == tokjson::Decoder::kPieces) return LoadPieces(t_, doc, name_);
     t_->join_with_space_ = doc.decoder == tokjson::Decoder::kNone;
     EK_RETURN_IF_ERROR(LoadModel(doc));
     EK_RETURN_IF_ERROR(LoadNormalizer(doc.root()));
@@ -47,25 +112,8 @@ class TokenizerLoader {
 
   // The model's options the encoder supports, its vocabulary and its merges.
   Status LoadModel(tokjson::Document& doc) {
-    element model = doc.model();
-    element v;
-    if (model["dropout"].get(v) == simdjson::SUCCESS && !v.is_null()) {
-      double d = 0;
-      if (v.get(d) != simdjson::SUCCESS || d != 0.0)
-        return Unsupported("model.dropout", "BPE dropout");
-    }
-    for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
-      std::string_view sv;
-      if (model[key].get(v) == simdjson::SUCCESS && !v.is_null() &&
-          (v.get(sv) != simdjson::SUCCESS || !sv.empty())) {
-        return Unsupported(std::string("model.") + key, "a non-empty affix");
-      }
-    }
     bool ignore_merges = false;
-    if (model["ignore_merges"].get(v) == simdjson::SUCCESS && !v.is_null()) {
-      if (v.get(ignore_merges) != simdjson::SUCCESS)
-        return Err("model.ignore_merges", "not a bool");
-    }
+    EK_RETURN_IF_ERROR(ReadModelOptions(doc, &ignore_merges));
     // Decoding: byte-level entries decode to their bytes (the BPE model's),
     // the others to their own text; with no decoder, every id to its key.
     t_->decode_override_ = std::move(doc.vocab_other);
@@ -152,7 +200,7 @@ class TokenizerLoader {
         }
         if (!use_regex && !step->add_prefix_space) continue;  // identity on pieces
       } else if (type == "Split") {
-        EK_RETURN_IF_ERROR(LoadSplit(e, where, step.get()));
+        EK_RETURN_IF_ERROR(LoadSplitStep(name_, e, where, step.get()));
       } else {
         return Unsupported(where,
                            "pre-tokenizer '" + type + "' (supported: ByteLevel, Split, Sequence)");
@@ -161,43 +209,6 @@ class TokenizerLoader {
     }
     if (!saw_byte_level)
       return Unsupported("pre_tokenizer", "no ByteLevel step: not a byte-level tokenizer");
-    return Status::Ok();
-  }
-
-  Status LoadSplit(element e, const std::string& where, Tokenizer::PreStep* step) {
-    element pat;
-    if (e["pattern"].get(pat) != simdjson::SUCCESS || !pat.is_object())
-      return Err(where + ".pattern", "missing");
-    std::string_view s;
-    if (pat["Regex"].get(s) == simdjson::SUCCESS) {
-      auto compiled = CompileRegex(s);
-      if (!compiled.ok())
-        return compiled.status().WithContext(fmt::format("{}: {}.pattern", name_, where));
-      step->pattern = std::move(compiled).value();
-    } else if (pat["String"].get(s) == simdjson::SUCCESS) {
-      step->pattern = MakeLiteralPattern(std::string(s));
-    } else {
-      return Err(where + ".pattern", "neither Regex nor String");
-    }
-    std::string_view behavior;
-    if (e["behavior"].get(behavior) != simdjson::SUCCESS)
-      return Err(where + ".behavior", "missing");
-    if (behavior == "Isolated")
-      step->behavior = SplitBehavior::kIsolated;
-    else if (behavior == "Removed")
-      step->behavior = SplitBehavior::kRemoved;
-    else if (behavior == "MergedWithPrevious")
-      step->behavior = SplitBehavior::kMergedWithPrevious;
-    else if (behavior == "MergedWithNext")
-      step->behavior = SplitBehavior::kMergedWithNext;
-    else if (behavior == "Contiguous")
-      step->behavior = SplitBehavior::kContiguous;
-    else
-      return Unsupported(where + ".behavior", std::string(behavior));
-    element inv;
-    if (e["invert"].get(inv) == simdjson::SUCCESS && !inv.is_null()) {
-      if (inv.get(step->invert) != simdjson::SUCCESS) return Err(where + ".invert", "not a bool");
-    }
     return Status::Ok();
   }
 

@@ -96,11 +96,10 @@ bool IsNfcQuick(std::string_view sv) {
   return true;
 }
 
-void AppendNfc(std::string_view s, std::string* out) {
-  if (IsNfcQuick(s)) {
-    out->append(s);
-    return;
-  }
+namespace {
+
+// NFC (or with `compat`, NFKC) of valid UTF-8 through utf8proc.
+void AppendComposed(std::string_view s, bool compat, std::string* out) {
   // Characters assigned after Unicode 9.0 are inert in HF's tables: stand in
   // a noncharacter (ccc 0, no decomposition, composes with nothing) for each,
   // normalize, and put them back in order (normalization never moves a
@@ -125,7 +124,8 @@ void AppendNfc(std::string_view s, std::string* out) {
   utf8proc_ssize_t len =
       utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(masked.data()),
                    static_cast<utf8proc_ssize_t>(masked.size()), &res,
-                   static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE));
+                   static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE |
+                                                  (compat ? UTF8PROC_COMPAT : 0)));
   if (len < 0 || res == nullptr) {  // cannot happen for valid UTF-8; keep the text
     out->append(s);
     return;
@@ -143,6 +143,27 @@ void AppendNfc(std::string_view s, std::string* out) {
     i += l;
   }
   std::free(res);
+}
+
+}  // namespace
+
+void AppendNfc(std::string_view s, std::string* out) {
+  if (IsNfcQuick(s)) {
+    out->append(s);
+    return;
+  }
+  AppendComposed(s, false, out);
+}
+
+void AppendNfkc(std::string_view s, std::string* out) {
+  // ASCII is NFKC; anything else goes through the tables.
+  bool ascii = true;
+  for (char c : s) ascii &= static_cast<unsigned char>(c) < 0x80;
+  if (ascii) {
+    out->append(s);
+    return;
+  }
+  AppendComposed(s, true, out);
 }
 
 std::vector<std::pair<uint32_t, uint32_t>> CategoryRanges(std::string_view name) {

@@ -55,6 +55,8 @@ bool IsNfcQuick(std::string_view s);
 // Appends the NFC form of valid UTF-8 `s` to `out`, as Hugging Face's NFC
 // normalizer computes it (Unicode 9.0 tables: later characters are inert).
 void AppendNfc(std::string_view s, std::string* out);
+// The same for NFKC (Hugging Face's NFKC normalizer).
+void AppendNfkc(std::string_view s, std::string* out);
 
 // The code points of a general category ("Lu", ...) or category group ("L",
 // "M", "N", "P", "S", "Z") in Unicode 16.0, as sorted inclusive ranges; empty

@@ -66,18 +66,40 @@ Result<Document> Document::Parse(std::string_view json, std::string_view name) {
   element d;
   if (doc.root_["decoder"].get(d) != simdjson::SUCCESS || d.is_null()) {
     doc.decoder = Decoder::kNone;
-  } else if (std::string type = TypeOf(d); type == "ByteLevel") {
+  } else if (TypeOf(d) == "ByteLevel") {
     doc.decoder = Decoder::kByteLevel;
   } else {
-    return doc.Unsupported("decoder", "'" + type + "' (supported: ByteLevel)");
+    EK_RETURN_IF_ERROR(doc.CheckPieceDecoder(d, "decoder"));
+    doc.decoder = Decoder::kPieces;
   }
   std::string type = TypeOf(doc.model_);
   if (!type.empty() && type != "BPE") {
-    return doc.Unsupported("model.type", "'" + type + "' (only byte-level BPE is supported)");
+    return doc.Unsupported("model.type", "'" + type + "' (only BPE is supported)");
   }
   EK_RETURN_IF_ERROR(doc.ReadVocab());
   EK_RETURN_IF_ERROR(doc.ReadAddedTokens());
   return doc;
+}
+
+Status Document::CheckPieceDecoder(element d, const std::string& where) const {
+  const std::string type = TypeOf(d);
+  if (type == "Sequence") {
+    simdjson::dom::array list;
+    if (d["decoders"].get(list) != simdjson::SUCCESS) {
+      return Error(where + ".decoders", "missing or not an array");
+    }
+    size_t i = 0;
+    for (element e : list) {
+      EK_RETURN_IF_ERROR(CheckPieceDecoder(e, fmt::format("{}.decoders[{}]", where, i++)));
+    }
+    return Status::Ok();
+  }
+  for (const char* known : {"Replace", "ByteFallback", "Fuse", "Strip", "Metaspace"}) {
+    if (type == known) return Status::Ok();
+  }
+  return Unsupported(where, "'" + type +
+                                "' (supported: ByteLevel; or Replace, ByteFallback, Fuse, Strip, "
+                                "Metaspace and a Sequence of these)");
 }
 
 Status Document::ReadVocab() {
@@ -127,6 +149,7 @@ Status Document::ReadVocab() {
   keys.reserve(n);
   for (auto field : vocab) keys.insert(field.key);
   vocab_len = static_cast<int64_t>(keys.size());
+  in_vocab = has_id;
   vocab_limit = static_cast<int32_t>(n);
   id_limit = vocab_limit;
   return Status::Ok();
@@ -214,7 +237,8 @@ Status Document::ReadAddedTokens() {
 }
 
 Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(
-    const Document& doc, const std::function<int32_t(std::string_view bytes)>& find) {
+    const Document& doc, const std::function<int32_t(std::string_view key)>& find,
+    bool byte_level) {
   simdjson::dom::array merges;
   if (doc.model()["merges"].get(merges) != simdjson::SUCCESS) {
     return doc.Error("model.merges", "missing or not an array");
@@ -247,12 +271,19 @@ Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(
     } else {
       return doc.Error(fmt::format("model.merges[{}]", idx), "not a string or a pair");
     }
-    int32_t ia = ByteLevelToBytes(a, &ab) ? find(ab) : -1;
-    int32_t ib = ByteLevelToBytes(b, &bb) ? find(bb) : -1;
+    int32_t ia, ib;
+    if (byte_level) {
+      ia = ByteLevelToBytes(a, &ab) ? find(ab) : -1;
+      ib = ByteLevelToBytes(b, &bb) ? find(bb) : -1;
+    } else {
+      ia = find(a);
+      ib = find(b);
+    }
     if (ia < 0 || ib < 0) {
       return doc.Error(fmt::format("model.merges[{}]", idx),
-                       fmt::format("token '{}' is not a byte-level token in model.vocab",
-                                   ia < 0 ? std::string(a) : std::string(b)));
+                       fmt::format("token '{}' is not {} in model.vocab",
+                                   ia < 0 ? std::string(a) : std::string(b),
+                                   byte_level ? "a byte-level token" : "a token"));
     }
     pairs.emplace_back(ia, ib);
     ++idx;

@@ -10,7 +10,7 @@
 // Errors name the file and the field ("t.json: model.vocab[b]: id is not a
 // non-negative integer", "t.json: added_tokens[0]: bad id"): malformed JSON is
 // located by line and column; a missing or mistyped field is kInvalidArgument;
-// a model other than BPE or a decoder other than ByteLevel is kUnsupported.
+// a model other than BPE or a decoder outside the two families is kUnsupported.
 // Both exit 65. What Parse reads is what makes the ids mean tokens; a file
 // whose encoding parts alone are wrong (merges, pre-tokenizer, normalizer)
 // still parses, so it still has a fingerprint.
@@ -35,6 +35,9 @@ namespace ek::tokjson {
 enum class Decoder {
   kNone,       // "decoder": null or absent: Hugging Face joins token strings with ' '
   kByteLevel,  // the byte-level decoder: a token's bytes
+  // SentencePiece-style: decoders over token strings (Replace, ByteFallback, Fuse,
+  // Strip, Metaspace, or a Sequence of these), as Gemma, Llama 2 and Mistral ship.
+  kPieces,
 };
 
 class Document {
@@ -61,6 +64,8 @@ class Document {
   std::vector<bool> vocab_byte_level;
   std::vector<std::string_view> vocab_key;
   std::unordered_map<int32_t, std::string> vocab_other;
+  // in_vocab[id]: model.vocab has the id (vocab_limit entries).
+  std::vector<bool> in_vocab;
   // The vocabulary map's length, Hugging Face's model.get_vocab_size(): every
   // distinct key. Added tokens outside the vocabulary are numbered from it.
   int64_t vocab_len = 0;
@@ -84,6 +89,8 @@ class Document {
   Status Unsupported(std::string_view where, std::string_view what) const;
 
  private:
+  // Accepts a decoder of the kPieces family, naming the first part that is not.
+  Status CheckPieceDecoder(simdjson::dom::element d, const std::string& where) const;
   Status ReadVocab();
   Status ReadAddedTokens();
 
@@ -104,9 +111,11 @@ Status UnsupportedField(std::string_view file, std::string_view where, std::stri
 std::string TypeOf(simdjson::dom::element e);
 
 // model.merges ("a b" strings or ["a", "b"] pairs, in rank order) as pairs of
-// ids: each token's byte-level raw bytes looked up through `find` (-1: not in
-// the vocabulary). Errors name model.merges[i].
+// ids: each token looked up through `find` (-1: not in the vocabulary), by its
+// byte-level raw bytes when `byte_level`, else by its text as written (the
+// SentencePiece-style vocabularies). Errors name model.merges[i].
 Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(
-    const Document& doc, const std::function<int32_t(std::string_view bytes)>& find);
+    const Document& doc, const std::function<int32_t(std::string_view key)>& find,
+    bool byte_level = true);
 
 }  // namespace ek::tokjson

@@ -127,12 +127,33 @@ TEST(TokenizerJson, WhatMakesTheIdsMeaninglessIsAnErrorNamingTheFileAndField) {
   ASSERT_FALSE(decoder.ok());
   EXPECT_EQ(decoder.status().code(), StatusCode::kUnsupported);
   EXPECT_EQ(decoder.status().message(),
-            "t.json: decoder: unsupported: 'WordPiece' (supported: ByteLevel)");
+            "t.json: decoder: unsupported: 'WordPiece' (supported: ByteLevel; or Replace, "
+            "ByteFallback, Fuse, Strip, Metaspace and a Sequence of these)");
+  // A SentencePiece-style chain is read as one family; a stranger inside it is
+  // named by its place.
+  auto pieces = Document::Parse(
+      Json(R"({"a":0})", "[]",
+           R"({"type":"Sequence","decoders":[{"type":"Replace","pattern":{"String":"▁"},)"
+           R"("content":" "},{"type":"ByteFallback"},{"type":"Fuse"},)"
+           R"({"type":"Strip","content":" ","start":1,"stop":0}]})"),
+      "t.json");
+  ASSERT_TRUE(pieces.ok()) << pieces.status().message();
+  EXPECT_EQ(pieces->decoder, Decoder::kPieces);
+  auto inner = Document::Parse(
+      Json(R"({"a":0})", "[]",
+           R"({"type":"Sequence","decoders":[{"type":"Fuse"},{"type":"WordPiece"}]})"),
+      "t.json");
+  ASSERT_FALSE(inner.ok());
+  EXPECT_EQ(inner.status().code(), StatusCode::kUnsupported);
+  EXPECT_EQ(
+      inner.status().message().rfind("t.json: decoder.decoders[1]: unsupported: 'WordPiece'", 0),
+      0u)
+      << inner.status().message();
   auto model = Document::Parse(R"({"model":{"type":"Unigram","vocab":[]}})", "t.json");
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), StatusCode::kUnsupported);
   EXPECT_EQ(model.status().message(),
-            "t.json: model.type: unsupported: 'Unigram' (only byte-level BPE is supported)");
+            "t.json: model.type: unsupported: 'Unigram' (only BPE is supported)");
 }
 
 TEST(TokenizerJson, EncodingPartsAreLeftToTheirReader) {

@@ -11,14 +11,16 @@ namespace ek::tokjson {
 
 namespace {
 
-// Tokenizer::VocabFingerprint over what Decode gives for each id alone: with
-// no decoder the token text (an added token's content over a vocabulary key);
-// else an added token's byte-level decoding, a key outside the byte-level
-// alphabet its text, a byte-level entry its raw bytes.
+// Tokenizer::VocabFingerprint: for a byte-level decoder, what Decode gives for
+// each id alone (an added token's byte-level decoding, a key outside the
+// byte-level alphabet its text, a byte-level entry its raw bytes); with no
+// decoder or a decoder of pieces, the token text (an added token's content over
+// a vocabulary key).
 uint64_t Hash(const Document& doc) {
-  std::unordered_map<int32_t, std::string> added;  // id -> what decoding it gives
+  const bool text = doc.decoder != Decoder::kByteLevel;
+  std::unordered_map<int32_t, std::string> added;  // id -> its bytes in the hash
   for (const AddedToken& a : doc.added_tokens) {
-    added[a.id] = doc.decoder == Decoder::kNone ? a.content : ByteLevelDecode(a.content);
+    added[a.id] = text ? a.content : ByteLevelDecode(a.content);
   }
   VocabHash hash;
   for (int32_t id = 0; id < doc.id_limit; ++id) {
@@ -27,7 +29,7 @@ uint64_t Hash(const Document& doc) {
     std::string_view bytes;
     if (auto a = added.find(id); a != added.end()) {
       bytes = a->second;
-    } else if (doc.decoder == Decoder::kNone) {
+    } else if (text) {
       bytes = doc.vocab_key[i];
     } else if (auto o = doc.vocab_other.find(id); o != doc.vocab_other.end()) {
       bytes = o->second;

@@ -11,7 +11,11 @@
 // one id gives (tokenize::Tokenizer::Decode): a byte-level vocabulary entry its
 // raw bytes; an entry outside the byte-level alphabet its own UTF-8; an added
 // token its content, byte-level decoded where it can be; with no decoder, the
-// token text itself (Hugging Face joins token strings). Added tokens take ids as
+// token text itself (Hugging Face joins token strings). With a SentencePiece-style
+// decoder (Decoder::kPieces: Replace, ByteFallback, Fuse, Strip, Metaspace), also
+// the token text as written ("▁the", "<0x0A>", an added token's content): decoding
+// one id alone there drops what marks a word's start (Strip, Metaspace take a
+// leading space off the text), so the text is what tells the ids apart. Added tokens take ids as
 // Hugging Face assigns them (tokjson::Document::added_tokens). It equals
 // tokenize::Tokenizer::VocabFingerprint() for every file the tokenizer loads
 // (pack_test: VocabFingerprint.*, over the real tokenizer.json files in .deps).
@@ -22,7 +26,7 @@
 // the field: a missing or mistyped model.vocab, a vocabulary id that is not a
 // non-negative integer, a vocabulary too sparse to index, an added token without
 // an id or content or with a flag that is not a bool, a model other than BPE or a
-// decoder other than ByteLevel.
+// decoder outside the byte-level and SentencePiece-style families.
 #pragma once
 
 #include <cstdint>

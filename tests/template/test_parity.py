@@ -31,9 +31,7 @@ UNSUPPORTED = {}
 
 # Tokenizers whose ids `evenkeel tokenize` does not reproduce; the test checks
 # they still diverge, so the entry goes when the tokenizer is fixed.
-IDS_KNOWN_DIVERGENT = {
-    "gemma3": "src/tokenize refuses the tokenizer.json (decoder 'Sequence'; only ByteLevel is supported)",
-}
+IDS_KNOWN_DIVERGENT = {}
 
 RECORDS = corpus.corpus()
 
