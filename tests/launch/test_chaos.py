@@ -36,6 +36,7 @@ import pytest
 
 from packs import EVENKEEL, child_env, state_differences, train_state_of
 from test_launch import launch, pack_for, run_file, summary_of
+from test_launch_hang import _alive
 
 SEEDS = [11, 22, 33, 44, 55]
 BLOCKS = 32  # per rank: 16 steps of 2 micro-batches
@@ -92,14 +93,6 @@ def _beats(hb_dir: Path) -> dict[int, dict]:
         except (OSError, ValueError):
             pass
     return out
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _fill(mount: Path) -> Path:
