@@ -158,16 +158,8 @@ class PiecesLoader {
       return Status::Ok();
     }
     std::vector<std::pair<element, std::string>> steps;
-    if (TypeOf(p) == "Sequence") {
-      simdjson::dom::array list;
-      if (p["pretokenizers"].get(list) != simdjson::SUCCESS)
-        return Err("pre_tokenizer", "Sequence without pretokenizers");
-      size_t i = 0;
-      for (element e : list)
-        steps.emplace_back(e, fmt::format("pre_tokenizer.pretokenizers[{}]", i++));
-    } else {
-      steps.emplace_back(p, "pre_tokenizer");
-    }
+    if (!PreTokenizerSteps(p, &steps))
+      return Err("pre_tokenizer", "Sequence without pretokenizers");
     for (size_t i = 0; i < steps.size(); ++i) {
       auto& [e, where] = steps[i];
       const std::string type = TypeOf(e);

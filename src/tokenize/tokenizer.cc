@@ -162,20 +162,7 @@ Status Tokenizer::EncodeImpl(std::string_view text, std::vector<int32_t>* ids,
     }
     if (ids->size() > from) ends->back() = static_cast<uint32_t>(e);
   };
-  if (raw_matcher_.empty()) {
-    piece(0, text.size());
-    return Status::Ok();
-  }
-  s.raw_splits.clear();
-  raw_matcher_.Split(text, &s.raw_splits);
-  for (const AddedSplit& sp : s.raw_splits) {
-    if (sp.token_id >= 0) {
-      ids->push_back(sp.token_id);
-      if (ends) ends->push_back(static_cast<uint32_t>(sp.end));
-    } else {
-      piece(sp.begin, sp.end);
-    }
-  }
+  ForEachAddedSplit(raw_matcher_, text, &s.raw_splits, ids, ends, piece);
   return Status::Ok();
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tokenize/normalizer.h"
@@ -97,6 +98,35 @@ struct EncodeScratch {
   std::string tmp, meta;
   std::vector<uint32_t> align, tmp_align, meta_align;
 };
+
+// Splits `text` at the added tokens `matcher` finds, appending their ids (and
+// their ends, when `ends` is wanted), and calls segment(begin, end) for each
+// stretch between them, in order: the one loop both families encode through.
+template <class Segment>
+void ForEachAddedSplit(const AddedTokenMatcher& matcher, std::string_view text,
+                       std::vector<AddedSplit>* splits, std::vector<int32_t>* ids,
+                       std::vector<uint32_t>* ends, Segment&& segment) {
+  if (matcher.empty()) {
+    segment(size_t{0}, text.size());
+    return;
+  }
+  splits->clear();
+  matcher.Split(text, splits);
+  for (const AddedSplit& sp : *splits) {
+    if (sp.token_id >= 0) {
+      ids->push_back(sp.token_id);
+      if (ends) ends->push_back(static_cast<uint32_t>(sp.end));
+    } else {
+      segment(sp.begin, sp.end);
+    }
+  }
+}
+
+// The steps of the pre_tokenizer `p`: itself, or each of a Sequence's
+// pretokenizers, with the field path naming it ("pre_tokenizer.pretokenizers[1]").
+// False: a Sequence without its list.
+bool PreTokenizerSteps(simdjson::dom::element p,
+                       std::vector<std::pair<simdjson::dom::element, std::string>>* steps);
 
 // ---------------------------------------------------------------------------
 // Pre-tokenizer steps.

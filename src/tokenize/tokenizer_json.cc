@@ -166,16 +166,8 @@ class TokenizerLoader {
       return Unsupported("pre_tokenizer", "none: not a byte-level tokenizer");
     }
     std::vector<std::pair<element, std::string>> steps;
-    if (TypeOf(p) == "Sequence") {
-      simdjson::dom::array list;
-      if (p["pretokenizers"].get(list) != simdjson::SUCCESS)
-        return Err("pre_tokenizer", "Sequence without pretokenizers");
-      size_t i = 0;
-      for (element e : list)
-        steps.emplace_back(e, fmt::format("pre_tokenizer.pretokenizers[{}]", i++));
-    } else {
-      steps.emplace_back(p, "pre_tokenizer");
-    }
+    if (!PreTokenizerSteps(p, &steps))
+      return Err("pre_tokenizer", "Sequence without pretokenizers");
     bool saw_byte_level = false;
     for (size_t i = 0; i < steps.size(); ++i) {
       auto& [e, where] = steps[i];
@@ -259,6 +251,20 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json,
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path) {
   EK_ASSIGN_OR_RETURN(MappedFile f, MappedFile::Open(path));
   return FromJson(f.data(), path);
+}
+
+bool PreTokenizerSteps(simdjson::dom::element p,
+                       std::vector<std::pair<simdjson::dom::element, std::string>>* steps) {
+  if (tokjson::TypeOf(p) != "Sequence") {
+    steps->emplace_back(p, "pre_tokenizer");
+    return true;
+  }
+  simdjson::dom::array list;
+  if (p["pretokenizers"].get(list) != simdjson::SUCCESS) return false;
+  size_t i = 0;
+  for (simdjson::dom::element e : list)
+    steps->emplace_back(e, fmt::format("pre_tokenizer.pretokenizers[{}]", i++));
+  return true;
 }
 
 }  // namespace ek::tokenize

@@ -22,20 +22,9 @@ namespace ek::tokenize {
 Status Tokenizer::EncodePieces(std::string_view text, std::vector<int32_t>* ids,
                                std::vector<uint32_t>* ends) const {
   EncodeScratch& s = Scratch();
-  if (raw_matcher_.empty()) {
-    PiecesSegment(text, 0, ids, ends, s);
-    return Status::Ok();
-  }
-  s.raw_splits.clear();
-  raw_matcher_.Split(text, &s.raw_splits);
-  for (const AddedSplit& sp : s.raw_splits) {
-    if (sp.token_id >= 0) {
-      ids->push_back(sp.token_id);
-      if (ends) ends->push_back(static_cast<uint32_t>(sp.end));
-    } else {
-      PiecesSegment(text.substr(sp.begin, sp.end - sp.begin), sp.begin, ids, ends, s);
-    }
-  }
+  ForEachAddedSplit(raw_matcher_, text, &s.raw_splits, ids, ends, [&](size_t b, size_t e) {
+    PiecesSegment(text.substr(b, e - b), b, ids, ends, s);
+  });
   return Status::Ok();
 }
 
