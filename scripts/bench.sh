@@ -5,9 +5,10 @@
 #   scripts/bench.sh -- ARGS    pass ARGS to the Google Benchmark binaries, e.g. a quick
 #                               check that they build and run: -- --benchmark_min_time=0.01
 #   scripts/bench.sh --peers    also the side-by-side scripts against the peers (README's
-#                               table): tokenize, pack, chat pack, templates. Needs
-#                               scripts/setup.sh's npm and venv peers and the 50 MB corpus
-#                               (made by tools/corpus/make_corpus.py if missing); minutes.
+#                               table): tokenize (Qwen3, Llama 3, Gemma 3 against HF
+#                               tokenizers, fastokens, bpe-qwen), pack, chat pack, templates.
+#                               Needs scripts/setup.sh's npm and venv peers and the 50 MB
+#                               corpus (made by tools/corpus/make_corpus.py if missing); minutes.
 # The gate at the report's size (bench/gate/bench_gate.sh, 4 GB of disk) and the flight
 # recorder's (bench/fr/run_bench.sh) are run by hand; both take their binaries from here:
 #   EVENKEEL=build-bench/src/cli/evenkeel MAKE_SYNTHETIC_PACK=build-bench/bench/gate/make_synthetic_pack bash bench/gate/bench_gate.sh
@@ -32,7 +33,7 @@ cmake --build "$B" -j"$(nproc)" --target evenkeel tokenize_bench triage_bench te
 if [ "$PEERS" = 1 ]; then
   PY=$ROOT/.venv/bin/python
   "$PY" tools/corpus/make_corpus.py --if-missing --quiet
-  "$PY" bench/tokenize/bench_tokenize.py --evenkeel "$B/src/cli/evenkeel"
+  "$PY" bench/tokenize/bench_tokenize.py --evenkeel "$B/src/cli/evenkeel" --bench-bin "$B/bench/tokenize_bench"
   EVENKEEL=$B/src/cli/evenkeel "$PY" bench/pack/bench_pack.py
   EVENKEEL=$B/src/cli/evenkeel "$PY" bench/pack/bench_chat.py
   EVENKEEL=$B/src/cli/evenkeel "$PY" bench/pack/bench_inputs.py

@@ -104,7 +104,7 @@ VENV=$ROOT/.venv
 # datasets pulls in anyway) is named in both modes: its wheel's Arrow C++ libraries and headers are
 # what the build reads Parquet and Arrow with (src/ingest/CMakeLists.txt; -DEK_ARROW=ON below
 # makes a venv without it a configure error, not a binary that refuses tables).
-PIP_PKGS=(pytest pytest-xdist bpe-qwen==0.1.5 "torch>=2.8" "numpy>=1.24" "datasets>=2.19" "pyarrow>=15" "tokenizers>=0.21"
+PIP_PKGS=(pytest pytest-xdist bpe-qwen==0.1.5 fastokens==0.3.5 "torch>=2.8" "numpy>=1.24" "datasets>=2.19" "pyarrow>=15" "tokenizers>=0.21"
   "transformers>=4.56" "safetensors>=0.5" trl==1.16.0 "pybind11>=2.12")
 # The main job: PyTorch, transformers (the model and its check), safetensors, pybind11.
 PIP_MAIN=("torch>=2.8" "numpy>=1.24" "transformers>=4.56" "safetensors>=0.5" "pybind11>=2.12" "pyarrow>=15")
@@ -131,7 +131,8 @@ ok = (md.version("bpe-qwen") == "0.1.5" and spec is not None
       and all(importlib.util.find_spec(m) is not None
               for m in ("pytest", "xdist", "numpy", "datasets", "pyarrow", "tokenizers", "torch", "transformers",
                         "safetensors", "pybind11"))
-      and md.version("trl") == "1.16.0")
+      and md.version("trl") == "1.16.0"
+      and md.version("fastokens") == "0.3.5" and importlib.util.find_spec("fastokens") is not None)
 if ok:
     import pybind11, torch
     major, minor = (int(x) for x in torch.__version__.split(".")[:2])

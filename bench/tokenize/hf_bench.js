@@ -3,13 +3,14 @@
 // encoding a JSONL corpus with encodeBatch, for bench_tokenize.py.
 //
 //   RAYON_NUM_THREADS=N node bench/tokenize/hf_bench.js --tokenizer PATH --corpus FILE
-//       [--batch 1024] [--counts FILE]
+//       [--batch 1024] [--counts FILE] [--ids FILE]
 //
 // Loading and parsing the corpus is not timed. The timed part is encodeBatch over batches
 // of records plus reading each encoding's ids (getIds), which is what a caller needs. The
 // thread count is rayon's, so it must be set with RAYON_NUM_THREADS in the environment.
 // Prints one JSON object: {"seconds", "tokens", "bytes", "records"}; --counts writes the
-// token count of every record, one a line, for the cross-check.
+// token count of every record, one a line, and --ids all records' ids end to end as
+// little-endian uint32, for the per-record check against the Python binding's.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -21,7 +22,7 @@ function die(msg) {
 
 function main() {
   const argv = process.argv.slice(2);
-  const args = { tokenizer: null, corpus: null, batch: 1024, counts: null };
+  const args = { tokenizer: null, corpus: null, batch: 1024, counts: null, ids: null };
   for (let i = 0; i < argv.length; i++) {
     const key = argv[i].replace(/^--/, '');
     if (!(key in args)) die(`unknown option ${argv[i]}`);
@@ -42,18 +43,27 @@ function main() {
   return (async () => {
     await tok.encodeBatch(texts.slice(0, 64), { addSpecialTokens: false });  // warm-up
     const counts = new Array(texts.length);
+    const ids = args.ids ? new Array(texts.length) : null;
     const t0 = process.hrtime.bigint();
     let tokens = 0;
     for (let i = 0; i < texts.length; i += args.batch) {
       const encs = await tok.encodeBatch(texts.slice(i, i + args.batch), { addSpecialTokens: false });
       for (let k = 0; k < encs.length; k++) {
-        const n = encs[k].getIds().length;
+        const got = encs[k].getIds();
+        const n = got.length;
         counts[i + k] = n;
+        if (ids) ids[i + k] = got;
         tokens += n;
       }
     }
     const seconds = Number(process.hrtime.bigint() - t0) / 1e9;
     if (args.counts) fs.writeFileSync(args.counts, counts.join('\n') + '\n');
+    if (ids) {
+      const flat = new Uint32Array(tokens);
+      let at = 0;
+      for (const r of ids) { flat.set(r, at); at += r.length; }
+      fs.writeFileSync(args.ids, Buffer.from(flat.buffer));  // little-endian on x86 and arm
+    }
     process.stdout.write(JSON.stringify({ seconds, tokens, bytes, records: texts.length }) + '\n');
   })();
 }
