@@ -33,6 +33,7 @@ class Progress:
         self.phase_since = time.monotonic()
         self.global_step = 0
         self.heartbeat = heartbeat
+        self.saver = None  # the trainer's evenkeel.saver.Saver, once it has one
 
     def enter(self, phase: str, detail: str = "", step: int | None = None) -> None:
         """Phase `phase` of step `step` (forward of step 36; save_barrier after step 35)."""

@@ -39,7 +39,7 @@ from evenkeel.inputs import open_pack
 from evenkeel.metrics import Metrics
 from evenkeel.progress import Progress, Refused
 from evenkeel.resume import find_resume, layout_changes, resume_disagreement, start_of
-from evenkeel.saver import Saver
+from evenkeel.saver import SaveFailed, Saver
 
 __all__ = ["dry_run", "main", "resume_disagreement", "train", "train_step"]
 
@@ -181,6 +181,15 @@ def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Seq
         progress.log(f"resume: weights only from {chosen['path']}: the AdamW moments and the scheduler start afresh")
     saver = Saver(ckpt_dir, cfg.model.path, shard_bytes=int(cfg.checkpoint.shard_size_gb * 1e9),
                   keep=cfg.checkpoint.keep, marker_timeout_s=60 * cfg.distributed.watchdog_timeout_min)
+    progress.saver = saver  # main() lets a save in flight land when training fails
+
+    def collect(call):
+        """A saver call whose background failure is named in the phase of that save."""
+        try:
+            return call()
+        except SaveFailed as e:
+            progress.enter("save", f"step {e.step}, written in the background", e.step)
+            raise
     pack = {"dir": cfg.data.pack_dir, "world": ds.world, "seq_len": ds.seq_len,
             "manifest_xxh3": _core.xxh3_file(os.path.join(cfg.data.pack_dir, "manifest.json"))}
 
@@ -188,7 +197,7 @@ def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Seq
         step = progress.global_step
         t_blocked = time.monotonic()
         progress.enter("save", f"the previous save, before step {step}'s", step)
-        done = saver.wait()  # the previous save, if it is still being written (its failure raises)
+        done = collect(saver.wait)  # the previous save, if it is still being written (its failure raises)
         progress.enter("save_barrier", f"after step {step}", step)
         progress.log(f"save barrier at step {step}")
         dist.barrier()  # the report's save barrier: every rank must arrive here at the same step
@@ -230,7 +239,7 @@ def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Seq
     if progress.heartbeat is not None:
         progress.heartbeat.training_started()  # the end of start-up, for the launcher's goodput
     for s in plan.walk(rank, start):
-        log_saved(saver.check())  # a background save that failed is an error here, at the next step
+        log_saved(collect(saver.check))  # a background save that failed is an error here, at the next step
         blocks = ds.step_blocks(s.epoch, s.step_in_epoch, t.micro_batch, t.grad_accum)
         loss = train_step(model, opt, sched, ds, blocks, t, device, progress, s.step)
         progress.global_step = s.step
@@ -245,10 +254,10 @@ def train(cfg: RunFile, progress: Progress, device: torch.device, callbacks: Seq
         end = StepEnd(s.epoch, s.step_in_epoch, s.step, loss, lr, tokens_seen, [int(b) for b in blocks], saved)
         if any([cb.on_step_end(view, end) for cb in callbacks]) and s.step < total_steps:
             progress.enter("save", "the last save, at exit", s.step)
-            log_saved(saver.close())
+            log_saved(collect(saver.close))
             return  # a callback ended this attempt here, as an interruption would
     progress.enter("save", "the last save, at exit", progress.global_step)
-    log_saved(saver.close())  # the last save in flight, in place before the run is done
+    log_saved(collect(saver.close))  # the last save in flight, in place before the run is done
     if metrics is not None:
         metrics.close()
     for cb in callbacks:
@@ -324,6 +333,8 @@ def main(argv=None, callbacks: Sequence[Callback] = ()) -> int:
         progress.log(f"error in {progress.phase} after {waited:.1f}s at step {progress.global_step}: "
                      f"{type(e).__name__}: {first}")
         traceback.print_exc()
+        if getattr(progress, "saver", None) is not None:  # a save in flight still lands (bounded)
+            progress.saver.settle(min(60.0, 60 * cfg.distributed.watchdog_timeout_min))
         flight_recorder.dump(progress.rank, backend, progress.log)
         sys.stdout.flush()
         sys.stderr.flush()

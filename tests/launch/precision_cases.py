@@ -27,6 +27,17 @@ def raise_case(id, rank, phase, step, what, cause_phase, **kw) -> Case:
     return Case(id, what, spec, rank, f"InjectedFault: injected fault on rank {rank} … (in {cause_phase})", **kw)
 
 
+def background_case(id, rank, step, save_step, what, **kw) -> Case:
+    """An exception in the save's background write (the bf16 export's save_file): raised by
+    the rank's next step (or, for the last save, at exit) in the phase of that save."""
+    spec = {"kind": "raise", "rank": rank, "phase": "save_write",
+            **({"abs_step": step} if kw.pop("absolute", False) else {"step": step})}
+    return Case(id, what, spec, rank,
+                f"SaveFailed: checkpoint step-{save_step:08d}: the background save failed on rank {rank}: InjectedFault: "
+                f"injected fault on rank {rank} writing model-… (in save (step {save_step}, written in the background))",
+                **kw)
+
+
 def signal_case(id, rank, sig, point, step, what, cause) -> Case:
     return Case(id, what, {"kind": "signal", "rank": rank, "signal": sig, "point": point, "step": step}, rank, cause)
 
@@ -42,13 +53,12 @@ EXCEPTIONS = [
     raise_case("E06", 1, "backward", 3, "exception in backward, rank 1, after a save", "backward (step 5, micro-batch 0)"),
     raise_case("E07", 1, "optimizer", 1, "exception in the optimizer step, rank 1", "optimizer (step 5)"),
     raise_case("E08", 0, "optimizer", 3, "exception in the optimizer step, rank 0, after a save", "optimizer (step 7)"),
-    raise_case("E09", 0, "save_gather", 2, "exception in the save's gathers, rank 0 (the writer)", "save (step 8)"),
-    raise_case("E10", 1, "save_gather", 2, "exception in the save's gathers, rank 1", "save (step 8)"),
-    raise_case("E11", 0, "save_write", 2, "exception in the save's writes (save_file), rank 0", "save (step 8)"),
+    raise_case("E09", 0, "save_stage", 2, "exception staging the save's state, rank 0", "save (step 8)"),
+    raise_case("E10", 1, "save_stage", 2, "exception staging the save's state, rank 1", "save (step 8)"),
+    background_case("E11", 0, 2, 8, "exception in the save's background write (save_file), rank 0"),
     raise_case("E12", 1, "barrier", 2, "exception entering the save barrier, rank 1", "save_barrier (after step 8)"),
     raise_case("E13", 0, "barrier", 2, "exception entering the save barrier, rank 0", "save_barrier (after step 8)"),
-    raise_case("E14", 0, "save_write", 10, "exception in the final save's writes, rank 0", "save (step 10)",
-               absolute=True),
+    background_case("E14", 0, 10, 10, "exception in the final save's background write, rank 0", absolute=True),
 ]
 # The chain's last case, with the restart budget spent: stop 75 (an attempt fewer than a run to the end).
 EXCEPTIONS_LAST = raise_case("E15", 1, "barrier", 10, "exception entering the final save's barrier, rank 1 "
@@ -58,13 +68,15 @@ EXCEPTION_BLOCKS = 20  # 10 steps: E04, E06, E08 each move the chain on by one c
 
 SIGNALS = [
     signal_case("S01", 1, "SIGKILL", "before_save", 1, "SIGKILL to rank 1 before the attempt's first save", "killed by SIGKILL"),
-    signal_case("S02", 0, "SIGKILL", "during_save", 2, "SIGKILL to rank 0 during a save (writing)", "killed by SIGKILL"),
+    signal_case("S02", 0, "SIGKILL", "during_save", 2, "SIGKILL to rank 0 during a save (its background write)",
+                "killed by SIGKILL"),
     signal_case("S03", 1, "SIGKILL", "after_save", 2, "SIGKILL to rank 1 after a save", "killed by SIGKILL"),
     signal_case("S04", 0, "SIGINT", "before_save", 1, "SIGINT to rank 0 before the first save", "KeyboardInterrupt"),
-    signal_case("S05", 1, "SIGINT", "during_save", 2, "SIGINT to rank 1 during a save (gathering)", "KeyboardInterrupt"),
+    signal_case("S05", 1, "SIGINT", "during_save", 2, "SIGINT to rank 1 during a save (staging)", "KeyboardInterrupt"),
     signal_case("S06", 0, "SIGINT", "after_save", 2, "SIGINT to rank 0 after a save", "KeyboardInterrupt"),
     signal_case("S07", 1, "SIGTERM", "before_save", 1, "SIGTERM to rank 1 before the first save", "killed by SIGTERM"),
-    signal_case("S08", 0, "SIGTERM", "during_save", 2, "SIGTERM to rank 0 during a save (writing)", "killed by SIGTERM"),
+    signal_case("S08", 0, "SIGTERM", "during_save", 2, "SIGTERM to rank 0 during a save (its background write)",
+                "killed by SIGTERM"),
     signal_case("S09", 1, "SIGTERM", "after_save", 2, "SIGTERM to rank 1 after a save", "killed by SIGTERM"),
 ]
 SIGNAL_BLOCKS = 16  # 8 steps: S03, S06, S09 move on by one checkpoint each
@@ -75,7 +87,7 @@ TIMED_OUT = "Timed out waiting 18000ms for "  # a send or a recv, whichever gloo
 STOPS = [
     Case("T01", "SIGSTOP to rank 1 before the first save",
          {"kind": "signal", "rank": 1, "signal": "SIGSTOP", "point": "before_save", "step": 1}, 0, TIMED_OUT),
-    Case("T02", "SIGSTOP to rank 0 during a save (writing)",
+    Case("T02", "SIGSTOP to rank 0 during a save (its background write)",
          {"kind": "signal", "rank": 0, "signal": "SIGSTOP", "point": "during_save", "step": 2}, 1, TIMED_OUT),
 ]
 STOPS_LAST = Case("T03", "SIGSTOP to rank 1 after a save (the restart budget spent)",
@@ -95,7 +107,8 @@ STORAGE = [
     Case("D03", "the model directory removed during the save of step 2",
          {"kind": "act", "rank": 0, "when": "save", "step": 2, "actions": [["rename_away", "MODEL"]],
           "before": [["chattr", "-i", "CKPT"]]}, 0,
-         "FileNotFoundError: [Errno 2] No such file or directory: 'TMP/model/config.json' (in save (step 2))"),
+         "SaveFailed: checkpoint step-00000002: the background save failed on rank 0: FileNotFoundError: [Errno 2] "
+         "No such file or directory: 'TMP/model/config.json'… (in save (step 2, written in the background))"),
 ]
 STORAGE_LAST = Case("D04", "the pack directory removed during the save of step 2 (the ranks hold it open)",
                     {"kind": "act", "rank": 0, "when": "save", "step": 2, "actions": [["rename_away", "PACK"]],
@@ -119,9 +132,11 @@ GONE_AT_START = [
 
 FULL = [
     Case("N01", "ENOSPC at the second save (a tmpfs checkpoint folder with room for 1.5 checkpoints)", {}, 0,
-         "No space left on device… (in save (step 4))"),
+         "SaveFailed: checkpoint step-00000004: the background save failed on rank 0: … (in save (step 4, written in "
+         "the background))"),
     Case("N02", "ENOSPC again at the same save, the next attempt (retry.max_no_progress = 1)", {}, 0,
-         "No space left on device… (in save (step 4))", action="stop", exit_code=74, decision="stop: no progress"),
+         "SaveFailed: checkpoint step-00000004: the background save failed on rank 0: … (in save (step 4, written in "
+         "the background))", action="stop", exit_code=74, decision="stop: no progress"),
     Case("N03", "EROFS: the checkpoint folder a read-only bind mount (retry.max_no_progress = 1)", {}, 0,
          "OSError: [Errno 30] Read-only file system: 'TMP/ckpt/train-metrics.jsonl' (in load)", action="stop",
          exit_code=74, decision="stop: no progress"),

@@ -15,13 +15,14 @@ launcher's EVENKEEL_RESUME_FROM): step 1 is the attempt's first step. With
 `abs_step` it is the run's global step instead. Kinds:
 
   raise     an exception in `phase` on `rank`: load (before the weights are read),
-            forward, backward, optimizer, save_gather (the save's 4th DTensor
-            gather), save_write (safetensors' save_file), barrier (on the way into
-            the save barrier)
+            forward, backward, optimizer, save_stage (staging the save's state,
+            on the training thread), save_write (safetensors' save_file of the
+            bf16 export, on the save's background thread: raised at the rank's
+            next step), barrier (on the way into the save barrier)
   signal    `signal` (SIGKILL, SIGINT, SIGTERM, SIGSTOP) to `rank` at `point`:
             before_save (the forward of `step`), during_save (rank 0 in the save's
-            write, another rank in its 4th gather), after_save (the forward of the
-            step after `step`'s save). The signal is sent from outside, by the
+            background write, another rank staging its state), after_save (the forward of the
+            step after `step`'s save, once that save is in place). The signal is sent from outside, by the
             test: this rank writes a request naming its pid into EK_PRECISION_SIGNALS
             and waits; the test checks that pid against the rank's heartbeat file
             and sends it.
@@ -86,7 +87,7 @@ def _ask_for_signal(rank: int, name: str, where: str) -> None:
 def main() -> int:
     import torch
     import evenkeel.train as train
-    from torch.distributed.tensor import DTensor
+    from evenkeel import RunFile
 
     plan = {}
     if os.environ.get("EK_PRECISION_PLAN"):
@@ -100,7 +101,7 @@ def main() -> int:
     armed = kind != "none" and rank == fault.get("rank", 0)
     base = _resumed_step()
     at = fault["abs_step"] if "abs_step" in fault else base + fault.get("step", 1)
-    where = {"phase": "init", "step": -1, "gathers": 0}
+    where = {"phase": "init", "step": -1}
     fired = {"done": False}
 
     def fire(description: str) -> None:
@@ -114,8 +115,6 @@ def main() -> int:
     def enter(self, phase, detail="", step=None):
         real_enter(self, phase, detail, step)
         where["phase"], where["step"] = phase, step
-        if phase == "save":
-            where["gathers"] = 0
         if not armed or fired["done"]:
             return
         if kind == "act" and phase == fault["when"] and step == at:
@@ -127,6 +126,12 @@ def main() -> int:
             if fault["point"] == "before_save" and step == at:
                 fire(f"in the forward of step {step}")
             if fault["point"] == "after_save" and step == at + 1:
+                # After the save has landed: it is written in the background, and a signal
+                # before it is in place is a signal during the save.
+                landed = os.path.join(RunFile(sys.argv[1]).checkpoint.dir, f"step-{at:08d}")
+                deadline = time.monotonic() + 60
+                while not os.path.isdir(landed) and time.monotonic() < deadline:
+                    time.sleep(0.02)
                 fire(f"in the forward of step {step}, after the save of step {at}")
 
     train.Progress.enter = enter
@@ -169,24 +174,23 @@ def main() -> int:
             return real_step(self, *args, **kwargs)
         torch.optim.AdamW.step = step
 
-    real_full = DTensor.full_tensor
+    import evenkeel.state as state
+    real_state_dict = state.state_dict
 
-    def full_tensor(self, *args, **kwargs):
-        if where["phase"] == "save":
-            where["gathers"] += 1
-            if where["gathers"] == 4 and hit("save"):
-                if kind == "raise" and fault["phase"] == "save_gather":
-                    fire(f"in the save's 4th gather (step {at})")
-                if kind == "signal" and fault["point"] == "during_save" and rank != 0:
-                    fire(f"in the save's 4th gather (step {at})")
-        return real_full(self, *args, **kwargs)
-    DTensor.full_tensor = full_tensor
+    def state_dict(*args, **kwargs):  # the save's staging, on the training thread
+        if hit("save"):
+            if kind == "raise" and fault["phase"] == "save_stage":
+                fire(f"staging the save's state (step {at})")
+            if kind == "signal" and fault["point"] == "during_save" and rank != 0:
+                fire(f"staging the save's state (step {at})")
+        return real_state_dict(*args, **kwargs)
+    state.state_dict = state_dict
 
     import safetensors.torch as st
     real_save = st.save_file
 
-    def save_file(tensors, filename, *args, **kwargs):
-        if hit("save"):
+    def save_file(tensors, filename, *args, **kwargs):  # the bf16 export, on the save's background thread
+        if armed and not fired["done"] and f".step-{at:08d}.tmp-" in filename:
             if kind == "raise" and fault["phase"] == "save_write":
                 fire(f"writing {os.path.basename(filename)} (step {at})")
             if kind == "signal" and fault["point"] == "during_save" and rank == 0:

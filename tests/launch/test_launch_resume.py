@@ -84,9 +84,11 @@ def test_a_corrupt_newest_checkpoint_is_skipped_by_the_launcher_and_the_trainer_
     assert re.fullmatch(r"[0-9a-f]{16}", handed["manifest_xxh3"]), handed
     log = (session(tmp_path) / "attempt-002" / "rank-0.log").read_text()
     # The launcher verified it with checksums; the trainer checks the digest and the sizes.
-    assert (f"resume: {ckpt}/step-00000002 (step 2, weights level), as the launcher chose; its manifest is the one the launcher "
+    # Its training state verifies too (the trainer writes one with every checkpoint): the full level.
+    assert (f"resume: {ckpt}/step-00000002 (step 2, full level), as the launcher chose; its manifest is the one the launcher "
             f"verified with checksums (xxh3 {handed['manifest_xxh3']}): sizes and headers checked in ") in log, log
     assert f"resumed weights from {ckpt}/step-00000002" in log, log
+    assert f"resume: full training state from {ckpt}/step-00000002/train_state (saved by 2 ranks, loaded by 2)" in log, log
     assert "skipped" not in log, "the trainer must not pick a checkpoint of its own"
     s = summary_of(p.stdout)
     earlier, a = s["attempt_records"]  # the first launch's attempt counts in this summary too

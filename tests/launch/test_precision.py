@@ -485,13 +485,14 @@ class Tmpfs:
 
 
 def checkpoint_bytes(model: Path) -> int:
-    """What one checkpoint of `model` takes: bf16 weights (half the fp32 safetensors) and
-    the files copied beside them."""
+    """What one checkpoint of `model` takes: bf16 weights (half the fp32 safetensors), the
+    training state (fp32 parameters and AdamW's two moments: three times the fp32 weights)
+    and the files copied beside them."""
     weights = sum(p.stat().st_size for p in model.glob("*.safetensors"))
     copied = sum((model / n).stat().st_size for n in ("config.json", "generation_config.json", "tokenizer.json",
                                                       "tokenizer_config.json", "special_tokens_map.json")
                  if (model / n).exists())
-    return weights // 2 + copied + 64 * 1024
+    return weights // 2 + 3 * weights + copied + 64 * 1024
 
 
 def test_enospc_at_the_second_save_restarts_then_stops_with_74(small_model, tmp_path, rows_file, background):

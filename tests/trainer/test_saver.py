@@ -147,7 +147,7 @@ def test_a_full_disk_during_the_background_write_is_an_error_at_the_next_check(m
         print(message)
         assert message.startswith("checkpoint step-00000002: the background save failed on rank 0: "), message
         # torch.save's zip writer reports the short write as "unexpected pos"; the free space says why.
-        assert "rank 0: " in message and f"{small / 'ckpt'} has 0.0 MB free of 2.1 MB" in message, message
+        assert "rank 0: " in message and f"{small / 'ckpt'} has 0.0 MB free of 2.1 MB: No space left on device" in message, message
         assert not (small / "ckpt" / "step-00000002").exists()
         saver.check()  # said once: nothing in flight any more
         saver.close()
