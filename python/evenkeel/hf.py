@@ -78,18 +78,29 @@ def _local_rows(p: torch.Tensor) -> tuple[torch.Tensor, int, int]:
 
 
 def _init_buffers(model: nn.Module) -> None:
-    """Recomputes buffers that are not in the checkpoint (rotary inverse frequencies)
-    after to_empty(): transformers' own _init_weights knows each model's rule."""
+    """Recomputes buffers that are not in the checkpoint (rotary inverse frequencies,
+    Gemma's embedding scale) after to_empty(): transformers' own _init_weights knows each
+    model's rule. A module with parameters as well (Gemma3TextScaledWordEmbedding: its
+    weight and its embed_scale, sqrt(hidden)) runs the rule with meta stand-ins for its
+    parameters, so only its buffers take values; the weights come from the safetensors
+    next. Skipping such a module left embed_scale as to_empty()'s uninitialized memory
+    (e.g. 1e-10 instead of 8), and a Gemma 3 trained with its embeddings scaled away."""
     init = getattr(model, "_init_weights", None)
     with torch.no_grad():
         for module in model.modules():
             if next(module.buffers(recurse=False), None) is None:
                 continue
-            if next(module.parameters(recurse=False), None) is not None:
-                continue  # a module with both would get its weights re-initialized too
             if init is None:
                 raise RuntimeError(f"{type(module).__name__} has buffers and the model no _init_weights")
-            init(module)
+            own = dict(module._parameters)
+            try:
+                for k, p in own.items():
+                    if p is not None:
+                        module._parameters[k] = nn.Parameter(torch.empty(p.shape, dtype=p.dtype, device="meta"),
+                                                             requires_grad=p.requires_grad)
+                init(module)
+            finally:
+                module._parameters.update(own)
 
 
 def _fill_from_safetensors(model: nn.Module, model_dir: str) -> None:

@@ -25,11 +25,15 @@ struct CheckpointFile {
 // checkpoint when present: python/evenkeel/checkpoint.py's CheckpointWriter
 // (config.json rewritten with dtype and use_cache, generation_config.json and
 // TOKENIZER_FILES, which it reads from this list through the binding).
+// tokenizer.model is the SentencePiece model that Gemma, Llama 2 and Mistral ship
+// beside tokenizer.json: transformers' slow tokenizer and llama.cpp's GGUF conversion
+// of a Gemma read it, not tokenizer.json.
 inline constexpr const char* kCheckpointCopiedFiles[] = {"config.json",
                                                          "generation_config.json",
                                                          "tokenizer.json",
                                                          "tokenizer_config.json",
                                                          "special_tokens_map.json",
+                                                         "tokenizer.model",
                                                          "vocab.json",
                                                          "merges.txt",
                                                          "chat_template.jinja",

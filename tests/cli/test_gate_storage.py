@@ -26,7 +26,7 @@ OK = 0
 # none of these, so the test adds them (small) to see every name planned and copied.
 OPTIONAL = {"vocab.json": "{}\n", "merges.txt": "#version: 0.2\n", "chat_template.jinja": "{{ messages }}\n",
             "chat_template.json": "{\"chat_template\": \"x\"}\n", "added_tokens.json": "{}\n",
-            "special_tokens_map.json": "{}\n"}
+            "special_tokens_map.json": "{}\n", "tokenizer.model": "\x0a\x05piece\n"}
 
 
 def ek(*args):

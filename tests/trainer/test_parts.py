@@ -1,8 +1,8 @@
 """The reference trainer's parts, one at a time, in this process (real torch, the real
 C++ core through the binding): the run file with --set overrides, the plan's walk of
 the loop, each step's blocks, the metrics file, the flight-recorder dump, the progress
-and heartbeat phase, the input checks and the resume start. The whole trainer runs end
-to end in test_trainer.py."""
+and heartbeat phase, the input checks, a model loaded under FSDP2 and the resume
+start. The whole trainer runs end to end in test_trainer.py."""
 
 from __future__ import annotations
 
@@ -234,6 +234,52 @@ def test_isolated_attention_refuses_a_pack_without_boundaries_and_a_linear_atten
     Qwen3NextConfig(vocab_size=151936, num_hidden_layers=4).to_json_file(str(nxt / "config.json"))
     with pytest.raises(Refused, match=r"data.attention = 'isolated': qwen3_next: layer 0 is 'linear_attention'"):
         attention_for(RunFile(rf, [f"model.path={nxt}"]), torch.device("cpu"))
+
+
+# --- Loading a model under FSDP2 ------------------------------------------------------------
+
+LOAD = """
+import datetime, sys, torch, torch.distributed as dist
+from transformers import AutoModelForCausalLM
+from evenkeel.hf import load_sharded
+dist.init_process_group("gloo", init_method="file://" + sys.argv[1], rank=0, world_size=1,
+                        timeout=datetime.timedelta(seconds=30))
+ids = torch.arange(24)[None] % 97
+for d in sys.argv[2:]:
+    ref = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32).eval()
+    model = load_sharded(d, torch.device("cpu"), precision="fp32").eval()
+    buffers = dict(ref.named_buffers())
+    wrong = [n for n, b in model.named_buffers() if not torch.equal(b, buffers[n])]
+    with torch.no_grad():
+        diff = (model(input_ids=ids).logits - ref(input_ids=ids).logits).abs().max().item()
+    print(d, "buffers differ:", wrong, "logits differ by", diff)
+"""
+
+
+def test_a_sharded_model_is_the_one_transformers_loads_buffers_included(tmp_path):
+    """load_sharded builds on the meta device and fills the weights from safetensors; the
+    buffers no file holds are recomputed: rotary frequencies, and Gemma 3's embedding scale
+    (sqrt(hidden), a buffer of a module that has a weight too). Its logits are
+    from_pretrained's."""
+    from transformers import AutoModelForCausalLM, Gemma3TextConfig, LlamaConfig, Qwen3Config
+
+    common = dict(vocab_size=101, hidden_size=32, intermediate_size=64, num_attention_heads=4,
+                  num_key_value_heads=2, num_hidden_layers=2, max_position_embeddings=64)
+    configs = {"qwen3": Qwen3Config(**common, head_dim=16), "llama": LlamaConfig(**common),
+               "gemma3": Gemma3TextConfig(**common, head_dim=16, sliding_window=8,
+                                          layer_types=["sliding_attention", "full_attention"])}
+    dirs = []
+    for name, config in configs.items():
+        torch.manual_seed(0)
+        AutoModelForCausalLM.from_config(config, dtype=torch.float32).save_pretrained(tmp_path / name)
+        dirs.append(str(tmp_path / name))
+    p = subprocess.run([sys.executable, "-c", LOAD, str(tmp_path / "store"), *dirs], env=child_env(),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = [line for line in p.stdout.splitlines() if "buffers differ" in line]
+    assert len(lines) == 3, p.stdout + p.stderr
+    for line in lines:
+        assert "buffers differ: [] " in line and float(line.split()[-1]) < 1e-6, line
 
 
 # --- Resume ---------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """trainer/train.py end to end on 4 CPU processes over gloo, driven by a run file:
-a tiny Hugging Face Qwen3 and Llama (real vocabularies and tokenizers) stand in for
+a tiny Hugging Face Qwen3, Llama and Gemma 3 (real vocabularies and tokenizers) stand in for
 pretrained models; FSDP2 per decoder layer; bf16 safetensors checkpoints that
 transformers loads; resume at the exact block; the report's deadlock without evenfix.
 """
@@ -64,7 +64,7 @@ def learnable_pack(tmp: Path, family: str, blocks: list[int]) -> Path:
                      tokenizer=TOKENIZER_DIRS[family] / "tokenizer.json")
 
 
-@pytest.mark.parametrize("family", ["qwen3", "llama"])
+@pytest.mark.parametrize("family", ["qwen3", "llama", "gemma3"])
 def test_trains_a_real_model_and_writes_checkpoints_transformers_loads(family, tmp_path, request):
     """Loss falls on a learnable pack; every checkpoint verifies; the final one loads
     with AutoModelForCausalLM.from_pretrained and holds the trained weights, bf16-rounded."""
