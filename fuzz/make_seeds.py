@@ -326,7 +326,7 @@ def seeds_pack_manifest():
     m = {
         "format_version": 1, "evenkeel_version": "0.1.0", "created": "2026-01-02T03:04:05Z",
         "tokenizer": {"path": "/models/qwen3/tokenizer.json", "xxh3": hexh("t"), "vocab_xxh3": hexh("v"),
-                      "vocab_size": 151669},
+                      "vocab_size": 151669, "max_id": 151645},
         "seq_len": 2048, "world": 2, "shard": "balanced", "eos": {"id": 151643, "token": "<|endoftext|>"},
         "chat_template": "chatml", "text_field": "text",
         "inputs": [{"path": "data/a.jsonl", "size": 1000, "xxh3": hexh("a"), "records": 10, "skipped_bad": 1}],
@@ -341,6 +341,7 @@ def seeds_pack_manifest():
     partial["complete"] = False
     partial["shard"] = "strided"
     partial["bad_examples"] = []
+    del partial["tokenizer"]["max_id"]  # a pack made before max_id
     return {"complete": jdump(m, 2), "partial": jdump(partial, 2)}
 
 

@@ -86,6 +86,11 @@ class BlockDataset:
         return self._file.vocab_size
 
     @property
+    def max_id(self) -> int:
+        """The largest id the pack holds (manifest tokenizer.max_id; vocab_size - 1 in a pack made before it)."""
+        return self._file.max_id
+
+    @property
     def eos_id(self) -> int:
         return self._file.eos_id
 

@@ -81,6 +81,8 @@ PYBIND11_MODULE(_core, m) {
       .def_property_readonly("world", [](const BlockFile& f) { return f.manifest().world; })
       .def_property_readonly("vocab_size",
                              [](const BlockFile& f) { return f.manifest().vocab_size; })
+      // The largest id the pack holds (tokenizer.max_id; vocab_size - 1 in an older pack).
+      .def_property_readonly("max_id", [](const BlockFile& f) { return f.manifest().largest_id(); })
       .def_property_readonly("eos_id", [](const BlockFile& f) { return f.manifest().eos_id; })
       .def_property_readonly("global_min_blocks",
                              [](const BlockFile& f) { return f.manifest().min_blocks(); })

@@ -480,7 +480,8 @@ int RunPack(int argc, char** argv) {
 int RunInspect(int argc, char** argv) {
   CLI::App app{
       "Verify a pack against its manifest (sizes, checksums, every token below the\n"
-      "vocabulary size) and print blocks per rank and the spread; or show one block.",
+      "vocabulary size and none above the manifest's max_id) and print blocks per rank and\n"
+      "the spread; or show one block.",
       "evenkeel inspect"};
   std::string dir, tokenizer;
   int rank = -1;
@@ -531,6 +532,7 @@ int RunInspect(int argc, char** argv) {
     JsonWriter w;
     w.BeginObject().Key("ok").Bool(report.ok()).Key("complete").Bool(m->complete());
     w.Key("world").Int(m->world).Key("seq_len").Int(m->seq_len);
+    w.Key("vocab_size").Int(m->vocab_size).Key("max_id").Int(m->largest_id());
     w.Key("global_min_blocks").Uint(m->min_blocks()).Key("global_max_blocks").Uint(m->max_blocks());
     w.Key("spread").Uint(m->max_blocks() - m->min_blocks()).Key("ranks").BeginArray();
     for (size_t i = 0; i < report.ranks.size(); ++i) {

@@ -159,9 +159,10 @@ Findings DataCheck(const GateInputs& in, std::vector<int>* ranks_checked) {
   if (docs) c.numbers["documents"] = static_cast<double>(documents);
   c.fails = std::move(problems);
   c.pass_reason = fmt::format(
-      "{} rank file(s), {} blocks, {}: sizes, checksums and token ids (< {}){} match the "
+      "{} rank file(s), {} blocks, {}: sizes, checksums and token ids (< {}{}){} match the "
       "manifest{}",
       ir.ranks.size(), Thousands(blocks), FormatBytes(static_cast<double>(bytes)), mp->vocab_size,
+      mp->max_id >= 0 ? fmt::format(", <= max_id {}", mp->max_id) : std::string(),
       docs ? fmt::format(" and document boundaries ({} documents)", Thousands(documents))
            : std::string(" (no document boundaries: a pack made before them)"),
       run.model_path.empty() ? "" : "; tokenizer is the model's");

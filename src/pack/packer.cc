@@ -165,6 +165,11 @@ class RankWriter {
     }
     documents_ += starts.size();
     split_documents_ += split ? 1 : 0;
+    // The largest id written (the manifest's tokenizer.max_id): EOS, padding and
+    // all, since every token of every kept block passes here.
+    int32_t top = max_id_;
+    for (size_t i = 0; i < seq_len_; ++i) top = std::max(top, block[i]);
+    max_id_ = top;
     const char* p = reinterpret_cast<const char*>(block);
     size_t bytes = BlockBytes(static_cast<int>(seq_len_));
     XXH3_64bits_update(hash_, p, bytes);
@@ -212,6 +217,7 @@ class RankWriter {
   uint64_t documents() const { return documents_; }
   uint64_t padding_tokens() const { return padding_tokens_; }
   uint64_t split_documents() const { return split_documents_; }
+  int32_t max_id() const { return max_id_; }  // -1 before the first block
 
  private:
   RankWriter() = default;
@@ -226,6 +232,7 @@ class RankWriter {
   std::vector<uint32_t> partial_docs_;  // document starts in the partial block
   std::string buf_, mask_buf_, docs_buf_;
   uint64_t blocks_ = 0, loss_tokens_ = 0, documents_ = 0, padding_tokens_ = 0, split_documents_ = 0;
+  int32_t max_id_ = -1;
 };
 
 // bfd's pass-2 output: every record's tokens (and mask bytes) in record order in
@@ -1056,6 +1063,7 @@ Result<Manifest> Pack(const PackOptions& opt,
       s.mask_xxh3 = w.mask_digest();
       s.loss_tokens = w.loss_tokens();
     }
+    m.max_id = std::max<int64_t>(m.max_id, w.max_id());  // every rank has a block by now
     s.docs_file = DocsFileName(r);
     s.docs_xxh3 = w.docs_digest();
     s.documents = w.documents();

@@ -1,6 +1,7 @@
 #include "pack/packer.h"
 
 #include <dirent.h>
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <xxhash.h>
@@ -310,6 +311,69 @@ TEST_F(PackerTest, InspectCatchesDamage) {
   EXPECT_EQ(r->ranks[0].first_bad_token_at, 1);
   ASSERT_TRUE(WriteFileAtomic(f0, data.substr(0, 20)).ok());
   EXPECT_FALSE(Inspect(o.out_dir)->ranks[0].problems.empty());
+}
+
+// tokenizer.max_id is the largest id the kept blocks hold (EOS and bfd's padding
+// included), in every shard mode and packing, for a node's ranks as for the whole.
+TEST_F(PackerTest, MaxIdIsTheLargestIdInTheBlocks) {
+  auto texts = Texts(41);
+  std::string in = WriteInput("a.jsonl", texts);
+  for (Packing packing : {Packing::kSequential, Packing::kBfd}) {
+    for (ShardMode mode : {ShardMode::kContiguous, ShardMode::kStrided, ShardMode::kBalanced}) {
+      SCOPED_TRACE(fmt::format("{} {}", PackingName(packing), ShardModeName(mode)));
+      if (packing == Packing::kBfd && mode != ShardMode::kBalanced) continue;
+      PackOptions o = Options({in}, "maxid", 3, 8);
+      o.shard = mode;
+      o.packing = packing;
+      auto m = Pack(o);
+      ASSERT_TRUE(m.ok()) << m.status().message();
+      int32_t want = -1;
+      for (int r = 0; r < 3; ++r) {
+        for (int32_t v : ReadRank("maxid", r)) want = std::max(want, v);
+      }
+      EXPECT_EQ(m->max_id, want);
+      EXPECT_LT(m->max_id, m->vocab_size);
+      auto back = ReadManifest(o.out_dir);
+      ASSERT_TRUE(back.ok()) << back.status().message();
+      EXPECT_EQ(back->max_id, want);
+      // A node's part: the largest id of its ranks' blocks.
+      o.rank_lo = o.rank_hi = 1;
+      o.out_dir = dir_ + "/maxid-node";
+      auto part = Pack(o);
+      ASSERT_TRUE(part.ok()) << part.status().message();
+      int32_t part_want = -1;
+      for (int32_t v : ReadRank("maxid-node", 1)) part_want = std::max(part_want, v);
+      EXPECT_EQ(part->max_id, part_want);
+    }
+  }
+}
+
+// A manifest whose max_id is below an id its blocks hold is a corrupt pack:
+// inspect names the file, the id and where it is.
+TEST_F(PackerTest, InspectRefusesIdsAboveTheManifestsMaxId) {
+  std::string in = WriteInput("a.jsonl", Texts(30));
+  PackOptions o = Options({in}, "lie", 2, 8);
+  auto m = Pack(o);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_TRUE(Inspect(o.out_dir)->ok());
+  const int32_t top = static_cast<int32_t>(m->max_id);
+  Manifest lie = *m;
+  lie.max_id = top - 1;
+  ASSERT_TRUE(WriteManifest(o.out_dir, lie).ok());
+  auto r = Inspect(o.out_dir);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->ok());
+  std::vector<int32_t> ids = ReadRank("lie", 0);
+  const auto first = std::find(ids.begin(), ids.end(), top) - ids.begin();
+  const auto count = std::count(ids.begin(), ids.end(), top);
+  ASSERT_GT(count, 0);
+  EXPECT_EQ(r->ranks[0].bad_tokens, 0u);
+  EXPECT_EQ(r->ranks[0].over_max_tokens, static_cast<uint64_t>(count));
+  ASSERT_EQ(r->ranks[0].problems.size(), 1u);
+  EXPECT_EQ(r->ranks[0].problems[0],
+            fmt::format("rank-00000.i32: {} token(s) above the manifest's tokenizer.max_id {} "
+                        "(first: {} at token {})",
+                        count, top - 1, top, first));
 }
 
 // The docs file lists where every record placed in a rank's blocks starts, in

@@ -116,7 +116,10 @@ void CheckRank(const Manifest& m, const RankInfo& info, const std::string& dir, 
   XXH3_state_t* st = XXH3_createState();
   XXH3_64bits_reset(st);
   const char* p = f->data().data();
-  const uint32_t limit = static_cast<uint32_t>(m.vocab_size);
+  // Every id below vocab_size, and none above max_id where the manifest records it.
+  const uint32_t vocab = static_cast<uint32_t>(m.vocab_size);
+  const uint32_t limit =
+      m.max_id >= 0 && m.max_id < m.vocab_size ? static_cast<uint32_t>(m.max_id) + 1 : vocab;
   constexpr size_t kSlice = 256 << 10;
   for (size_t off = 0; off < out->size; off += kSlice) {
     size_t len = std::min(kSlice, static_cast<size_t>(out->size - off));
@@ -135,12 +138,18 @@ void CheckRank(const Manifest& m, const RankInfo& info, const std::string& dir, 
       for (size_t i = 0; i < n; ++i) {
         int32_t v;
         std::memcpy(&v, q + 4 * i, 4);
-        if (static_cast<uint32_t>(v) >= limit) {
+        if (static_cast<uint32_t>(v) >= vocab) {
           if (out->bad_tokens == 0) {
             out->first_bad_token_at = static_cast<int64_t>((off / 4) + i);
             out->first_bad_token = v;
           }
           ++out->bad_tokens;
+        } else if (static_cast<uint32_t>(v) >= limit) {
+          if (out->over_max_tokens == 0) {
+            out->first_over_max_at = static_cast<int64_t>((off / 4) + i);
+            out->first_over_max = v;
+          }
+          ++out->over_max_tokens;
         }
       }
     }
@@ -155,6 +164,11 @@ void CheckRank(const Manifest& m, const RankInfo& info, const std::string& dir, 
     out->problems.push_back(
         fmt::format("{}: {} token(s) outside the vocabulary (first: {} at token {})", info.file,
                     out->bad_tokens, out->first_bad_token, out->first_bad_token_at));
+  }
+  if (out->over_max_tokens) {
+    out->problems.push_back(fmt::format(
+        "{}: {} token(s) above the manifest's tokenizer.max_id {} (first: {} at token {})",
+        info.file, out->over_max_tokens, m.max_id, out->first_over_max, out->first_over_max_at));
   }
   if (HasLossMasks(m)) CheckMask(m, info, dir, out);
   if (!info.docs_file.empty()) CheckDocs(m, info, dir, out);

@@ -1,8 +1,10 @@
 // Verifying a pack against its manifest: every rank file present, its size a
 // whole number of blocks equal to the manifest's, its xxh3 equal, every token
-// in [0, vocab_size); its loss mask and its document boundaries (layout.h's
-// CheckDocEntries, the checksum, the count of documents) where the pack has them. One pass over
-// each file (hash and range check fused per cache-sized slice), ranks in parallel.
+// in [0, vocab_size) and none above tokenizer.max_id where the manifest records it
+// (a manifest that understates its ids is a corrupt pack); its loss mask and its
+// document boundaries (layout.h's CheckDocEntries, the checksum, the count of
+// documents) where the pack has them. One pass over each file (hash and range
+// check fused per cache-sized slice), ranks in parallel.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,9 @@ struct RankCheck {
   uint64_t bad_tokens = 0;          // ids outside [0, vocab_size)
   int64_t first_bad_token_at = -1;  // token index
   int32_t first_bad_token = 0;
+  uint64_t over_max_tokens = 0;    // ids in the vocabulary but above the manifest's max_id
+  int64_t first_over_max_at = -1;  // token index
+  int32_t first_over_max = 0;
   uint64_t documents = 0;             // document starts found in the docs file (0 without one)
   uint64_t pads = 0;                  // entries that begin a block's padding
   std::vector<std::string> problems;  // empty when the rank is sound

@@ -77,7 +77,9 @@ std::string ManifestToJson(const Manifest& m) {
   w.Key("created").Str(m.created);
   w.Key("tokenizer").BeginObject().Key("path").Str(m.tokenizer_path);
   w.Key("xxh3").Str(Hex(m.tokenizer_xxh3)).Key("vocab_xxh3").Str(Hex(m.tokenizer_vocab_xxh3));
-  w.Key("vocab_size").Int(m.vocab_size).EndObject();
+  w.Key("vocab_size").Int(m.vocab_size);
+  if (m.max_id >= 0) w.Key("max_id").Int(m.max_id);
+  w.EndObject();
   w.Key("seq_len").Int(m.seq_len);
   w.Key("world").Int(m.world);
   w.Key("shard").Str(ShardModeName(m.shard));
@@ -185,6 +187,14 @@ Result<Manifest> ManifestFromJson(std::string_view json, const std::string& name
     EK_RETURN_IF_ERROR(tok.Hex64("vocab_xxh3", &m.tokenizer_vocab_xxh3));
   }
   EK_RETURN_IF_ERROR(tok.Int("vocab_size", 0, INT64_MAX, &m.vocab_size));
+  // Absent in packs made before it existed: largest_id() is then vocab_size - 1.
+  if (tok.Has("max_id")) {
+    EK_RETURN_IF_ERROR(tok.Int("max_id", 0, INT64_MAX, &m.max_id));
+    if (m.max_id >= m.vocab_size) {
+      return tok.Err("max_id",
+                     fmt::format("{} is not below vocab_size {}", m.max_id, m.vocab_size));
+    }
+  }
   EK_RETURN_IF_ERROR(f.IntIn("seq_len", 1, INT32_MAX, &m.seq_len));
   EK_RETURN_IF_ERROR(f.IntIn("world", 1, INT32_MAX, &m.world));
   std::string shard;
@@ -386,6 +396,8 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts,
           fmt::format("pack merge: {} disagrees with {} on {}", names[i], names[0], what));
     };
     if (p.tokenizer_xxh3 != out.tokenizer_xxh3) return differ("the tokenizer (xxh3)");
+    // The largest id over the parts; unknown when one part predates max_id.
+    out.max_id = (p.max_id < 0 || out.max_id < 0) ? -1 : std::max(out.max_id, p.max_id);
     if (p.seq_len != out.seq_len) return differ("seq_len");
     if (p.world != out.world) return differ("world");
     if (p.shard != out.shard) return differ("shard mode");

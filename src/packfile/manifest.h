@@ -82,7 +82,11 @@ struct Manifest {
   uint64_t tokenizer_xxh3 = 0;
   uint64_t tokenizer_vocab_xxh3 =
       0;  // tokjson/vocab_fingerprint.h; 0 in packs made before it existed
+  // The tokenizer's id limit (added tokens included): every id is below it.
   int64_t vocab_size = 0;
+  // The largest id the blocks hold (EOS and padding included): tokenizer.max_id.
+  // -1: not recorded (a pack made before it); largest_id() then says vocab_size - 1.
+  int64_t max_id = -1;
   int seq_len = 2048;
   int world = 0;
   ShardMode shard = ShardMode::kContiguous;
@@ -118,6 +122,8 @@ struct Manifest {
   std::string created;                  // UTC time, ISO 8601
 
   bool complete() const { return static_cast<int>(ranks.size()) == world; }
+  // The largest id the pack may hold: max_id, or vocab_size - 1 where it is not recorded.
+  int64_t largest_id() const { return max_id >= 0 ? max_id : vocab_size - 1; }
   uint64_t total_blocks() const;
   uint64_t min_blocks() const;
   uint64_t max_blocks() const;

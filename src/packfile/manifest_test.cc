@@ -79,6 +79,55 @@ TEST(ManifestTest, TemplateDropsRoundTripAddUpInAMergeAndMayBeAbsent) {
       << mistyped.status().message();
 }
 
+// tokenizer.max_id: the largest id the blocks hold. A pack made before it reads as
+// -1, whose largest_id() is vocab_size - 1; a merge keeps the largest of its parts.
+TEST(ManifestTest, MaxIdRoundTripsMergesAndMayBeAbsent) {
+  Manifest m = Sample(0, 3);
+  m.max_id = 42;
+  std::string json = ManifestToJson(m);
+  EXPECT_NE(json.find(R"("vocab_size": 100, "max_id": 42})"), std::string::npos) << json;
+  auto back = ManifestFromJson(json, "m.json");
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->max_id, 42);
+  EXPECT_EQ(back->largest_id(), 42);
+  EXPECT_EQ(ManifestToJson(*back), json);
+
+  // Without it (an older pack): absent from the JSON, read back as -1.
+  Manifest old = Sample(0, 3);
+  std::string old_json = ManifestToJson(old);
+  EXPECT_EQ(old_json.find("max_id"), std::string::npos) << old_json;
+  auto before = ManifestFromJson(old_json, "m.json");
+  ASSERT_TRUE(before.ok()) << before.status().message();
+  EXPECT_EQ(before->max_id, -1);
+  EXPECT_EQ(before->largest_id(), 99);
+  EXPECT_EQ(ManifestToJson(*before), old_json);
+
+  // Read strictly: mistyped, negative, or not below vocab_size is named.
+  auto error_for = [&](const std::string& value) {
+    std::string bad = json;
+    bad.replace(bad.find(R"("max_id": 42)"), 12, R"("max_id": )" + value);
+    auto r = ManifestFromJson(bad, "m.json");
+    EXPECT_FALSE(r.ok()) << bad;
+    return r.ok() ? std::string() : r.status().message();
+  };
+  EXPECT_EQ(error_for(R"("42")"), "m.json: tokenizer.max_id: not an integer");
+  EXPECT_NE(error_for("-1").find("m.json: tokenizer.max_id: "), std::string::npos);
+  EXPECT_EQ(error_for("100"), "m.json: tokenizer.max_id: 100 is not below vocab_size 100");
+
+  // Merged parts: the largest of theirs; unknown when one part predates it.
+  Manifest a = Sample(0, 1), b = Sample(2, 3);
+  a.max_id = 42;
+  b.max_id = 57;
+  auto merged = MergeManifests({a, b}, {"n0", "n1"});
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(merged->max_id, 57);
+  b.max_id = -1;
+  merged = MergeManifests({a, b}, {"n0", "n1"});
+  ASSERT_TRUE(merged.ok()) << merged.status().message();
+  EXPECT_EQ(merged->max_id, -1);
+  EXPECT_EQ(merged->largest_id(), 99);
+}
+
 TEST(ManifestTest, ForeignJsonIsRefused) {
   EXPECT_FALSE(ManifestFromJson("{\"format_version\": 1}", "m.json").ok());
   EXPECT_FALSE(ManifestFromJson("[1, 2", "m.json").ok());

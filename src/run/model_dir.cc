@@ -75,11 +75,21 @@ Result<ModelDir> ReadModelDir(const std::string& path) {
 Status CheckTokenizerMatch(const pack::Manifest& manifest, const std::string& pack_dir,
                            const ModelDir& model) {
   const std::string pack_name = pack_dir + "/manifest.json";
-  if (manifest.vocab_size > model.vocab_size) {
-    return FailedPreconditionError(
-        fmt::format("the pack's ids go up to {} ({}), but the model's embedding has {} rows "
-                    "({}/config.json vocab_size)",
-                    manifest.vocab_size - 1, pack_name, model.vocab_size, model.path));
+  // The ids the pack holds, not the tokenizer's limit: a tokenizer may number an
+  // added token past the embedding's rows (Gemma 3's <image_soft_token> is 262144 of
+  // a 262144-row embedding) that text never produces.
+  if (manifest.largest_id() >= model.vocab_size) {
+    const std::string rows =
+        fmt::format("the model's embedding has {} rows (ids 0-{}, {}/config.json vocab_size)",
+                    model.vocab_size, model.vocab_size - 1, model.path);
+    if (manifest.max_id >= 0) {
+      return FailedPreconditionError(fmt::format(
+          "the pack holds id {} ({} tokenizer.max_id), but {}", manifest.max_id, pack_name, rows));
+    }
+    return FailedPreconditionError(fmt::format(
+        "the pack's ids may go up to {} ({} tokenizer.vocab_size {}; the pack predates max_id, "
+        "re-pack to record the largest id it holds), but {}",
+        manifest.largest_id(), pack_name, manifest.vocab_size, rows));
   }
   if (model.tokenizer_path.empty()) {
     return FailedPreconditionError(

