@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 # The names that import torch are loaded on first use, so that a module of the package
 # that needs no torch (the gate's isolation probe answering from its cache) starts in
 # milliseconds rather than the seconds torch's import takes.
-_LAZY = {"BlockDataset": "evenkeel.dataset", "evenfix": "evenkeel.evenfix", "Heartbeat": "evenkeel.heartbeat",
+_LAZY = {"BlockDataset": "evenkeel.dataset", "evenfix": "evenkeel._evenfix", "Heartbeat": "evenkeel.heartbeat",
          "Plan": "evenkeel.plan", "RunFile": "evenkeel.runfile"}
 
 

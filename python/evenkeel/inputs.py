@@ -17,7 +17,7 @@ import torch.distributed as dist
 
 from evenkeel import _core
 from evenkeel.dataset import BlockDataset
-from evenkeel.evenfix import evenfix
+from evenkeel._evenfix import evenfix
 from evenkeel.plan import Plan
 from evenkeel.progress import Refused
 

@@ -140,6 +140,20 @@ def test_pin_truncates_or_repeats_from_the_start(pack: Path):
     assert len(list(ds)) == 16
 
 
+def test_evenkeel_evenfix_stays_the_function_after_the_trainers_imports():
+    """The trainer's modules import evenfix's module; that must not turn `evenkeel.evenfix`
+    (README: evenkeel.evenfix(dataset)) into a module. A fresh process, so no earlier import
+    in this one decides the order."""
+    code = ("import evenkeel.inputs, evenkeel.train\n"
+            "import evenkeel\n"
+            "from evenkeel import evenfix\n"
+            "assert callable(evenfix) and evenfix is evenkeel.evenfix, evenfix\n"
+            "print(evenfix.__module__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.strip() == "evenkeel._evenfix"
+
+
 def test_evenfix_prints_and_pins(pack: Path, tmp_path: Path, capsys):
     ds = BlockDataset(pack, 2)
     assert evenfix(ds, mode="off") == 1234 and len(ds) == 1234
