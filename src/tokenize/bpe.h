@@ -59,6 +59,10 @@ class BpeModel {
   // and appends the result: EncodeWord's second half.
   void MergeSymbols(size_t n, std::vector<int32_t>* out, BpeScratch* scratch) const;
 
+  // The plain path, for differential tests: words start from their bytes (no
+  // atoms) and every merge goes through the heap, HF's merge_all order.
+  void UsePlainPath() { plain_ = true; }
+
   int32_t Find(std::string_view bytes) const { return vocab_.Find(bytes); }
   const std::string& TokenBytes(int32_t id) const { return tokens_[static_cast<size_t>(id)]; }
   bool HasId(int32_t id) const {
@@ -89,6 +93,12 @@ class BpeModel {
   int32_t MergedId(uint32_t rank) const { return merged_by_rank_[rank]; }
   void MergeShort(size_t n, std::vector<int32_t>* out, BpeScratch* s) const;
   void MergeLong(size_t n, std::vector<int32_t>* out, BpeScratch* s) const;
+  // The word's first symbols: its bytes, except that a character whose token
+  // provably forms before any merge joins it to a neighbour starts as that
+  // token (atoms_). Returns the count, in scratch->sym.
+  size_t FirstSymbols(std::string_view word, BpeScratch* s) const;
+  // Fills atoms_ (byte-level vocabularies, after the merges are known).
+  void BuildAtoms(const std::vector<std::pair<int32_t, int32_t>>& merges);
 
   // A merge slot packs left id, right id (20 bits each) and rank (24 bits).
   static constexpr int kIdBits = 20;
@@ -101,10 +111,15 @@ class BpeModel {
   std::vector<uint64_t> merge_slots_;
   std::vector<int32_t> merged_by_rank_;
   std::vector<uint32_t> byte_pair_rank_;
+  // Atoms: for each code point below U+10000 encoded in 2 or 3 bytes, the id of
+  // its one-token form when that token is certain to form first (BuildAtoms
+  // says when), else -1. Empty when no character qualifies.
+  std::vector<int32_t> atoms_;
   bool byte_pair_dense_ = false;
   uint64_t merge_mask_ = 0;
   int shift_ = 64;
   bool ignore_merges_ = false;
+  bool plain_ = false;
   size_t vocab_count_ = 0;
   size_t merge_count_ = 0;
 };
