@@ -90,7 +90,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   if (merges.size() >= (1u << 24) - 1) {
     return UnsupportedError(fmt::format("model.merges: {} merges (at most 16M)", merges.size()));
   }
-  size_t cap = PowerOfTwoAtLeast(merges.size() * 2 + 1);
+  size_t cap = PowerOfTwoAtLeast(merges.size() + merges.size() / 4 + 1);
   merge_slots_.assign(cap, kEmptySlot);
   merge_mask_ = cap - 1;
   shift_ = 64 - __builtin_ctzll(cap);

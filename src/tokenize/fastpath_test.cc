@@ -50,10 +50,10 @@ std::vector<std::string> RepositoryTexts() {
 // combining marks), Thai, emoji, and combining accents after Latin letters.
 std::vector<std::string> RandomTexts(size_t count, uint32_t seed) {
   const std::vector<std::pair<uint32_t, uint32_t>> ranges = {
-      {'a', 'z'},       {'A', 'Z'},       {'0', '9'},       {' ', ' '},       {'\n', '\n'},
-      {'!', '/'},       {0x4E00, 0x9FFF}, {0x3040, 0x30FF}, {0xAC00, 0xD7A3}, {0x0400, 0x04FF},
+      {'a', 'z'},       {'A', 'Z'},       {'0', '9'},       {' ', ' '},         {'\n', '\n'},
+      {'!', '/'},       {0x4E00, 0x9FFF}, {0x3040, 0x30FF}, {0xAC00, 0xD7A3},   {0x0400, 0x04FF},
       {0x0600, 0x06FF}, {0x0900, 0x097F}, {0x0E00, 0x0E7F}, {0x1F300, 0x1F6FF}, {0x0300, 0x036F},
-      {0x00C0, 0x024F}, {0x2000, 0x206F}, {0x3000, 0x303F}, {0xFF00, 0xFFEF}, {0x4E00, 0x4FFF}};
+      {0x00C0, 0x024F}, {0x2000, 0x206F}, {0x3000, 0x303F}, {0xFF00, 0xFFEF},   {0x4E00, 0x4FFF}};
   std::mt19937 rng(seed);
   std::vector<std::string> out;
   for (size_t i = 0; i < count; ++i) {

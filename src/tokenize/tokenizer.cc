@@ -5,10 +5,9 @@
 
 // xxHash inline: the cache hashes every piece, most of a few bytes.
 #define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include <fmt/core.h>
 #include <simdjson.h>
+#include <xxhash.h>
 
 #include <atomic>
 #include <cstring>
@@ -245,8 +244,7 @@ void Tokenizer::EncodePiece(std::string_view piece, uint64_t head, uint64_t h,
   if (s.cache.Append(piece, head, h, ids)) return;
   size_t before = ids->size();
   bpe_.EncodeWord(piece, ids, &s.bpe);
-  s.cache.Insert(piece, head, h, ids->data() + before,
-                 static_cast<uint32_t>(ids->size() - before));
+  s.cache.Insert(piece, head, h, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
 }
 
 uint64_t Tokenizer::VocabFingerprint() const {

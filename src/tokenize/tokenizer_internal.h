@@ -119,8 +119,12 @@ class PieceCache {
     if (arena_.size() + key.size() + n * sizeof(int32_t) > kMaxArena) Clear();
     size_t pos = h & mask_;
     while (table_[pos].key_len != 0) pos = (pos + 1) & mask_;
-    table_[pos] = Entry{head, h, static_cast<uint32_t>(arena_.size()), static_cast<uint16_t>(key.size()),
-                        static_cast<uint16_t>(n), n ? ids[0] : 0};
+    table_[pos] = Entry{head,
+                        h,
+                        static_cast<uint32_t>(arena_.size()),
+                        static_cast<uint16_t>(key.size()),
+                        static_cast<uint16_t>(n),
+                        n ? ids[0] : 0};
     if (key.size() > 8) arena_.append(key.substr(8));
     if (n > 1) arena_.append(reinterpret_cast<const char*>(ids), n * sizeof(int32_t));
     ++used_;

@@ -149,7 +149,8 @@ void Tokenizer::PiecesWord(std::string_view word, std::vector<int32_t>* ids,
     return;
   }
   uint64_t head = KeyHead(word);
-  uint64_t h = PieceCache::Hash(word, head, [](std::string_view k) { return XXH3_64bits(k.data(), k.size()); });
+  uint64_t h = PieceCache::Hash(word, head,
+                                [](std::string_view k) { return XXH3_64bits(k.data(), k.size()); });
   if (s.cache.Append(word, head, h, ids)) return;
   size_t before = ids->size();
   pieces_->model.EncodeWord(word, ids, &s.bpe);
