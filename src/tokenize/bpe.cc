@@ -95,6 +95,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   merge_mask_ = cap - 1;
   shift_ = 64 - __builtin_ctzll(cap);
   merged_by_rank_.assign(merges.size(), -1);
+  bloom_.assign(bloom_.size(), 0);
   std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     auto [a, b] = merges[rank];
@@ -107,7 +108,12 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     }
     merged_by_rank_[rank] = m;
     uint64_t key = (static_cast<uint64_t>(a) << kIdBits) | static_cast<uint64_t>(b);
-    uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> shift_;
+    uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
+    uint64_t bit_a, bit_b;
+    BloomBits(mixed, &bit_a, &bit_b);
+    bloom_[bit_a >> 6] |= uint64_t{1} << (bit_a & 63);
+    bloom_[bit_b >> 6] |= uint64_t{1} << (bit_b & 63);
+    uint64_t h = mixed >> shift_;
     while (merge_slots_[h] != kEmptySlot && (merge_slots_[h] & kKeyMask) != key)
       h = (h + 1) & merge_mask_;
     // A repeated pair keeps the later rank, as HF's HashMap collect does.

@@ -82,7 +82,9 @@ class BpeModel {
       return byte_pair_rank_[(static_cast<size_t>(left) << 8) | static_cast<size_t>(right)];
     }
     uint64_t key = (static_cast<uint64_t>(left) << kIdBits) | static_cast<uint64_t>(right);
-    uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> shift_;
+    uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
+    if (!MaybeMerge(mixed)) return kNoMerge;
+    uint64_t h = mixed >> shift_;
     while (true) {
       uint64_t slot = merge_slots_[h];
       if ((slot & kKeyMask) == key) return static_cast<uint32_t>(slot >> (2 * kIdBits));
@@ -91,6 +93,19 @@ class BpeModel {
     }
   }
   int32_t MergedId(uint32_t rank) const { return merged_by_rank_[rank]; }
+  // A Bloom filter over the merge pairs (two bits of 2^20, 128 KB: it stays in
+  // the L2 cache, where the table, megabytes, does not): most pairs a word
+  // looks up have no merge, and most of those end here.
+  static constexpr int kBloomBits = 20;
+  static void BloomBits(uint64_t mixed, uint64_t* a, uint64_t* b) {
+    *a = mixed >> (64 - kBloomBits);
+    *b = (mixed >> 20) & ((uint64_t{1} << kBloomBits) - 1);
+  }
+  bool MaybeMerge(uint64_t mixed) const {
+    uint64_t a, b;
+    BloomBits(mixed, &a, &b);
+    return ((bloom_[a >> 6] >> (a & 63)) & (bloom_[b >> 6] >> (b & 63)) & 1) != 0;
+  }
   void MergeShort(size_t n, std::vector<int32_t>* out, BpeScratch* s) const;
   void MergeLong(size_t n, std::vector<int32_t>* out, BpeScratch* s) const;
   // The word's first symbols: its bytes, except that a character whose token
@@ -109,6 +124,7 @@ class BpeModel {
   BytesToId vocab_;
   int32_t byte_id_[256];
   std::vector<uint64_t> merge_slots_;
+  std::vector<uint64_t> bloom_ = std::vector<uint64_t>(size_t{1} << (kBloomBits - 6), ~uint64_t{0});
   std::vector<int32_t> merged_by_rank_;
   std::vector<uint32_t> byte_pair_rank_;
   // Atoms: for each code point below U+10000 encoded in 2 or 3 bytes, the id of
