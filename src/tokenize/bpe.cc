@@ -91,7 +91,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     return UnsupportedError(fmt::format("model.merges: {} merges (at most 16M)", merges.size()));
   }
   size_t cap = PowerOfTwoAtLeast(merges.size() + merges.size() / 4 + 1);
-  merge_slots_.assign(cap, kEmptySlot);
+  merge_slots_.assign(cap, MergeSlot{});
   merge_mask_ = cap - 1;
   shift_ = 64 - __builtin_ctzll(cap);
   merged_by_rank_.assign(merges.size(), -1);
@@ -114,10 +114,10 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     bloom_[bit_a >> 6] |= uint64_t{1} << (bit_a & 63);
     bloom_[bit_b >> 6] |= uint64_t{1} << (bit_b & 63);
     uint64_t h = mixed >> shift_;
-    while (merge_slots_[h] != kEmptySlot && (merge_slots_[h] & kKeyMask) != key)
+    while (merge_slots_[h].pair_rank != kEmptySlot && (merge_slots_[h].pair_rank & kKeyMask) != key)
       h = (h + 1) & merge_mask_;
     // A repeated pair keeps the later rank, as HF's HashMap collect does.
-    merge_slots_[h] = key | (static_cast<uint64_t>(rank) << (2 * kIdBits));
+    merge_slots_[h] = MergeSlot{key | (static_cast<uint64_t>(rank) << (2 * kIdBits)), m, 0};
   }
   merge_count_ = merges.size();
   // Dense table for pairs of byte tokens when those are ids 0..255 (the norm).
@@ -282,7 +282,8 @@ void BpeModel::MergeSymbols(size_t n, std::vector<int32_t>* out, BpeScratch* scr
 void BpeModel::MergeShort(size_t n, std::vector<int32_t>* out, BpeScratch* s) const {
   int32_t* sym = s->sym.data();
   uint32_t rank[kShortWord];
-  for (size_t i = 0; i + 1 < n; ++i) rank[i] = Rank(sym[i], sym[i + 1]);
+  int32_t merged[kShortWord];  // what each pair merges into, where it does
+  for (size_t i = 0; i + 1 < n; ++i) rank[i] = RankMerged(sym[i], sym[i + 1], &merged[i]);
   while (n > 1) {
     // The lowest rank (a branch-free pass), then its leftmost place.
     uint32_t best = kNoMerge;
@@ -290,13 +291,16 @@ void BpeModel::MergeShort(size_t n, std::vector<int32_t>* out, BpeScratch* s) co
     if (best == kNoMerge) break;
     size_t at = 0;
     while (rank[at] != best) ++at;
-    sym[at] = merged_by_rank_[best];
-    // Remove sym[at + 1] and rank[at] (the pair just merged).
+    sym[at] = merged[at];
+    // Remove sym[at + 1] and the pair just merged.
     for (size_t i = at + 1; i + 1 < n; ++i) sym[i] = sym[i + 1];
-    for (size_t i = at; i + 2 < n; ++i) rank[i] = rank[i + 1];
+    for (size_t i = at; i + 2 < n; ++i) {
+      rank[i] = rank[i + 1];
+      merged[i] = merged[i + 1];
+    }
     --n;
-    if (at + 1 < n) rank[at] = Rank(sym[at], sym[at + 1]);
-    if (at > 0) rank[at - 1] = Rank(sym[at - 1], sym[at]);
+    if (at + 1 < n) rank[at] = RankMerged(sym[at], sym[at + 1], &merged[at]);
+    if (at > 0) rank[at - 1] = RankMerged(sym[at - 1], sym[at], &merged[at - 1]);
   }
   out->insert(out->end(), sym, sym + n);
 }
@@ -330,8 +334,9 @@ void BpeModel::MergeLong(size_t n, std::vector<int32_t>* out, BpeScratch* s) con
     uint32_t rank = static_cast<uint32_t>(top >> 32);
     if (prev[pos] == kDead || next[pos] < 0) continue;
     size_t right = static_cast<size_t>(next[pos]);
-    if (Rank(sym[pos], sym[right]) != rank) continue;  // stale
-    sym[pos] = merged_by_rank_[rank];
+    int32_t merged;
+    if (RankMerged(sym[pos], sym[right], &merged) != rank) continue;  // stale
+    sym[pos] = merged;
     prev[right] = kDead;
     next[pos] = next[right];
     if (next[right] >= 0) prev[static_cast<size_t>(next[right])] = static_cast<int32_t>(pos);

@@ -78,17 +78,28 @@ class BpeModel {
   // The rank of merging (left, right), or kNoMerge. Pairs of single bytes,
   // the first merges of every word, come from a dense 256 KB table.
   uint32_t Rank(int32_t left, int32_t right) const {
+    int32_t merged;
+    return RankMerged(left, right, &merged);
+  }
+  // Rank, and (when there is a merge) the merged token's id, which the table's
+  // slot holds beside the pair: one memory access for both.
+  uint32_t RankMerged(int32_t left, int32_t right, int32_t* merged) const {
     if (left < 256 && right < 256 && byte_pair_dense_) {
-      return byte_pair_rank_[(static_cast<size_t>(left) << 8) | static_cast<size_t>(right)];
+      uint32_t r = byte_pair_rank_[(static_cast<size_t>(left) << 8) | static_cast<size_t>(right)];
+      if (r != kNoMerge) *merged = merged_by_rank_[r];
+      return r;
     }
     uint64_t key = (static_cast<uint64_t>(left) << kIdBits) | static_cast<uint64_t>(right);
     uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
     if (!MaybeMerge(mixed)) return kNoMerge;
     uint64_t h = mixed >> shift_;
     while (true) {
-      uint64_t slot = merge_slots_[h];
-      if ((slot & kKeyMask) == key) return static_cast<uint32_t>(slot >> (2 * kIdBits));
-      if (slot == kEmptySlot) return kNoMerge;
+      const MergeSlot& slot = merge_slots_[h];
+      if ((slot.pair_rank & kKeyMask) == key) {
+        *merged = slot.merged;
+        return static_cast<uint32_t>(slot.pair_rank >> (2 * kIdBits));
+      }
+      if (slot.pair_rank == kEmptySlot) return kNoMerge;
       h = (h + 1) & merge_mask_;
     }
   }
@@ -123,7 +134,12 @@ class BpeModel {
   std::vector<bool> present_;
   BytesToId vocab_;
   int32_t byte_id_[256];
-  std::vector<uint64_t> merge_slots_;
+  struct MergeSlot {
+    uint64_t pair_rank = kEmptySlot;
+    int32_t merged = -1;
+    int32_t unused = 0;
+  };
+  std::vector<MergeSlot> merge_slots_;
   std::vector<uint64_t> bloom_ = std::vector<uint64_t>(size_t{1} << (kBloomBits - 6), ~uint64_t{0});
   std::vector<int32_t> merged_by_rank_;
   std::vector<uint32_t> byte_pair_rank_;

@@ -62,15 +62,15 @@ inline uint64_t KeyHead(std::string_view key) {
 // the arena stores with the ids right after it: a hit on a short piece reads
 // one slot, on a longer one the slot and one place of the arena. The hash of
 // a piece of up to 8 bytes is a multiply of its head (Hash). The table doubles
-// as it fills, from 2^16 to 2^21 slots (12 MB of mixed languages has about
-// 190k distinct pieces); only past that, or past kMaxArena bytes of keys and
-// ids, is it cleared and started again.
+// as it fills, from 2^16 to 2^20 slots (2 to 32 MB; 12 MB of mixed languages
+// has about 190k distinct pieces); only past that, or past kMaxArena bytes of
+// keys and ids, is it cleared and started again: at most 64 MB a thread.
 class PieceCache {
  public:
   static constexpr size_t kMaxKey = 96;
   static constexpr size_t kFirstCapacity = size_t{1} << 16;
-  static constexpr size_t kMaxCapacity = size_t{1} << 21;
-  static constexpr size_t kMaxArena = size_t{64} << 20;
+  static constexpr size_t kMaxCapacity = size_t{1} << 20;
+  static constexpr size_t kMaxArena = size_t{32} << 20;
 
   PieceCache() : table_(kFirstCapacity), mask_(kFirstCapacity - 1) {}
 
