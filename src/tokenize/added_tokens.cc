@@ -1,6 +1,7 @@
 #include "tokenize/added_tokens.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "tokenize/unicode.h"
 
@@ -32,13 +33,29 @@ void AddedTokenMatcher::Build(std::vector<AddedToken> tokens, std::vector<std::s
       nodes_[static_cast<size_t>(node)].token = static_cast<int32_t>(t);
     }
   }
+  // One first byte for all ('<' for Qwen's and Llama 3's): memchr finds candidates.
+  only_first_ = -1;
+  for (int b = 0; b < 256; ++b) {
+    if (!first_byte_[b]) continue;
+    if (only_first_ != -1) {
+      only_first_ = -1;
+      break;
+    }
+    only_first_ = b;
+  }
 }
 
 bool AddedTokenMatcher::FindNext(std::string_view text, size_t from, size_t* begin, size_t* end,
                                  int32_t* which) const {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   for (size_t i = from; i < text.size(); ++i) {
-    if (!first_byte_[s[i]]) continue;
+    if (only_first_ >= 0) {
+      const void* at = std::memchr(s + i, only_first_, text.size() - i);
+      if (!at) return false;
+      i = static_cast<size_t>(static_cast<const unsigned char*>(at) - s);
+    } else if (!first_byte_[s[i]]) {
+      continue;
+    }
     int32_t node = 0, best = -1;
     size_t best_end = 0;
     for (size_t j = i; j < text.size(); ++j) {

@@ -46,6 +46,7 @@ class AddedTokenMatcher {
   std::vector<AddedToken> tokens_;
   std::vector<Node> nodes_;
   bool first_byte_[256] = {};
+  int only_first_ = -1;  // the one first byte of every pattern, or -1
 };
 
 }  // namespace ek::tokenize

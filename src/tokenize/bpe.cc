@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/utf8.h"
+
 namespace ek::tokenize {
 
 namespace {
@@ -88,11 +90,12 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   if (merges.size() >= (1u << 24) - 1) {
     return UnsupportedError(fmt::format("model.merges: {} merges (at most 16M)", merges.size()));
   }
-  size_t cap = PowerOfTwoAtLeast(merges.size() * 2 + 1);
-  merge_slots_.assign(cap, kEmptySlot);
+  size_t cap = PowerOfTwoAtLeast(merges.size() + merges.size() / 4 + 1);
+  merge_slots_.assign(cap, MergeSlot{});
   merge_mask_ = cap - 1;
   shift_ = 64 - __builtin_ctzll(cap);
   merged_by_rank_.assign(merges.size(), -1);
+  bloom_.assign(bloom_.size(), 0);
   std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     auto [a, b] = merges[rank];
@@ -105,11 +108,16 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     }
     merged_by_rank_[rank] = m;
     uint64_t key = (static_cast<uint64_t>(a) << kIdBits) | static_cast<uint64_t>(b);
-    uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> shift_;
-    while (merge_slots_[h] != kEmptySlot && (merge_slots_[h] & kKeyMask) != key)
+    uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
+    uint64_t bit_a, bit_b;
+    BloomBits(mixed, &bit_a, &bit_b);
+    bloom_[bit_a >> 6] |= uint64_t{1} << (bit_a & 63);
+    bloom_[bit_b >> 6] |= uint64_t{1} << (bit_b & 63);
+    uint64_t h = mixed >> shift_;
+    while (merge_slots_[h].pair_rank != kEmptySlot && (merge_slots_[h].pair_rank & kKeyMask) != key)
       h = (h + 1) & merge_mask_;
     // A repeated pair keeps the later rank, as HF's HashMap collect does.
-    merge_slots_[h] = key | (static_cast<uint64_t>(rank) << (2 * kIdBits));
+    merge_slots_[h] = MergeSlot{key | (static_cast<uint64_t>(rank) << (2 * kIdBits)), m, 0};
   }
   merge_count_ = merges.size();
   // Dense table for pairs of byte tokens when those are ids 0..255 (the norm).
@@ -127,7 +135,118 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     }
     byte_pair_dense_ = true;
   }
+  BuildAtoms(merges);
   return Status::Ok();
+}
+
+// Atoms. A character c of 2 or 3 bytes whose bytes merge, on their own, into
+// one token T starts a word as T (saving the merges and, for the quadratic
+// scan, most of the word's length) when its neighbours in the word are
+// multi-byte characters or nothing, and every merge on the way to T (ranks up
+// to `most`) ranks below every merge that could join a symbol at c's left edge
+// (any symbol that is ever c's first, T included) to a symbol ending in a
+// continuation byte, or a symbol at its right edge to one starting with a lead
+// byte. Why that is exact: while c is unfinished, one of its own pairs (rank
+// <= most) is pending, so the lowest pair anywhere is c's or ranks below it,
+// and no pair across c's edges (all above `most`) is taken: c becomes T as it
+// does on its own, and every other choice is the one the word starting with T
+// makes, where T's pairs with its neighbours also rank above `most`. The
+// neighbour rule holds because words are whole characters: the symbol before
+// c ends with the previous character's last byte, the one after starts with
+// the next one's first.
+void BpeModel::BuildAtoms(const std::vector<std::pair<int32_t, int32_t>>& merges) {
+  atoms_.clear();
+  for (int b = 0; b < 256; ++b) {
+    if (byte_id_[b] < 0) return;  // not a byte-level vocabulary
+  }
+  auto first_byte = [&](int32_t id) {
+    return static_cast<unsigned char>(tokens_[static_cast<size_t>(id)].front());
+  };
+  auto last_byte = [&](int32_t id) {
+    return static_cast<unsigned char>(tokens_[static_cast<size_t>(id)].back());
+  };
+  // min_left[t]: the lowest merge (x, t) with x ending in a continuation byte;
+  // min_right[t]: the lowest (t, y) with y starting with a lead byte.
+  std::vector<uint32_t> min_left(tokens_.size(), kNoMerge), min_right(tokens_.size(), kNoMerge);
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    auto [a, b] = merges[rank];
+    auto r = static_cast<uint32_t>(rank);
+    if ((last_byte(a) & 0xC0) == 0x80) {
+      min_left[static_cast<size_t>(b)] = std::min(min_left[static_cast<size_t>(b)], r);
+    }
+    if (first_byte(b) >= 0xC0) {
+      min_right[static_cast<size_t>(a)] = std::min(min_right[static_cast<size_t>(a)], r);
+    }
+  }
+  std::vector<int32_t> atoms(0x10000, -1);
+  bool any = false;
+  std::string bytes;
+  for (uint32_t cp = 0x80; cp < 0x10000; ++cp) {
+    if (cp >= 0xD800 && cp < 0xE000) continue;
+    bytes.clear();
+    AppendUtf8(&bytes, cp);
+    if (vocab_.Find(bytes) < 0) continue;
+    int32_t sym[3];
+    size_t n = bytes.size();
+    for (size_t i = 0; i < n; ++i) sym[i] = byte_id_[static_cast<unsigned char>(bytes[i])];
+    uint32_t most = 0, left_edge = min_left[static_cast<size_t>(sym[0])],
+             right_edge = min_right[static_cast<size_t>(sym[n - 1])];
+    while (n > 1) {
+      uint32_t best = kNoMerge;
+      size_t at = 0;
+      for (size_t i = 0; i + 1 < n; ++i) {
+        uint32_t r = Rank(sym[i], sym[i + 1]);
+        if (r < best) {
+          best = r;
+          at = i;
+        }
+      }
+      if (best == kNoMerge) break;
+      most = std::max(most, best);
+      sym[at] = merged_by_rank_[best];
+      for (size_t i = at + 1; i + 1 < n; ++i) sym[i] = sym[i + 1];
+      --n;
+      left_edge = std::min(left_edge, min_left[static_cast<size_t>(sym[0])]);
+      right_edge = std::min(right_edge, min_right[static_cast<size_t>(sym[n - 1])]);
+    }
+    if (n == 1 && most < left_edge && most < right_edge) {
+      atoms[cp] = sym[0];
+      any = true;
+    }
+  }
+  if (any) atoms_ = std::move(atoms);
+}
+
+size_t BpeModel::FirstSymbols(std::string_view word, BpeScratch* s) const {
+  size_t n = word.size();
+  s->sym.resize(n);
+  int32_t* sym = s->sym.data();
+  const auto* p = reinterpret_cast<const unsigned char*>(word.data());
+  if (atoms_.empty() || plain_) {
+    for (size_t i = 0; i < n; ++i) sym[i] = byte_id_[p[i]];
+    return n;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < n;) {
+    unsigned char c = p[i];
+    if (c >= 0xC2 && c < 0xF0) {
+      size_t len = c < 0xE0 ? 2 : 3;
+      // Whole, with multi-byte characters (or nothing) on both sides.
+      if (i + len <= n && (p[i + 1] & 0xC0) == 0x80 && (len == 2 || (p[i + 2] & 0xC0) == 0x80) &&
+          (i == 0 || p[i - 1] >= 0x80) && (i + len == n || p[i + len] >= 0xC0)) {
+        uint32_t cp;
+        DecodeUtf8(p + i, &cp);
+        if (int32_t a = atoms_[cp]; a >= 0) {
+          sym[k++] = a;
+          i += len;
+          continue;
+        }
+      }
+    }
+    sym[k++] = byte_id_[c];
+    ++i;
+  }
+  return k;
 }
 
 void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* out,
@@ -144,17 +263,14 @@ void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* out,
       return;
     }
   }
-  scratch->sym.resize(n);
-  for (size_t i = 0; i < n; ++i) scratch->sym[i] = byte_id_[static_cast<unsigned char>(word[i])];
-  if (n <= kShortWord) {
-    MergeShort(n, out, scratch);
-  } else {
-    MergeLong(n, out, scratch);
-  }
+  n = FirstSymbols(word, scratch);
+  MergeSymbols(n, out, scratch);
 }
 
 void BpeModel::MergeSymbols(size_t n, std::vector<int32_t>* out, BpeScratch* scratch) const {
-  if (n <= kShortWord) {
+  if (n == 1) {
+    out->push_back(scratch->sym[0]);
+  } else if (n <= kShortWord && !plain_) {
     MergeShort(n, out, scratch);
   } else {
     MergeLong(n, out, scratch);
@@ -166,24 +282,25 @@ void BpeModel::MergeSymbols(size_t n, std::vector<int32_t>* out, BpeScratch* scr
 void BpeModel::MergeShort(size_t n, std::vector<int32_t>* out, BpeScratch* s) const {
   int32_t* sym = s->sym.data();
   uint32_t rank[kShortWord];
-  for (size_t i = 0; i + 1 < n; ++i) rank[i] = Rank(sym[i], sym[i + 1]);
+  int32_t merged[kShortWord];  // what each pair merges into, where it does
+  for (size_t i = 0; i + 1 < n; ++i) rank[i] = RankMerged(sym[i], sym[i + 1], &merged[i]);
   while (n > 1) {
+    // The lowest rank (a branch-free pass), then its leftmost place.
     uint32_t best = kNoMerge;
-    size_t at = 0;
-    for (size_t i = 0; i + 1 < n; ++i) {
-      if (rank[i] < best) {
-        best = rank[i];
-        at = i;
-      }
-    }
+    for (size_t i = 0; i + 1 < n; ++i) best = std::min(best, rank[i]);
     if (best == kNoMerge) break;
-    sym[at] = merged_by_rank_[best];
-    // Remove sym[at + 1] and rank[at] (the pair just merged).
+    size_t at = 0;
+    while (rank[at] != best) ++at;
+    sym[at] = merged[at];
+    // Remove sym[at + 1] and the pair just merged.
     for (size_t i = at + 1; i + 1 < n; ++i) sym[i] = sym[i + 1];
-    for (size_t i = at; i + 2 < n; ++i) rank[i] = rank[i + 1];
+    for (size_t i = at; i + 2 < n; ++i) {
+      rank[i] = rank[i + 1];
+      merged[i] = merged[i + 1];
+    }
     --n;
-    if (at + 1 < n) rank[at] = Rank(sym[at], sym[at + 1]);
-    if (at > 0) rank[at - 1] = Rank(sym[at - 1], sym[at]);
+    if (at + 1 < n) rank[at] = RankMerged(sym[at], sym[at + 1], &merged[at]);
+    if (at > 0) rank[at - 1] = RankMerged(sym[at - 1], sym[at], &merged[at - 1]);
   }
   out->insert(out->end(), sym, sym + n);
 }
@@ -217,8 +334,9 @@ void BpeModel::MergeLong(size_t n, std::vector<int32_t>* out, BpeScratch* s) con
     uint32_t rank = static_cast<uint32_t>(top >> 32);
     if (prev[pos] == kDead || next[pos] < 0) continue;
     size_t right = static_cast<size_t>(next[pos]);
-    if (Rank(sym[pos], sym[right]) != rank) continue;  // stale
-    sym[pos] = merged_by_rank_[rank];
+    int32_t merged;
+    if (RankMerged(sym[pos], sym[right], &merged) != rank) continue;  // stale
+    sym[pos] = merged;
     prev[right] = kDead;
     next[pos] = next[right];
     if (next[right] >= 0) prev[static_cast<size_t>(next[right])] = static_cast<int32_t>(pos);

@@ -59,6 +59,10 @@ class BpeModel {
   // and appends the result: EncodeWord's second half.
   void MergeSymbols(size_t n, std::vector<int32_t>* out, BpeScratch* scratch) const;
 
+  // The plain path, for differential tests: words start from their bytes (no
+  // atoms) and every merge goes through the heap, HF's merge_all order.
+  void UsePlainPath() { plain_ = true; }
+
   int32_t Find(std::string_view bytes) const { return vocab_.Find(bytes); }
   const std::string& TokenBytes(int32_t id) const { return tokens_[static_cast<size_t>(id)]; }
   bool HasId(int32_t id) const {
@@ -74,21 +78,53 @@ class BpeModel {
   // The rank of merging (left, right), or kNoMerge. Pairs of single bytes,
   // the first merges of every word, come from a dense 256 KB table.
   uint32_t Rank(int32_t left, int32_t right) const {
+    int32_t merged;
+    return RankMerged(left, right, &merged);
+  }
+  // Rank, and (when there is a merge) the merged token's id, which the table's
+  // slot holds beside the pair: one memory access for both.
+  uint32_t RankMerged(int32_t left, int32_t right, int32_t* merged) const {
     if (left < 256 && right < 256 && byte_pair_dense_) {
-      return byte_pair_rank_[(static_cast<size_t>(left) << 8) | static_cast<size_t>(right)];
+      uint32_t r = byte_pair_rank_[(static_cast<size_t>(left) << 8) | static_cast<size_t>(right)];
+      if (r != kNoMerge) *merged = merged_by_rank_[r];
+      return r;
     }
     uint64_t key = (static_cast<uint64_t>(left) << kIdBits) | static_cast<uint64_t>(right);
-    uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> shift_;
+    uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
+    if (!MaybeMerge(mixed)) return kNoMerge;
+    uint64_t h = mixed >> shift_;
     while (true) {
-      uint64_t slot = merge_slots_[h];
-      if ((slot & kKeyMask) == key) return static_cast<uint32_t>(slot >> (2 * kIdBits));
-      if (slot == kEmptySlot) return kNoMerge;
+      const MergeSlot& slot = merge_slots_[h];
+      if ((slot.pair_rank & kKeyMask) == key) {
+        *merged = slot.merged;
+        return static_cast<uint32_t>(slot.pair_rank >> (2 * kIdBits));
+      }
+      if (slot.pair_rank == kEmptySlot) return kNoMerge;
       h = (h + 1) & merge_mask_;
     }
   }
   int32_t MergedId(uint32_t rank) const { return merged_by_rank_[rank]; }
+  // A Bloom filter over the merge pairs (two bits of 2^20, 128 KB: it stays in
+  // the L2 cache, where the table, megabytes, does not): most pairs a word
+  // looks up have no merge, and most of those end here.
+  static constexpr int kBloomBits = 20;
+  static void BloomBits(uint64_t mixed, uint64_t* a, uint64_t* b) {
+    *a = mixed >> (64 - kBloomBits);
+    *b = (mixed >> 20) & ((uint64_t{1} << kBloomBits) - 1);
+  }
+  bool MaybeMerge(uint64_t mixed) const {
+    uint64_t a, b;
+    BloomBits(mixed, &a, &b);
+    return ((bloom_[a >> 6] >> (a & 63)) & (bloom_[b >> 6] >> (b & 63)) & 1) != 0;
+  }
   void MergeShort(size_t n, std::vector<int32_t>* out, BpeScratch* s) const;
   void MergeLong(size_t n, std::vector<int32_t>* out, BpeScratch* s) const;
+  // The word's first symbols: its bytes, except that a character whose token
+  // provably forms before any merge joins it to a neighbour starts as that
+  // token (atoms_). Returns the count, in scratch->sym.
+  size_t FirstSymbols(std::string_view word, BpeScratch* s) const;
+  // Fills atoms_ (byte-level vocabularies, after the merges are known).
+  void BuildAtoms(const std::vector<std::pair<int32_t, int32_t>>& merges);
 
   // A merge slot packs left id, right id (20 bits each) and rank (24 bits).
   static constexpr int kIdBits = 20;
@@ -98,13 +134,24 @@ class BpeModel {
   std::vector<bool> present_;
   BytesToId vocab_;
   int32_t byte_id_[256];
-  std::vector<uint64_t> merge_slots_;
+  struct MergeSlot {
+    uint64_t pair_rank = kEmptySlot;
+    int32_t merged = -1;
+    int32_t unused = 0;
+  };
+  std::vector<MergeSlot> merge_slots_;
+  std::vector<uint64_t> bloom_ = std::vector<uint64_t>(size_t{1} << (kBloomBits - 6), ~uint64_t{0});
   std::vector<int32_t> merged_by_rank_;
   std::vector<uint32_t> byte_pair_rank_;
+  // Atoms: for each code point below U+10000 encoded in 2 or 3 bytes, the id of
+  // its one-token form when that token is certain to form first (BuildAtoms
+  // says when), else -1. Empty when no character qualifies.
+  std::vector<int32_t> atoms_;
   bool byte_pair_dense_ = false;
   uint64_t merge_mask_ = 0;
   int shift_ = 64;
   bool ignore_merges_ = false;
+  bool plain_ = false;
   size_t vocab_count_ = 0;
   size_t merge_count_ = 0;
 };

@@ -3,6 +3,8 @@
 // tokenizer_json.cc.
 #include "tokenize/tokenizer.h"
 
+// xxHash inline: the cache hashes every piece, most of a few bytes.
+#define XXH_INLINE_ALL
 #include <fmt/core.h>
 #include <simdjson.h>
 #include <xxhash.h>
@@ -22,6 +24,11 @@ namespace ek::tokenize {
 namespace {
 
 std::atomic<uint64_t> g_generation{1};
+
+// Pieces of one byte are one table load away; longer than kMaxKey, rare.
+bool Cacheable(std::string_view piece) {
+  return piece.size() > 1 && piece.size() <= PieceCache::kMaxKey;
+}
 
 struct Marked {
   Span span;
@@ -209,24 +216,35 @@ void Tokenizer::EncodePlain(std::string_view text, std::vector<int32_t>* ids,
     }
     s.pieces.swap(s.next_pieces);
   }
-  for (std::string_view piece : s.pieces) EncodePiece(piece, ids, s);
+  // The cache's slots for the pieces a few ahead are loaded while this one is
+  // encoded: most probes would otherwise wait on memory.
+  const size_t n = s.pieces.size();
+  s.heads.resize(n);
+  s.hashes.resize(n);
+  auto xxh3 = [](std::string_view k) { return XXH3_64bits(k.data(), k.size()); };
+  for (size_t i = 0; i < n; ++i) {
+    std::string_view piece = s.pieces[i];
+    s.heads[i] = KeyHead(piece);
+    s.hashes[i] = PieceCache::Hash(piece, s.heads[i], xxh3);
+  }
+  constexpr size_t kAhead = 8;
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) s.cache.Prefetch(s.hashes[i]);
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) s.cache.Prefetch(s.hashes[i + kAhead]);
+    EncodePiece(s.pieces[i], s.heads[i], s.hashes[i], ids, s);
+  }
 }
 
-void Tokenizer::EncodePiece(std::string_view piece, std::vector<int32_t>* ids,
-                            EncodeScratch& s) const {
-  if (piece.size() == 1 || piece.size() > PieceCache::kMaxKey) {
+void Tokenizer::EncodePiece(std::string_view piece, uint64_t head, uint64_t h,
+                            std::vector<int32_t>* ids, EncodeScratch& s) const {
+  if (plain_ || !Cacheable(piece)) {
     bpe_.EncodeWord(piece, ids, &s.bpe);
     return;
   }
-  uint64_t h = XXH3_64bits(piece.data(), piece.size());
-  uint32_t n;
-  if (const int32_t* hit = s.cache.Find(piece, h, &n)) {
-    ids->insert(ids->end(), hit, hit + n);
-    return;
-  }
+  if (s.cache.Append(piece, head, h, ids)) return;
   size_t before = ids->size();
   bpe_.EncodeWord(piece, ids, &s.bpe);
-  s.cache.Insert(piece, h, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
+  s.cache.Insert(piece, head, h, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
 }
 
 uint64_t Tokenizer::VocabFingerprint() const {

@@ -78,6 +78,13 @@ class Tokenizer {
   bool normalizes_nfc() const { return nfc_; }
   // True for the SentencePiece-style family.
   bool sentencepiece() const { return pieces_ != nullptr; }
+  // Turns the fast paths off, for differential tests: no piece cache, words
+  // from their bytes, every merge through the heap (BpeModel::UsePlainPath).
+  // Call before the first Encode.
+  void UsePlainPath() {
+    plain_ = true;
+    bpe_.UsePlainPath();
+  }
 
   // Appends the bytes of `ids` (not necessarily valid UTF-8: a token can hold
   // part of a character). Unknown ids are an error naming the position.
@@ -108,7 +115,8 @@ class Tokenizer {
   EncodeScratch& Scratch() const;
   void EncodeNormalizable(std::string_view text, std::vector<int32_t>* ids, EncodeScratch& s) const;
   void EncodePlain(std::string_view text, std::vector<int32_t>* ids, EncodeScratch& s) const;
-  void EncodePiece(std::string_view piece, std::vector<int32_t>* ids, EncodeScratch& s) const;
+  void EncodePiece(std::string_view piece, uint64_t head, uint64_t hash, std::vector<int32_t>* ids,
+                   EncodeScratch& s) const;
   size_t TokenLength(int32_t id) const;
   Status EncodeImpl(std::string_view text, std::vector<int32_t>* ids,
                     std::vector<uint32_t>* ends) const;
@@ -126,6 +134,7 @@ class Tokenizer {
   friend class TokenizerLoader;
   friend Status LoadPieces(Tokenizer* t, const tokjson::Document& doc, const std::string& name);
   uint64_t generation_;
+  bool plain_ = false;
   BpeModel bpe_;
   std::vector<std::unique_ptr<PreStep>> steps_;
   bool nfc_ = false;

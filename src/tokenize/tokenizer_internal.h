@@ -29,57 +29,136 @@ namespace ek::tokenize {
 // Defined here (not in tokenizer.cc's anonymous namespace) because both
 // families' encoders use them.
 
+// The first (up to) 8 bytes of `key` as one word, read without going past
+// its end (two overlapping loads for 2 to 7 bytes): with the length, it tells
+// keys of up to 8 bytes apart.
+inline uint64_t KeyHead(std::string_view key) {
+  const char* p = key.data();
+  size_t n = key.size();
+  if (n >= 8) {
+    uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  if (n >= 4) {
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + n - 4, 4);
+    return lo | (static_cast<uint64_t>(hi) << 32);
+  }
+  if (n >= 2) {
+    uint16_t lo, hi;
+    std::memcpy(&lo, p, 2);
+    std::memcpy(&hi, p + n - 2, 2);
+    return lo | (static_cast<uint64_t>(hi) << 16) | (static_cast<uint64_t>(p[n / 2] & 0xFF) << 32);
+  }
+  return n ? static_cast<unsigned char>(p[0]) : 0;
+}
+
 // Open-addressing cache of pre-tokenized pieces. Most pieces repeat (words,
-// spaces, punctuation), so most skip BPE. Cleared wholesale when full.
+// spaces, punctuation), so most skip BPE. A slot holds the piece's length and
+// first 8 bytes (KeyHead: for most pieces, the whole key), its one id inline
+// (most pieces are one token) and the offset of the rest of its key, which
+// the arena stores with the ids right after it: a hit on a short piece reads
+// one slot, on a longer one the slot and one place of the arena. The hash of
+// a piece of up to 8 bytes is a multiply of its head (Hash). The table doubles
+// as it fills, from 2^16 to 2^20 slots (2 to 32 MB; 12 MB of mixed languages
+// has about 190k distinct pieces); only past that, or past kMaxArena bytes of
+// keys and ids, is it cleared and started again: at most 64 MB a thread.
 class PieceCache {
  public:
-  static constexpr size_t kCapacity = 1 << 17;
   static constexpr size_t kMaxKey = 96;
+  static constexpr size_t kFirstCapacity = size_t{1} << 16;
+  static constexpr size_t kMaxCapacity = size_t{1} << 20;
+  static constexpr size_t kMaxArena = size_t{32} << 20;
 
-  PieceCache() : table_(kCapacity) {}
+  PieceCache() : table_(kFirstCapacity), mask_(kFirstCapacity - 1) {}
 
-  const int32_t* Find(std::string_view key, uint64_t h, uint32_t* n) const {
-    size_t pos = h & (kCapacity - 1);
+  // The hash of `key`, whose head is `head`; `slow` hashes keys over 8 bytes.
+  template <class SlowHash>
+  static uint64_t Hash(std::string_view key, uint64_t head, SlowHash&& slow) {
+    if (key.size() > 8) return slow(key);
+    uint64_t h = (head ^ (key.size() * 0x9E3779B97F4A7C15ull)) * 0xD6E8FEB86659FD93ull;
+    return h ^ (h >> 29);
+  }
+
+  // Starts loading the slot where the key of hash h is first looked for.
+  void Prefetch(uint64_t h) const { __builtin_prefetch(table_.data() + (h & mask_)); }
+
+  // Appends the cached ids of `key` (head and hash h) to `out`; false if not cached.
+  bool Append(std::string_view key, uint64_t head, uint64_t h, std::vector<int32_t>* out) const {
+    size_t pos = h & mask_;
     while (true) {
       const Entry& e = table_[pos];
-      if (e.key_len == 0) return nullptr;
-      if (e.hash == h && e.key_len == key.size() &&
-          std::memcmp(keys_.data() + e.key_off, key.data(), key.size()) == 0) {
-        *n = e.ids_len;
-        return ids_.data() + e.ids_off;
+      if (e.key_len == 0) return false;
+      if (e.head == head && e.key_len == key.size() &&
+          (key.size() <= 8 ||
+           std::memcmp(arena_.data() + e.off, key.data() + 8, key.size() - 8) == 0)) {
+        if (e.ids_len == 1) {
+          out->push_back(e.first);
+        } else {
+          size_t at = out->size();
+          out->resize(at + e.ids_len);
+          std::memcpy(out->data() + at, arena_.data() + e.off + Rest(e.key_len),
+                      e.ids_len * sizeof(int32_t));
+        }
+        return true;
       }
-      pos = (pos + 1) & (kCapacity - 1);
+      pos = (pos + 1) & mask_;
     }
   }
 
-  void Insert(std::string_view key, uint64_t h, const int32_t* ids, uint32_t n) {
-    if (used_ * 2 >= kCapacity || keys_.size() > (8u << 20)) Clear();
-    size_t pos = h & (kCapacity - 1);
-    while (table_[pos].key_len != 0) pos = (pos + 1) & (kCapacity - 1);
-    table_[pos] = Entry{h, static_cast<uint32_t>(keys_.size()), static_cast<uint32_t>(key.size()),
-                        static_cast<uint32_t>(ids_.size()), n};
-    keys_.append(key);
-    ids_.insert(ids_.end(), ids, ids + n);
+  void Insert(std::string_view key, uint64_t head, uint64_t h, const int32_t* ids, uint32_t n) {
+    if (used_ * 2 >= table_.size()) {
+      if (table_.size() < kMaxCapacity) {
+        Grow();
+      } else {
+        Clear();
+      }
+    }
+    if (arena_.size() + key.size() + n * sizeof(int32_t) > kMaxArena) Clear();
+    size_t pos = h & mask_;
+    while (table_[pos].key_len != 0) pos = (pos + 1) & mask_;
+    table_[pos] = Entry{head,
+                        h,
+                        static_cast<uint32_t>(arena_.size()),
+                        static_cast<uint16_t>(key.size()),
+                        static_cast<uint16_t>(n),
+                        n ? ids[0] : 0};
+    if (key.size() > 8) arena_.append(key.substr(8));
+    if (n > 1) arena_.append(reinterpret_cast<const char*>(ids), n * sizeof(int32_t));
     ++used_;
   }
 
  private:
   struct Entry {
+    uint64_t head = 0;  // KeyHead
     uint64_t hash = 0;
-    uint32_t key_off = 0;
-    uint32_t key_len = 0;  // 0: empty slot (pieces are never empty)
-    uint32_t ids_off = 0;
-    uint32_t ids_len = 0;
+    uint32_t off = 0;      // the key past its head in arena_, then (ids_len > 1) the ids
+    uint16_t key_len = 0;  // 0: empty slot (pieces are never empty)
+    uint16_t ids_len = 0;
+    int32_t first = 0;  // the first id
   };
+  static size_t Rest(size_t key_len) { return key_len > 8 ? key_len - 8 : 0; }
+  void Grow() {
+    std::vector<Entry> old(table_.size() * 2);
+    old.swap(table_);
+    mask_ = table_.size() - 1;
+    for (const Entry& e : old) {
+      if (e.key_len == 0) continue;
+      size_t pos = e.hash & mask_;
+      while (table_[pos].key_len != 0) pos = (pos + 1) & mask_;
+      table_[pos] = e;
+    }
+  }
   void Clear() {
     std::fill(table_.begin(), table_.end(), Entry{});
-    keys_.clear();
-    ids_.clear();
+    arena_.clear();
     used_ = 0;
   }
   std::vector<Entry> table_;
-  std::string keys_;
-  std::vector<int32_t> ids_;
+  size_t mask_;
+  std::string arena_;
   size_t used_ = 0;
 };
 
@@ -91,6 +170,7 @@ struct EncodeScratch {
   std::vector<AddedSplit> raw_splits, norm_splits;
   std::vector<Span> spans;
   std::vector<std::string_view> pieces, next_pieces;
+  std::vector<uint64_t> heads, hashes;  // of pieces, for the cache
   std::deque<std::string> arena;
   std::vector<int32_t> word_ids;
   // The SentencePiece-style family's: alignments of normalized text and of

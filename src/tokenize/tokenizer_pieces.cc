@@ -144,19 +144,17 @@ void Tokenizer::PiecesPlain(std::string_view norm, size_t off, size_t len, bool 
 // One pre-token through the character BPE, short ones through the cache.
 void Tokenizer::PiecesWord(std::string_view word, std::vector<int32_t>* ids,
                            EncodeScratch& s) const {
-  if (word.size() > PieceCache::kMaxKey) {
+  if (plain_ || word.size() > PieceCache::kMaxKey) {
     pieces_->model.EncodeWord(word, ids, &s.bpe);
     return;
   }
-  uint64_t h = XXH3_64bits(word.data(), word.size());
-  uint32_t n;
-  if (const int32_t* hit = s.cache.Find(word, h, &n)) {
-    ids->insert(ids->end(), hit, hit + n);
-    return;
-  }
+  uint64_t head = KeyHead(word);
+  uint64_t h = PieceCache::Hash(word, head,
+                                [](std::string_view k) { return XXH3_64bits(k.data(), k.size()); });
+  if (s.cache.Append(word, head, h, ids)) return;
   size_t before = ids->size();
   pieces_->model.EncodeWord(word, ids, &s.bpe);
-  s.cache.Insert(word, h, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
+  s.cache.Insert(word, head, h, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
 }
 
 Status Tokenizer::DecodePieces(std::span<const int32_t> ids, std::string* out) const {

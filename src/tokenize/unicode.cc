@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <vector>
@@ -76,8 +77,22 @@ bool IsNfcQuick(std::string_view sv) {
   size_t n = sv.size(), i = 0;
   int last_ccc = 0;
   while (i < n) {
+    if (i + 8 <= n) {  // eight ASCII bytes at once
+      uint64_t w;
+      std::memcpy(&w, s + i, 8);
+      if ((w & 0x8080808080808080ull) == 0) {
+        i += 8;
+        last_ccc = 0;
+        continue;
+      }
+    }
     if (s[i] < 0xCC) {  // every code point below U+0300 is NFC_QC=Yes with ccc 0
       i += s[i] < 0x80 ? 1 : 2;
+      last_ccc = 0;
+      continue;
+    }
+    if (s[i] >= 0xE4 && s[i] <= 0xE9) {  // U+4000..U+9FFF: the same (unicode_test.cc checks)
+      i += 3;
       last_ccc = 0;
       continue;
     }

@@ -81,6 +81,15 @@ TEST(Utf8Test, ReplaceLikePython) {
   EXPECT_EQ(rep("\xf4\x90\x80\x80"), "\uFFFD\uFFFD\uFFFD\uFFFD");  // above U+10FFFF
 }
 
+// IsNfcQuick skips the three-byte characters U+4000..U+9FFF (lead bytes E4 to
+// E9, CJK ideographs) without a look-up: every one is NFC_QC=Yes with ccc 0.
+TEST(NfcTest, QuickCheckSkipsCjkBecauseNoneNeedsNormalizing) {
+  const CharClasses& cls = CharClasses::Get();
+  for (uint32_t cp = 0x4000; cp < 0xA000; ++cp) {
+    EXPECT_EQ(cls.Of(cp) & (kClassNfcQc | kClassCombining), 0) << std::hex << cp;
+  }
+}
+
 TEST(NfcTest, QuickCheckAndCompose) {
   EXPECT_TRUE(IsNfcQuick("plain ascii"));
   EXPECT_TRUE(IsNfcQuick("café 中文 한국어"));
