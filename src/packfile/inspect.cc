@@ -118,8 +118,7 @@ void CheckRank(const Manifest& m, const RankInfo& info, const std::string& dir, 
   const char* p = f->data().data();
   // Every id below vocab_size, and none above max_id where the manifest records it.
   const uint32_t vocab = static_cast<uint32_t>(m.vocab_size);
-  const uint32_t limit =
-      m.max_id >= 0 && m.max_id < m.vocab_size ? static_cast<uint32_t>(m.max_id) + 1 : vocab;
+  const uint32_t limit = static_cast<uint32_t>(m.largest_id()) + 1;
   constexpr size_t kSlice = 256 << 10;
   for (size_t off = 0; off < out->size; off += kSlice) {
     size_t len = std::min(kSlice, static_cast<size_t>(out->size - off));

@@ -95,7 +95,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   merge_mask_ = cap - 1;
   shift_ = 64 - __builtin_ctzll(cap);
   merged_by_rank_.assign(merges.size(), -1);
-  bloom_.assign(bloom_.size(), 0);
+  bloom_.assign(size_t{1} << (kBloomBits - 6), 0);
   std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     auto [a, b] = merges[rank];

@@ -103,7 +103,6 @@ class BpeModel {
       h = (h + 1) & merge_mask_;
     }
   }
-  int32_t MergedId(uint32_t rank) const { return merged_by_rank_[rank]; }
   // A Bloom filter over the merge pairs (two bits of 2^20, 128 KB: it stays in
   // the L2 cache, where the table, megabytes, does not): most pairs a word
   // looks up have no merge, and most of those end here.
@@ -140,7 +139,7 @@ class BpeModel {
     int32_t unused = 0;
   };
   std::vector<MergeSlot> merge_slots_;
-  std::vector<uint64_t> bloom_ = std::vector<uint64_t>(size_t{1} << (kBloomBits - 6), ~uint64_t{0});
+  std::vector<uint64_t> bloom_;  // InitMerges fills it
   std::vector<int32_t> merged_by_rank_;
   std::vector<uint32_t> byte_pair_rank_;
   // Atoms: for each code point below U+10000 encoded in 2 or 3 bytes, the id of

@@ -221,16 +221,15 @@ void Tokenizer::EncodePlain(std::string_view text, std::vector<int32_t>* ids,
   const size_t n = s.pieces.size();
   s.heads.resize(n);
   s.hashes.resize(n);
-  auto xxh3 = [](std::string_view k) { return XXH3_64bits(k.data(), k.size()); };
   for (size_t i = 0; i < n; ++i) {
-    std::string_view piece = s.pieces[i];
-    s.heads[i] = KeyHead(piece);
-    s.hashes[i] = PieceCache::Hash(piece, s.heads[i], xxh3);
+    if (Cacheable(s.pieces[i])) PieceCache::Key(s.pieces[i], &s.heads[i], &s.hashes[i]);
   }
   constexpr size_t kAhead = 8;
-  for (size_t i = 0; i < std::min(n, kAhead); ++i) s.cache.Prefetch(s.hashes[i]);
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) {
+    if (Cacheable(s.pieces[i])) s.cache.Prefetch(s.hashes[i]);
+  }
   for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) s.cache.Prefetch(s.hashes[i + kAhead]);
+    if (i + kAhead < n && Cacheable(s.pieces[i + kAhead])) s.cache.Prefetch(s.hashes[i + kAhead]);
     EncodePiece(s.pieces[i], s.heads[i], s.hashes[i], ids, s);
   }
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <simdjson.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <cstring>
@@ -61,7 +62,7 @@ inline uint64_t KeyHead(std::string_view key) {
 // (most pieces are one token) and the offset of the rest of its key, which
 // the arena stores with the ids right after it: a hit on a short piece reads
 // one slot, on a longer one the slot and one place of the arena. The hash of
-// a piece of up to 8 bytes is a multiply of its head (Hash). The table doubles
+// a piece of up to 8 bytes is a multiply of its head (Key). The table doubles
 // as it fills, from 2^16 to 2^20 slots (2 to 32 MB; 12 MB of mixed languages
 // has about 190k distinct pieces); only past that, or past kMaxArena bytes of
 // keys and ids, is it cleared and started again: at most 64 MB a thread.
@@ -74,12 +75,16 @@ class PieceCache {
 
   PieceCache() : table_(kFirstCapacity), mask_(kFirstCapacity - 1) {}
 
-  // The hash of `key`, whose head is `head`; `slow` hashes keys over 8 bytes.
-  template <class SlowHash>
-  static uint64_t Hash(std::string_view key, uint64_t head, SlowHash&& slow) {
-    if (key.size() > 8) return slow(key);
-    uint64_t h = (head ^ (key.size() * 0x9E3779B97F4A7C15ull)) * 0xD6E8FEB86659FD93ull;
-    return h ^ (h >> 29);
+  // The head (KeyHead) and hash of `key`: a multiply of the head for keys of up
+  // to 8 bytes, xxh3 for longer ones.
+  static void Key(std::string_view key, uint64_t* head, uint64_t* hash) {
+    *head = KeyHead(key);
+    if (key.size() > 8) {
+      *hash = XXH3_64bits(key.data(), key.size());
+      return;
+    }
+    uint64_t h = (*head ^ (key.size() * 0x9E3779B97F4A7C15ull)) * 0xD6E8FEB86659FD93ull;
+    *hash = h ^ (h >> 29);
   }
 
   // Starts loading the slot where the key of hash h is first looked for.

@@ -10,7 +10,6 @@
 // Offsets map each token's end back through Metaspace and the normalizer
 // (their alignments) to the text given.
 #include <fmt/core.h>
-#include <xxhash.h>
 
 #include <numeric>
 
@@ -148,9 +147,8 @@ void Tokenizer::PiecesWord(std::string_view word, std::vector<int32_t>* ids,
     pieces_->model.EncodeWord(word, ids, &s.bpe);
     return;
   }
-  uint64_t head = KeyHead(word);
-  uint64_t h = PieceCache::Hash(word, head,
-                                [](std::string_view k) { return XXH3_64bits(k.data(), k.size()); });
+  uint64_t head, h;
+  PieceCache::Key(word, &head, &h);
   if (s.cache.Append(word, head, h, ids)) return;
   size_t before = ids->size();
   pieces_->model.EncodeWord(word, ids, &s.bpe);
