@@ -18,9 +18,10 @@ Verification and "newest verified" are the C++ code `evenkeel ckpt` runs.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.distributed as dist
@@ -88,6 +89,36 @@ def _plan_shards(sizes: list[int], shard_bytes: int) -> list[int]:
 
 
 @dataclass
+class ExportPlan:
+    """The bf16 export's layout, identical on every rank: each parameter's name, shape and
+    shard file (safetensors' `save_pretrained` split), and the shard files' names. Both
+    writers (CheckpointWriter here, evenkeel.saver.Saver) follow it."""
+    names: list[str]
+    shapes: list[tuple[int, ...]]
+    shard_of: list[int]
+    files: list[str] = field(default_factory=list)
+
+
+def export_plan(model: nn.Module, shard_bytes: int, dtype: torch.dtype) -> ExportPlan:
+    params = list(model.named_parameters())  # tied parameters once, as save_pretrained writes them
+    itemsize = torch.tensor([], dtype=dtype).element_size()
+    shard_of = _plan_shards([p.numel() * itemsize for _, p in params], shard_bytes)
+    count = (shard_of[-1] + 1) if shard_of else 0
+    return ExportPlan([n for n, _ in params], [tuple(p.shape) for _, p in params], shard_of,
+                      [f"model-{i + 1:05d}-of-{count:05d}.safetensors" for i in range(count)])
+
+
+def write_index(out: str, plan: ExportPlan, dtype: torch.dtype) -> None:
+    """model.safetensors.index.json for the export `plan` in directory `out`."""
+    itemsize = torch.tensor([], dtype=dtype).element_size()
+    weight_map = {n: plan.files[s] for n, s in zip(plan.names, plan.shard_of)}
+    total = sum(math.prod(s) * itemsize for s in plan.shapes)
+    with open(os.path.join(out, "model.safetensors.index.json"), "w", encoding="utf-8") as f:
+        json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+@dataclass
 class SaveResult:
     path: str
     files: int
@@ -116,10 +147,8 @@ class CheckpointWriter:
         rank = dist.get_rank() if dist.is_initialized() else 0
         writing = rank == self.writer_rank
         params = list(model.named_parameters())  # tied parameters once, as save_pretrained writes them
-        itemsize = torch.tensor([], dtype=self.dtype).element_size()
-        shard_of = _plan_shards([p.numel() * itemsize for _, p in params], self.shard_bytes)
-        count = (shard_of[-1] + 1) if shard_of else 0
-        names = [f"model-{i + 1:05d}-of-{count:05d}.safetensors" for i in range(count)]
+        plan = export_plan(model, self.shard_bytes, self.dtype)
+        shard_of, names = plan.shard_of, plan.files
         tmp = None
         if writing:
             os.makedirs(self.ckpt_dir, exist_ok=True)
@@ -130,24 +159,17 @@ class CheckpointWriter:
         from safetensors.torch import save_file
 
         shard: dict[str, torch.Tensor] = {}
-        weight_map: dict[str, str] = {}
-        total = 0
         for i, (name, p) in enumerate(params):
             full = p.full_tensor() if isinstance(p, DTensor) else p.detach()
             if writing:
-                t = full.detach().to(device="cpu", dtype=self.dtype).contiguous()
-                shard[name] = t
-                weight_map[name] = names[shard_of[i]]
-                total += t.numel() * t.element_size()
+                shard[name] = full.detach().to(device="cpu", dtype=self.dtype).contiguous()
                 if i + 1 == len(params) or shard_of[i + 1] != shard_of[i]:
                     save_file(shard, os.path.join(tmp, names[shard_of[i]]), metadata={"format": "pt"})
                     shard = {}
             del full
         if not writing:
             return None
-        with open(os.path.join(tmp, "model.safetensors.index.json"), "w", encoding="utf-8") as f:
-            json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2, sort_keys=True)
-            f.write("\n")
+        write_index(tmp, plan, self.dtype)
         copy_model_files(self.model_dir, tmp, self.dtype)
         final = os.path.join(self.ckpt_dir, checkpoint_name(step))
         meta = {"format_version": 1, "created": "", "evenkeel_version": "", "files": [], "extra": {},
