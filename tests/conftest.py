@@ -1,9 +1,9 @@
 """Shared by every pytest suite under tests/: the tiny models, and the "slow" label
 (pyproject.toml registers it).
 
-The session-scoped models (tests/trainer/packs.py: `qwen3_model`, `llama_model`,
-`gemma3_model`) are registered here, once: a fixture imported into each suite's
-conftest.py is a separate fixture per folder, so one `pytest tests/trainer tests/launch
+The session-scoped models (tests/trainer/packs.py: `qwen3_model`, `launch_model`,
+`llama_model`, `gemma3_model`) are registered here, once: a fixture imported into each
+suite's conftest.py is a separate fixture per folder, so one `pytest tests/trainer tests/launch
 tests/slurm` built the same tiny Qwen3 three times.
 
 A test is slow when it starts real PyTorch ranks: it takes one of the fixtures that hold a
@@ -27,11 +27,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "trainer"))
 # python3, which has no torch.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
-from packs import gemma3_model, llama_model, qwen3_model  # noqa: E402,F401  (fixtures, one per session)
+from packs import gemma3_model, launch_model, llama_model, qwen3_model  # noqa: E402,F401  (fixtures, one per session)
 
 # The fixtures (tests/trainer/packs.py, tests/launch/test_precision.py, tests/slurm) whose
 # tests start ranks.
-RANK_FIXTURES = frozenset({"qwen3_model", "llama_model", "gemma3_model", "small_model", "slurm", "background"})
+RANK_FIXTURES = frozenset({"qwen3_model", "launch_model", "llama_model", "gemma3_model", "small_model", "slurm",
+                           "background"})
 
 
 def pytest_collection_modifyitems(config, items):

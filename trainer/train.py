@@ -3,10 +3,14 @@
 `python -m evenkeel.train RUN.toml` works wherever evenkeel is installed. This file
 keeps `torchrun ... trainer/train.py RUN.toml` working in a source tree."""
 
+import gc
 import os
 import sys
 
-from evenkeel.train import main
+if __name__ == "__main__":
+    gc.disable()  # as the module does: no collection during a rank's start-up (evenkeel.train.start_up_done)
+
+from evenkeel.train import main  # noqa: E402
 
 if __name__ == "__main__":
     code = main()

@@ -76,10 +76,10 @@ def final_of(ckpt: Path, scratch: Path) -> tuple[dict, dict]:
 
 
 @pytest.fixture(scope="module")
-def clean(qwen3_model, tmp_path_factory):
+def clean(launch_model, tmp_path_factory):
     """The uninterrupted run: its final training state and bf16 weights."""
     tmp = tmp_path_factory.mktemp("clean")
-    p = launch(chaos_run_file(tmp, qwen3_model))
+    p = launch(chaos_run_file(tmp, launch_model))
     assert p.returncode == 0, p.stdout + p.stderr
     assert len(summary_of(p.stdout)["attempt_records"]) == 1
     return final_of(tmp / "ckpt", tmp / "scratch")
@@ -216,10 +216,10 @@ def check_records(s: dict, fired: list[dict], out: str, session: Path) -> None:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_a_chaos_run_ends_bit_identical_to_the_clean_run(seed, clean, qwen3_model, tmp_path):
+def test_a_chaos_run_ends_bit_identical_to_the_clean_run(seed, clean, launch_model, tmp_path):
     faults = schedule(seed)
     print(f"seed {seed}: " + ", ".join(f"{f['kind']} rank {f['rank']} at step {f['step']}" for f in faults))
-    rf = chaos_run_file(tmp_path, qwen3_model)
+    rf = chaos_run_file(tmp_path, launch_model)
     ckpt = tmp_path / "ckpt"
     ckpt.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS}", "tmpfs", str(ckpt)], check=True)

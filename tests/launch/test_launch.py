@@ -71,13 +71,13 @@ def session(tmp: Path, run_id: str = "launch-test") -> Path:
     return tmp / "ckpt" / "launch" / run_id
 
 
-def test_a_trainer_that_fails_at_start_up_stops_after_max_no_progress(qwen3_model, tmp_path):
+def test_a_trainer_that_fails_at_start_up_stops_after_max_no_progress(launch_model, tmp_path):
     """Truncated model weights pass the gate (the file is there) but kill every attempt at
     load: no attempt makes a checkpoint, so after retry.max_no_progress = 2 the launcher
     stops with the do-not-requeue code instead of restarting forever."""
     import shutil
     model = tmp_path / "model"
-    shutil.copytree(qwen3_model, model)
+    shutil.copytree(launch_model, model)
     weights = model / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     rf = run_file(tmp_path, model, pack_for(tmp_path, [8, 8, 8, 8]))
@@ -91,7 +91,7 @@ def test_a_trainer_that_fails_at_start_up_stops_after_max_no_progress(qwen3_mode
     assert "error in load" in logs, logs
 
 
-def test_the_reports_deadlock_is_named_by_the_watcher_and_the_flight_recorder_and_not_retried(qwen3_model, tmp_path):
+def test_the_reports_deadlock_is_named_by_the_watcher_and_the_flight_recorder_and_not_retried(launch_model, tmp_path):
     """An uneven pack with evenfix off (the gate FAILs it; --accept-gate-fail overrides,
     loudly): rank 3 runs out of blocks and enters the end-of-epoch save barrier while
     ranks 0-2 wait in step 5's collective. An evenkeel watch beside the run names the
@@ -99,7 +99,7 @@ def test_the_reports_deadlock_is_named_by_the_watcher_and_the_flight_recorder_an
     launcher reads the dumps, names the desync and stops without retrying (exit 93)."""
     pack = pack_for(tmp_path, [12, 12, 12, 8])
     agent_port = free_port()
-    rf = run_file(tmp_path, qwen3_model, pack, evenfix__mode="off", train__save_every=0,
+    rf = run_file(tmp_path, launch_model, pack, evenfix__mode="off", train__save_every=0,
                   distributed__watchdog_timeout_min=0.75, watch__poll_s=1, watch__hang_floor_s=300)
     watch_log = tmp_path / "watch.jsonl"
     watcher = subprocess.Popen([EVENKEEL, "watch", str(rf), "--agents", f"127.0.0.1:{agent_port}",
@@ -140,10 +140,10 @@ def test_the_reports_deadlock_is_named_by_the_watcher_and_the_flight_recorder_an
     print(f"watcher DEADLOCK {at - entered:.1f}s after rank 3 entered the save barrier; fr: {fr['verdict']}")
 
 
-def test_a_gate_fail_on_one_node_starts_nothing_on_any_node(qwen3_model, tmp_path):
+def test_a_gate_fail_on_one_node_starts_nothing_on_any_node(launch_model, tmp_path):
     pack = pack_for(tmp_path, [8, 8, 8, 8])
     (pack / "rank-00003.i32").unlink()  # node 1's ranks are 2 and 3
-    rf = run_file(tmp_path, qwen3_model, pack, nodes=2, gpus=2)
+    rf = run_file(tmp_path, launch_model, pack, nodes=2, gpus=2)
     env = {"EVENKEEL_RDZV_ENDPOINT": f"127.0.0.1:{free_port()}"}
     procs = [subprocess.Popen([EVENKEEL, "launch", str(rf), "--node-rank", str(n), "--json"], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, env=child_env(**env), cwd=tmp_path,
@@ -157,11 +157,11 @@ def test_a_gate_fail_on_one_node_starts_nothing_on_any_node(qwen3_model, tmp_pat
     assert verdict["overall"] == "FAIL" and set(verdict["parts"]) == {"0", "1"}, verdict
 
 
-def test_two_nodes_on_one_machine_rendezvous_and_complete(qwen3_model, tmp_path):
+def test_two_nodes_on_one_machine_rendezvous_and_complete(launch_model, tmp_path):
     pack = pack_for(tmp_path, [8, 8, 8, 8])
     # Two launchers start side by side; on a loaded 2-core host node 1's part once took
     # longer than the default 60 s to arrive, so the wait is generous (it ends early).
-    rf = run_file(tmp_path, qwen3_model, pack, nodes=2, gpus=2, launch__gate_timeout_s=240)
+    rf = run_file(tmp_path, launch_model, pack, nodes=2, gpus=2, launch__gate_timeout_s=240)
     env = {"EVENKEEL_RDZV_ENDPOINT": f"127.0.0.1:{free_port()}"}
     procs = [subprocess.Popen([EVENKEEL, "launch", str(rf), "--node-rank", str(n), "--json"], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, env=child_env(**env), cwd=tmp_path,
@@ -204,12 +204,12 @@ def _live(pids) -> list[int]:
     return out
 
 
-def test_sigterm_cancels_and_sigkill_leaves_no_rank_behind(qwen3_model, tmp_path):
+def test_sigterm_cancels_and_sigkill_leaves_no_rank_behind(launch_model, tmp_path):
     """SIGTERM to the launcher is forwarded to every rank and the attempt is recorded as
     cancelled (exit 130); a launcher killed with SIGKILL takes torchrun, the wrappers and
     every trainer with it (parent-death signals)."""
     pack = pack_for(tmp_path, [200, 200, 200, 200])
-    rf = run_file(tmp_path, qwen3_model, pack, train__save_every=0)
+    rf = run_file(tmp_path, launch_model, pack, train__save_every=0)
     hb_dir = session(tmp_path) / "heartbeat" / "node-0"
     for sig, want in ((signal.SIGTERM, CANCELLED), (signal.SIGKILL, -signal.SIGKILL)):
         for old in hb_dir.glob("rank-*.json"):
@@ -236,7 +236,7 @@ def test_sigterm_cancels_and_sigkill_leaves_no_rank_behind(qwen3_model, tmp_path
             assert "SIGTERM received: stopping the ranks" in out
 
 
-def test_a_copied_binary_finds_torchrun_on_path_and_the_trainer_through_the_runs_python(qwen3_model, tmp_path):
+def test_a_copied_binary_finds_torchrun_on_path_and_the_trainer_through_the_runs_python(launch_model, tmp_path):
     """The binary copied to a folder outside the source tree, torchrun only on PATH (the run
     file's default launch.torchrun = "torchrun"), launched from a third folder: the launcher
     looks torchrun up on PATH, takes the python beside it and runs the trainer as
@@ -250,7 +250,7 @@ def test_a_copied_binary_finds_torchrun_on_path_and_the_trainer_through_the_runs
     work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
     work.mkdir()
     elsewhere.mkdir()
-    rf = run_file(work, qwen3_model, pack_for(work, [8, 8, 8, 8]), launch__torchrun=None)
+    rf = run_file(work, launch_model, pack_for(work, [8, 8, 8, 8]), launch__torchrun=None)
     assert "torchrun" not in rf.read_text()
     env = child_env(PATH=f"{opt}:{venv_bin}:/usr/bin:/bin")
     for var in ("PYTHONPATH", "EVENKEEL", "VIRTUAL_ENV"):

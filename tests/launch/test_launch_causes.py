@@ -14,11 +14,11 @@ BAD_INPUT = 65
 BUDGET_SPENT = 75
 
 
-def test_a_missing_pack_directory_is_named_and_not_retried(qwen3_model, tmp_path):
+def test_a_missing_pack_directory_is_named_and_not_retried(launch_model, tmp_path):
     """A run file whose pack directory does not exist, started anyway (--accept-gate-fail):
     every rank refuses with exit 2 naming data.pack_dir; one attempt, stop 65."""
     missing = tmp_path / "no-such-pack"
-    rf = run_file(tmp_path, qwen3_model, missing, gpus=2)
+    rf = run_file(tmp_path, launch_model, missing, gpus=2)
     p = launch(rf, "--accept-gate-fail")
     out = p.stdout + p.stderr
     assert p.returncode == BAD_INPUT, out
@@ -38,13 +38,13 @@ def test_a_missing_pack_directory_is_named_and_not_retried(qwen3_model, tmp_path
     assert f"launch: attempt 1: rank 0: {rf}: {want}" in p.stdout, out
 
 
-def test_an_exception_in_the_trainer_is_named_with_its_phase_and_retried(qwen3_model, tmp_path):
+def test_an_exception_in_the_trainer_is_named_with_its_phase_and_retried(launch_model, tmp_path):
     """A Python exception on every rank (the --log-blocks folder cannot be made: a file is
     in the way) is not a refusal: the decision names each rank's exception and the phase
     it hit, and the launcher would restart (here the budget is 0: stop 75)."""
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    rf = run_file(tmp_path, qwen3_model, pack_for(tmp_path, [8, 8]), gpus=2, retry__max_restarts=0,
+    rf = run_file(tmp_path, launch_model, pack_for(tmp_path, [8, 8]), gpus=2, retry__max_restarts=0,
                   launch__trainer=str(HOOKED))  # the tests' hooks: --log-blocks
     p = launch(rf, "--", "--log-blocks", str(blocker / "blocks"))
     out = p.stdout + p.stderr

@@ -69,12 +69,12 @@ def _rank_records(attempt_dir: Path, world: int) -> dict[int, dict]:
     return records
 
 
-def test_a_sigstopped_rank_is_named_and_the_attempt_restarted(qwen3_model, tmp_path):
+def test_a_sigstopped_rank_is_named_and_the_attempt_restarted(launch_model, tmp_path):
     """Rank 1's trainer SIGSTOPped after a checkpoint: rank 0's collective times out
     (30 s), torchrun stops rank 1, whose wrapper finds it in state T, records that, lets
     it take the SIGTERM and writes its end. The verdict names rank 1 at the step its
     heartbeat last showed; a hang is no desync: attempt 2 resumes and completes."""
-    rf = run_file(tmp_path, qwen3_model, pack_for(tmp_path, [24, 24]), gpus=2,
+    rf = run_file(tmp_path, launch_model, pack_for(tmp_path, [24, 24]), gpus=2,
                   distributed__watchdog_timeout_min=0.5, retry__max_restarts=1)
     hb = session(tmp_path) / "heartbeat" / "node-0" / "rank-1.json"
     proc = _start(rf)
@@ -115,12 +115,12 @@ def test_a_sigstopped_rank_is_named_and_the_attempt_restarted(qwen3_model, tmp_p
     print(f"hang named: {hang['summary']}")
 
 
-def test_a_wrapper_sigkilled_leaves_its_rank_record_completed_by_the_launcher(qwen3_model, tmp_path):
+def test_a_wrapper_sigkilled_leaves_its_rank_record_completed_by_the_launcher(launch_model, tmp_path):
     """torchrun SIGKILLs a wrapper's process group 30 s after its SIGTERM; here rank 1's
     wrapper is SIGKILLed outright mid-run (its trainer dies with it). Its record, written
     at start, survives; the launcher completes it (killed by SIGKILL, marked inferred) in
     the file and in the node record, and rank 0's record says how it ended."""
-    rf = run_file(tmp_path, qwen3_model, pack_for(tmp_path, [200, 200]), gpus=2, train__save_every=0,
+    rf = run_file(tmp_path, launch_model, pack_for(tmp_path, [200, 200]), gpus=2, train__save_every=0,
                   retry__max_restarts=0)
     hb = session(tmp_path) / "heartbeat" / "node-0" / "rank-1.json"
     proc = _start(rf)
@@ -150,12 +150,12 @@ def test_a_wrapper_sigkilled_leaves_its_rank_record_completed_by_the_launcher(qw
     assert not _alive(beat["pid"])
 
 
-def test_a_launcher_killed_and_started_again_counts_the_dead_launchers_attempt(qwen3_model, tmp_path):
+def test_a_launcher_killed_and_started_again_counts_the_dead_launchers_attempt(launch_model, tmp_path):
     """The launcher SIGKILLed mid-run (its ranks go with it, leaving attempt-001 without
     attempt.json); `evenkeel launch` again resumes as attempt 2 and completes. Its summary
     lists attempt 1 as an earlier launch's, inferred, with the GPU time its records span,
     and the totals are the sum of both attempts."""
-    rf = run_file(tmp_path, qwen3_model, pack_for(tmp_path, [40, 40]), gpus=2)
+    rf = run_file(tmp_path, launch_model, pack_for(tmp_path, [40, 40]), gpus=2)
     hb = session(tmp_path) / "heartbeat" / "node-0" / "rank-0.json"
     proc = _start(rf)
     try:

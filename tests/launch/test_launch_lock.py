@@ -36,8 +36,8 @@ def _wait_for_holder(lock: Path, pid: int, timeout: float = 120) -> dict:
     raise AssertionError(f"{lock} never named pid {pid}")
 
 
-def test_a_second_launch_of_a_running_run_refuses_within_seconds_naming_the_first(qwen3_model, tmp_path):
-    rf = run_file(tmp_path, qwen3_model, pack_for(tmp_path, [8, 8]), gpus=2, train__log_every=1)  # 4 steps
+def test_a_second_launch_of_a_running_run_refuses_within_seconds_naming_the_first(launch_model, tmp_path):
+    rf = run_file(tmp_path, launch_model, pack_for(tmp_path, [8, 8]), gpus=2, train__log_every=1)  # 4 steps
     first = _start(rf)
     try:
         _wait_for_holder(session(tmp_path) / "launch.lock", first.pid)
@@ -63,8 +63,8 @@ def test_a_second_launch_of_a_running_run_refuses_within_seconds_naming_the_firs
     print(f"second launcher refused in {took:.1f}s")
 
 
-def test_a_launcher_killed_with_sigkill_leaves_a_stale_lock_the_next_one_takes_over(qwen3_model, tmp_path):
-    rf = run_file(tmp_path, qwen3_model, pack_for(tmp_path, [12, 12]), gpus=2)  # 6 steps
+def test_a_launcher_killed_with_sigkill_leaves_a_stale_lock_the_next_one_takes_over(launch_model, tmp_path):
+    rf = run_file(tmp_path, launch_model, pack_for(tmp_path, [12, 12]), gpus=2)  # 6 steps
     dead = _start(rf)
     try:
         _wait_for_step(session(tmp_path) / "heartbeat" / "node-0" / "rank-0.json", 1)

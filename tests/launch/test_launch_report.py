@@ -21,12 +21,12 @@ def _model_of(page: str) -> dict:
     return json.loads(m.group(1))  # '<' is written \u003c inside it (report/html.cc)
 
 
-def test_the_report_of_a_failed_launch_names_each_ranks_cause_and_the_decision(qwen3_model, tmp_path):
+def test_the_report_of_a_failed_launch_names_each_ranks_cause_and_the_decision(launch_model, tmp_path):
     # Every rank fails in load (its --log-blocks folder cannot be made: a file is in the way);
     # no restart left: stop, exit 75.
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    rf = run_file(tmp_path, qwen3_model, pack_for(tmp_path, [8, 8]), gpus=2, retry__max_restarts=0,
+    rf = run_file(tmp_path, launch_model, pack_for(tmp_path, [8, 8]), gpus=2, retry__max_restarts=0,
                   launch__trainer=str(HOOKED))  # the tests' hooks: --log-blocks
     p = launch(rf, "--", "--log-blocks", str(blocker / "blocks"))
     assert p.returncode == BUDGET_SPENT, p.stdout + p.stderr

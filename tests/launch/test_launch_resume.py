@@ -36,9 +36,9 @@ def _refusals(ranks) -> str:
     return ranks[0].output
 
 
-def test_a_corrupt_newest_checkpoint_is_skipped_by_the_launcher_and_the_trainer_alike(qwen3_model, tmp_path):
+def test_a_corrupt_newest_checkpoint_is_skipped_by_the_launcher_and_the_trainer_alike(launch_model, tmp_path):
     # 6 steps, a checkpoint every 2, both kept; no restarts: each launch is one attempt.
-    rf = run_file(tmp_path, qwen3_model, pack_for(tmp_path, [12, 12]), gpus=2, retry__max_restarts=0,
+    rf = run_file(tmp_path, launch_model, pack_for(tmp_path, [12, 12]), gpus=2, retry__max_restarts=0,
                   launch__trainer=str(HOOKED))  # the tests' hooks: --stop-after
     first = launch(rf, "--", "--stop-after", "4")
     assert first.returncode == 75, first.stdout + first.stderr  # exited 0 short of the final step, no restart left
@@ -113,12 +113,12 @@ def _beat(path: Path) -> dict | None:
         return None
 
 
-def test_two_nodes_resume_from_the_checkpoint_node_0_chose(qwen3_model, tmp_path):
+def test_two_nodes_resume_from_the_checkpoint_node_0_chose(launch_model, tmp_path):
     """Two launchers on one machine (nodes 0 and 1, 2 ranks each). A rank of node 1 is
     killed after a save: node 0 restarts the run, and both nodes' launchers print the same
     checkpoint, both nodes' ranks resume at that step, the one resume.json records."""
     pack = pack_for(tmp_path, [40, 40, 40, 40])  # 20 steps, a checkpoint every 2
-    rf = run_file(tmp_path, qwen3_model, pack, nodes=2, gpus=2, launch__gate_timeout_s=240)
+    rf = run_file(tmp_path, launch_model, pack, nodes=2, gpus=2, launch__gate_timeout_s=240)
     env = {"EVENKEEL_RDZV_ENDPOINT": f"127.0.0.1:{free_port()}"}
     procs = [subprocess.Popen([EVENKEEL, "launch", str(rf), "--node-rank", str(n), "--json"], stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, env=child_env(**env), cwd=tmp_path,

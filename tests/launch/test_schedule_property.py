@@ -170,7 +170,7 @@ def test_the_trainers_dry_run_command_prints_the_plans_schedule(tmp_path, train_
         assert json.loads(p.stdout) == train_dry(rf), rf
 
 
-def test_twenty_random_runs_train_through_launch_and_end_at_the_plans_last_step(qwen3_model, tmp_path):
+def test_twenty_random_runs_train_through_launch_and_end_at_the_plans_last_step(launch_model, tmp_path):
     # The runs are drawn first, in the generator's order, then launched LAUNCHES_AT_ONCE at a
     # time: a launch spends most of its wall time waiting on its ranks' start (torch's
     # import), the gate exchange and checkpoint writes, so two overlap on two cores. Each
@@ -178,7 +178,7 @@ def test_twenty_random_runs_train_through_launch_and_end_at_the_plans_last_step(
     # --standalone (a free port), so concurrent launches share nothing.
     rng = random.Random(SEED + 2)
     packs: dict = {}
-    runs = [draw_run(rng, i, tmp_path, packs, trained=True, model=qwen3_model) for i in range(N_TRAINED)]
+    runs = [draw_run(rng, i, tmp_path, packs, trained=True, model=launch_model) for i in range(N_TRAINED)]
 
     def launch(rf: Path):
         return subprocess.run([EVENKEEL, "launch", str(rf), "--json"], capture_output=True, text=True, timeout=600,

@@ -30,14 +30,14 @@ def slurm(tmp_path_factory):
     subprocess.run(["bash", str(CLUSTER), "stop", str(d)], capture_output=True, timeout=60)
 
 
-def test_a_two_node_sbatch_job_trains_to_completion(slurm, qwen3_model, tmp_path):
+def test_a_two_node_sbatch_job_trains_to_completion(slurm, launch_model, tmp_path):
     pack = make_pack(tmp_path / "pack", [8, 8, 8, 8], seq_len=32, vocab=512,
                      tokenizer=TOKENIZER_DIRS["qwen3"] / "tokenizer.json")
     rf = write_run_file(tmp_path / "run.toml", {
         "run": {"name": "slurm-test"},
         "cluster": {"nodes": 2, "gpus_per_node": 2},
         "data": {"pack_dir": str(pack)},
-        "model": {"path": str(qwen3_model)},
+        "model": {"path": str(launch_model)},
         "train": {"seq_len": 32, "micro_batch": 1, "grad_accum": 2, "save_every": 2, "lr": 3e-3},
         "checkpoint": {"dir": str(tmp_path / "ckpt"), "shard_size_gb": 0.01},
         "distributed": {"backend": "gloo", "watchdog_timeout_min": 2, "watchdog_floor_min": 0.1},

@@ -17,9 +17,13 @@ launch(..., trainer=HOOKED), or as the run file's launch.trainer under evenkeel 
 """
 from __future__ import annotations
 
+import gc
 import argparse
 import os
 import sys
+
+if __name__ == "__main__":
+    gc.disable()  # as evenkeel.train's own __main__: no collection during the start-up
 
 from evenkeel.callbacks import Callback
 

@@ -175,6 +175,17 @@ def qwen3_model(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def launch_model(tmp_path_factory) -> Path:
+    """The tiny Qwen3 at hidden 16 (2 layers, the real vocabulary and tokenizer) for the
+    tests of the launcher, resume and recovery: they check what the parts decide, say and
+    write, never that the model learns. A tiny model's step is mostly vocabulary x hidden
+    (the output projection, the embedding's gradient, their all-gathers and
+    reduce-scatters), so a step here costs about a third of qwen3_model's (hidden 64),
+    whose end-to-end tests check that loss falls."""
+    return make_tiny_model("qwen3", tmp_path_factory.mktemp("models") / "tiny-qwen3-h16", hidden=16)
+
+
+@pytest.fixture(scope="session")
 def llama_model(tmp_path_factory) -> Path:
     """A tiny Llama with Llama 3's real tokenizer and 128,256-row vocabulary."""
     return make_tiny_model("llama", tmp_path_factory.mktemp("models") / "tiny-llama")

@@ -61,6 +61,32 @@ def test_an_override_is_applied_by_the_cpp_parser_and_planned_with(tmp_path):
 # --- Plan.walk: the loop's control flow -----------------------------------------------------
 
 
+def test_a_ranks_start_up_runs_without_the_cyclic_collector_and_training_with_it():
+    """`python -m evenkeel.train` turns the collector off before its imports; importing the
+    module as a library leaves it alone; start_up_done() freezes what the start-up made and
+    turns it back on (docs/trainer.md, Goodput)."""
+    probe = ("import gc, runpy, sys\n"
+             "sys.argv = ['evenkeel.train']\n"  # no run file: argparse exits before anything starts
+             "try:\n    runpy.run_module('evenkeel.train', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "print(gc.isenabled())\n")
+    as_rank = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=child_env())
+    assert as_rank.returncode == 0 and as_rank.stdout.split() == ["False"], as_rank.stdout + as_rank.stderr
+    as_library = subprocess.run([sys.executable, "-c", "import gc, evenkeel.train; print(gc.isenabled())"],
+                                capture_output=True, text=True, env=child_env())
+    assert as_library.returncode == 0 and as_library.stdout.split() == ["True"], as_library.stderr
+    from evenkeel.train import start_up_done
+
+    import gc
+    gc.disable()
+    try:
+        start_up_done()
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
 def test_the_walk_is_the_plans_steps_and_saves_from_any_start(tmp_path):
     pack = make_pack(tmp_path / "pack", [12, 12], seq_len=SEQ)
     plan = Plan(RunFile(run_file(tmp_path, pack)))  # 6 steps per epoch, 2 epochs, a save every 3

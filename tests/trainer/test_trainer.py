@@ -116,21 +116,21 @@ def test_trains_a_real_model_and_writes_checkpoints_transformers_loads(family, t
     print(f"{family}: 24 steps in {wall:.1f}s wall, loss {loss[0]:.3f} -> {loss[-1]:.3f}")
 
 
-def test_resume_continues_the_exact_block_order_and_skips_a_corrupted_newest(qwen3_model, tmp_path):
+def test_resume_continues_the_exact_block_order_and_skips_a_corrupted_newest(launch_model, tmp_path):
     """An interrupted run resumed from its newest verified checkpoint consumes the
     same block sequence as an uninterrupted one; a corrupted newest checkpoint is
     refused by `evenkeel ckpt verify` and skipped by resume."""
     pack = learnable_pack(tmp_path, "qwen3", [20, 20, 20, 16])  # evenfix min: 16 blocks = 8 steps
     straight = tmp_path / "straight"
     straight.mkdir()
-    rf = run_file(straight, qwen3_model, pack, train__save_every=2, checkpoint__keep=3)
+    rf = run_file(straight, launch_model, pack, train__save_every=2, checkpoint__keep=3)
     results, _ = launch(4, [str(rf), "--log-blocks", str(straight / "blocks")], straight, timeout=420,
                         trainer=HOOKED)
     assert [r.returncode for r in results] == [0] * 4, logs_of(results)
 
     resumed = tmp_path / "resumed"
     resumed.mkdir()
-    rf2 = run_file(resumed, qwen3_model, pack, train__save_every=2, checkpoint__keep=3)
+    rf2 = run_file(resumed, launch_model, pack, train__save_every=2, checkpoint__keep=3)
     blocks = ["--log-blocks", str(resumed / "blocks")]
     first, _ = launch(4, [str(rf2), *blocks, "--stop-after", "5"], resumed, timeout=420, trainer=HOOKED)
     logs = logs_of(first)
@@ -177,14 +177,14 @@ def test_resume_continues_the_exact_block_order_and_skips_a_corrupted_newest(qwe
     assert final_resumed["data"] == {"epoch": 0, "step_in_epoch": 8, "step": 8, "tokens_seen": 8 * 8 * SEQ}
 
 
-def test_set_overrides_a_run_file_key_through_the_cpp_parser_and_a_bad_one_is_refused(qwen3_model, tmp_path):
+def test_set_overrides_a_run_file_key_through_the_cpp_parser_and_a_bad_one_is_refused(launch_model, tmp_path):
     """A command-line override is a run-file key (`--set train.grad_accum=4`), checked by
     the run file's own C++ reader: an unknown key or a wrong type is the file's error,
     naming the key and --set (exit 2, before any process group); the flags that restated
     run-file keys are gone; a good override is what the plan and the loop use, and the
     checkpoint records it beside the file's xxh3."""
     pack = learnable_pack(tmp_path, "qwen3", [8])
-    rf = run_file(tmp_path, qwen3_model, pack, world=1)
+    rf = run_file(tmp_path, launch_model, pack, world=1)
 
     def trainer(*args: str, **env: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, str(TRAIN), str(rf), *args], env=child_env(**env),
@@ -226,12 +226,12 @@ def _core_xxh3(path: Path) -> str:
     return _core.xxh3_file(str(path))
 
 
-def test_a_pack_from_another_tokenizer_is_refused_before_training(qwen3_model, tmp_path):
+def test_a_pack_from_another_tokenizer_is_refused_before_training(launch_model, tmp_path):
     """A pack tokenized with Llama 3's tokenizer cannot train the Qwen3 model: the ids
     would mean other tokens. The trainer refuses before reading weights, and so does the gate."""
     pack = make_pack(tmp_path / "pack", [8], seq_len=SEQ, vocab=LEARN_VOCAB,
                      tokenizer=TOKENIZER_DIRS["llama"] / "tokenizer.json")
-    rf = run_file(tmp_path, qwen3_model, pack, world=1)
+    rf = run_file(tmp_path, launch_model, pack, world=1)
     results, _ = launch(1, [str(rf)], tmp_path, timeout=300)
     out = results[0].output
     assert results[0].returncode == 2, out
@@ -244,7 +244,7 @@ def test_a_pack_from_another_tokenizer_is_refused_before_training(qwen3_model, t
     assert data["name"] == "data" and data["verdict"] == "FAIL" and "model:" in data["reason"], data
 
 
-def test_uneven_blocks_without_evenfix_deadlock_at_the_save_barrier(qwen3_model, tmp_path):
+def test_uneven_blocks_without_evenfix_deadlock_at_the_save_barrier(launch_model, tmp_path):
     """Rank 3 runs out of blocks after step 4 and enters the save barrier's collective
     while ranks 0-2 go on to step 5 and wait in FSDP's collective: every rank blocks
     until the collective timeout, as in the report (there: 3 hours until the NCCL
@@ -252,7 +252,7 @@ def test_uneven_blocks_without_evenfix_deadlock_at_the_save_barrier(qwen3_model,
     number: the barrier on rank 3, FSDP's collective on the others (on gloo the CPU
     waits at the first unmatched collective, the forward all_gather of step 5)."""
     pack = learnable_pack(tmp_path, "qwen3", [12, 12, 12, 8])
-    rf = run_file(tmp_path, qwen3_model, pack, evenfix__mode="off", train__save_every=0,
+    rf = run_file(tmp_path, launch_model, pack, evenfix__mode="off", train__save_every=0,
                   distributed__watchdog_timeout_min=0.25)
     fr = tmp_path / "fr"
     fr.mkdir()
@@ -289,11 +289,11 @@ def test_uneven_blocks_without_evenfix_deadlock_at_the_save_barrier(qwen3_model,
     print(f"deadlock run: {wall:.1f}s wall; rank 3 {ranks[3][seq]} vs ranks 0-2 {ranks[0][seq]} at seq {seq}")
 
 
-def test_evenfix_pad_under_torchrun(qwen3_model, tmp_path):
+def test_evenfix_pad_under_torchrun(launch_model, tmp_path):
     """evenfix pad pins every rank to the maximum (12 blocks = 6 steps; rank 3 repeats
     4 of its blocks); torchrun starts the ranks, as evenkeel launch will."""
     pack = learnable_pack(tmp_path, "qwen3", [12, 12, 12, 8])
-    rf = run_file(tmp_path, qwen3_model, pack, evenfix__mode="pad", train__save_every=3)
+    rf = run_file(tmp_path, launch_model, pack, evenfix__mode="pad", train__save_every=3)
     # --standalone: torchrun binds its own free port for the c10d store (a port picked
     # here and bound later can be taken in between on a busy host: that was a 60 s
     # rendezvous timeout once). evenkeel launch's endpoints are tested in tests/launch.
