@@ -19,6 +19,60 @@ void CharBpe::Init(const BpeModel* model, CharBpeOptions options) {
     byte_token_[b] = model->Find(fmt::format("<0x{:02X}>", b));
     if (byte_token_[b] >= 0) is_byte_token_[static_cast<size_t>(byte_token_[b])] = true;
   }
+  InitCuts();
+}
+
+namespace {
+constexpr std::string_view kSpace = "\xE2\x96\x81";  // "▁", U+2581
+
+// The start of the character that ends at byte `end` of `s` (> floor).
+size_t CharStartBefore(std::string_view s, size_t end, size_t floor) {
+  size_t b = end - 1;
+  while (b > floor && (static_cast<unsigned char>(s[b]) & 0xC0) == 0x80) --b;
+  return b;
+}
+}  // namespace
+
+void CharBpe::InitCuts() {
+  cuts_ = !opt_.ignore_merges && bpe_->Find(kSpace) >= 0;
+  no_cut_after_.clear();
+  for (int c = 0; c < 128; ++c) cut_after_ascii_[c] = ascii_[c] >= 0;
+  if (!cuts_) return;
+  for (size_t id = 0; id < bpe_->id_limit(); ++id) {
+    if (!bpe_->HasId(static_cast<int32_t>(id))) continue;
+    const std::string& text = bpe_->TokenBytes(static_cast<int32_t>(id));
+    for (size_t k = text.find(kSpace, 1); k != std::string::npos; k = text.find(kSpace, k + 1)) {
+      const size_t b = CharStartBefore(text, k, 0);
+      const std::string_view before(text.data() + b, k - b);
+      if (before == kSpace) continue;  // runs of "▁": never cut inside one
+      if (before.size() == 1 && static_cast<unsigned char>(before[0]) < 0x80) {
+        cut_after_ascii_[static_cast<unsigned char>(before[0])] = false;
+      } else {
+        no_cut_after_.emplace_back(before);
+      }
+    }
+  }
+}
+
+bool CharBpe::CutAfter(std::string_view ch) const {
+  const auto c0 = static_cast<unsigned char>(ch[0]);
+  if (c0 < 0x80) return cut_after_ascii_[c0];
+  if (ch == kSpace || bpe_->Find(ch) < 0) return false;  // unknown: bytes or unk, not itself
+  for (const std::string& no : no_cut_after_) {
+    if (no == ch) return false;
+  }
+  return true;
+}
+
+size_t CharBpe::NextCut(std::string_view word, size_t from) const {
+  for (size_t i = from + 1; i < word.size();) {
+    const size_t k = word.find(kSpace, i);
+    if (k == std::string_view::npos) break;
+    const size_t b = CharStartBefore(word, k, from);
+    if (CutAfter(word.substr(b, k - b))) return k;
+    i = k + kSpace.size();
+  }
+  return word.size();
 }
 
 bool CharBpe::IsByteToken(int32_t id) const {

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -42,7 +43,27 @@ class CharBpe {
 
   const CharBpeOptions& options() const { return opt_; }
 
+  // Where a word may be cut into parts that encode alone to the word's own ids:
+  // before a "▁" (U+2581) that follows a character c whose one-character token
+  // exists and that no token holds followed by "▁" (no "c▁" anywhere in the
+  // vocabulary). Every symbol BPE makes is a token, and a token across such a
+  // cut would hold "c▁", so no merge ever crosses it and the parts merge
+  // independently. Gemma 3's vocabulary has one such token (">▁</"), Llama 2's
+  // and Gemma 1/2's none, so a whole text (Gemma's normalizer leaves no space
+  // to pre-tokenize on) becomes words the piece cache serves. Off (`cuts()`
+  // false) with ignore_merges (a whole word may be a token) or no "▁" token.
+  bool cuts() const { return cuts_; }
+  // The first cut in `word` after byte `from` (a character start), else word.size().
+  size_t NextCut(std::string_view word, size_t from) const;
+
  private:
+  void InitCuts();
+  bool CutAfter(std::string_view ch) const;
+
+  bool cuts_ = false;
+  bool cut_after_ascii_[128];              // a cut may follow this ASCII character
+  std::vector<std::string> no_cut_after_;  // non-ASCII characters c of tokens holding "c▁"
+
   const BpeModel* bpe_ = nullptr;
   CharBpeOptions opt_;
   int32_t ascii_[128];               // the token of each ASCII character, -1: none

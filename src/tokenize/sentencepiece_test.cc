@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -133,6 +134,34 @@ TEST(SentencePiece, OffsetsMapBackThroughTheNormalizer) {
   // "▁hello" ends after "hello"; the second space's "▁"; then "▁hello"; <s>;
   // the prepended "▁" takes no text; the two bytes of "é".
   EXPECT_EQ(ends, (std::vector<uint32_t>{5, 6, 12, 15, 15, 16, 17}));
+}
+
+// A piece is cut before a "▁" only after a character no token holds before a "▁"
+// (CharBpe::NextCut): with a token "o▁" whose merge comes first, "hello hello"
+// merges across the words' boundary, and the cut path must give what the
+// whole-word (plain) path gives.
+TEST(SentencePiece, WordsAreCutOnlyWhereNoTokenCrosses) {
+  std::string crossing = SpJson();
+  auto put = [&crossing](std::string_view from, std::string_view to) {
+    const size_t at = crossing.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    crossing.replace(at, from.size(), to);
+  };
+  put(R"("▁hello":270)", R"("▁hello":270,"o▁":271)");
+  put(R"("merges":["▁ h")", R"("merges":["o ▁","▁ h")");
+  for (const std::string& json : {SpJson(), crossing}) {
+    auto fast = SpLoad(json);
+    auto plain = SpLoad(json);
+    ASSERT_TRUE(fast && plain);
+    plain->UsePlainPath();
+    for (std::string_view text : {"hello hello", "hello  hello", "ho hw", "hé hello", "hello"}) {
+      EXPECT_EQ(SpIds(*fast, text), SpIds(*plain, text)) << text;
+    }
+  }
+  auto t = SpLoad(crossing);
+  ASSERT_TRUE(t);
+  const std::vector<int32_t> ids = SpIds(*t, "hello hello");
+  EXPECT_NE(std::find(ids.begin(), ids.end(), 271), ids.end()) << "the merge across the boundary";
 }
 
 TEST(SentencePiece, WhatIsNotSupportedIsRefusedNamingThePart) {

@@ -129,6 +129,7 @@ class Tokenizer {
   void PiecesPlain(std::string_view norm, size_t off, size_t len, bool first, size_t base,
                    std::vector<int32_t>* ids, std::vector<uint32_t>* ends, EncodeScratch& s) const;
   void PiecesWord(std::string_view word, std::vector<int32_t>* ids, EncodeScratch& s) const;
+  void PiecesPart(std::string_view word, std::vector<int32_t>* ids, EncodeScratch& s) const;
   Status DecodePieces(std::span<const int32_t> ids, std::string* out) const;
 
   friend class TokenizerLoader;

@@ -140,8 +140,24 @@ void Tokenizer::PiecesPlain(std::string_view norm, size_t off, size_t len, bool 
   }
 }
 
-// One pre-token through the character BPE, short ones through the cache.
+// One pre-token through the character BPE: cut where no merge crosses
+// (CharBpe::NextCut; Gemma's whole text is one pre-token), each part through
+// the cache when short. The plain path takes the word whole.
 void Tokenizer::PiecesWord(std::string_view word, std::vector<int32_t>* ids,
+                           EncodeScratch& s) const {
+  const CharBpe& model = pieces_->model;
+  if (plain_ || !model.cuts()) {
+    PiecesPart(word, ids, s);
+    return;
+  }
+  for (size_t b = 0; b < word.size();) {
+    const size_t e = model.NextCut(word, b);
+    PiecesPart(word.substr(b, e - b), ids, s);
+    b = e;
+  }
+}
+
+void Tokenizer::PiecesPart(std::string_view word, std::vector<int32_t>* ids,
                            EncodeScratch& s) const {
   if (plain_ || word.size() > PieceCache::kMaxKey) {
     pieces_->model.EncodeWord(word, ids, &s.bpe);
