@@ -6,6 +6,7 @@
 //                    end count as 0), for text checked on entry
 //   DecodeUtf8Checked one code point with validity: its length, or 0 at an
 //                    ill-formed sequence
+//   Utf8CharStart    the start of the character that ends at a byte offset
 //   AppendUtf8       the encoding of one code point
 //   FirstInvalidUtf8 validation: the byte offset of the first bad byte
 //   ReplaceInvalidUtf8 Python's errors="replace"
@@ -35,6 +36,15 @@ inline size_t DecodeUtf8(const unsigned char* p, uint32_t* cp) {
   }
   *cp = ((c & 0x07u) << 18) | ((p[1] & 0x3Fu) << 12) | ((p[2] & 0x3Fu) << 6) | (p[3] & 0x3Fu);
   return 4;
+}
+
+// The start of the character of valid UTF-8 that ends at byte `end` of s
+// (0 < end <= s.size()), stepping back over continuation bytes no further than
+// `floor` (a character start before end).
+inline size_t Utf8CharStart(std::string_view s, size_t end, size_t floor = 0) {
+  size_t b = end - 1;
+  while (b > floor && (static_cast<unsigned char>(s[b]) & 0xC0) == 0x80) --b;
+  return b;
 }
 
 // Decodes the code point of valid UTF-8 at s[i] (i < s.size()); *len gets its

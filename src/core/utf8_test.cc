@@ -56,6 +56,15 @@ TEST(Utf8Codec, CheckedDecodingRefusesIllFormedSequencesWithTheirLength) {
   EXPECT_EQ(FirstInvalidUtf8(s), 3u);
 }
 
+TEST(Utf8Codec, CharStartStepsBackOverContinuationBytesToTheFloor) {
+  const std::string s = "a\xC3\xA9\xE2\x96\x81\xF0\x9F\x98\x80";  // a é ▁ 😀
+  EXPECT_EQ(Utf8CharStart(s, 1), 0u);
+  EXPECT_EQ(Utf8CharStart(s, 3), 1u);
+  EXPECT_EQ(Utf8CharStart(s, 6), 3u);
+  EXPECT_EQ(Utf8CharStart(s, s.size()), 6u);
+  EXPECT_EQ(Utf8CharStart(s, s.size(), 7), 7u);  // never before the floor
+}
+
 TEST(Utf8Codec, DecodeAtNeverReadsPastTheEnd) {
   // A lead byte whose sequence the view cuts off: the missing bytes read as 0.
   std::string backing = "\xe2\x82\xac";

@@ -82,8 +82,7 @@ bool AddedTokenMatcher::FindNext(std::string_view text, size_t from, size_t* beg
 namespace {
 
 uint32_t LastChar(std::string_view s) {
-  size_t i = s.size() - 1;
-  while (i > 0 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) --i;
+  const size_t i = Utf8CharStart(s, s.size());
   uint32_t cp;
   DecodeUtf8(reinterpret_cast<const unsigned char*>(s.data()) + i, &cp);
   return cp;
@@ -99,8 +98,7 @@ uint32_t FirstChar(std::string_view s) {
 size_t SpaceLeftmostAtEnd(std::string_view s) {
   size_t i = s.size();
   while (i > 0) {
-    size_t k = i - 1;
-    while (k > 0 && (static_cast<unsigned char>(s[k]) & 0xC0) == 0x80) --k;
+    const size_t k = Utf8CharStart(s, i);
     uint32_t cp;
     DecodeUtf8(reinterpret_cast<const unsigned char*>(s.data()) + k, &cp);
     if (!IsWhiteSpace(cp)) return i;

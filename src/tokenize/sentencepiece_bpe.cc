@@ -24,13 +24,6 @@ void CharBpe::Init(const BpeModel* model, CharBpeOptions options) {
 
 namespace {
 constexpr std::string_view kSpace = "\xE2\x96\x81";  // "▁", U+2581
-
-// The start of the character that ends at byte `end` of `s` (> floor).
-size_t CharStartBefore(std::string_view s, size_t end, size_t floor) {
-  size_t b = end - 1;
-  while (b > floor && (static_cast<unsigned char>(s[b]) & 0xC0) == 0x80) --b;
-  return b;
-}
 }  // namespace
 
 void CharBpe::InitCuts() {
@@ -42,7 +35,7 @@ void CharBpe::InitCuts() {
     if (!bpe_->HasId(static_cast<int32_t>(id))) continue;
     const std::string& text = bpe_->TokenBytes(static_cast<int32_t>(id));
     for (size_t k = text.find(kSpace, 1); k != std::string::npos; k = text.find(kSpace, k + 1)) {
-      const size_t b = CharStartBefore(text, k, 0);
+      const size_t b = Utf8CharStart(text, k);
       const std::string_view before(text.data() + b, k - b);
       if (before == kSpace) continue;  // runs of "▁": never cut inside one
       if (before.size() == 1 && static_cast<unsigned char>(before[0]) < 0x80) {
@@ -68,7 +61,7 @@ size_t CharBpe::NextCut(std::string_view word, size_t from) const {
   for (size_t i = from + 1; i < word.size();) {
     const size_t k = word.find(kSpace, i);
     if (k == std::string_view::npos) break;
-    const size_t b = CharStartBefore(word, k, from);
+    const size_t b = Utf8CharStart(word, k, from);
     if (CutAfter(word.substr(b, k - b))) return k;
     i = k + kSpace.size();
   }

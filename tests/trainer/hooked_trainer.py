@@ -17,8 +17,8 @@ launch(..., trainer=HOOKED), or as the run file's launch.trainer under evenkeel 
 """
 from __future__ import annotations
 
-import gc
 import argparse
+import gc
 import os
 import sys
 
