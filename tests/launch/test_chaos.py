@@ -20,6 +20,11 @@ state. The goodput parts sum to the wall time, for the launch and for every atte
 (what tests/launch/test_launch.py's killed-rank test and test_launch_goodput.py checked
 on one kill before this test covered them). Each test prints its schedule, the attempts
 and the launch's goodput.
+
+The clean run and the five chaos launches run two at a time (the `launches` fixture): a
+chaos launch spends about half its wall time waiting (the stopped rank's collective
+timeout, restarts), which the other launch fills. Each test waits for its own launch and
+checks it.
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -75,11 +82,31 @@ def final_of(ckpt: Path, scratch: Path) -> tuple[dict, dict]:
     return train_state_of(last, scratch), weights
 
 
+def clean_launch(tmp: Path, model: Path) -> subprocess.CompletedProcess:
+    """The uninterrupted run."""
+    return launch(chaos_run_file(tmp, model))
+
+
 @pytest.fixture(scope="module")
-def clean(launch_model, tmp_path_factory):
-    """The uninterrupted run: its final training state and bf16 weights."""
-    tmp = tmp_path_factory.mktemp("clean")
-    p = launch(chaos_run_file(tmp, launch_model))
+def launches(request, launch_model, tmp_path_factory):
+    """The clean run and each selected seed's chaos launch, two at a time, in that order:
+    "clean" and each seed to a Future of what its test checks."""
+    selected = {item.callspec.params["seed"] for item in request.session.items
+                if item.originalname == "test_a_chaos_run_ends_bit_identical_to_the_clean_run"}
+    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="chaos")
+    clean_tmp = tmp_path_factory.mktemp("clean")
+    futures: dict = {"clean": pool.submit(lambda: (clean_launch(clean_tmp, launch_model), clean_tmp))}
+    for seed in SEEDS:
+        if seed in selected:
+            futures[seed] = pool.submit(chaos_launch, seed, tmp_path_factory.mktemp(f"chaos-{seed}"), launch_model)
+    yield futures
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+@pytest.fixture(scope="module")
+def clean(launches):
+    """The uninterrupted run's final training state and bf16 weights."""
+    p, tmp = launches["clean"].result(timeout=1200)
     assert p.returncode == 0, p.stdout + p.stderr
     assert len(summary_of(p.stdout)["attempt_records"]) == 1
     return final_of(tmp / "ckpt", tmp / "scratch")
@@ -215,22 +242,24 @@ def check_records(s: dict, fired: list[dict], out: str, session: Path) -> None:
     assert on_disk["goodput"] == attempts[0]["goodput"]
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_a_chaos_run_ends_bit_identical_to_the_clean_run(seed, clean, launch_model, tmp_path):
+def chaos_launch(seed: int, tmp: Path, model: Path) -> dict:
+    """Launches the chaos run file on its own tmpfs and drives the seed's faults. Returns the
+    faults as drawn and as fired, the launcher's exit code and output, whether a process of
+    the run was left, and (when the final checkpoint was written) a copy of it off the
+    tmpfs, which is gone when this returns."""
     faults = schedule(seed)
-    print(f"seed {seed}: " + ", ".join(f"{f['kind']} rank {f['rank']} at step {f['step']}" for f in faults))
-    rf = chaos_run_file(tmp_path, launch_model)
-    ckpt = tmp_path / "ckpt"
+    rf = chaos_run_file(tmp, model)
+    ckpt = tmp / "ckpt"
     ckpt.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS}", "tmpfs", str(ckpt)], check=True)
-    session = tmp_path / "launch" / "launch-test"
+    session = tmp / "launch" / "launch-test"
     try:
         # The launcher's output to a file: a pipe nobody reads while the faults are driven fills
         # up and blocks the launcher's writes.
-        out_file = tmp_path / "launch.out"
+        out_file = tmp / "launch.out"
         with open(out_file, "w") as sink:
             proc = subprocess.Popen([EVENKEEL, "launch", str(rf), "--json"], stdout=sink, stderr=subprocess.STDOUT,
-                                    env=child_env(), cwd=tmp_path, start_new_session=True)
+                                    env=child_env(), cwd=tmp, start_new_session=True)
         try:
             deadline = time.monotonic() + 1200
             fired = drive(proc, faults, session / "heartbeat" / "node-0", ckpt, deadline)
@@ -239,20 +268,33 @@ def test_a_chaos_run_ends_bit_identical_to_the_clean_run(seed, clean, launch_mod
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-        out = out_file.read_text()
-        said = "; ".join(f"{f['kind']} rank {f['rank']} at step {f['seen']}"
-                         + (f" ({f['checkpoint']} corrupted)" if "checkpoint" in f else "") for f in fired)
-        assert len(fired) == len(faults), f"fired only {said} of {faults}:\n{out}"
-        assert proc.returncode == 0, f"fired {said}:\n{out}"
-        s = summary_of(out)
-        print(f"seed {seed}: fired {said}; attempts {[a['outcome'] for a in s['attempt_records']]}")
-        print(f"seed {seed}: goodput {json.dumps(s['goodput'])}")
-        check_records(s, fired, out, session)
-        assert subprocess.run(["pgrep", "-f", str(rf)], capture_output=True).returncode == 1, "a process was left"
-        state, weights = final_of(ckpt, tmp_path / "scratch")
-        want_state, want_weights = clean
-        assert state_differences(want_state, state) == []
-        assert sorted(weights) == sorted(want_weights)
-        assert all(weights[k].equal(want_weights[k]) for k in weights), "bf16 export differs"
+        left = subprocess.run(["pgrep", "-f", str(rf)], capture_output=True).returncode != 1
+        final = ckpt / f"step-{STEPS:08d}"
+        kept = tmp / "final"
+        if final.is_dir():
+            shutil.copytree(final, kept / final.name)
+        return {"faults": faults, "fired": fired, "returncode": proc.returncode, "out": out_file.read_text(),
+                "left": left, "session": session, "final": kept if final.is_dir() else None}
     finally:
         subprocess.run(["umount", "-l", str(ckpt)], check=False)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_chaos_run_ends_bit_identical_to_the_clean_run(seed, launches, clean):
+    r = launches[seed].result(timeout=1500)
+    faults, fired, out = r["faults"], r["fired"], r["out"]
+    print(f"seed {seed}: " + ", ".join(f"{f['kind']} rank {f['rank']} at step {f['step']}" for f in faults))
+    said = "; ".join(f"{f['kind']} rank {f['rank']} at step {f['seen']}"
+                     + (f" ({f['checkpoint']} corrupted)" if "checkpoint" in f else "") for f in fired)
+    assert len(fired) == len(faults), f"fired only {said} of {faults}:\n{out}"
+    assert r["returncode"] == 0, f"fired {said}:\n{out}"
+    s = summary_of(out)
+    print(f"seed {seed}: fired {said}; attempts {[a['outcome'] for a in s['attempt_records']]}")
+    print(f"seed {seed}: goodput {json.dumps(s['goodput'])}")
+    check_records(s, fired, out, r["session"])
+    assert not r["left"], "a process was left"
+    state, weights = final_of(r["final"], r["final"].parent / "scratch")
+    want_state, want_weights = clean
+    assert state_differences(want_state, state) == []
+    assert sorted(weights) == sorted(want_weights)
+    assert all(weights[k].equal(want_weights[k]) for k in weights), "bf16 export differs"
