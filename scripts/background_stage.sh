@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The stages scripts/test.sh runs in the background while its pytest stages run in front,
+# in this order:
+# 1. the sanitizer build (scripts/sanitizer_build.sh: build-san, ONE clang build with ASan +
+#    UBSan whose libraries are also built with libFuzzer's coverage), at the lowest
+#    priority: in a session of its own whose autogroup is niced to 19 (with autogroup
+#    scheduling the kernel shares the CPU between sessions first, so a plain `nice` would
+#    still take a session's full share from the test ranks). It takes only the CPU the
+#    tests leave idle. Its log: build-san/background-build.log.
+# 2. the unit tests under the sanitizers and every fuzz/ harness for a few seconds over its
+#    committed corpus and regressions (any report fails);
+# 3. the run report's page in a real browser (Debian chromium, puppeteer-core).
+# Stages 2 and 3 run in this script's own session at the normal priority: one autogroup's
+# share beside the slow suite's ranks (each rank a session of its own), so their real-time
+# bounds hold, and they fill the time the slow suite spends waiting (collective timeouts,
+# restarts, rendezvous). Exit status: 0 when all pass, 1 when any fails, 3 when the
+# sanitizer build fails. Run alone, it does the same in front.
+set -uo pipefail
+ROOT=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$ROOT"
+stage() { echo "test: stage $1: $(($(date +%s) - $2)) s (load average $(cut -d' ' -f1-3 /proc/loadavg))"; }
+mkdir -p "$ROOT/build-san"
+b0=$(date +%s)
+setsid -w bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 bash "$1/scripts/sanitizer_build.sh"' \
+  sanitizer-build "$ROOT" >"$ROOT/build-san/background-build.log" 2>&1 &
+build_pid=$!
+trap 'kill -- -"$build_pid" 2>/dev/null || true' EXIT
+trap 'exit 143' TERM INT
+if ! wait "$build_pid"; then
+  echo "test: error: the sanitizer build failed (build-san/background-build.log):"
+  tail -n 60 "$ROOT/build-san/background-build.log"
+  exit 3
+fi
+b1=$(date +%s); stage "sanitizer build (niced)" "$b0"
+status=0
+# The unit-labelled checks that compile nothing (the fixtures are their generators' output:
+# python and shell) ran in build/ already; under the sanitizers only the gtest binaries.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir "$ROOT/build-san" -L unit -E '^(tokenize_tricky_fixture_current|triage_fixtures_fresh)$' \
+  -j"$(nproc)" --output-on-failure || status=1
+b2=$(date +%s); stage "sanitizer unit tests" "$b1"
+EK_FUZZ_BUILD=$ROOT/build-san bash scripts/fuzz.sh --no-build --parallel "$(nproc)" 3 || status=1
+b3=$(date +%s); stage "fuzz" "$b2"
+[ -d tests/report ] || { echo "test: error: test folder tests/report is missing"; exit 1; }
+EVENKEEL=$ROOT/build/src/cli/evenkeel node --test --test-concurrency=1 tests/report/ || status=1
+b4=$(date +%s); stage "browser" "$b3"
+echo "test: background stages: sanitizer build $((b1 - b0)) s, sanitizer unit tests $((b2 - b1)) s," \
+  "fuzz $((b3 - b2)) s, browser $((b4 - b3)) s; status $status"
+exit $status
