@@ -45,8 +45,8 @@ b3=$(date +%s); stage "fuzz" "$b2"
 [ -d tests/report ] || { echo "test: error: test folder tests/report is missing"; exit 1; }
 # In a session of its own whose autogroup is raised (nice -15; only root may, elsewhere it
 # stays at 0): its bounds are real time (the 1,024-GPU report built in under 10 s, a first
-# render under 3 s), and beside the slow suite's ranks, each a session of its own, the report
-# build (1.5 cores for 9 s on an idle machine here) took 12 s once.
+# render under 3 s), and beside the test stages at the normal priority the report build
+# (about 1.5 cores for 7.5 s on an idle 2-core machine) took 12 s once.
 setsid -w bash -c 'echo -15 >/proc/self/autogroup 2>/dev/null || true; exec "$@"' browser \
   env EVENKEEL="$ROOT/build/src/cli/evenkeel" node --test --test-concurrency=1 tests/report/ &
 browser_pid=$!

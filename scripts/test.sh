@@ -4,8 +4,9 @@
 # peers (Hugging Face tokenizers and datasets, PyTorch with gloo, Prometheus,
 # Alertmanager); beside them, in the background (scripts/background_stage.sh), the unit
 # tests under ASan+UBSan and the fuzz harnesses (fuzz/) from one clang build, the
-# report's browser tests and ctest's slow label (the corpus parity). Before the tests, the lint stage: the format check and clang-tidy
-# (scripts/lint.sh). Exit status is non-zero if any test or check fails; nothing is skipped.
+# report's browser tests and ctest's slow label (the corpus parity). Before the tests, the
+# lint stage: the format check and clang-tidy (scripts/lint.sh). Exit status is non-zero if
+# any test or check fails; nothing is skipped.
 # Benchmarks are not built here: scripts/bench.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
