@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "ckpt/checkpoint.h"
 #include "core/file.h"
@@ -610,20 +611,29 @@ Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in,
       }
     }
     double first = 1e300, last = -1e300;
-    for (size_t r = 0; r < raw.size(); ++r) {
-      auto& v = raw[r];
+    for (auto& v : raw) {
       auto earlier = [](const Raw& a, const Raw& b) { return a.t < b.t; };
       if (!std::is_sorted(v.begin(), v.end(), earlier))
         std::stable_sort(v.begin(), v.end(), earlier);
-      for (const Raw& x : v) {
-        rec->AddReading(static_cast<int>(r), x.t,
-                        std::isnan(x.util) ? std::nullopt : std::optional<double>(x.util),
-                        std::isnan(x.power) ? std::nullopt : std::optional<double>(x.power));
-      }
       if (!v.empty()) first = std::min(first, v.front().t), last = std::max(last, v.back().t);
     }
+    triage::Profile profile;
     if (first <= last) {
-      EK_ASSIGN_OR_RETURN(triage::Profile profile, triage::LoadProfile(in.profile));
+      EK_ASSIGN_OR_RETURN(profile, triage::LoadProfile(in.profile));
+    }
+    // The page's readings (AddReading: the per-rank bytes) and the triage replay below
+    // (AddAssessment: the verdict windows) read the same sorted readings and write disjoint
+    // parts of the recorder: the readings go on a thread of their own, beside the replay.
+    std::thread readings([&raw, &rec] {
+      for (size_t r = 0; r < raw.size(); ++r) {
+        for (const Raw& x : raw[r]) {
+          rec->AddReading(static_cast<int>(r), x.t,
+                          std::isnan(x.util) ? std::nullopt : std::optional<double>(x.util),
+                          std::isnan(x.power) ? std::nullopt : std::optional<double>(x.power));
+        }
+      }
+    });
+    if (first <= last) {
       triage::ClassifierOptions co;
       co.stale_after_s = std::max(co.stale_after_s, 3 * in.interval_s);
       triage::Classifier classifier(profile, co, static_cast<int>(ranks.size()));
@@ -660,6 +670,7 @@ Result<std::unique_ptr<Recorder>> BuildRecorder(const ReportInputs& in,
         rec->AddAssessment(classifier.Evaluate(tick));
       }
     }
+    readings.join();
   }
 
   if (!metrics.empty()) {

@@ -219,7 +219,8 @@ void NvidiaSmiCsvParser::ParseLine(std::string_view line, std::vector<Sample>* o
         {Where(), fmt::format("{} fields, expected {}; row dropped", fields.size(), cols_.size())});
     return;
   }
-  Sample s;
+  // Built in place in *out (no move per row); a row dropped below takes it back out.
+  Sample& s = out->emplace_back();
   s.host = default_host_;
   bool has_time = false;
   for (size_t i = 0; i < fields.size(); ++i) {
@@ -239,6 +240,7 @@ void NvidiaSmiCsvParser::ParseLine(std::string_view line, std::vector<Sample>* o
         }
         if (!t) {
           problems->push_back({Where(), fmt::format("bad timestamp '{}'; row dropped", f)});
+          out->pop_back();
           return;
         }
         s.time = *t;
@@ -248,15 +250,17 @@ void NvidiaSmiCsvParser::ParseLine(std::string_view line, std::vector<Sample>* o
       case Col::kHost:
         if (f.empty()) {
           problems->push_back({Where(), "empty host; row dropped"});
+          out->pop_back();
           return;
         }
-        s.host = std::string(f);
+        s.host.assign(f);
         break;
       case Col::kIndex: {
         int v = -1;
         auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
         if (ec != std::errc() || p != f.data() + f.size() || v < 0 || v >= kMaxGpusPerHost) {
           problems->push_back({Where(), fmt::format("bad GPU index '{}'; row dropped", f)});
+          out->pop_back();
           return;
         }
         s.gpu = v;
@@ -279,11 +283,11 @@ void NvidiaSmiCsvParser::ParseLine(std::string_view line, std::vector<Sample>* o
   }
   if (s.gpu < 0) {
     problems->push_back({Where(), "no GPU index column; row dropped"});
+    out->pop_back();
     return;
   }
   if (!has_time) s.time = TickTime(s.host, s.gpu);
   if (AnyAbsurd(s)) DropAbsurdValues(&s, Where(), problems);
-  out->push_back(std::move(s));
 }
 
 }  // namespace ek::telemetry

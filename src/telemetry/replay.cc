@@ -16,7 +16,7 @@ std::string HostTimeAligner::Row::ToString() const {
   return line > 0 ? fmt::format("{}:{}", file, line) : std::string(file);
 }
 
-void HostTimeAligner::Accept(Sample s, const Row& where, std::vector<Sample>* out,
+void HostTimeAligner::Accept(Sample&& s, const Row& where, std::vector<Sample>* out,
                              std::vector<Problem>* problems) {
   size_t g = static_cast<size_t>(s.gpu);
   if (g >= gpu_last_.size()) gpu_last_.resize(g + 1, -INFINITY);
@@ -32,7 +32,7 @@ void HostTimeAligner::Accept(Sample s, const Row& where, std::vector<Sample>* ou
   out->push_back(std::move(s));
 }
 
-void HostTimeAligner::Add(Sample s, Row where, std::vector<Sample>* out,
+void HostTimeAligner::Add(Sample&& s, Row where, std::vector<Sample>* out,
                           std::vector<Problem>* problems) {
   double raw = s.time;
   s.time = raw + offset_;

@@ -40,12 +40,14 @@ class HostTimeAligner {
   };
   HostTimeAligner(double interval_s, double clock_jump_s)
       : interval_s_(interval_s), clock_jump_s_(clock_jump_s) {}
-  void Add(Sample s, Row where, std::vector<Sample>* out, std::vector<Problem>* problems);
+  // Takes the sample's contents (no copy: 22 million rows each moved once fewer).
+  void Add(Sample&& s, Row where, std::vector<Sample>* out, std::vector<Problem>* problems);
   // Reports a held row that nothing confirmed.
   void Finish(std::vector<Problem>* problems);
 
  private:
-  void Accept(Sample s, const Row& where, std::vector<Sample>* out, std::vector<Problem>* problems);
+  void Accept(Sample&& s, const Row& where, std::vector<Sample>* out,
+              std::vector<Problem>* problems);
   struct Held {
     Sample sample;
     std::string where;

@@ -20,6 +20,10 @@ namespace ek::telemetry {
 // impossible is absent, never zero, so a dead sensor can never look like an
 // idle or a healthy GPU.
 struct Sample {
+  // User-provided, so that a value-initialized Sample (vector::emplace_back()) is not first
+  // zero-filled whole and then initialized member by member: the members' initializers
+  // below are the state (the zero fill was a sixth of the CSV parser's time per row).
+  Sample() {}       // NOLINT(modernize-use-equals-default): `= default` brings the zero fill back
   double time = 0;  // seconds since the Unix epoch on the evaluating clock (see Source)
   std::string host;
   int gpu = -1;                    // index on its host
