@@ -19,10 +19,10 @@ bash scripts/setup.sh
 t1=$(date +%s); stage "setup and build" "$t0"
 status=0
 # The background stages (scripts/background_stage.sh) run from here on, beside the stages
-# in front: the sanitizer build at the lowest priority, then the unit tests under the
-# sanitizers, the fuzz harnesses and the browser tests, which fill the time the slow pytest
-# suite spends waiting. Their output is build-san/background.log, shown at the end; their
-# exit status is awaited there.
+# in front: the sanitizer build at the lowest priority from the start; beside it the browser
+# tests and the corpus parity; once it is built, the unit tests under the sanitizers and
+# the fuzz harnesses. They fill the time the slow pytest suite spends waiting. Their
+# output is build-san/background.log, shown at the end; their exit status is awaited there.
 mkdir -p "$ROOT/build-san"
 setsid -w bash "$ROOT/scripts/background_stage.sh" "$ROOT" >"$ROOT/build-san/background.log" 2>&1 &
 bg_pid=$!

@@ -41,3 +41,69 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid.split("::")[0] in slow_modules:
             item.add_marker(pytest.mark.slow)
+
+
+# The rank zygote (tests/zygote/server.py): for a session with slow tests, one process
+# imports what a rank imports, once, and forks each rank the tests start from it (a rank's
+# imports were ~10 s of CPU on a 2-core machine, over half of the slow suite's). A test that
+# matches a rank's heartbeat pid to its wrapper's record translates it (packs.launched_pid).
+# These modules start fresh ranks instead, as a user's run does: test_launch_hang's
+# assertions are about the process tree itself (the rank's parent is its launch-rank
+# wrapper, whose command line it reads), and the others are the user's own seams (the
+# binary copied out of the tree and torchrun found on PATH; SLURM starting the ranks).
+ZYGOTE_DIR = Path(__file__).resolve().parent / "zygote"
+FRESH_RANKS = frozenset({"tests/launch/test_launch_hang.py", "tests/launch/test_launch.py",
+                         "tests/slurm/test_slurm.py"})
+
+
+@pytest.fixture(scope="session")
+def _rank_zygote_server(request, tmp_path_factory):
+    import signal
+    import subprocess
+    import time
+
+    # EK_ZYGOTE_OFF=1: every rank fresh (to tell whether a failure is the zygote's).
+    if os.environ.get("EK_ZYGOTE_OFF") or not any(item.get_closest_marker("slow") for item in request.session.items):
+        yield None
+        return
+    d = tmp_path_factory.mktemp("zygote")
+    sock, ready = d / "zygote.sock", d / "ready"
+    env = dict(os.environ)
+    env.pop("EK_ZYGOTE", None)
+    env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", CUDA_VISIBLE_DEVICES="")
+    with open(d / "server.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, str(ZYGOTE_DIR / "server.py"), str(sock), str(ready)], env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not ready.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"the rank zygote did not start (exit {proc.poll()}):\n{(d / 'server.log').read_text()}")
+        time.sleep(0.1)
+    yield str(sock)
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # any rank left behind
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _rank_zygote(request, _rank_zygote_server):
+    """Module-scoped and autouse, so that it comes before a module's own fixtures (a module
+    that launches once for several tests)."""
+    module = request.node.nodeid.split("::")[0]
+    slow = any(item.nodeid.split("::")[0] == module and item.get_closest_marker("slow")
+               for item in request.session.items)
+    if _rank_zygote_server is None or module in FRESH_RANKS or not slow:
+        yield
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EK_ZYGOTE", _rank_zygote_server)
+        old = os.environ.get("PYTHONPATH")
+        mp.setenv("PYTHONPATH", str(ZYGOTE_DIR) + (os.pathsep + old if old else ""))
+        yield

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pytest
 
-from packs import EVENKEEL, child_env, state_differences, train_state_of
+from packs import EVENKEEL, child_env, launched_pid, state_differences, train_state_of
 from test_launch import launch, pack_for, run_file, summary_of
 from test_launch_hang import _alive
 
@@ -200,13 +200,14 @@ def check_records(s: dict, fired: list[dict], out: str, session: Path) -> None:
     attempts = s["attempt_records"]
     by_pid = {r["pid"]: a for a in attempts for r in a["nodes"][0]["ranks"]}
     for f in fired:
-        a = by_pid[f["pid"]]
+        pid = launched_pid(f["pid"])  # the heartbeat's pid as the wrapper's record names it
+        a = by_pid[pid]
         n = a["attempt"]
         nxt = attempts[n]  # the attempt after it (attempts are numbered from 1)
         what = f"{f['kind']} (attempt {n}): {json.dumps(a)[:2000]}"
         assert a["outcome"] == "failed" and a["decision"]["action"] == "restart", what
         assert nxt["checkpoint_before"] <= a["checkpoint_after"], what
-        rank = next(r for r in a["nodes"][0]["ranks"] if r["pid"] == f["pid"])
+        rank = next(r for r in a["nodes"][0]["ranks"] if r["pid"] == pid)
         if f["kind"] in ("kill", "corrupt"):
             assert rank["signal"] == signal.SIGKILL, what
             assert not a["flight_recorder"]["conclusive"], what  # a dead rank is no desync

@@ -117,6 +117,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def launched_pid(pid: int) -> int:
+    """The pid of the process a launch-rank wrapper started for the rank whose heartbeat
+    names `pid` (the pid its records name): the rank itself, or, for a rank forked by the
+    tests' rank zygote (tests/zygote/server.py), the client standing in for it."""
+    sock = os.environ.get("EK_ZYGOTE")
+    if not sock:
+        return pid
+    try:
+        pairs = dict(tuple(map(int, line.split())) for line in Path(sock + ".pids").read_text().splitlines() if line)
+    except OSError:
+        return pid
+    return pairs.get(pid, pid)
+
+
 def child_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", CUDA_VISIBLE_DEVICES="")
