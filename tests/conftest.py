@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "trainer"))
 # python3, which has no torch.
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
+from packs import child_env  # noqa: E402
 from packs import gemma3_model, launch_model, llama_model, qwen3_model  # noqa: E402,F401  (fixtures, one per session)
 
 # The fixtures (tests/trainer/packs.py, tests/launch/test_precision.py, tests/slurm) whose
@@ -68,9 +69,8 @@ def _rank_zygote_server(request, tmp_path_factory):
         return
     d = tmp_path_factory.mktemp("zygote")
     sock, ready = d / "zygote.sock", d / "ready"
-    env = dict(os.environ)
+    env = child_env()  # the environment the tests give their ranks
     env.pop("EK_ZYGOTE", None)
-    env.update(OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", CUDA_VISIBLE_DEVICES="")
     with open(d / "server.log", "w") as log:
         proc = subprocess.Popen([sys.executable, str(ZYGOTE_DIR / "server.py"), str(sock), str(ready)], env=env,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

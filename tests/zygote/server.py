@@ -225,7 +225,6 @@ def main() -> int:
     with open(ready + ".tmp", "w") as f:
         f.write(f"{os.getpid()} {time.monotonic() - t0:.1f}\n")
     os.replace(ready + ".tmp", ready)
-    served = 0
     pids = open(sock_path + ".pids", "a")
 
     def tell(pid: int, line: str) -> None:
@@ -307,7 +306,6 @@ def main() -> int:
                 os.close(fd)
             children[pid] = conn
             conns[conn] = pid
-            served += 1
             # Which client stands in for which rank, for a test that finds a rank by the pid its
             # heartbeat names and its wrapper's record by the pid the wrapper started
             # (tests/trainer/packs.py: launched_pid).
