@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/huge_pages.h"
 #include "core/status.h"
 
 namespace ek::tokenize {
@@ -25,7 +26,7 @@ class BytesToId {
     uint64_t hash;
     int32_t id;  // -1: empty
   };
-  std::vector<Slot> slots_;
+  std::vector<Slot, HugeFriendlyAllocator<Slot>> slots_;
   uint64_t mask_ = 0;
   const std::vector<std::string>* keys_ = nullptr;
 };
@@ -138,7 +139,7 @@ class BpeModel {
     int32_t merged = -1;
     int32_t unused = 0;
   };
-  std::vector<MergeSlot> merge_slots_;
+  std::vector<MergeSlot, HugeFriendlyAllocator<MergeSlot>> merge_slots_;
   std::vector<uint64_t> bloom_;  // InitMerges fills it
   std::vector<int32_t> merged_by_rank_;
   std::vector<uint32_t> byte_pair_rank_;

@@ -141,6 +141,32 @@ TEST_P(DifferentialTest, FastMatcherAgreesWithOniguruma) {
   }
 }
 
+// Mostly ASCII with long letter runs (the fast matchers take ASCII letters
+// eight bytes at a time): runs of 1 to 20 letters, upper and lower case and
+// the bytes just outside A-Z and a-z ('@', '[', '`', '{'), between spaces,
+// digits, punctuation, newlines and now and then a non-ASCII letter, mark or
+// space.
+TEST_P(DifferentialTest, FastMatcherAgreesWithOnigurumaOnAsciiRuns) {
+  auto fast = *CompileRegex(GetParam());
+  auto onig = *CompileOnigRegex(GetParam());
+  static const std::vector<uint32_t> kLetters = {'a', 'z', 'A', 'Z', 'm', 'Q', 's', 't'};
+  static const std::vector<uint32_t> kOther = {' ',  ' ',  ' ',  '@',    '[',    '`',    '{',
+                                               '\'', '\n', '\r', '\t',   '0',    '5',    '.',
+                                               ',',  '-',  0xE9, 0x0301, 0x00A0, 0x4E2D, 0x0E34};
+  std::mt19937 rng(99);
+  std::uniform_int_distribution<size_t> run(1, 20), letter(0, kLetters.size() - 1),
+      other(0, kOther.size() - 1), others(1, 3);
+  for (int iter = 0; iter < 5000; ++iter) {
+    std::string text;
+    while (text.size() < 60) {
+      for (size_t k = run(rng); k > 0; --k) AppendUtf8(&text, kLetters[letter(rng)]);
+      for (size_t k = others(rng); k > 0; --k) AppendUtf8(&text, kOther[other(rng)]);
+    }
+    auto a = Pieces(*fast, text), b = Pieces(*onig, text);
+    ASSERT_EQ(a, b) << "text: " << text;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(KnownRegexes, DifferentialTest,
                          ::testing::Values(kQwen2Regex, kLlama3Regex, kGpt2Regex));
 

@@ -236,31 +236,31 @@ void Tokenizer::EncodePlain(std::string_view text, std::vector<int32_t>* ids,
   // The cache's slots for the pieces a few ahead are loaded while this one is
   // encoded: most probes would otherwise wait on memory.
   const size_t n = s.pieces.size();
-  s.heads.resize(n);
-  s.hashes.resize(n);
+  s.keys.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    if (Cacheable(s.pieces[i])) PieceCache::Key(s.pieces[i], &s.heads[i], &s.hashes[i]);
+    if (Cacheable(s.pieces[i])) s.keys[i] = PieceCache::Key(s.pieces[i]);
   }
   constexpr size_t kAhead = 8;
   for (size_t i = 0; i < std::min(n, kAhead); ++i) {
-    if (Cacheable(s.pieces[i])) s.cache.Prefetch(s.hashes[i]);
+    if (Cacheable(s.pieces[i])) s.cache.Prefetch(s.keys[i].hash);
   }
   for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n && Cacheable(s.pieces[i + kAhead])) s.cache.Prefetch(s.hashes[i + kAhead]);
-    EncodePiece(s.pieces[i], s.heads[i], s.hashes[i], ids, s);
+    if (i + kAhead < n && Cacheable(s.pieces[i + kAhead]))
+      s.cache.Prefetch(s.keys[i + kAhead].hash);
+    EncodePiece(s.pieces[i], s.keys[i], ids, s);
   }
 }
 
-void Tokenizer::EncodePiece(std::string_view piece, uint64_t head, uint64_t h,
-                            std::vector<int32_t>* ids, EncodeScratch& s) const {
+void Tokenizer::EncodePiece(std::string_view piece, const PieceKey& key, std::vector<int32_t>* ids,
+                            EncodeScratch& s) const {
   if (plain_ || !Cacheable(piece)) {
     bpe_.EncodeWord(piece, ids, &s.bpe);
     return;
   }
-  if (s.cache.Append(piece, head, h, ids)) return;
+  if (s.cache.Append(piece, key, ids)) return;
   size_t before = ids->size();
   bpe_.EncodeWord(piece, ids, &s.bpe);
-  s.cache.Insert(piece, head, h, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
+  s.cache.Insert(piece, key, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
 }
 
 uint64_t Tokenizer::VocabFingerprint() const {

@@ -46,6 +46,7 @@ class Document;
 namespace ek::tokenize {
 
 struct EncodeScratch;
+struct PieceKey;
 
 class Tokenizer {
  public:
@@ -115,7 +116,7 @@ class Tokenizer {
   EncodeScratch& Scratch() const;
   void EncodeNormalizable(std::string_view text, std::vector<int32_t>* ids, EncodeScratch& s) const;
   void EncodePlain(std::string_view text, std::vector<int32_t>* ids, EncodeScratch& s) const;
-  void EncodePiece(std::string_view piece, uint64_t head, uint64_t hash, std::vector<int32_t>* ids,
+  void EncodePiece(std::string_view piece, const PieceKey& key, std::vector<int32_t>* ids,
                    EncodeScratch& s) const;
   size_t TokenLength(int32_t id) const;
   Status EncodeImpl(std::string_view text, std::vector<int32_t>* ids,

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/huge_pages.h"
 #include "tokenize/normalizer.h"
 #include "tokenize/pattern.h"
 #include "tokenize/piece_decoder.h"
@@ -30,17 +31,17 @@ namespace ek::tokenize {
 // Defined here (not in tokenizer.cc's anonymous namespace) because both
 // families' encoders use them.
 
-// The first (up to) 8 bytes of `key` as one word, read without going past
-// its end (two overlapping loads for 2 to 7 bytes): with the length, it tells
-// keys of up to 8 bytes apart.
-inline uint64_t KeyHead(std::string_view key) {
-  const char* p = key.data();
-  size_t n = key.size();
-  if (n >= 8) {
-    uint64_t v;
-    std::memcpy(&v, p, 8);
-    return v;
-  }
+// A piece's key for the cache: its first 16 bytes as two words (read without
+// going past its end: overlapping loads for short keys; with the length they
+// tell keys of up to 16 bytes apart), and its hash.
+struct PieceKey {
+  uint64_t w0 = 0, w1 = 0;
+  uint64_t hash = 0;
+};
+
+// Up to 8 bytes at p (n <= 8) as one word, distinct for distinct keys of one
+// length.
+inline uint64_t ShortWord(const char* p, size_t n) {
   if (n >= 4) {
     uint32_t lo, hi;
     std::memcpy(&lo, p, 4);
@@ -57,15 +58,16 @@ inline uint64_t KeyHead(std::string_view key) {
 }
 
 // Open-addressing cache of pre-tokenized pieces. Most pieces repeat (words,
-// spaces, punctuation), so most skip BPE. A slot holds the piece's length and
-// first 8 bytes (KeyHead: for most pieces, the whole key), its one id inline
-// (most pieces are one token) and the offset of the rest of its key, which
-// the arena stores with the ids right after it: a hit on a short piece reads
-// one slot, on a longer one the slot and one place of the arena. The hash of
-// a piece of up to 8 bytes is a multiply of its head (Key). The table doubles
-// as it fills, from 2^16 to 2^20 slots (2 to 32 MB; 12 MB of mixed languages
-// has about 190k distinct pieces); only past that, or past kMaxArena bytes of
-// keys and ids, is it cleared and started again: at most 64 MB a thread.
+// spaces, punctuation), so most skip BPE. A slot holds the piece's length, its
+// first 16 bytes (PieceKey: for most pieces, the whole key, so a match is two
+// compares), its one id inline (most pieces are one token) and the offset of
+// the rest: the key past 16 bytes and, for pieces of several tokens, the ids,
+// in the arena. The hash of a key of up to 16 bytes is a multiply of its
+// words. The table doubles as it fills, from 2^16 to 2^20 slots (2 to 32 MB; 12
+// MB of mixed languages has about 190k distinct pieces); only past that, or
+// past kMaxArena bytes of keys and ids, is it cleared and started again: at
+// most 64 MB a thread. Both live on huge pages where the kernel gives them
+// (core/huge_pages.h): probes of a 32 MB table otherwise miss the TLB.
 class PieceCache {
  public:
   static constexpr size_t kMaxKey = 96;
@@ -75,30 +77,40 @@ class PieceCache {
 
   PieceCache() : table_(kFirstCapacity), mask_(kFirstCapacity - 1) {}
 
-  // The head (KeyHead) and hash of `key`: a multiply of the head for keys of up
-  // to 8 bytes, xxh3 for longer ones.
-  static void Key(std::string_view key, uint64_t* head, uint64_t* hash) {
-    *head = KeyHead(key);
-    if (key.size() > 8) {
-      *hash = XXH3_64bits(key.data(), key.size());
-      return;
+  static PieceKey Key(std::string_view key) {
+    PieceKey k;
+    const char* p = key.data();
+    const size_t n = key.size();
+    if (n <= 8) {
+      k.w0 = ShortWord(p, n);
+    } else {
+      std::memcpy(&k.w0, p, 8);
+      if (n <= 16) {
+        std::memcpy(&k.w1, p + n - 8, 8);
+      } else {
+        std::memcpy(&k.w1, p + 8, 8);
+        k.hash = XXH3_64bits(p, n);
+        return k;
+      }
     }
-    uint64_t h = (*head ^ (key.size() * 0x9E3779B97F4A7C15ull)) * 0xD6E8FEB86659FD93ull;
-    *hash = h ^ (h >> 29);
+    uint64_t h = (k.w0 ^ (n * 0x9E3779B97F4A7C15ull)) * 0xD6E8FEB86659FD93ull;
+    h = (h ^ (h >> 29) ^ k.w1) * 0x9E3779B97F4A7C15ull;
+    k.hash = h ^ (h >> 32);
+    return k;
   }
 
   // Starts loading the slot where the key of hash h is first looked for.
   void Prefetch(uint64_t h) const { __builtin_prefetch(table_.data() + (h & mask_)); }
 
-  // Appends the cached ids of `key` (head and hash h) to `out`; false if not cached.
-  bool Append(std::string_view key, uint64_t head, uint64_t h, std::vector<int32_t>* out) const {
-    size_t pos = h & mask_;
+  // Appends the cached ids of `key` (PieceKey k) to `out`; false if not cached.
+  bool Append(std::string_view key, const PieceKey& k, std::vector<int32_t>* out) const {
+    size_t pos = k.hash & mask_;
     while (true) {
       const Entry& e = table_[pos];
       if (e.key_len == 0) return false;
-      if (e.head == head && e.key_len == key.size() &&
-          (key.size() <= 8 ||
-           std::memcmp(arena_.data() + e.off, key.data() + 8, key.size() - 8) == 0)) {
+      if (e.w0 == k.w0 && e.w1 == k.w1 && e.key_len == key.size() &&
+          (key.size() <= 16 ||
+           std::memcmp(arena_.data() + e.off, key.data() + 16, key.size() - 16) == 0)) {
         if (e.ids_len == 1) {
           out->push_back(e.first);
         } else {
@@ -113,7 +125,7 @@ class PieceCache {
     }
   }
 
-  void Insert(std::string_view key, uint64_t head, uint64_t h, const int32_t* ids, uint32_t n) {
+  void Insert(std::string_view key, const PieceKey& k, const int32_t* ids, uint32_t n) {
     if (used_ * 2 >= table_.size()) {
       if (table_.size() < kMaxCapacity) {
         Grow();
@@ -122,31 +134,37 @@ class PieceCache {
       }
     }
     if (arena_.size() + key.size() + n * sizeof(int32_t) > kMaxArena) Clear();
-    size_t pos = h & mask_;
+    size_t pos = k.hash & mask_;
     while (table_[pos].key_len != 0) pos = (pos + 1) & mask_;
-    table_[pos] = Entry{head,
-                        h,
+    table_[pos] = Entry{k.w0,
+                        k.w1,
+                        static_cast<uint32_t>(k.hash),
                         static_cast<uint32_t>(arena_.size()),
                         static_cast<uint16_t>(key.size()),
                         static_cast<uint16_t>(n),
                         n ? ids[0] : 0};
-    if (key.size() > 8) arena_.append(key.substr(8));
-    if (n > 1) arena_.append(reinterpret_cast<const char*>(ids), n * sizeof(int32_t));
+    if (key.size() > 16) arena_.insert(arena_.end(), key.begin() + 16, key.end());
+    if (n > 1) {
+      const char* p = reinterpret_cast<const char*>(ids);
+      arena_.insert(arena_.end(), p, p + n * sizeof(int32_t));
+    }
     ++used_;
   }
 
  private:
   struct Entry {
-    uint64_t head = 0;  // KeyHead
-    uint64_t hash = 0;
-    uint32_t off = 0;      // the key past its head in arena_, then (ids_len > 1) the ids
-    uint16_t key_len = 0;  // 0: empty slot (pieces are never empty)
+    uint64_t w0 = 0, w1 = 0;  // PieceKey's
+    uint32_t hash = 0;        // its low half (the table has at most 2^20 slots)
+    uint32_t off = 0;         // the key past 16 bytes in arena_, then (ids_len > 1) the ids
+    uint16_t key_len = 0;     // 0: empty slot (pieces are never empty)
     uint16_t ids_len = 0;
     int32_t first = 0;  // the first id
   };
-  static size_t Rest(size_t key_len) { return key_len > 8 ? key_len - 8 : 0; }
+  static_assert(sizeof(Entry) == 32);
+  static size_t Rest(size_t key_len) { return key_len > 16 ? key_len - 16 : 0; }
+  using Table = std::vector<Entry, HugeFriendlyAllocator<Entry>>;
   void Grow() {
-    std::vector<Entry> old(table_.size() * 2);
+    Table old(table_.size() * 2);
     old.swap(table_);
     mask_ = table_.size() - 1;
     for (const Entry& e : old) {
@@ -161,9 +179,9 @@ class PieceCache {
     arena_.clear();
     used_ = 0;
   }
-  std::vector<Entry> table_;
+  Table table_;
   size_t mask_;
-  std::string arena_;
+  std::vector<char, HugeFriendlyAllocator<char>> arena_;
   size_t used_ = 0;
 };
 
@@ -175,7 +193,7 @@ struct EncodeScratch {
   std::vector<AddedSplit> raw_splits, norm_splits;
   std::vector<Span> spans;
   std::vector<std::string_view> pieces, next_pieces;
-  std::vector<uint64_t> heads, hashes;  // of pieces, for the cache
+  std::vector<PieceKey> keys;  // of pieces, for the cache
   std::deque<std::string> arena;
   std::vector<int32_t> word_ids;
   // The SentencePiece-style family's: alignments of normalized text and of

@@ -163,12 +163,11 @@ void Tokenizer::PiecesPart(std::string_view word, std::vector<int32_t>* ids,
     pieces_->model.EncodeWord(word, ids, &s.bpe);
     return;
   }
-  uint64_t head, h;
-  PieceCache::Key(word, &head, &h);
-  if (s.cache.Append(word, head, h, ids)) return;
+  const PieceKey key = PieceCache::Key(word);
+  if (s.cache.Append(word, key, ids)) return;
   size_t before = ids->size();
   pieces_->model.EncodeWord(word, ids, &s.bpe);
-  s.cache.Insert(word, head, h, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
+  s.cache.Insert(word, key, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
 }
 
 Status Tokenizer::DecodePieces(std::span<const int32_t> ids, std::string* out) const {
