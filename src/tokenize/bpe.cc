@@ -130,7 +130,10 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     byte_pair_rank_.assign(1u << 16, kNoMerge);
     for (uint32_t l = 0; l < 256; ++l) {
       for (uint32_t r = 0; r < 256; ++r) {
-        byte_pair_rank_[(l << 8) | r] = Rank(static_cast<int32_t>(l), static_cast<int32_t>(r));
+        int32_t merged = -1;
+        const uint32_t rank = RankMerged(static_cast<int32_t>(l), static_cast<int32_t>(r), &merged);
+        byte_pair_rank_[(l << 8) | r] =
+            rank | (static_cast<uint64_t>(static_cast<uint32_t>(merged)) << 32);
       }
     }
     byte_pair_dense_ = true;

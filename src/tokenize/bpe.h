@@ -86,9 +86,10 @@ class BpeModel {
   // slot holds beside the pair: one memory access for both.
   uint32_t RankMerged(int32_t left, int32_t right, int32_t* merged) const {
     if (left < 256 && right < 256 && byte_pair_dense_) {
-      uint32_t r = byte_pair_rank_[(static_cast<size_t>(left) << 8) | static_cast<size_t>(right)];
-      if (r != kNoMerge) *merged = merged_by_rank_[r];
-      return r;
+      const uint64_t e =
+          byte_pair_rank_[(static_cast<size_t>(left) << 8) | static_cast<size_t>(right)];
+      *merged = static_cast<int32_t>(e >> 32);
+      return static_cast<uint32_t>(e);
     }
     uint64_t key = (static_cast<uint64_t>(left) << kIdBits) | static_cast<uint64_t>(right);
     uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
@@ -142,7 +143,7 @@ class BpeModel {
   std::vector<MergeSlot, HugeFriendlyAllocator<MergeSlot>> merge_slots_;
   std::vector<uint64_t> bloom_;  // InitMerges fills it
   std::vector<int32_t> merged_by_rank_;
-  std::vector<uint32_t> byte_pair_rank_;
+  std::vector<uint64_t> byte_pair_rank_;  // rank | merged id << 32
   // Atoms: for each code point below U+10000 encoded in 2 or 3 bytes, the id of
   // its one-token form when that token is certain to form first (BuildAtoms
   // says when), else -1. Empty when no character qualifies.
