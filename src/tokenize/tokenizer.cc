@@ -192,10 +192,12 @@ Status Tokenizer::EncodeImpl(std::string_view text, std::vector<int32_t>* ids,
 
 void Tokenizer::EncodeNormalizable(std::string_view text, std::vector<int32_t>* ids,
                                    EncodeScratch& s) const {
-  if (nfc_ && !IsNfcQuick(text)) {
-    s.norm.clear();
-    AppendNfc(text, &s.norm);
-    text = s.norm;
+  if (nfc_) {
+    if (size_t quick = NfcQuickEnd(text); quick < text.size()) {
+      s.norm.clear();
+      AppendNfcFrom(text, quick, &s.norm);
+      text = s.norm;
+    }
   }
   if (normalized_matcher_.empty()) {
     EncodePlain(text, ids, s);

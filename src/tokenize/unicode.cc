@@ -71,10 +71,10 @@ CharClasses::CharClasses() {
   }
 }
 
-bool IsNfcQuick(std::string_view sv) {
+size_t NfcQuickEnd(std::string_view sv, size_t from) {
   const auto* s = reinterpret_cast<const unsigned char*>(sv.data());
   const CharClasses& cls = CharClasses::Get();
-  size_t n = sv.size(), i = 0;
+  size_t n = sv.size(), i = from;
   int last_ccc = 0;
   while (i < n) {
     if (i + 8 <= n) {  // eight ASCII bytes at once
@@ -97,19 +97,22 @@ bool IsNfcQuick(std::string_view sv) {
       continue;
     }
     uint32_t cp;
+    const size_t start = i;
     i += DecodeUtf8(s + i, &cp);
     uint8_t c = cls.Of(cp);
-    if (c & kClassNfcQc) return false;
+    if (c & kClassNfcQc) return start;
     if (!(c & kClassCombining)) {
       last_ccc = 0;
       continue;
     }
     int ccc = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp))->combining_class;
-    if (last_ccc > ccc) return false;
+    if (last_ccc > ccc) return start;
     last_ccc = ccc;
   }
-  return true;
+  return n;
 }
+
+bool IsNfcQuick(std::string_view s) { return NfcQuickEnd(s) == s.size(); }
 
 namespace {
 
@@ -162,13 +165,73 @@ void AppendComposed(std::string_view s, bool compat, std::string* out) {
 
 }  // namespace
 
-void AppendNfc(std::string_view s, std::string* out) {
-  if (IsNfcQuick(s)) {
-    out->append(s);
-    return;
+namespace {
+
+// A character normalization never joins to what comes before it: ccc 0 and
+// NFC_QC=Yes (ICU's "composition boundary before"). NFC of a text is the NFC
+// of its stretches between such characters, joined.
+bool IsNfcBoundary(uint8_t cls) { return !(cls & (kClassCombining | kClassNfcQc)); }
+
+// The start of the last boundary character before byte p of valid UTF-8 s, no
+// earlier than `from` (itself a boundary).
+size_t NfcBoundaryBefore(std::string_view s, size_t from, size_t p) {
+  const CharClasses& cls = CharClasses::Get();
+  const auto* u = reinterpret_cast<const unsigned char*>(s.data());
+  while (p > from) {
+    size_t start = p - 1;
+    while (start > from && (u[start] & 0xC0) == 0x80) --start;
+    uint32_t cp;
+    DecodeUtf8(u + start, &cp);
+    if (IsNfcBoundary(cls.Of(cp))) return start;
+    p = start;
   }
-  AppendComposed(s, false, out);
+  return from;
 }
+
+// The start of the first boundary character after the one at byte p (s.size()
+// if none).
+size_t NfcBoundaryAfter(std::string_view s, size_t p) {
+  const CharClasses& cls = CharClasses::Get();
+  const auto* u = reinterpret_cast<const unsigned char*>(s.data());
+  uint32_t cp;
+  p += DecodeUtf8(u + p, &cp);
+  while (p < s.size()) {
+    size_t len = DecodeUtf8(u + p, &cp);
+    if (IsNfcBoundary(cls.Of(cp))) return p;
+    p += len;
+  }
+  return s.size();
+}
+
+}  // namespace
+
+void AppendNfcFrom(std::string_view s, size_t quick_end, std::string* out) {
+  // Only the stretches around the characters the quick check stops at go
+  // through the tables: text passing the check is NFC as it is. Stretches less
+  // than kJoin bytes apart are normalized together (one call instead of many
+  // in scripts where such characters are frequent).
+  constexpr size_t kJoin = 256;
+  size_t from = 0, p = quick_end;
+  while (p < s.size()) {
+    const size_t begin = NfcBoundaryBefore(s, from, p);
+    out->append(s.substr(from, begin - from));
+    size_t end = NfcBoundaryAfter(s, p);
+    p = NfcQuickEnd(s, end);
+    while (p < s.size()) {
+      const size_t next = NfcBoundaryBefore(s, end, p);
+      if (next - end > kJoin) break;
+      end = NfcBoundaryAfter(s, p);
+      p = NfcQuickEnd(s, end);
+    }
+    AppendComposed(s.substr(begin, end - begin), false, out);
+    from = end;
+  }
+  out->append(s.substr(from));
+}
+
+void AppendNfc(std::string_view s, std::string* out) { AppendNfcFrom(s, NfcQuickEnd(s), out); }
+
+void AppendNfcWhole(std::string_view s, std::string* out) { AppendComposed(s, false, out); }
 
 void AppendNfkc(std::string_view s, std::string* out) {
   // ASCII is NFKC; anything else goes through the tables.

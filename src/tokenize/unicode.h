@@ -51,10 +51,18 @@ using ::ek::ReplaceInvalidUtf8;
 
 // UAX #15 quick check: true when `s` (valid UTF-8) is certainly NFC.
 bool IsNfcQuick(std::string_view s);
+// The quick check from byte `from` (a character's start): the start of the
+// first character it cannot pass, or s.size().
+size_t NfcQuickEnd(std::string_view s, size_t from = 0);
 
 // Appends the NFC form of valid UTF-8 `s` to `out`, as Hugging Face's NFC
 // normalizer computes it (Unicode 9.0 tables: later characters are inert).
 void AppendNfc(std::string_view s, std::string* out);
+// The same, given NfcQuickEnd(s).
+void AppendNfcFrom(std::string_view s, size_t quick_end, std::string* out);
+// The plain path, for differential tests: the whole text through the tables,
+// where AppendNfc sends only the stretches the quick check stops in.
+void AppendNfcWhole(std::string_view s, std::string* out);
 // The same for NFKC (Hugging Face's NFKC normalizer).
 void AppendNfkc(std::string_view s, std::string* out);
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 namespace ek::tokenize {
 namespace {
 
@@ -87,6 +89,34 @@ TEST(NfcTest, QuickCheckSkipsCjkBecauseNoneNeedsNormalizing) {
   const CharClasses& cls = CharClasses::Get();
   for (uint32_t cp = 0x4000; cp < 0xA000; ++cp) {
     EXPECT_EQ(cls.Of(cp) & (kClassNfcQc | kClassCombining), 0) << std::hex << cp;
+  }
+}
+
+// AppendNfc normalizes only the stretches around what the quick check stops
+// at; the text whole through the tables must give the same. Random text of
+// characters that compose, reorder (marks of several classes, some passing
+// the check: U+0316, U+05B0, U+0651, U+064E, U+0E48), decompose or stop the
+// check (Maybe: the
+// Bengali and Hangul vowels; No: Angstrom, U+0958), starters, a character
+// after Unicode 9.0, and long runs of plain text so that stretches are both
+// joined (under 256 bytes apart) and apart.
+TEST(NfcTest, StretchesNormalizeAsTheWholeText) {
+  static const std::vector<uint32_t> kAlphabet = {
+      'e',    'A',    'x',     ' ',    0x0301, 0x0308, 0x0323, 0x0302, 0x0345, 0x09C7, 0x09BE,
+      0x09D7, 0x0995, 0x1100,  0x1161, 0x11A8, 0xAC00, 0x0915, 0x093C, 0x0958, 0x212B, 0x1E0A,
+      0x4E00, 0x1DF6, 0x1F9D0, 0x00E9, 0x0041, 0x030A, 0x0316, 0x05B0, 0x0651, 0x064E, 0x0E48};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<size_t> pick(0, kAlphabet.size() - 1), plain(0, 400);
+  for (int iter = 0; iter < 4000; ++iter) {
+    std::string text;
+    for (int part = 0; part < 4; ++part) {
+      for (int k = 1 + iter % 12; k > 0; --k) AppendUtf8(&text, kAlphabet[pick(rng)]);
+      text.append(iter % 3 == 0 ? plain(rng) : 0, 'a');
+    }
+    std::string whole, stretches;
+    AppendNfcWhole(text, &whole);
+    AppendNfc(text, &stretches);
+    ASSERT_EQ(stretches, whole) << "text: " << text;
   }
 }
 
