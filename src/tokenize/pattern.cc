@@ -153,6 +153,7 @@ class Cl100kPattern final : public Pattern {
     }
   }
   std::string_view kind() const override { return name_; }
+  bool covers_all() const override { return true; }
 
  private:
   // \p{L}* from i: ASCII letters eight at a time, other bytes through the
@@ -299,6 +300,7 @@ class Gpt2Pattern final : public Pattern {
     }
   }
   std::string_view kind() const override { return "gpt2"; }
+  bool covers_all() const override { return true; }
 
  private:
   static size_t MatchAt(const Scanner& sc, size_t i) {

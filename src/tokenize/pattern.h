@@ -32,6 +32,9 @@ class Pattern {
   virtual void FindMatches(std::string_view text, std::vector<Span>* out) const = 0;
   // A short name for diagnostics ("qwen2", "llama3", "gpt2", "oniguruma", "literal").
   virtual std::string_view kind() const = 0;
+  // True when the matches of any text cover it end to end, with no gaps
+  // between them (the hand-written matchers: every character is in one).
+  virtual bool covers_all() const { return false; }
 };
 
 // The GPT-2 pattern used by ByteLevel(use_regex=true).

@@ -214,8 +214,30 @@ void Tokenizer::EncodeNormalizable(std::string_view text, std::vector<int32_t>* 
   }
 }
 
+// The one pattern that splits text into pieces, when the pre-tokenizer is one
+// Split (Isolated, not inverted, a pattern whose matches cover the text: the
+// hand-written ones) among ByteLevel steps that leave pieces as they are (no
+// regex, no prefix space): Qwen2/3, Llama 3, GPT-2. Else null.
+const Pattern* Tokenizer::OnlySplit() const {
+  const Pattern* only = nullptr;
+  for (const auto& step : steps_) {
+    if (step->kind == PreStep::kByteLevel && step->add_prefix_space) return nullptr;
+    if (!step->pattern) continue;
+    if (only || step->behavior != SplitBehavior::kIsolated || step->invert ||
+        !step->pattern->covers_all()) {
+      return nullptr;
+    }
+    only = step->pattern.get();
+  }
+  return only;
+}
+
 void Tokenizer::EncodePlain(std::string_view text, std::vector<int32_t>* ids,
                             EncodeScratch& s) const {
+  if (const Pattern* split = OnlySplit(); split && !plain_) {
+    EncodeSpans(text, *split, ids, s);
+    return;
+  }
   s.pieces.clear();
   s.pieces.push_back(text);
   s.arena.clear();
@@ -250,6 +272,31 @@ void Tokenizer::EncodePlain(std::string_view text, std::vector<int32_t>* ids,
     if (i + kAhead < n && Cacheable(s.pieces[i + kAhead]))
       s.cache.Prefetch(s.keys[i + kAhead].hash);
     EncodePiece(s.pieces[i], s.keys[i], ids, s);
+  }
+}
+
+// EncodePlain for a pre-tokenizer of one split (OnlySplit): each match is a
+// piece, taken straight from the matches, its key made and its slot loaded
+// kAhead pieces ahead (a ring of keys, not a list of pieces and one of keys).
+void Tokenizer::EncodeSpans(std::string_view text, const Pattern& split, std::vector<int32_t>* ids,
+                            EncodeScratch& s) const {
+  s.spans.clear();
+  split.FindMatches(text, &s.spans);
+  const Span* spans = s.spans.data();
+  const size_t n = s.spans.size();
+  auto piece = [&](size_t i) { return text.substr(spans[i].begin, spans[i].end - spans[i].begin); };
+  constexpr size_t kAhead = 8, kRing = 16;
+  PieceKey ring[kRing];
+  auto load = [&](size_t i) {
+    std::string_view p = piece(i);
+    if (!Cacheable(p)) return;
+    ring[i % kRing] = PieceCache::Key(p);
+    s.cache.Prefetch(ring[i % kRing].hash);
+  };
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) load(i);
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kAhead < n) load(i + kAhead);
+    EncodePiece(piece(i), ring[i % kRing], ids, s);
   }
 }
 

@@ -45,6 +45,7 @@ class Document;
 
 namespace ek::tokenize {
 
+class Pattern;
 struct EncodeScratch;
 struct PieceKey;
 
@@ -116,6 +117,9 @@ class Tokenizer {
   EncodeScratch& Scratch() const;
   void EncodeNormalizable(std::string_view text, std::vector<int32_t>* ids, EncodeScratch& s) const;
   void EncodePlain(std::string_view text, std::vector<int32_t>* ids, EncodeScratch& s) const;
+  const Pattern* OnlySplit() const;
+  void EncodeSpans(std::string_view text, const Pattern& split, std::vector<int32_t>* ids,
+                   EncodeScratch& s) const;
   void EncodePiece(std::string_view piece, const PieceKey& key, std::vector<int32_t>* ids,
                    EncodeScratch& s) const;
   size_t TokenLength(int32_t id) const;
