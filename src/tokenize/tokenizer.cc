@@ -275,6 +275,18 @@ void Tokenizer::EncodePlain(std::string_view text, std::vector<int32_t>* ids,
   }
 }
 
+inline void Tokenizer::EncodePiece(std::string_view piece, const PieceKey& key,
+                                   std::vector<int32_t>* ids, EncodeScratch& s) const {
+  if (plain_ || !Cacheable(piece)) {
+    bpe_.EncodeWord(piece, ids, &s.bpe);
+    return;
+  }
+  if (s.cache.Append(piece, key, ids)) return;
+  size_t before = ids->size();
+  bpe_.EncodeWord(piece, ids, &s.bpe);
+  s.cache.Insert(piece, key, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
+}
+
 // EncodePlain for a pre-tokenizer of one split (OnlySplit): each match is a
 // piece, taken straight from the matches, its key made and its slot loaded
 // kAhead pieces ahead (a ring of keys, not a list of pieces and one of keys).
@@ -298,18 +310,6 @@ void Tokenizer::EncodeSpans(std::string_view text, const Pattern& split, std::ve
     if (i + kAhead < n) load(i + kAhead);
     EncodePiece(piece(i), ring[i % kRing], ids, s);
   }
-}
-
-void Tokenizer::EncodePiece(std::string_view piece, const PieceKey& key, std::vector<int32_t>* ids,
-                            EncodeScratch& s) const {
-  if (plain_ || !Cacheable(piece)) {
-    bpe_.EncodeWord(piece, ids, &s.bpe);
-    return;
-  }
-  if (s.cache.Append(piece, key, ids)) return;
-  size_t before = ids->size();
-  bpe_.EncodeWord(piece, ids, &s.bpe);
-  s.cache.Insert(piece, key, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
 }
 
 uint64_t Tokenizer::VocabFingerprint() const {
