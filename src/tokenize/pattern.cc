@@ -180,6 +180,17 @@ class Cl100kPattern final : public Pattern {
     return i;
   }
 
+  // The end of \p{N}{1,max_digits_} whose first digit ends at j.
+  size_t MoreDigits(const Scanner& sc, size_t j) const {
+    for (int d = 1; d < max_digits_ && j < sc.size(); ++d) {
+      uint32_t c;
+      size_t l;
+      if (!(sc.ClassAt(j, &c, &l) & kClassNumber)) break;
+      j += l;
+    }
+    return j;
+  }
+
   // MatchAt for an ASCII byte at i: the same alternatives in the same order,
   // with the ASCII classes read from a table.
   size_t MatchAsciiAt(const Scanner& sc, const unsigned char* s, size_t i) const {
@@ -191,17 +202,7 @@ class Cl100kPattern final : public Pattern {
     }
     // [^\r\n\p{L}\p{N}]?\p{L}+
     if (k0 & kClassLetter) return RunOfLetters(sc, s, i + 1);
-    if (k0 & kClassNumber) {
-      // \p{N}{1,max}
-      size_t j = i + 1;
-      for (int d = 1; d < max_digits_ && j < n; ++d) {
-        uint32_t c;
-        size_t l;
-        if (!(sc.ClassAt(j, &c, &l) & kClassNumber)) break;
-        j += l;
-      }
-      return j;
-    }
+    if (k0 & kClassNumber) return MoreDigits(sc, i + 1);  // \p{N}{1,max}
     if (c0 != '\r' && c0 != '\n' && i + 1 < n) {
       const unsigned char c1 = s[i + 1];
       if (c1 < 0x80) {
@@ -256,16 +257,7 @@ class Cl100kPattern final : public Pattern {
       if (sc.ClassAt(i + l0, &c1, &l1) & kClassLetter) return sc.RunOf(i + l0 + l1, kClassLetter);
     }
     // \p{N}{1,max}
-    if (k0 & kClassNumber) {
-      size_t j = i + l0;
-      for (int d = 1; d < max_digits_ && j < n; ++d) {
-        uint32_t c;
-        size_t l;
-        if (!(sc.ClassAt(j, &c, &l) & kClassNumber)) break;
-        j += l;
-      }
-      return j;
-    }
+    if (k0 & kClassNumber) return MoreDigits(sc, i + l0);
     // ' '?[^\s\p{L}\p{N}]+[\r\n]*
     size_t j = c0 == ' ' ? i + 1 : i;
     if (j < n) {
