@@ -12,6 +12,21 @@ namespace ek::tokenize {
 
 namespace {
 
+// The number of leading bytes of the 8 at p that are ASCII letters (A-Z, a-z).
+inline size_t AsciiLetterPrefix(const unsigned char* p) {
+  uint64_t w;
+  std::memcpy(&w, p, 8);
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  constexpr uint64_t kHigh = 0x8080808080808080ull;
+  // With the high bit clear, w | 0x20 maps A-Z onto a-z (and nothing else
+  // there); a byte is in [0x61, 0x7A] when adding 0x1F sets its high bit and
+  // adding 0x05 does not (no carry crosses bytes below 0x80).
+  const uint64_t l = w | (0x20 * kOnes);
+  const uint64_t letters = (l + 0x1F * kOnes) & ~(l + 0x05 * kOnes) & ~w & kHigh;
+  const uint64_t stop = ~letters & kHigh;
+  return stop ? static_cast<size_t>(__builtin_ctzll(stop)) / 8 : 8;
+}
+
 // Shared scanning helpers over valid UTF-8.
 class Scanner {
  public:
@@ -33,6 +48,23 @@ class Scanner {
       uint32_t cp;
       size_t len;
       if (!(ClassAt(i, &cp, &len) & bit)) break;
+      i += len;
+    }
+    return i;
+  }
+  // End of the run of letters (\p{L}) starting at i: ASCII letters eight
+  // bytes at a time, then one code point through the class table.
+  size_t RunOfLetters(size_t i) const {
+    while (i < n_) {
+      if (i + 8 <= n_) {
+        const size_t k = AsciiLetterPrefix(s_ + i);
+        i += k;
+        if (k == 8) continue;
+        if (i >= n_) break;
+      }
+      uint32_t cp;
+      size_t len;
+      if (!(ClassAt(i, &cp, &len) & kClassLetter)) break;
       i += len;
     }
     return i;
@@ -107,47 +139,16 @@ size_t MatchContraction(const Scanner& sc, size_t i, bool ignore_case) {
   return 0;
 }
 
-// ASCII classes for the Llama 3 / Qwen2 matcher's fast path: the class bits
-// of CharClasses for bytes below 0x80, plus \r and \n apart.
-struct AsciiTable {
-  uint8_t cls[128];
-  AsciiTable() {
-    const CharClasses& c = CharClasses::Get();
-    for (uint32_t b = 0; b < 128; ++b) cls[b] = c.Of(b);
-  }
-  static const AsciiTable& Get() {
-    static const AsciiTable t;
-    return t;
-  }
-};
-
-// The number of leading bytes of the 8 at p that are ASCII letters (A-Z, a-z).
-inline size_t AsciiLetterPrefix(const unsigned char* p) {
-  uint64_t w;
-  std::memcpy(&w, p, 8);
-  constexpr uint64_t kOnes = 0x0101010101010101ull;
-  constexpr uint64_t kHigh = 0x8080808080808080ull;
-  // With the high bit clear, w | 0x20 maps A-Z onto a-z (and nothing else
-  // there); a byte is in [0x61, 0x7A] when adding 0x1F sets its high bit and
-  // adding 0x05 does not (no carry crosses bytes below 0x80).
-  const uint64_t l = w | (0x20 * kOnes);
-  const uint64_t letters = (l + 0x1F * kOnes) & ~(l + 0x05 * kOnes) & ~w & kHigh;
-  const uint64_t stop = ~letters & kHigh;
-  return stop ? static_cast<size_t>(__builtin_ctzll(stop)) / 8 : 8;
-}
-
 // Llama 3 / Qwen2 family.
 class Cl100kPattern final : public Pattern {
  public:
-  Cl100kPattern(int max_digits, std::string_view name)
-      : max_digits_(max_digits), name_(name), ascii_(AsciiTable::Get()) {}
+  Cl100kPattern(int max_digits, std::string_view name) : max_digits_(max_digits), name_(name) {}
 
   void FindMatches(std::string_view text, std::vector<Span>* out) const override {
     Scanner sc(text);
-    const auto* s = reinterpret_cast<const unsigned char*>(text.data());
     size_t i = 0, n = sc.size();
     while (i < n) {
-      size_t end = s[i] < 0x80 ? MatchAsciiAt(sc, s, i) : MatchAt(sc, i);
+      size_t end = MatchAt(sc, i);
       out->push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(end)});
       i = end;
     }
@@ -156,30 +157,6 @@ class Cl100kPattern final : public Pattern {
   bool covers_all() const override { return true; }
 
  private:
-  // \p{L}* from i: ASCII letters eight at a time, other bytes through the
-  // class table.
-  size_t RunOfLetters(const Scanner& sc, const unsigned char* s, size_t i) const {
-    const size_t n = sc.size();
-    while (i < n) {
-      if (i + 8 <= n) {
-        size_t k = AsciiLetterPrefix(s + i);
-        i += k;
-        if (k == 8) continue;
-      }
-      if (i >= n) break;
-      if (s[i] < 0x80) {
-        if (!(ascii_.cls[s[i]] & kClassLetter)) break;
-        ++i;
-        continue;
-      }
-      uint32_t cp;
-      size_t len;
-      if (!(sc.ClassAt(i, &cp, &len) & kClassLetter)) break;
-      i += len;
-    }
-    return i;
-  }
-
   // The end of \p{N}{1,max_digits_} whose first digit ends at j.
   size_t MoreDigits(const Scanner& sc, size_t j) const {
     for (int d = 1; d < max_digits_ && j < sc.size(); ++d) {
@@ -191,56 +168,6 @@ class Cl100kPattern final : public Pattern {
     return j;
   }
 
-  // MatchAt for an ASCII byte at i: the same alternatives in the same order,
-  // with the ASCII classes read from a table.
-  size_t MatchAsciiAt(const Scanner& sc, const unsigned char* s, size_t i) const {
-    const size_t n = sc.size();
-    const unsigned char c0 = s[i];
-    const uint8_t k0 = ascii_.cls[c0];
-    if (c0 == '\'') {
-      if (size_t m = MatchContraction(sc, i, true)) return i + m;
-    }
-    // [^\r\n\p{L}\p{N}]?\p{L}+
-    if (k0 & kClassLetter) return RunOfLetters(sc, s, i + 1);
-    if (k0 & kClassNumber) return MoreDigits(sc, i + 1);  // \p{N}{1,max}
-    if (c0 != '\r' && c0 != '\n' && i + 1 < n) {
-      const unsigned char c1 = s[i + 1];
-      if (c1 < 0x80) {
-        if (ascii_.cls[c1] & kClassLetter) return RunOfLetters(sc, s, i + 2);
-      } else {
-        uint32_t cp;
-        size_t l1;
-        if (sc.ClassAt(i + 1, &cp, &l1) & kClassLetter) return RunOfLetters(sc, s, i + 1 + l1);
-      }
-    }
-    // ' '?[^\s\p{L}\p{N}]+[\r\n]*
-    size_t j = c0 == ' ' ? i + 1 : i;
-    if (j < n) {
-      uint32_t c;
-      size_t l;
-      if (!(sc.ClassAt(j, &c, &l) & (kClassLetter | kClassNumber | kClassSpace))) {
-        size_t e = j + l;
-        while (e < n) {
-          if (s[e] < 0x80) {
-            if (ascii_.cls[s[e]] & (kClassLetter | kClassNumber | kClassSpace)) break;
-            ++e;
-          } else {
-            uint32_t cp;
-            size_t len;
-            if (sc.ClassAt(e, &cp, &len) & (kClassLetter | kClassNumber | kClassSpace)) break;
-            e += len;
-          }
-        }
-        while (e < n && (s[e] == '\r' || s[e] == '\n')) ++e;
-        return e;
-      }
-    }
-    // \s*[\r\n]+ | \s+(?!\S) | \s+
-    if (k0 & kClassSpace) return MatchWhitespace(sc, i, true);
-    // Unreachable for valid input: every code point is L, N, \s or other.
-    return i + 1;
-  }
-
   size_t MatchAt(const Scanner& sc, size_t i) const {
     size_t n = sc.size();
     uint32_t c0;
@@ -250,11 +177,11 @@ class Cl100kPattern final : public Pattern {
       if (size_t m = MatchContraction(sc, i, true)) return i + m;
     }
     // [^\r\n\p{L}\p{N}]?\p{L}+
-    if (k0 & kClassLetter) return sc.RunOf(i + l0, kClassLetter);
+    if (k0 & kClassLetter) return sc.RunOfLetters(i + l0);
     if (!(k0 & kClassNumber) && !IsNewline(c0) && i + l0 < n) {
       uint32_t c1;
       size_t l1;
-      if (sc.ClassAt(i + l0, &c1, &l1) & kClassLetter) return sc.RunOf(i + l0 + l1, kClassLetter);
+      if (sc.ClassAt(i + l0, &c1, &l1) & kClassLetter) return sc.RunOfLetters(i + l0 + l1);
     }
     // \p{N}{1,max}
     if (k0 & kClassNumber) return MoreDigits(sc, i + l0);
@@ -277,7 +204,6 @@ class Cl100kPattern final : public Pattern {
 
   int max_digits_;
   std::string_view name_;
-  const AsciiTable& ascii_;
 };
 
 class Gpt2Pattern final : public Pattern {
@@ -312,7 +238,7 @@ class Gpt2Pattern final : public Pattern {
       kj = sc.ClassAt(j, &c1, &lj);
     }
     if (j < n) {
-      if (kj & kClassLetter) return sc.RunOf(j + lj, kClassLetter);
+      if (kj & kClassLetter) return sc.RunOfLetters(j + lj);
       if (kj & kClassNumber) return sc.RunOf(j + lj, kClassNumber);
       if (!(kj & kClassSpace)) return sc.RunOfOther(j + lj);
     }
