@@ -257,21 +257,28 @@ void Tokenizer::EncodePlain(std::string_view text, std::vector<int32_t>* ids,
     }
     s.pieces.swap(s.next_pieces);
   }
-  // The cache's slots for the pieces a few ahead are loaded while this one is
-  // encoded: most probes would otherwise wait on memory.
-  const size_t n = s.pieces.size();
-  s.keys.resize(n);
+  EncodeEach(
+      s.pieces.size(), [&s](size_t i) { return s.pieces[i]; }, ids, s);
+}
+
+// Encodes pieces 0..n-1 (piece(i) gives each) in order. Each piece's key is
+// made and its cache slot prefetched kAhead pieces ahead, into a ring of keys:
+// most probes would otherwise wait on memory.
+template <class PieceAt>
+void Tokenizer::EncodeEach(size_t n, PieceAt piece, std::vector<int32_t>* ids,
+                           EncodeScratch& s) const {
+  constexpr size_t kAhead = 8, kRing = 16;
+  PieceKey ring[kRing];
+  auto load = [&](size_t i) {
+    std::string_view p = piece(i);
+    if (!Cacheable(p)) return;
+    ring[i % kRing] = PieceCache::Key(p);
+    s.cache.Prefetch(ring[i % kRing].hash);
+  };
+  for (size_t i = 0; i < std::min(n, kAhead); ++i) load(i);
   for (size_t i = 0; i < n; ++i) {
-    if (Cacheable(s.pieces[i])) s.keys[i] = PieceCache::Key(s.pieces[i]);
-  }
-  constexpr size_t kAhead = 8;
-  for (size_t i = 0; i < std::min(n, kAhead); ++i) {
-    if (Cacheable(s.pieces[i])) s.cache.Prefetch(s.keys[i].hash);
-  }
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n && Cacheable(s.pieces[i + kAhead]))
-      s.cache.Prefetch(s.keys[i + kAhead].hash);
-    EncodePiece(s.pieces[i], s.keys[i], ids, s);
+    if (i + kAhead < n) load(i + kAhead);
+    EncodePiece(piece(i), ring[i % kRing], ids, s);
   }
 }
 
@@ -288,28 +295,18 @@ inline void Tokenizer::EncodePiece(std::string_view piece, const PieceKey& key,
 }
 
 // EncodePlain for a pre-tokenizer of one split (OnlySplit): each match is a
-// piece, taken straight from the matches, its key made and its slot loaded
-// kAhead pieces ahead (a ring of keys, not a list of pieces and one of keys).
+// piece, taken straight from the matches (no list of pieces).
 void Tokenizer::EncodeSpans(std::string_view text, const Pattern& split, std::vector<int32_t>* ids,
                             EncodeScratch& s) const {
   s.spans.clear();
   split.FindMatches(text, &s.spans);
   const Span* spans = s.spans.data();
-  const size_t n = s.spans.size();
-  auto piece = [&](size_t i) { return text.substr(spans[i].begin, spans[i].end - spans[i].begin); };
-  constexpr size_t kAhead = 8, kRing = 16;
-  PieceKey ring[kRing];
-  auto load = [&](size_t i) {
-    std::string_view p = piece(i);
-    if (!Cacheable(p)) return;
-    ring[i % kRing] = PieceCache::Key(p);
-    s.cache.Prefetch(ring[i % kRing].hash);
-  };
-  for (size_t i = 0; i < std::min(n, kAhead); ++i) load(i);
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kAhead < n) load(i + kAhead);
-    EncodePiece(piece(i), ring[i % kRing], ids, s);
-  }
+  EncodeEach(
+      s.spans.size(),
+      [text, spans](size_t i) {
+        return text.substr(spans[i].begin, spans[i].end - spans[i].begin);
+      },
+      ids, s);
 }
 
 uint64_t Tokenizer::VocabFingerprint() const {

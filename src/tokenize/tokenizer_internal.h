@@ -215,7 +215,6 @@ struct EncodeScratch {
   std::vector<AddedSplit> raw_splits, norm_splits;
   std::vector<Span> spans;
   std::vector<std::string_view> pieces, next_pieces;
-  std::vector<PieceKey> keys;  // of pieces, for the cache
   std::deque<std::string> arena;
   std::vector<int32_t> word_ids;
   // The SentencePiece-style family's: alignments of normalized text and of

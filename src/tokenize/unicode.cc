@@ -217,9 +217,7 @@ void AppendNfcFrom(std::string_view s, size_t quick_end, std::string* out) {
     out->append(s.substr(from, begin - from));
     size_t end = NfcBoundaryAfter(s, p);
     p = NfcQuickEnd(s, end);
-    while (p < s.size()) {
-      const size_t next = NfcBoundaryBefore(s, end, p);
-      if (next - end > kJoin) break;
+    while (p < s.size() && NfcBoundaryBefore(s, end, p) - end <= kJoin) {
       end = NfcBoundaryAfter(s, p);
       p = NfcQuickEnd(s, end);
     }
