@@ -4,6 +4,9 @@
 #include <utf8proc.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
 
 namespace ek::tmpl {
 
@@ -399,12 +402,71 @@ bool PyIsClass(std::string_view s, std::string_view method) {
   return true;
 }
 
+// Python's repr of an ASCII character, quoted with ' (row 0) or " (row 1): its
+// length and text, one table entry a byte, so a long ASCII string is a table
+// walk rather than a compare chain a byte (see AppendJsonString in value.cc).
+struct ReprEscape {
+  char text[4];
+  uint8_t len;
+};
+constexpr std::array<std::array<ReprEscape, 128>, 2> MakeReprEscapes() {
+  std::array<std::array<ReprEscape, 128>, 2> t{};
+  constexpr char kHex[] = "0123456789abcdef";
+  for (int row = 0; row < 2; ++row) {
+    char q = row == 0 ? '\'' : '"';
+    for (int c = 0; c < 128; ++c) {
+      ReprEscape& e = t[row][c];
+      auto two = [&e](char x) {
+        e.text[0] = '\\';
+        e.text[1] = x;
+        e.len = 2;
+      };
+      if (c == '\\' || c == q) {
+        two(static_cast<char>(c));
+      } else if (c == '\n') {
+        two('n');
+      } else if (c == '\r') {
+        two('r');
+      } else if (c == '\t') {
+        two('t');
+      } else if (c < 0x20 || c == 0x7F) {
+        e.text[0] = '\\';
+        e.text[1] = 'x';
+        e.text[2] = kHex[c >> 4];
+        e.text[3] = kHex[c & 15];
+        e.len = 4;
+      } else {
+        e.text[0] = static_cast<char>(c);
+        e.len = 1;
+      }
+    }
+  }
+  return t;
+}
+constexpr std::array<std::array<ReprEscape, 128>, 2> kReprEscapes = MakeReprEscapes();
+
 std::string PyStrRepr(std::string_view s) {
   bool has_single = s.find('\'') != std::string_view::npos;
   bool has_double = s.find('"') != std::string_view::npos;
   char q = has_single && !has_double ? '"' : '\'';
+  const std::array<ReprEscape, 128>& ascii = kReprEscapes[q == '"'];
   std::string out(1, q);
+  out.reserve(s.size() + 2);
   for (size_t i = 0; i < s.size();) {
+    size_t j = i;  // a run of ASCII, written through the table
+    while (j < s.size() && static_cast<unsigned char>(s[j]) < 0x80) ++j;
+    if (j > i) {
+      size_t at = out.size();
+      out.resize(at + 4 * (j - i));  // the longest entry is 4 bytes
+      char* p = out.data() + at;
+      for (; i < j; ++i) {
+        const ReprEscape& e = ascii[static_cast<unsigned char>(s[i])];
+        std::memcpy(p, e.text, 4);
+        p += e.len;
+      }
+      out.resize(static_cast<size_t>(p - out.data()));
+      continue;
+    }
     size_t len;
     uint32_t cp = DecodeUtf8At(s, i, &len);
     if (cp == '\\') {

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -282,58 +283,83 @@ namespace {
 std::string StrRepr(std::string_view s) { return PyStrRepr(s); }
 
 void AppendRepr(std::string* out, const Value& v);
-void AppendDictRepr(std::string* out, const Dict& d);
+
+// json.dumps(ensure_ascii=False) escapes, one table entry a byte: its escape's
+// length and text (a byte that needs none is itself, length 1). Both loops below
+// index the table and never branch on the byte, so a megabyte string (repeated
+// tojson doubles one, fuzz/regressions/template) costs a table walk, not a
+// compare chain a byte: under the fuzzer's instrumentation that was seconds.
+struct JsonEscape {
+  char text[8];
+  uint8_t len;
+};
+constexpr std::array<JsonEscape, 256> MakeJsonEscapes() {
+  std::array<JsonEscape, 256> t{};
+  constexpr char kHex[] = "0123456789abcdef";
+  for (int c = 0; c < 256; ++c) {
+    JsonEscape& e = t[c];
+    auto two = [&e](char x) {
+      e.text[0] = '\\';
+      e.text[1] = x;
+      e.len = 2;
+    };
+    switch (c) {
+      case '"':
+        two('"');
+        break;
+      case '\\':
+        two('\\');
+        break;
+      case '\n':
+        two('n');
+        break;
+      case '\r':
+        two('r');
+        break;
+      case '\t':
+        two('t');
+        break;
+      case '\b':
+        two('b');
+        break;
+      case '\f':
+        two('f');
+        break;
+      default:
+        if (c < 0x20) {
+          const char u[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
+          for (int k = 0; k < 6; ++k) e.text[k] = u[k];
+          e.len = 6;
+        } else {
+          e.text[0] = static_cast<char>(c);
+          e.len = 1;
+        }
+    }
+  }
+  return t;
+}
+constexpr std::array<JsonEscape, 256> kJsonEscapes = MakeJsonEscapes();
 
 // The length of `s` as a JSON string literal, quotes included.
 size_t JsonStringSize(std::string_view s) {
-  size_t n = s.size() + 2;
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f') {
-      n += 1;
-    } else if (c < 0x20) {
-      n += 5;
-    }
-  }
+  size_t n = 2;
+  for (unsigned char c : s) n += kJsonEscapes[c].len;
   return n;
 }
 
 void AppendJsonString(std::string* out, std::string_view s) {
-  out->reserve(out->size() + JsonStringSize(s));
-  out->push_back('"');
-  size_t run = 0;  // start of the characters not yet copied, which need no escape
-  for (size_t i = 0; i < s.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out->append(s.data() + run, i - run);
-    run = i + 1;
-    switch (c) {
-      case '"':
-        *out += "\\\"";
-        break;
-      case '\\':
-        *out += "\\\\";
-        break;
-      case '\n':
-        *out += "\\n";
-        break;
-      case '\r':
-        *out += "\\r";
-        break;
-      case '\t':
-        *out += "\\t";
-        break;
-      case '\b':
-        *out += "\\b";
-        break;
-      case '\f':
-        *out += "\\f";
-        break;
-      default:
-        *out += fmt::format("\\u{:04x}", c);
-    }
+  size_t at = out->size();
+  size_t n = JsonStringSize(s);
+  out->resize(at + n + 8);  // room for the last entry's whole 8-byte copy
+  char* p = out->data() + at;
+  *p++ = '"';
+  for (unsigned char c : s) {
+    const JsonEscape& e = kJsonEscapes[c];
+    std::memcpy(p, e.text, 8);
+    p += e.len;
   }
-  out->append(s.data() + run, s.size() - run);
-  out->push_back('"');
+  *p = '"';
+  out->resize(at + n);
 }
 
 Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool sort_keys,
@@ -432,68 +458,128 @@ Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool 
   return Status::Ok();
 }
 
-void AppendDictRepr(std::string* out, const Dict& d) {
-  out->push_back('{');
-  for (size_t i = 0; i < d.items.size(); ++i) {
-    if (i) *out += ", ";
-    *out += StrRepr(d.items[i].first);
-    *out += ": ";
-    AppendRepr(out, d.items[i].second);
-  }
-  out->push_back('}');
-}
-
-// Stops early past kMaxStringBytes (a list of 2**20 references to one 1 MiB
-// string); the caller's size check then reports it (render.cc).
-void AppendRepr(std::string* out, const Value& v) {
-  if (out->size() > kMaxStringBytes) return;
+// A lower bound of len(repr(v)), counted only until it passes `cap`: a repr is
+// never shorter than its strings' bytes with two quotes each and ", " between
+// items (a list of 2**20 references to one 1 MiB string passes 16 MiB at its
+// seventeenth item, and the count stops there).
+size_t ReprAtLeast(const Value& v, size_t cap) {
   switch (v.kind()) {
     case Value::Kind::kString:
-      *out += StrRepr(v.str());
-      return;
+      return v.str().size() + 2;
     case Value::Kind::kList: {
-      const List& l = v.list();
-      const char* open = "[";
-      const char* close = "]";
-      switch (v.seq()) {
-        case Seq::kList:
-          break;
-        case Seq::kTuple:
-          open = "(";
-          close = l.size() == 1 ? ",)" : ")";
-          break;
-        case Seq::kRange:
-          open = "<range ";
-          close = ">";
-          break;  // refused before printing
-        case Seq::kDictKeys:
-          open = "dict_keys([";
-          close = "])";
-          break;
-        case Seq::kDictValues:
-          open = "dict_values([";
-          close = "])";
-          break;
-        case Seq::kDictItems:
-          open = "dict_items([";
-          close = "])";
-          break;
+      size_t n = 2;
+      for (const Value& x : v.list()) {
+        if (n > cap) break;
+        n += 2 + ReprAtLeast(x, cap - n);
       }
-      *out += open;
-      for (size_t i = 0; i < l.size(); ++i) {
-        if (i) *out += ", ";
-        AppendRepr(out, l[i]);
-      }
-      *out += close;
-      return;
+      return n;
     }
     case Value::Kind::kDict:
-      AppendDictRepr(out, v.dict());
-      return;
+    case Value::Kind::kNamespace: {
+      size_t n = 2;
+      for (const auto& [key, x] : v.dict().items) {
+        if (n > cap) break;
+        n += 6 + key.size() + ReprAtLeast(x, cap - n);
+      }
+      return n;
+    }
     default:
-      AppendStr(out, v);
+      return 1;
   }
 }
+
+// Python's repr of lists and dicts. Stops early past kMaxStringBytes; the
+// caller's size check then reports it (render.cc). When the lower bound above
+// already passes the limit, strings go in raw, unescaped and in single quotes:
+// the text is then never shorter than it would have been, the caller refuses it
+// just the same, and megabytes are not escaped only to be refused.
+class ReprWriter {
+ public:
+  ReprWriter(std::string* out, const Value& v) : out_(out) {
+    size_t budget = kMaxStringBytes - std::min(out->size(), kMaxStringBytes);
+    raw_ = ReprAtLeast(v, budget) > budget;
+  }
+
+  void Dict(const ek::tmpl::Dict& d) {
+    out_->push_back('{');
+    for (size_t i = 0; i < d.items.size() && out_->size() <= kMaxStringBytes; ++i) {
+      if (i) *out_ += ", ";
+      String(d.items[i].first);
+      *out_ += ": ";
+      Any(d.items[i].second);
+    }
+    out_->push_back('}');
+  }
+
+  void Any(const Value& v) {
+    if (out_->size() > kMaxStringBytes) return;
+    switch (v.kind()) {
+      case Value::Kind::kString:
+        String(v.str());
+        return;
+      case Value::Kind::kList:
+        List(v);
+        return;
+      case Value::Kind::kDict:
+        Dict(v.dict());
+        return;
+      default:
+        AppendStr(out_, v);
+    }
+  }
+
+ private:
+  void String(const std::string& s) {
+    if (!raw_) {
+      *out_ += StrRepr(s);
+      return;
+    }
+    out_->push_back('\'');
+    out_->append(s);
+    out_->push_back('\'');
+  }
+
+  void List(const Value& v) {
+    const ek::tmpl::List& l = v.list();
+    const char* open = "[";
+    const char* close = "]";
+    switch (v.seq()) {
+      case Seq::kList:
+        break;
+      case Seq::kTuple:
+        open = "(";
+        close = l.size() == 1 ? ",)" : ")";
+        break;
+      case Seq::kRange:
+        open = "<range ";
+        close = ">";
+        break;  // refused before printing
+      case Seq::kDictKeys:
+        open = "dict_keys([";
+        close = "])";
+        break;
+      case Seq::kDictValues:
+        open = "dict_values([";
+        close = "])";
+        break;
+      case Seq::kDictItems:
+        open = "dict_items([";
+        close = "])";
+        break;
+    }
+    *out_ += open;
+    for (size_t i = 0; i < l.size() && out_->size() <= kMaxStringBytes; ++i) {
+      if (i) *out_ += ", ";
+      Any(l[i]);
+    }
+    *out_ += close;
+  }
+
+  std::string* out_;
+  bool raw_;
+};
+
+void AppendRepr(std::string* out, const Value& v) { ReprWriter(out, v).Any(v); }
 
 }  // namespace
 
@@ -522,7 +608,7 @@ void AppendStr(std::string* out, const Value& v) {
       return;
     case Value::Kind::kNamespace: {  // jinja2's Namespace.__repr__
       *out += "<Namespace ";
-      AppendDictRepr(out, v.dict());
+      ReprWriter(out, v).Dict(v.dict());
       *out += ">";
       return;
     }

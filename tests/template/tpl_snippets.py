@@ -110,6 +110,10 @@ SNIPPETS = [
     '{{ 1 is sameas 1 }}{{ none is sameas none }}{{ messages is sameas messages }}{{ [] is sameas [] }}',
     "{{ messages[0].l|selectattr('x')|list }}",
     "{{ messages[0].l is sequence }}{{ messages[0].d.keys() is sequence }}{{ messages[0].l|map('abs') is iterable }}{{ messages[0].l|map('abs') is sequence }}{{ messages[0].d is sequence }}\n",
+    # Every ASCII byte through repr (quoted with ' and, with a ' inside and no ", with ")
+    # and through tojson: both escape tables, entry by entry.
+    '{% set a = "' + ''.join('\\x%02x' % c for c in range(128)) + '" %}'
+    '{{ [a] }}{{ [a|replace("\'", "")] }}{{ [a|replace(\'"\', "")] }}{{ {a: a} }}{{ a|tojson }}{{ [a ~ "\u00e9\x85"] }}',
 ]
 
 REFUSED = {
