@@ -13,7 +13,8 @@ ranks' PYTHONPATH; modules whose assertions are about the process tree itself ru
 What a rank sees is a fresh interpreter's view: its argv, environment, working directory,
 sys.path (the script's folder or the working directory first, then PYTHONPATH), standard
 streams (the client's own file descriptors, passed over the socket) and buffering (-u,
-PYTHONUNBUFFERED). What differs: the rank's parent is this server, not the process that
+PYTHONUNBUFFERED), torch's intra-op thread count (its OMP_NUM_THREADS, or torch's own default;
+tests/trainer/test_zygote.py compares all of these with a fresh interpreter's). What differs: the rank's parent is this server, not the process that
 started it; the client (that process, a thin stand-in) forwards the signals it gets to the
 rank, stops itself when the rank is stopped (so a wrapper reading its child's state sees
 "T") and ends as the rank ends: the same exit code, or killed by the same signal. A client
@@ -41,6 +42,7 @@ import select
 import signal
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -48,7 +50,8 @@ MODULES = frozenset({"evenkeel.train", "evenkeel.isolation"})
 # Scripts by path relative to the repository.
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPTS = frozenset(os.path.join(REPO, p) for p in (
-    "trainer/train.py", "tests/trainer/hooked_trainer.py", "tests/launch/precision_trainer.py"))
+    "trainer/train.py", "tests/trainer/hooked_trainer.py", "tests/launch/precision_trainer.py",
+    "tests/zygote/probe_trainer.py"))
 # The libraries only. evenkeel's own modules are imported by each rank, fresh (a fraction
 # of a second): what they take at import is the rank's own (evenkeel.heartbeat notes the
 # process's start as no later than its import; preloaded here it was the server's start,
@@ -93,6 +96,22 @@ def read_request(conn: socket.socket) -> tuple[dict, list[int]]:
     return json.loads(body), list(fds)
 
 
+# torch's intra-op threads in a process started without OMP_NUM_THREADS (main() sets it).
+FRESH_THREADS = 0
+
+
+def omp_threads(env: dict) -> None:
+    """The intra-op thread count a fresh rank with this environment starts with: its
+    OMP_NUM_THREADS (the launcher and torchrun set one, 1 for four ranks on two cores),
+    else torch's default. Without this every rank kept the server's count (all cores):
+    four ranks ran eight threads on two cores, spinning in OpenMP, unlike a user's rank."""
+    torch = sys.modules.get("torch")
+    if torch is None or FRESH_THREADS <= 0:
+        return
+    n = env.get("OMP_NUM_THREADS", "").strip()
+    torch.set_num_threads(int(n) if n.isdigit() and int(n) > 0 else FRESH_THREADS)
+
+
 def run_rank(req: dict, fds: list[int], how: tuple[str, str, list[str], bool], keep: set[int]) -> None:
     """In the forked child: becomes the rank, never returns."""
     code = 1
@@ -118,6 +137,7 @@ def run_rank(req: dict, fds: list[int], how: tuple[str, str, list[str], bool], k
         env = req["env"]
         os.environ.clear()
         os.environ.update(env)
+        omp_threads(env)
         kind, target, argv, unbuffered = how
         unbuffered = unbuffered or bool(env.get("PYTHONUNBUFFERED"))
 
@@ -194,11 +214,22 @@ def main() -> int:
     sock_path, ready = sys.argv[1], sys.argv[2]
     t0 = time.monotonic()
     gc.disable()
+    # OpenMP reads OMP_NUM_THREADS once, when torch loads it: here, not in a rank, so each
+    # rank sets its own count from its own environment (omp_threads). The count of a rank
+    # whose environment has none: what a fresh interpreter's torch says, asked once beside
+    # the imports (this server imports with the tests' OMP_NUM_THREADS=1: without it an
+    # import starts OpenMP's threads, and a process with threads must not fork).
+    fresh_env = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")}
+    asked = subprocess.Popen([sys.executable, "-c", "import torch; print(torch.get_num_threads())"],
+                             env=fresh_env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     for name in PRELOAD:
         try:
             __import__(name)
         except ImportError:
             pass
+    global FRESH_THREADS
+    out, _ = asked.communicate()
+    FRESH_THREADS = int(out) if asked.returncode == 0 and out.strip().isdigit() else 0
     gc.collect()
     gc.freeze()  # the preloaded objects are never scanned again, in the server or a rank
     gc.enable()

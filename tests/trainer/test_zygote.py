@@ -1,0 +1,59 @@
+"""The tests' rank zygote (tests/zygote/server.py) against a fresh interpreter: a rank it
+serves must start as a fresh one would, with the same argv, working directory, sys.path
+and torch's intra-op thread count (OpenMP read OMP_NUM_THREADS once, in the server: every
+rank kept the server's count, whatever its own environment said)."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow  # starts its own zygote: imports torch and transformers once
+
+REPO = Path(__file__).resolve().parents[2]
+ZYGOTE = REPO / "tests" / "zygote"
+
+
+@pytest.fixture(scope="module")
+def zygote(tmp_path_factory):
+    d = tmp_path_factory.mktemp("own-zygote")
+    sock, ready = d / "z.sock", d / "ready"
+    env = {k: v for k, v in os.environ.items() if k not in ("EK_ZYGOTE", "PYTHONPATH")}
+    env["OMP_NUM_THREADS"] = "1"  # as the tests start it (packs.child_env): must not leak into a rank
+    with open(d / "server.log", "w") as log:
+        proc = subprocess.Popen([sys.executable, str(ZYGOTE / "server.py"), str(sock), str(ready)], env=env,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not ready.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, (d / "server.log").read_text()
+        time.sleep(0.1)
+    yield sock
+    proc.kill()
+    proc.wait()
+
+
+def probe(tmp_path: Path, omp: str | None, sock: Path | None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("EK_ZYGOTE", "PYTHONPATH", "OMP_NUM_THREADS")}
+    if omp is not None:
+        env["OMP_NUM_THREADS"] = omp
+    if sock is not None:
+        env.update(EK_ZYGOTE=str(sock), PYTHONPATH=str(ZYGOTE))
+    env["EK_PROBE_PARENT"] = str(os.getpid())
+    # The served form: `python SCRIPT ARGS` from a working directory of the test's own.
+    p = subprocess.run([sys.executable, str(ZYGOTE / "probe_trainer.py"), "a", "b c"], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("omp", ["1", "2", None])
+def test_a_served_rank_starts_as_a_fresh_one_does(omp, zygote, tmp_path):
+    fresh = probe(tmp_path, omp, None)
+    served = probe(tmp_path, omp, zygote)
+    assert not fresh.pop("served") and served.pop("served"), "the zygote did not serve the probe"
+    assert served == fresh
+    assert fresh["threads"] == (int(omp) if omp else os.cpu_count()), fresh
