@@ -15,11 +15,12 @@ sys.path (the script's folder or the working directory first, then PYTHONPATH), 
 streams (the client's own file descriptors, passed over the socket) and buffering (-u,
 PYTHONUNBUFFERED), torch's intra-op thread count (its OMP_NUM_THREADS, or torch's own
 default; tests/trainer/test_zygote.py compares these with a fresh interpreter's). What
-differs: the rank's parent is this server, not the process that started it; the client (that process, a thin stand-in) forwards the signals it gets to the
-rank, stops itself when the rank is stopped (so a wrapper reading its child's state sees
-"T") and ends as the rank ends: the same exit code, or killed by the same signal. A client
-that dies (SIGKILL, a parent-death signal) takes its rank with it: this server SIGKILLs a
-rank whose client's connection closes.
+differs: the rank's parent is this server, not the process that started it; the client
+(that process, a thin stand-in) forwards the signals it gets to the rank, stops itself
+when the rank is stopped (so a wrapper reading its child's state sees "T") and ends as the
+rank ends: the same exit code, or killed by the same signal. A client that dies (SIGKILL,
+a parent-death signal) takes its rank with it: this server SIGKILLs a rank whose client's
+connection closes.
 
 Served: `python [-u] -m evenkeel.train|evenkeel.isolation ...` and `python [-u] SCRIPT ...`
 for the trainer scripts in SCRIPTS, from the same Python installation (sys.prefix) as this
