@@ -36,12 +36,16 @@ std::string FromErrorIn(std::string_view rest) {
 }
 
 // A traceback's last line: the first line after "Traceback (most recent call last):"
-// that is not indented (the frames and source lines are).
+// that is not indented (the frames and source lines are), nor only Python 3.11's
+// position markers (^ and ~): those lose their indent when the source file changed
+// on disk after the process read it (Python prints the file's line of today under
+// the columns of the code that ran).
 std::string_view TracebackEnd(const std::vector<std::string_view>& lines, size_t start) {
   for (size_t i = start + 1; i < lines.size(); ++i) {
     std::string_view l = lines[i];
     if (l.empty() || l[0] == ' ' || l[0] == '\t') continue;
     if (l.starts_with("[rank ")) continue;  // another rank's or this one's own line, interleaved
+    if (Trim(l).find_first_not_of("^~") == std::string_view::npos) continue;
     return Trim(l);
   }
   return {};
