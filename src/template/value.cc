@@ -347,9 +347,9 @@ size_t JsonStringSize(std::string_view s) {
   return n;
 }
 
-void AppendJsonString(std::string* out, std::string_view s) {
+// `n` is JsonStringSize(s), which the caller has already measured against the limit.
+void AppendJsonString(std::string* out, std::string_view s, size_t n) {
   size_t at = out->size();
-  size_t n = JsonStringSize(s);
   out->resize(at + n + 8);  // room for the last entry's whole 8-byte copy
   char* p = out->data() + at;
   *p++ = '"';
@@ -389,9 +389,10 @@ Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool 
     case Value::Kind::kString: {
       // Escaping can double a string; repeated tojson would grow it without
       // bound, so the size is known before anything is written.
-      size_t n = out->size() + JsonStringSize(v.str());
+      size_t size = JsonStringSize(v.str());
+      size_t n = out->size() + size;
       if (n > kMaxStringBytes) return TooLarge(n, "string");
-      AppendJsonString(out, v.str());
+      AppendJsonString(out, v.str(), size);
       return Status::Ok();
     }
     case Value::Kind::kList: {
@@ -435,7 +436,7 @@ Status AppendJson(std::string* out, const Value& v, int indent, int depth, bool 
         if (out->size() > kMaxStringBytes) return TooLarge(out->size(), "string");
         if (i) *out += item_sep;
         newline(depth + 1);
-        AppendJsonString(out, items[i]->first);
+        AppendJsonString(out, items[i]->first, JsonStringSize(items[i]->first));
         *out += key_sep;
         EK_RETURN_IF_ERROR(
             AppendJson(out, items[i]->second, indent, depth + 1, sort_keys, item_sep, key_sep));
