@@ -58,3 +58,38 @@ def test_a_served_rank_starts_as_a_fresh_one_does(omp, zygote, tmp_path):
     assert served == fresh
     if omp is not None:  # unset: torch's own default (cores, physical or not), whatever it is
         assert fresh["threads"] == int(omp), fresh
+
+
+def served_count(sock: Path) -> int:
+    p = Path(str(sock) + ".pids")
+    return len(p.read_text().splitlines()) if p.exists() else 0
+
+
+def torchrun_probe(tmp_path: Path, sock: Path | None, code: int) -> tuple[int, dict]:
+    """torchrun (the installation's console script, as a launch starts it) with one worker:
+    the probe trainer, which exits with `code`."""
+    env = {k: v for k, v in os.environ.items() if k not in ("EK_ZYGOTE", "PYTHONPATH", "OMP_NUM_THREADS")}
+    if sock is not None:
+        env.update(EK_ZYGOTE=str(sock), PYTHONPATH=str(ZYGOTE))
+    env.update(EK_PROBE_PARENT="0", EK_PROBE_EXIT=str(code))
+    out = tmp_path / "probe.json"
+    p = subprocess.run([str(Path(sys.executable).parent / "torchrun"), "--standalone", "--nproc-per-node", "1",
+                        "--max-restarts", "0", "--no-python",
+                        sys.executable, str(ZYGOTE / "probe_trainer.py"), "--out", str(out)],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    return p.returncode, json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("code", [0, 3])
+def test_a_served_torchrun_starts_its_worker_and_ends_as_a_fresh_one_does(code, zygote, tmp_path):
+    """torchrun is served too (a launch starts one per attempt): its worker sees what a fresh
+    torchrun's sees, and its exit status is the same, a worker's failure included."""
+    before = served_count(zygote)
+    fresh = torchrun_probe(tmp_path, None, code)
+    assert served_count(zygote) == before
+    served = torchrun_probe(tmp_path, zygote, code)
+    assert served_count(zygote) == before + 2, "the zygote did not serve torchrun and its worker"
+    for _, seen in (fresh, served):
+        seen.pop("served")
+    assert served == fresh
+    assert fresh[0] == (0 if code == 0 else 1), fresh

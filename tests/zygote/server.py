@@ -1,6 +1,6 @@
 """The tests' rank zygote: one Python process that imports the libraries a rank imports
 (torch, torch.distributed.checkpoint and DTensor, transformers and its model classes) once,
-then forks a ready interpreter for each rank a test starts.
+then forks a ready interpreter for each rank a test starts, and for each launch attempt's torchrun.
 
 Why: a rank's start-up is mostly imports, ~10 s of CPU on a 2-core CI machine (torch 5 s,
 DTensor's sympy 3 s, transformers), and the slow suite starts about 300 ranks, so imports
@@ -23,8 +23,9 @@ a parent-death signal) takes its rank with it: this server SIGKILLs a rank whose
 connection closes.
 
 Served: `python [-u] -m evenkeel.train|evenkeel.isolation ...` and `python [-u] SCRIPT ...`
-for the trainer scripts in SCRIPTS, from the same Python installation (sys.prefix) as this
-server; anything else is answered "no" and the client runs it itself.
+for the trainer scripts in SCRIPTS and the installation's own torchrun, from the same Python
+installation (sys.prefix) as this server; anything else is answered "no" and the client runs
+it itself.
 
   python tests/zygote/server.py SOCKET READY_FILE
 
@@ -50,15 +51,20 @@ import time
 MODULES = frozenset({"evenkeel.train", "evenkeel.isolation"})
 # Scripts by path relative to the repository.
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SCRIPTS = frozenset(os.path.join(REPO, p) for p in (
+# torchrun too: the console script beside this interpreter (the tests' launch.torchrun), which
+# a launch starts once per attempt (4.4 CPU-s of imports each, ~100 attempts a slow suite).
+# Its workers are started by torchrun in sessions of their own (start_new_session), never in
+# the launcher's process group: a group kill reached only torchrun before, and reaches only
+# its client now, whose death this server turns into torchrun's SIGKILL, as it was.
+SCRIPTS = frozenset([*(os.path.join(REPO, p) for p in (
     "trainer/train.py", "tests/trainer/hooked_trainer.py", "tests/launch/precision_trainer.py",
-    "tests/zygote/probe_trainer.py"))
+    "tests/zygote/probe_trainer.py")), os.path.join(os.path.dirname(sys.executable), "torchrun")])
 # The libraries only. evenkeel's own modules are imported by each rank, fresh (a fraction
 # of a second): what they take at import is the rank's own (evenkeel.heartbeat notes the
 # process's start as no later than its import; preloaded here it was the server's start,
 # and the launcher's goodput account ignored every beat as older than the attempt).
 PRELOAD = ("numpy", "torch", "torch.distributed", "torch.distributed.checkpoint", "torch.distributed.tensor",
-           "torch.distributed.fsdp", "safetensors.torch", "transformers",
+           "torch.distributed.fsdp", "torch.distributed.run", "safetensors.torch", "transformers",
            "transformers.models.qwen3.modeling_qwen3", "transformers.models.llama.modeling_llama",
            "transformers.models.gemma3.modeling_gemma3", "transformers.masking_utils")
 

@@ -21,8 +21,8 @@ def _ek_zygote() -> None:
 
     argv = list(getattr(sys, "orig_argv", ()))
     # Cheap filter first: the server decides, but a command that cannot be one of its
-    # (python -c, torchrun, pip) does not connect.
-    if not any(a in ("evenkeel.train", "evenkeel.isolation") or a.endswith("train.py") or a.endswith("_trainer.py")
+    # (python -c, pip) does not connect.
+    if not any(a in ("evenkeel.train", "evenkeel.isolation") or a.endswith(("train.py", "_trainer.py", "/torchrun"))
                for a in argv[1:4]):
         return
     import json
