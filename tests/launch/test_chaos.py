@@ -123,12 +123,13 @@ def _beats(hb_dir: Path) -> dict[int, dict]:
 
 
 def _fill(mount: Path) -> Path:
-    """Writes until the filesystem is full (a save in flight competes for the same space)."""
+    """Writes until the filesystem is full (a save in flight competes for the same space); again
+    on a full one, it takes back what was freed since."""
     import errno
 
     filler = mount / ".filler"
     block = b"\0" * (1 << 20)
-    with open(filler, "wb", buffering=0) as f:
+    with open(filler, "ab", buffering=0) as f:
         try:
             while True:
                 f.write(block)
@@ -173,6 +174,11 @@ def drive(proc: subprocess.Popen, faults: list[dict], hb_dir: Path, ckpt: Path, 
             if filler is not None and not any(_alive(p) for p in old_pids):
                 filler.unlink()  # the operator frees the space once the attempt has failed
                 filler = None
+            elif filler is not None:
+                # The disk stays full while the attempt lives. A save that completed before the
+                # fill prunes an older checkpoint after it, and the next save fitted in the space
+                # that freed: the fault never failed the attempt (seen under load, seeds 11 and 22).
+                _fill(ckpt)
             if any(_alive(p) for p in old_pids) or len(beats) < 4 or pids & old_pids:
                 continue
             old_pids = set()
