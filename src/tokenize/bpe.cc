@@ -120,6 +120,21 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     merge_slots_[h] = MergeSlot{key | (static_cast<uint64_t>(rank) << (2 * kIdBits)), m, 0};
   }
   merge_count_ = merges.size();
+  merged_offset_ = -1;
+  pair_ranks_.clear();
+  if (!merges.empty() && merged_by_rank_[0] >= 0) {
+    const int32_t offset = merged_by_rank_[0];
+    bool follows = true;
+    for (size_t rank = 0; rank < merges.size() && follows; ++rank) {
+      follows = merged_by_rank_[rank] == offset + static_cast<int32_t>(rank);
+    }
+    if (follows) {
+      pair_ranks_.resize(merge_slots_.size());
+      for (size_t i = 0; i < merge_slots_.size(); ++i) pair_ranks_[i] = merge_slots_[i].pair_rank;
+      merge_slots_ = {};
+      merged_offset_ = offset;
+    }
+  }
   // Dense table for pairs of byte tokens when those are ids 0..255 (the norm).
   // (Without byte tokens every byte_id_ is -1: the table still holds the ranks
   // of pairs of ids below 256, the byte-fallback tokens of SentencePiece ones.)
@@ -302,6 +317,9 @@ void BpeModel::MergeShort(size_t n, std::vector<int32_t>* out, BpeScratch* s) co
       merged[i] = merged[i + 1];
     }
     --n;
+    // The two new pairs' slots load together, not one after the other.
+    if (at + 1 < n) PrefetchPair(sym[at], sym[at + 1]);
+    if (at > 0) PrefetchPair(sym[at - 1], sym[at]);
     if (at + 1 < n) rank[at] = RankMerged(sym[at], sym[at + 1], &merged[at]);
     if (at > 0) rank[at - 1] = RankMerged(sym[at - 1], sym[at], &merged[at - 1]);
   }

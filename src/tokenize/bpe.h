@@ -65,6 +65,8 @@ class BpeModel {
   void UsePlainPath() { plain_ = true; }
 
   int32_t Find(std::string_view bytes) const { return vocab_.Find(bytes); }
+  // The token of one byte (a byte-level vocabulary's: InitVocab checked each).
+  int32_t ByteId(unsigned char b) const { return byte_id_[b]; }
   const std::string& TokenBytes(int32_t id) const { return tokens_[static_cast<size_t>(id)]; }
   bool HasId(int32_t id) const {
     return id >= 0 && static_cast<size_t>(id) < present_.size() &&
@@ -95,6 +97,18 @@ class BpeModel {
     uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
     if (!MaybeMerge(mixed)) return kNoMerge;
     uint64_t h = mixed >> shift_;
+    if (merged_offset_ >= 0) {  // pair and rank only: the merged id follows from the rank
+      while (true) {
+        const uint64_t e = pair_ranks_[h];
+        if ((e & kKeyMask) == key) {
+          const auto rank = static_cast<uint32_t>(e >> (2 * kIdBits));
+          *merged = static_cast<int32_t>(rank) + merged_offset_;
+          return rank;
+        }
+        if (e == kEmptySlot) return kNoMerge;
+        h = (h + 1) & merge_mask_;
+      }
+    }
     while (true) {
       const MergeSlot& slot = merge_slots_[h];
       if ((slot.pair_rank & kKeyMask) == key) {
@@ -103,6 +117,17 @@ class BpeModel {
       }
       if (slot.pair_rank == kEmptySlot) return kNoMerge;
       h = (h + 1) & merge_mask_;
+    }
+  }
+  // Starts loading the merge slot where the pair (left, right) is first looked
+  // for (pairs of byte tokens need none: their table is small and hot).
+  void PrefetchPair(int32_t left, int32_t right) const {
+    uint64_t key = (static_cast<uint64_t>(left) << kIdBits) | static_cast<uint64_t>(right);
+    const uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> shift_;
+    if (merged_offset_ >= 0) {
+      __builtin_prefetch(pair_ranks_.data() + h);
+    } else {
+      __builtin_prefetch(merge_slots_.data() + h);
     }
   }
   // A Bloom filter over the merge pairs (two bits of 2^20, 128 KB: it stays in
@@ -143,6 +168,13 @@ class BpeModel {
   std::vector<MergeSlot, HugeFriendlyAllocator<MergeSlot>> merge_slots_;
   std::vector<uint64_t> bloom_;  // InitMerges fills it
   std::vector<int32_t> merged_by_rank_;
+  // When every merge of rank r makes the token r + merged_offset_ (Qwen2/3,
+  // DeepSeek: ids in merge order after the 256 bytes), merge_slots_ is empty
+  // and pair_ranks_ holds each slot's pair_rank alone: 8 bytes, not 16, so the
+  // table (2 MB for Qwen3, probed at random by every merge of a word the piece
+  // cache misses) takes half the cache lines. Else -1.
+  std::vector<uint64_t, HugeFriendlyAllocator<uint64_t>> pair_ranks_;
+  int32_t merged_offset_ = -1;
   std::vector<uint64_t> byte_pair_rank_;  // rank | merged id << 32
   // Atoms: for each code point below U+10000 encoded in 2 or 3 bytes, the id of
   // its one-token form when that token is certain to form first (BuildAtoms

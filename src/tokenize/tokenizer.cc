@@ -257,15 +257,20 @@ void Tokenizer::EncodePlain(std::string_view text, std::vector<int32_t>* ids,
     }
     s.pieces.swap(s.next_pieces);
   }
+  size_t bytes = 0;
+  for (std::string_view p : s.pieces) bytes += p.size();
   EncodeEach(
-      s.pieces.size(), [&s](size_t i) { return s.pieces[i]; }, ids, s);
+      s.pieces.size(), bytes, [&s](size_t i) { return s.pieces[i]; }, ids, s);
 }
 
-// Encodes pieces 0..n-1 (piece(i) gives each) in order. Each piece's key is
-// made and its cache slot prefetched kAhead pieces ahead, into a ring of keys:
-// most probes would otherwise wait on memory.
+// Encodes pieces 0..n-1 (piece(i) gives each; `bytes`, their total size) in
+// order. Each piece's key is made and its cache slot prefetched kAhead pieces
+// ahead, into a ring of keys: most probes would otherwise wait on memory. The
+// ids are written through a pointer into s.out, where a piece of k bytes has
+// room for k ids (no piece makes more) and two more, and join `ids` at the end:
+// no vector's size and capacity checked, and no call, for each piece.
 template <class PieceAt>
-void Tokenizer::EncodeEach(size_t n, PieceAt piece, std::vector<int32_t>* ids,
+void Tokenizer::EncodeEach(size_t n, size_t bytes, PieceAt piece, std::vector<int32_t>* ids,
                            EncodeScratch& s) const {
   constexpr size_t kAhead = 8, kRing = 16;
   PieceKey ring[kRing];
@@ -275,23 +280,31 @@ void Tokenizer::EncodeEach(size_t n, PieceAt piece, std::vector<int32_t>* ids,
     ring[i % kRing] = PieceCache::Key(p);
     s.cache.Prefetch(ring[i % kRing].hash);
   };
+  if (s.out.size() < bytes + 2) s.out.resize(bytes + 2);
+  int32_t* const first = s.out.data();
+  int32_t* o = first;
   for (size_t i = 0; i < std::min(n, kAhead); ++i) load(i);
   for (size_t i = 0; i < n; ++i) {
     if (i + kAhead < n) load(i + kAhead);
-    EncodePiece(piece(i), ring[i % kRing], ids, s);
+    const std::string_view p = piece(i);
+    if (p.size() == 1) {
+      *o++ = bpe_.ByteId(static_cast<unsigned char>(p[0]));
+      continue;
+    }
+    if (!plain_ && Cacheable(p)) {
+      if (const int k = s.cache.Write(p, ring[i % kRing], o); k >= 0) {
+        o += k;
+        continue;
+      }
+    }
+    s.word_ids.clear();
+    bpe_.EncodeWord(p, &s.word_ids, &s.bpe);
+    const auto k = static_cast<uint32_t>(s.word_ids.size());
+    std::memcpy(o, s.word_ids.data(), k * sizeof(int32_t));
+    o += k;
+    if (!plain_ && Cacheable(p)) s.cache.Insert(p, ring[i % kRing], s.word_ids.data(), k);
   }
-}
-
-inline void Tokenizer::EncodePiece(std::string_view piece, const PieceKey& key,
-                                   std::vector<int32_t>* ids, EncodeScratch& s) const {
-  if (plain_ || !Cacheable(piece)) {
-    bpe_.EncodeWord(piece, ids, &s.bpe);
-    return;
-  }
-  if (s.cache.Append(piece, key, ids)) return;
-  size_t before = ids->size();
-  bpe_.EncodeWord(piece, ids, &s.bpe);
-  s.cache.Insert(piece, key, ids->data() + before, static_cast<uint32_t>(ids->size() - before));
+  ids->insert(ids->end(), first, o);
 }
 
 // EncodePlain for a pre-tokenizer of one split (OnlySplit): each match is a
@@ -302,7 +315,7 @@ void Tokenizer::EncodeSpans(std::string_view text, const Pattern& split, std::ve
   split.FindMatches(text, &s.spans);
   const Span* spans = s.spans.data();
   EncodeEach(
-      s.spans.size(),
+      s.spans.size(), text.size(),
       [text, spans](size_t i) {
         return text.substr(spans[i].begin, spans[i].end - spans[i].begin);
       },

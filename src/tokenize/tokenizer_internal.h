@@ -96,6 +96,30 @@ class PieceCache {
   // Starts loading the slot where the key of hash h is first looked for.
   void Prefetch(uint64_t h) const { __builtin_prefetch(table_.data() + (h & mask_)); }
 
+  // Writes the cached ids of `key` (PieceKey k) at `o` and returns how many, or
+  // -1 if it is not cached. `o` has room for key.size() + 2 ids: an inline
+  // entry's three ids are copied whatever its count (no branch on it).
+  int Write(std::string_view key, const PieceKey& k, int32_t* o) const {
+    size_t pos = k.hash & mask_;
+    while (true) {
+      const Entry& e = table_[pos];
+      if (e.key_len == 0) return -1;
+      if (e.w0 == k.w0 && e.w1 == k.w1 && e.key_len == key.size() &&
+          (key.size() <= 16 ||
+           std::memcmp(arena_.data() + e.rest, key.data() + 16, key.size() - 16) == 0)) {
+        o[0] = e.ids[0];
+        if (Inline(e.key_len, e.ids_len)) {
+          o[1] = e.ids[1];
+          o[2] = static_cast<int32_t>(e.rest);
+        } else if (e.ids_len > 1) {
+          std::memcpy(o, arena_.data() + e.rest + Rest(e.key_len), e.ids_len * sizeof(int32_t));
+        }
+        return e.ids_len;
+      }
+      pos = (pos + 1) & mask_;
+    }
+  }
+
   // Appends the cached ids of `key` (PieceKey k) to `out`; false if not cached.
   bool Append(std::string_view key, const PieceKey& k, std::vector<int32_t>* out) const {
     size_t pos = k.hash & mask_;
@@ -217,6 +241,7 @@ struct EncodeScratch {
   std::vector<std::string_view> pieces, next_pieces;
   std::deque<std::string> arena;
   std::vector<int32_t> word_ids;
+  std::vector<int32_t> out;  // EncodeEach's ids, before they join the caller's
   // The SentencePiece-style family's: alignments of normalized text and of
   // Metaspace's output to their input, and Metaspace's output.
   std::string tmp, meta;
