@@ -19,6 +19,12 @@ size_t PowerOfTwoAtLeast(size_t n) {
   return p;
 }
 
+// BytesToId's Bloom filter: two bits of 2^kKeyBloomBits from a key's hash
+// (its slot comes from the low bits).
+constexpr int kKeyBloomBits = 20;
+uint64_t KeyBloomA(uint64_t h) { return h >> (64 - kKeyBloomBits); }
+uint64_t KeyBloomB(uint64_t h) { return (h >> 24) & ((uint64_t{1} << kKeyBloomBits) - 1); }
+
 // Words up to this many bytes use the quadratic scan; longer ones the heap.
 constexpr size_t kShortWord = 48;
 }  // namespace
@@ -30,9 +36,13 @@ void BytesToId::Build(const std::vector<std::string>& keys, const std::vector<bo
   size_t cap = PowerOfTwoAtLeast(count * 2 + 1);
   slots_.assign(cap, Slot{0, -1});
   mask_ = cap - 1;
+  bloom_.assign(size_t{1} << (kKeyBloomBits - 6), 0);
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!present[i]) continue;
     uint64_t h = HashBytes(keys[i]);
+    const uint64_t a = KeyBloomA(h), b = KeyBloomB(h);
+    bloom_[a >> 6] |= uint64_t{1} << (a & 63);
+    bloom_[b >> 6] |= uint64_t{1} << (b & 63);
     size_t pos = h & mask_;
     while (slots_[pos].id >= 0) {
       if (slots_[pos].hash == h && keys[static_cast<size_t>(slots_[pos].id)] == keys[i]) break;
@@ -45,6 +55,8 @@ void BytesToId::Build(const std::vector<std::string>& keys, const std::vector<bo
 int32_t BytesToId::Find(std::string_view key) const {
   if (slots_.empty()) return -1;
   uint64_t h = HashBytes(key);
+  const uint64_t a = KeyBloomA(h), b = KeyBloomB(h);
+  if (!((bloom_[a >> 6] >> (a & 63)) & (bloom_[b >> 6] >> (b & 63)) & 1)) return -1;
   size_t pos = h & mask_;
   while (true) {
     const Slot& s = slots_[pos];
