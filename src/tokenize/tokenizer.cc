@@ -260,24 +260,23 @@ void Tokenizer::EncodePlain(std::string_view text, std::vector<int32_t>* ids,
   size_t bytes = 0;
   for (std::string_view p : s.pieces) bytes += p.size();
   EncodeEach(
-      s.pieces.size(), bytes, [&s](size_t i) { return s.pieces[i]; }, ids, s);
+      s.pieces.size(), bytes, nullptr, [&s](size_t i) { return s.pieces[i]; }, ids, s);
 }
 
-// Encodes pieces 0..n-1 (piece(i) gives each; `bytes`, their total size) in
+// Encodes pieces 0..n-1 (piece(i) gives each; `bytes`, their total size;
+// readable_end, where they all lie in one text, its end, else null) in
 // order. Each piece's key is made and its cache slot prefetched kAhead pieces
 // ahead, into a ring of keys: most probes would otherwise wait on memory. The
 // ids are written through a pointer into s.out, where a piece of k bytes has
 // room for k ids (no piece makes more) and two more, and join `ids` at the end:
 // no vector's size and capacity checked, and no call, for each piece.
 template <class PieceAt>
-void Tokenizer::EncodeEach(size_t n, size_t bytes, PieceAt piece, std::vector<int32_t>* ids,
-                           EncodeScratch& s) const {
+void Tokenizer::EncodeEach(size_t n, size_t bytes, const char* readable_end, PieceAt piece,
+                           std::vector<int32_t>* ids, EncodeScratch& s) const {
   constexpr size_t kAhead = 8, kRing = 16;
   PieceKey ring[kRing];
-  auto load = [&](size_t i) {
-    std::string_view p = piece(i);
-    if (!Cacheable(p)) return;
-    ring[i % kRing] = PieceCache::Key(p);
+  auto load = [&](size_t i) {  // every piece's: a branch on the length would mispredict
+    ring[i % kRing] = PieceCache::Key(piece(i), readable_end);
     s.cache.Prefetch(ring[i % kRing].hash);
   };
   if (s.out.size() < bytes + 2) s.out.resize(bytes + 2);
@@ -315,7 +314,7 @@ void Tokenizer::EncodeSpans(std::string_view text, const Pattern& split, std::ve
   split.FindMatches(text, &s.spans);
   const Span* spans = s.spans.data();
   EncodeEach(
-      s.spans.size(), text.size(),
+      s.spans.size(), text.size(), text.data() + text.size(),
       [text, spans](size_t i) {
         return text.substr(spans[i].begin, spans[i].end - spans[i].begin);
       },

@@ -121,8 +121,8 @@ class Tokenizer {
   void EncodeSpans(std::string_view text, const Pattern& split, std::vector<int32_t>* ids,
                    EncodeScratch& s) const;
   template <class PieceAt>
-  void EncodeEach(size_t n, size_t bytes, PieceAt piece, std::vector<int32_t>* ids,
-                  EncodeScratch& s) const;
+  void EncodeEach(size_t n, size_t bytes, const char* readable_end, PieceAt piece,
+                  std::vector<int32_t>* ids, EncodeScratch& s) const;
   size_t TokenLength(int32_t id) const;
   Status EncodeImpl(std::string_view text, std::vector<int32_t>* ids,
                     std::vector<uint32_t>* ends) const;

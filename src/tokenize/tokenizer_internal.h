@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -31,31 +32,14 @@ namespace ek::tokenize {
 // Defined here (not in tokenizer.cc's anonymous namespace) because both
 // families' encoders use them.
 
-// A piece's key for the cache: its first 16 bytes as two words (read without
-// going past its end: overlapping loads for short keys; with the length they
-// tell keys of up to 16 bytes apart), and its hash.
+// A piece's key for the cache: its first 16 bytes as two little-endian words,
+// zero past its end (with the length they tell keys of up to 16 bytes apart),
+// and its hash.
+static_assert(std::endian::native == std::endian::little);  // the masks keep a key's first bytes
 struct PieceKey {
   uint64_t w0 = 0, w1 = 0;
   uint64_t hash = 0;
 };
-
-// Up to 8 bytes at p (n <= 8) as one word, distinct for distinct keys of one
-// length.
-inline uint64_t ShortWord(const char* p, size_t n) {
-  if (n >= 4) {
-    uint32_t lo, hi;
-    std::memcpy(&lo, p, 4);
-    std::memcpy(&hi, p + n - 4, 4);
-    return lo | (static_cast<uint64_t>(hi) << 32);
-  }
-  if (n >= 2) {
-    uint16_t lo, hi;
-    std::memcpy(&lo, p, 2);
-    std::memcpy(&hi, p + n - 2, 2);
-    return lo | (static_cast<uint64_t>(hi) << 16) | (static_cast<uint64_t>(p[n / 2] & 0xFF) << 32);
-  }
-  return n ? static_cast<unsigned char>(p[0]) : 0;
-}
 
 // Open-addressing cache of pre-tokenized pieces. Most pieces repeat (words,
 // spaces, punctuation), so most skip BPE. A slot (32 bytes) holds the piece's
@@ -79,17 +63,34 @@ class PieceCache {
 
   PieceCache() : table_(kFirstCapacity), mask_(kFirstCapacity - 1) {}
 
-  static PieceKey Key(std::string_view key) {
+  // The key of `key`. Where 16 bytes from its start can be read (up to
+  // `readable_end`, the end of the text it is part of), a short key is two
+  // loads and two masks, with no branch on its length: pieces' lengths vary
+  // from one to the next, and branches on them mispredict.
+  static PieceKey Key(std::string_view key, const char* readable_end = nullptr) {
     PieceKey k;
     const char* p = key.data();
     const size_t n = key.size();
-    if (n <= 8) {
-      k.w0 = ShortWord(p, n);
-    } else {
+    if (n > 16) {
       std::memcpy(&k.w0, p, 8);
-      std::memcpy(&k.w1, n <= 16 ? p + n - 8 : p + 8, 8);
+      std::memcpy(&k.w1, p + 8, 8);
+      k.hash = XXH3_64bits(p, n);
+      return k;
     }
-    k.hash = n <= 16 ? ShortHash(k.w0, k.w1, n) : XXH3_64bits(p, n);
+    uint64_t w0, w1;
+    if (readable_end && readable_end - p >= 16) {
+      std::memcpy(&w0, p, 8);
+      std::memcpy(&w1, p + 8, 8);
+    } else {
+      char buf[16] = {};
+      std::memcpy(buf, p, n);
+      std::memcpy(&w0, buf, 8);
+      std::memcpy(&w1, buf + 8, 8);
+    }
+    const size_t bits = 8 * n;
+    k.w0 = w0 & (bits >= 64 ? ~0ull : ~(~0ull << bits));
+    k.w1 = w1 & (bits >= 128 ? ~0ull : bits <= 64 ? 0 : ~(~0ull << (bits - 64)));
+    k.hash = ShortHash(k.w0, k.w1, n);
     return k;
   }
 
