@@ -273,7 +273,7 @@ void Tokenizer::EncodePlain(std::string_view text, std::vector<int32_t>* ids,
 template <class PieceAt>
 void Tokenizer::EncodeEach(size_t n, size_t bytes, const char* readable_end, PieceAt piece,
                            std::vector<int32_t>* ids, EncodeScratch& s) const {
-  constexpr size_t kAhead = 8, kRing = 16;
+  constexpr size_t kAhead = 16, kRing = 32;  // 8 ahead: 3% slower on 50 MB
   PieceKey ring[kRing];
   auto load = [&](size_t i) {  // every piece's: a branch on the length would mispredict
     ring[i % kRing] = PieceCache::Key(piece(i), readable_end);

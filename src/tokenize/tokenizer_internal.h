@@ -51,10 +51,9 @@ struct PieceKey {
 // 16 bytes is a multiply of its words. The table grows fourfold as it fills,
 // from 2^16 to 2^20 slots (2, 8, 32 MB; 12 MB of mixed languages has about 190k
 // distinct pieces, 50 MB 470k: growing twofold, the rehashes and the fresh pages
-// of the tables between cost 5% of a 50 MB pass); only past that, or past kMaxArena bytes of keys and ids,
-// is it cleared and started again: at most 64 MB a thread. Both live on huge
-// pages where the kernel gives them (core/huge_pages.h): probes of a 32 MB
-// table otherwise miss the TLB.
+// of the tables between cost 5% of a 50 MB pass); only past that, or past kMaxArena bytes of keys
+// and ids, is it cleared and started again: at most 64 MB a thread. Both live on huge pages where
+// the kernel gives them (core/huge_pages.h): probes of a 32 MB table otherwise miss the TLB.
 class PieceCache {
  public:
   static constexpr size_t kMaxKey = 96;
