@@ -308,34 +308,43 @@ void BpeModel::MergeSymbols(size_t n, std::vector<int32_t>* out, BpeScratch* scr
 }
 
 // Quadratic scan: find the lowest-rank adjacent pair (leftmost on ties), merge,
-// repeat. Same order as the heap in HF's merge_all.
+// repeat. Same order as the heap in HF's merge_all. Symbols keep their places
+// (a merge marks its right one gone and relinks: no shifting), so each pair's
+// rank and place pack into one key, rank << 8 | place, and the lowest key is
+// the lowest rank at its leftmost place: one branch-free pass over the word
+// finds the next merge.
 void BpeModel::MergeShort(size_t n, std::vector<int32_t>* out, BpeScratch* s) const {
   int32_t* sym = s->sym.data();
-  uint32_t rank[kShortWord];
-  int32_t merged[kShortWord];  // what each pair merges into, where it does
-  for (size_t i = 0; i + 1 < n; ++i) rank[i] = RankMerged(sym[i], sym[i + 1], &merged[i]);
-  while (n > 1) {
-    // The lowest rank (a branch-free pass), then its leftmost place.
-    uint32_t best = kNoMerge;
-    for (size_t i = 0; i + 1 < n; ++i) best = std::min(best, rank[i]);
-    if (best == kNoMerge) break;
-    size_t at = 0;
-    while (rank[at] != best) ++at;
-    sym[at] = merged[at];
-    // Remove sym[at + 1] and the pair just merged.
-    for (size_t i = at + 1; i + 1 < n; ++i) sym[i] = sym[i + 1];
-    for (size_t i = at; i + 2 < n; ++i) {
-      rank[i] = rank[i + 1];
-      merged[i] = merged[i + 1];
-    }
-    --n;
-    // The two new pairs' slots load together, not one after the other.
-    if (at + 1 < n) PrefetchPair(sym[at], sym[at + 1]);
-    if (at > 0) PrefetchPair(sym[at - 1], sym[at]);
-    if (at + 1 < n) rank[at] = RankMerged(sym[at], sym[at + 1], &merged[at]);
-    if (at > 0) rank[at - 1] = RankMerged(sym[at - 1], sym[at], &merged[at - 1]);
+  constexpr uint64_t kNone = ~0ull;
+  uint64_t key[kShortWord];    // of the pair starting at each live place; kNone: none
+  int32_t merged[kShortWord];  // what that pair merges into, where it does
+  uint8_t next[kShortWord], prev[kShortWord];
+  auto key_of = [](uint32_t rank, size_t at) {
+    return rank == kNoMerge ? kNone : (static_cast<uint64_t>(rank) << 8) | at;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    next[i] = static_cast<uint8_t>(i + 1);
+    prev[i] = static_cast<uint8_t>(i - 1);  // 255 before the first
   }
-  out->insert(out->end(), sym, sym + n);
+  for (size_t i = 0; i + 1 < n; ++i) key[i] = key_of(RankMerged(sym[i], sym[i + 1], &merged[i]), i);
+  key[n - 1] = kNone;
+  while (true) {
+    uint64_t best = kNone;
+    for (size_t i = 0; i + 1 < n; ++i) best = std::min(best, key[i]);
+    if (best == kNone) break;
+    const size_t at = best & 0xFF, right = next[at], after = next[right];
+    sym[at] = merged[at];
+    key[right] = kNone;
+    next[at] = static_cast<uint8_t>(after);
+    if (after < n) prev[after] = static_cast<uint8_t>(at);
+    const size_t before = prev[at];
+    // The two new pairs' slots load together, not one after the other.
+    if (after < n) PrefetchPair(sym[at], sym[after]);
+    if (before < n) PrefetchPair(sym[before], sym[at]);
+    key[at] = after < n ? key_of(RankMerged(sym[at], sym[after], &merged[at]), at) : kNone;
+    if (before < n) key[before] = key_of(RankMerged(sym[before], sym[at], &merged[before]), before);
+  }
+  for (size_t i = 0; i < n; i = next[i]) out->push_back(sym[i]);
 }
 
 // Heap of (rank, position) with linked symbols, as HF's merge_all; stale
