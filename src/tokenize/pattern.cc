@@ -88,6 +88,9 @@ class Scanner {
 };
 
 inline bool IsNewline(uint32_t cp) { return cp == '\r' || cp == '\n'; }
+inline bool IsAsciiLetter(unsigned char b) {
+  return static_cast<unsigned char>((b | 0x20) - 'a') < 26;
+}
 
 // Whitespace alternatives shared by all three patterns, at i where the code
 // point is whitespace. `newline_rule` enables \s*[\r\n]+ (Llama 3 / Qwen).
@@ -170,6 +173,13 @@ class Cl100kPattern final : public Pattern {
 
   size_t MatchAt(const Scanner& sc, size_t i) const {
     size_t n = sc.size();
+    // The commonest matches first, on ASCII bytes alone: a word, or a space and
+    // a word ([^\r\n\p{L}\p{N}]?\p{L}+).
+    if (const unsigned char b = sc.byte(i); IsAsciiLetter(b)) {
+      return sc.RunOfLetters(i + 1);
+    } else if (b == ' ' && i + 1 < n && IsAsciiLetter(sc.byte(i + 1))) {
+      return sc.RunOfLetters(i + 2);
+    }
     uint32_t c0;
     size_t l0;
     uint8_t k0 = sc.ClassAt(i, &c0, &l0);
@@ -223,6 +233,12 @@ class Gpt2Pattern final : public Pattern {
  private:
   static size_t MatchAt(const Scanner& sc, size_t i) {
     size_t n = sc.size();
+    // The commonest matches first, on ASCII bytes alone ( ?\p{L}+).
+    if (const unsigned char b = sc.byte(i); IsAsciiLetter(b)) {
+      return sc.RunOfLetters(i + 1);
+    } else if (b == ' ' && i + 1 < n && IsAsciiLetter(sc.byte(i + 1))) {
+      return sc.RunOfLetters(i + 2);
+    }
     uint32_t c0;
     size_t l0;
     uint8_t k0 = sc.ClassAt(i, &c0, &l0);
