@@ -80,6 +80,8 @@ class Scanner {
     return i;
   }
   unsigned char byte(size_t i) const { return s_[i]; }
+  // The class of an ASCII byte (b < 0x80).
+  uint8_t AsciiClass(unsigned char b) const { return cls_.Of(b); }
 
  private:
   const unsigned char* s_;
@@ -179,6 +181,16 @@ class Cl100kPattern final : public Pattern {
       return sc.RunOfLetters(i + 1);
     } else if (b == ' ' && i + 1 < n && IsAsciiLetter(sc.byte(i + 1))) {
       return sc.RunOfLetters(i + 2);
+    } else if (b >= '0' && b <= '9') {  // \p{N}{1,max_digits_}
+      return MoreDigits(sc, i + 1);
+    } else if (b < 0x80 && b != '\'' && !(sc.AsciiClass(b) & kClassSpace) &&
+               (i + 1 == n || sc.byte(i + 1) < 0x80)) {
+      // ASCII punctuation before ASCII or the end: with a letter after it, the
+      // two start a word; else ' '?[^\s\p{L}\p{N}]+[\r\n]* from it.
+      if (i + 1 < n && IsAsciiLetter(sc.byte(i + 1))) return sc.RunOfLetters(i + 2);
+      size_t e = sc.RunOfOther(i + 1);
+      while (e < n && (sc.byte(e) == '\r' || sc.byte(e) == '\n')) ++e;
+      return e;
     }
     uint32_t c0;
     size_t l0;
