@@ -19,12 +19,6 @@ size_t PowerOfTwoAtLeast(size_t n) {
   return p;
 }
 
-// BytesToId's Bloom filter: two bits of 2^kKeyBloomBits from a key's hash
-// (its slot comes from the low bits).
-constexpr int kKeyBloomBits = 20;
-uint64_t KeyBloomA(uint64_t h) { return h >> (64 - kKeyBloomBits); }
-uint64_t KeyBloomB(uint64_t h) { return (h >> 24) & ((uint64_t{1} << kKeyBloomBits) - 1); }
-
 // Words up to this many bytes use the quadratic scan; longer ones the heap.
 constexpr size_t kShortWord = 48;
 }  // namespace
@@ -36,13 +30,11 @@ void BytesToId::Build(const std::vector<std::string>& keys, const std::vector<bo
   size_t cap = PowerOfTwoAtLeast(count * 2 + 1);
   slots_.assign(cap, Slot{0, -1});
   mask_ = cap - 1;
-  bloom_.assign(size_t{1} << (kKeyBloomBits - 6), 0);
+  bloom_.Reset();
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!present[i]) continue;
     uint64_t h = HashBytes(keys[i]);
-    const uint64_t a = KeyBloomA(h), b = KeyBloomB(h);
-    bloom_[a >> 6] |= uint64_t{1} << (a & 63);
-    bloom_[b >> 6] |= uint64_t{1} << (b & 63);
+    bloom_.Add(h);
     size_t pos = h & mask_;
     while (slots_[pos].id >= 0) {
       if (slots_[pos].hash == h && keys[static_cast<size_t>(slots_[pos].id)] == keys[i]) break;
@@ -55,8 +47,7 @@ void BytesToId::Build(const std::vector<std::string>& keys, const std::vector<bo
 int32_t BytesToId::Find(std::string_view key) const {
   if (slots_.empty()) return -1;
   uint64_t h = HashBytes(key);
-  const uint64_t a = KeyBloomA(h), b = KeyBloomB(h);
-  if (!((bloom_[a >> 6] >> (a & 63)) & (bloom_[b >> 6] >> (b & 63)) & 1)) return -1;
+  if (!bloom_.MayHold(h)) return -1;
   size_t pos = h & mask_;
   while (true) {
     const Slot& s = slots_[pos];
@@ -107,7 +98,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   merge_mask_ = cap - 1;
   shift_ = 64 - __builtin_ctzll(cap);
   merged_by_rank_.assign(merges.size(), -1);
-  bloom_.assign(size_t{1} << (kBloomBits - 6), 0);
+  bloom_.Reset();
   std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     auto [a, b] = merges[rank];
@@ -121,10 +112,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     merged_by_rank_[rank] = m;
     uint64_t key = (static_cast<uint64_t>(a) << kIdBits) | static_cast<uint64_t>(b);
     uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
-    uint64_t bit_a, bit_b;
-    BloomBits(mixed, &bit_a, &bit_b);
-    bloom_[bit_a >> 6] |= uint64_t{1} << (bit_a & 63);
-    bloom_[bit_b >> 6] |= uint64_t{1} << (bit_b & 63);
+    bloom_.Add(mixed);
     uint64_t h = mixed >> shift_;
     while (merge_slots_[h].pair_rank != kEmptySlot && (merge_slots_[h].pair_rank & kKeyMask) != key)
       h = (h + 1) & merge_mask_;

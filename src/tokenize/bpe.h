@@ -13,6 +13,27 @@
 
 namespace ek::tokenize {
 
+// A Bloom filter of 2^20 bits (128 KB: it stays in the L2 cache, where the
+// megabyte tables it stands in front of do not), two bits a key, taken from a
+// 64-bit hash's top 20 bits and its bits 20..39. No false "absent".
+class Bloom {
+ public:
+  void Reset() { words_.assign(size_t{1} << (kBits - 6), 0); }
+  void Add(uint64_t h) {
+    words_[A(h) >> 6] |= uint64_t{1} << (A(h) & 63);
+    words_[B(h) >> 6] |= uint64_t{1} << (B(h) & 63);
+  }
+  bool MayHold(uint64_t h) const {
+    return ((words_[A(h) >> 6] >> (A(h) & 63)) & (words_[B(h) >> 6] >> (B(h) & 63)) & 1) != 0;
+  }
+
+ private:
+  static constexpr int kBits = 20;
+  static uint64_t A(uint64_t h) { return h >> (64 - kBits); }
+  static uint64_t B(uint64_t h) { return (h >> 20) & ((uint64_t{1} << kBits) - 1); }
+  std::vector<uint64_t> words_;
+};
+
 // Open-addressing map from byte strings to ids; keys live in a caller-owned
 // table of strings indexed by id. Immutable after building: thread-safe reads.
 class BytesToId {
@@ -28,12 +49,11 @@ class BytesToId {
   };
   std::vector<Slot, HugeFriendlyAllocator<Slot>> slots_;
   uint64_t mask_ = 0;
-  // A Bloom filter over the keys (two bits of 2^20 a key, 128 KB: it stays in
-  // the L2 cache, where the slots, megabytes, do not). Most keys looked up
-  // once the tokenizer is loaded are absent (Llama 3's ignore_merges asks for
-  // every piece the piece cache misses; about nine in ten are no token), and
-  // most of those end here, not at a slot in memory.
-  std::vector<uint64_t> bloom_;
+  // Over the keys' hashes. Most keys looked up once the tokenizer is loaded are
+  // absent (Llama 3's ignore_merges asks for every piece the piece cache
+  // misses; about nine in ten are no token), and most of those end here, not at
+  // a slot in memory.
+  Bloom bloom_;
   const std::vector<std::string>* keys_ = nullptr;
 };
 
@@ -101,7 +121,7 @@ class BpeModel {
     }
     uint64_t key = (static_cast<uint64_t>(left) << kIdBits) | static_cast<uint64_t>(right);
     uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
-    if (!MaybeMerge(mixed)) return kNoMerge;
+    if (!bloom_.MayHold(mixed)) return kNoMerge;
     uint64_t h = mixed >> shift_;
     if (merged_offset_ >= 0) {  // pair and rank only: the merged id follows from the rank
       while (true) {
@@ -136,19 +156,6 @@ class BpeModel {
       __builtin_prefetch(merge_slots_.data() + h);
     }
   }
-  // A Bloom filter over the merge pairs (two bits of 2^20, 128 KB: it stays in
-  // the L2 cache, where the table, megabytes, does not): most pairs a word
-  // looks up have no merge, and most of those end here.
-  static constexpr int kBloomBits = 20;
-  static void BloomBits(uint64_t mixed, uint64_t* a, uint64_t* b) {
-    *a = mixed >> (64 - kBloomBits);
-    *b = (mixed >> 20) & ((uint64_t{1} << kBloomBits) - 1);
-  }
-  bool MaybeMerge(uint64_t mixed) const {
-    uint64_t a, b;
-    BloomBits(mixed, &a, &b);
-    return ((bloom_[a >> 6] >> (a & 63)) & (bloom_[b >> 6] >> (b & 63)) & 1) != 0;
-  }
   void MergeShort(size_t n, std::vector<int32_t>* out, BpeScratch* s) const;
   void MergeLong(size_t n, std::vector<int32_t>* out, BpeScratch* s) const;
   // The word's first symbols: its bytes, except that a character whose token
@@ -172,7 +179,9 @@ class BpeModel {
     int32_t unused = 0;
   };
   std::vector<MergeSlot, HugeFriendlyAllocator<MergeSlot>> merge_slots_;
-  std::vector<uint64_t> bloom_;  // InitMerges fills it
+  // Over the merge pairs' mixed keys (InitMerges fills it): most pairs a word
+  // looks up have no merge, and most of those end here.
+  Bloom bloom_;
   std::vector<int32_t> merged_by_rank_;
   // When every merge of rank r makes the token r + merged_offset_ (Qwen2/3,
   // DeepSeek: ids in merge order after the 256 bytes), merge_slots_ is empty

@@ -290,7 +290,8 @@ void Tokenizer::EncodeEach(size_t n, size_t bytes, const char* readable_end, Pie
       *o++ = bpe_.ByteId(static_cast<unsigned char>(p[0]));
       continue;
     }
-    if (!plain_ && Cacheable(p)) {
+    const bool cacheable = !plain_ && Cacheable(p);
+    if (cacheable) {
       if (const int k = s.cache.Write(p, ring[i % kRing], o); k >= 0) {
         o += k;
         continue;
@@ -301,7 +302,7 @@ void Tokenizer::EncodeEach(size_t n, size_t bytes, const char* readable_end, Pie
     const auto k = static_cast<uint32_t>(s.word_ids.size());
     std::memcpy(o, s.word_ids.data(), k * sizeof(int32_t));
     o += k;
-    if (!plain_ && Cacheable(p)) s.cache.Insert(p, ring[i % kRing], s.word_ids.data(), k);
+    if (cacheable) s.cache.Insert(p, ring[i % kRing], s.word_ids.data(), k);
   }
   ids->insert(ids->end(), first, o);
 }

@@ -98,56 +98,31 @@ class PieceCache {
   void Prefetch(uint64_t h) const { __builtin_prefetch(table_.data() + (h & mask_)); }
 
   // Writes the cached ids of `key` (PieceKey k) at `o` and returns how many, or
-  // -1 if it is not cached. `o` has room for key.size() + 2 ids: an inline
-  // entry's three ids are copied whatever its count (no branch on it).
+  // -1 if it is not cached. `o` has room for key.size() + 2 ids (a key has two
+  // bytes or more): an inline entry's three ids are copied whatever its count
+  // (no branch on it).
   int Write(std::string_view key, const PieceKey& k, int32_t* o) const {
-    size_t pos = k.hash & mask_;
-    while (true) {
-      const Entry& e = table_[pos];
-      if (e.key_len == 0) return -1;
-      if (e.w0 == k.w0 && e.w1 == k.w1 && e.key_len == key.size() &&
-          (key.size() <= 16 ||
-           std::memcmp(arena_.data() + e.rest, key.data() + 16, key.size() - 16) == 0)) {
-        o[0] = e.ids[0];
-        if (Inline(e.key_len, e.ids_len)) {
-          o[1] = e.ids[1];
-          o[2] = static_cast<int32_t>(e.rest);
-        } else if (e.ids_len > 1) {
-          std::memcpy(o, arena_.data() + e.rest + Rest(e.key_len), e.ids_len * sizeof(int32_t));
-        }
-        return e.ids_len;
-      }
-      pos = (pos + 1) & mask_;
-    }
+    const Entry* e = Find(key, k);
+    if (!e) return -1;
+    CopyIds(*e, o);
+    return e->ids_len;
   }
 
   // Appends the cached ids of `key` (PieceKey k) to `out`; false if not cached.
   bool Append(std::string_view key, const PieceKey& k, std::vector<int32_t>* out) const {
-    size_t pos = k.hash & mask_;
-    while (true) {
-      const Entry& e = table_[pos];
-      if (e.key_len == 0) return false;
-      if (e.w0 == k.w0 && e.w1 == k.w1 && e.key_len == key.size() &&
-          (key.size() <= 16 ||
-           std::memcmp(arena_.data() + e.rest, key.data() + 16, key.size() - 16) == 0)) {
-        const size_t at = out->size();
-        if (Inline(e.key_len, e.ids_len)) {
-          out->resize(at + e.ids_len);
-          int32_t* o = out->data() + at;
-          o[0] = e.ids[0];
-          if (e.ids_len > 1) o[1] = e.ids[1];
-          if (e.ids_len > 2) o[2] = static_cast<int32_t>(e.rest);
-        } else if (e.ids_len == 1) {
-          out->push_back(e.ids[0]);
-        } else {
-          out->resize(at + e.ids_len);
-          std::memcpy(out->data() + at, arena_.data() + e.rest + Rest(e.key_len),
-                      e.ids_len * sizeof(int32_t));
-        }
-        return true;
-      }
-      pos = (pos + 1) & mask_;
+    const Entry* e = Find(key, k);
+    if (!e) return false;
+    if (e->ids_len == 0) return true;  // a SentencePiece-style word can make none
+    if (Inline(e->key_len, e->ids_len)) {
+      int32_t ids[3];
+      CopyIds(*e, ids);
+      out->insert(out->end(), ids, ids + e->ids_len);
+    } else {
+      const size_t at = out->size();
+      out->resize(at + e->ids_len);
+      CopyIds(*e, out->data() + at);  // exactly ids_len, from the arena
     }
+    return true;
   }
 
   void Insert(std::string_view key, const PieceKey& k, const int32_t* ids, uint32_t n) {
@@ -194,6 +169,28 @@ class PieceCache {
   static_assert(sizeof(Entry) == 32);
   static_assert(kMaxKey < 256);  // key_len and ids_len (at most one id a byte) fit a byte
   static bool Inline(size_t key_len, size_t ids_len) { return key_len <= 16 && ids_len <= 3; }
+  // The entry of `key` (PieceKey k), or null.
+  const Entry* Find(std::string_view key, const PieceKey& k) const {
+    for (size_t pos = k.hash & mask_;; pos = (pos + 1) & mask_) {
+      const Entry& e = table_[pos];
+      if (e.key_len == 0) return nullptr;
+      if (e.w0 == k.w0 && e.w1 == k.w1 && e.key_len == key.size() &&
+          (key.size() <= 16 ||
+           std::memcmp(arena_.data() + e.rest, key.data() + 16, key.size() - 16) == 0)) {
+        return &e;
+      }
+    }
+  }
+  // An entry's ids at `o`: an inline entry's three slots whatever its count.
+  void CopyIds(const Entry& e, int32_t* o) const {
+    o[0] = e.ids[0];
+    if (Inline(e.key_len, e.ids_len)) {
+      o[1] = e.ids[1];
+      o[2] = static_cast<int32_t>(e.rest);
+    } else if (e.ids_len > 1) {
+      std::memcpy(o, arena_.data() + e.rest + Rest(e.key_len), e.ids_len * sizeof(int32_t));
+    }
+  }
   static size_t Rest(size_t key_len) { return key_len > 16 ? key_len - 16 : 0; }
   static uint64_t ShortHash(uint64_t w0, uint64_t w1, size_t n) {
     uint64_t h = (w0 ^ (n * 0x9E3779B97F4A7C15ull)) * 0xD6E8FEB86659FD93ull;
