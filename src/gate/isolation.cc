@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "core/json_fields.h"
+#include "core/jsonl.h"
 #include "core/process.h"
 
 namespace ek::gate {
@@ -21,13 +22,9 @@ namespace {
 
 std::string_view LastLineStartingWith(std::string_view text, char c) {
   std::string_view found;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view line = text.substr(pos, end - pos);
-    if (!line.empty() && line.front() == c) found = line;
-    pos = end + 1;
+  LineSplitter lines(text);
+  for (TextLine line; lines.Next(&line);) {
+    if (!line.text.empty() && line.text.front() == c) found = line.text;
   }
   return found;
 }

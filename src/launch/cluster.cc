@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "core/jsonl.h"
 #include "core/process.h"
 
 namespace ek::launch {
@@ -43,13 +44,9 @@ Result<std::vector<std::string>> ScontrolHostnames(const std::string& nodelist) 
   if (!st.ok())
     return IoError(fmt::format("scontrol show hostnames {}: {}: {}", nodelist, st.ToString(), out));
   std::vector<std::string> hosts;
-  size_t start = 0;
-  while (start < out.size()) {
-    size_t end = out.find('\n', start);
-    if (end == std::string::npos) end = out.size();
-    std::string h = out.substr(start, end - start);
-    if (!h.empty()) hosts.push_back(h);
-    start = end + 1;
+  LineSplitter lines(out);
+  for (TextLine line; lines.Next(&line);) {
+    if (!line.text.empty()) hosts.emplace_back(line.text);
   }
   return hosts;
 }

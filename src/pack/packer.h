@@ -84,11 +84,4 @@ Result<std::string> EosFromConfig(const std::string& tokenizer_path);
 // tokenizer_config.json beside `tokenizer_path`.
 std::string ConfigBeside(const std::string& tokenizer_path);
 
-// The loss mask of one record's tokens: 1 for a token whose bytes
-// [ends[k-1], ends[k]) overlap one of `spans` (sorted, disjoint), else 0; as
-// transformers marks assistant tokens (from the token holding a span's first
-// character to the token holding its last).
-void MaskFromSpans(const std::vector<uint32_t>& ends,
-                   const std::vector<std::pair<size_t, size_t>>& spans, std::vector<uint8_t>* mask);
-
 }  // namespace ek::pack

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "pack/packer.h"
+#include "pack/record_encoder.h"
 
 namespace ek::pack {
 namespace {

@@ -8,6 +8,9 @@
 
 #include <cerrno>
 #include <cmath>
+#include <string_view>
+
+#include "core/jsonl.h"
 
 namespace ek::telemetry {
 
@@ -48,11 +51,11 @@ Status ChildLineStream::ReadLines(double deadline, std::vector<std::string>* lin
     ssize_t n = ::read(fd_, buf, sizeof buf);
     if (n > 0) {
       partial_.append(buf, static_cast<size_t>(n));
-      size_t start = 0;
-      for (size_t nl; (nl = partial_.find('\n', start)) != std::string::npos; start = nl + 1) {
-        lines->emplace_back(partial_, start, nl - start);
-      }
-      partial_.erase(0, start);
+      const size_t nl = partial_.rfind('\n');
+      const size_t whole = nl == std::string::npos ? 0 : nl + 1;  // the lines complete so far
+      LineSplitter split(std::string_view(partial_).substr(0, whole));
+      for (TextLine line; split.Next(&line);) lines->emplace_back(line.text);
+      partial_.erase(0, whole);
       continue;
     }
     if (n == 0) {
