@@ -31,16 +31,27 @@ void BytesToId::Build(const std::vector<std::string>& keys, const std::vector<bo
   slots_.assign(cap, Slot{0, -1});
   mask_ = cap - 1;
   bloom_.Reset();
-  for (size_t i = 0; i < keys.size(); ++i) {
-    if (!present[i]) continue;
-    uint64_t h = HashBytes(keys[i]);
-    bloom_.Add(h);
-    size_t pos = h & mask_;
-    while (slots_[pos].id >= 0) {
-      if (slots_[pos].hash == h && keys[static_cast<size_t>(slots_[pos].id)] == keys[i]) break;
-      pos = (pos + 1) & mask_;
+  // In id order (a repeated key keeps its first id), a chunk's slots fetched ahead.
+  constexpr size_t kChunk = 32;
+  uint64_t hash[kChunk];
+  for (size_t base = 0; base < keys.size(); base += kChunk) {
+    const size_t n = std::min(kChunk, keys.size() - base);
+    for (size_t j = 0; j < n; ++j) {
+      hash[j] = present[base + j] ? HashBytes(keys[base + j]) : 0;
+      __builtin_prefetch(&slots_[hash[j] & mask_]);
     }
-    if (slots_[pos].id < 0) slots_[pos] = Slot{h, static_cast<int32_t>(i)};
+    for (size_t j = 0; j < n; ++j) {
+      const size_t i = base + j;
+      if (!present[i]) continue;
+      const uint64_t h = hash[j];
+      bloom_.Add(h);
+      size_t pos = h & mask_;
+      while (slots_[pos].id >= 0) {
+        if (slots_[pos].hash == h && keys[static_cast<size_t>(slots_[pos].id)] == keys[i]) break;
+        pos = (pos + 1) & mask_;
+      }
+      if (slots_[pos].id < 0) slots_[pos] = Slot{h, static_cast<int32_t>(i)};
+    }
   }
 }
 
@@ -54,6 +65,48 @@ int32_t BytesToId::Find(std::string_view key) const {
     if (s.id < 0) return -1;
     if (s.hash == h && (*keys_)[static_cast<size_t>(s.id)] == key) return s.id;
     pos = (pos + 1) & mask_;
+  }
+}
+
+void BytesToId::FindMany(const std::string_view* keys, size_t n, int32_t* ids) const {
+  if (slots_.empty()) {
+    std::fill(ids, ids + n, -1);
+    return;
+  }
+  constexpr size_t kChunk = 32;
+  uint64_t hash[kChunk];
+  int32_t cand[kChunk];
+  for (size_t base = 0; base < n; base += kChunk) {
+    const size_t m = std::min(kChunk, n - base);
+    const std::string_view* k = keys + base;
+    for (size_t i = 0; i < m; ++i) {
+      hash[i] = HashBytes(k[i]);
+      __builtin_prefetch(&slots_[hash[i] & mask_]);
+    }
+    // The first slot on the key's probe chain with its hash (the bloom filter is skipped:
+    // these keys are mostly present); its entry is compared in the next stage.
+    for (size_t i = 0; i < m; ++i) {
+      size_t pos = hash[i] & mask_;
+      int32_t c = -1;
+      while (slots_[pos].id >= 0) {
+        if (slots_[pos].hash == hash[i]) {
+          c = slots_[pos].id;
+          break;
+        }
+        pos = (pos + 1) & mask_;
+      }
+      cand[i] = c;
+      if (c >= 0) __builtin_prefetch(&(*keys_)[static_cast<size_t>(c)]);
+    }
+    for (size_t i = 0; i < m; ++i) {
+      if (cand[i] < 0) {
+        ids[base + i] = -1;
+      } else if ((*keys_)[static_cast<size_t>(cand[i])] == k[i]) {
+        ids[base + i] = cand[i];
+      } else {
+        ids[base + i] = Find(k[i]);  // another key with the same hash: the whole chain
+      }
+    }
   }
 }
 
@@ -99,25 +152,55 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   shift_ = 64 - __builtin_ctzll(cap);
   merged_by_rank_.assign(merges.size(), -1);
   bloom_.Reset();
+  // In chunks of merges, each stage's memory fetched ahead of the stage that reads it:
+  // the two tokens, the merged token's vocabulary entry (FindMany), the merge's slot.
+  constexpr size_t kChunk = 64;
   std::string joined;
-  for (size_t rank = 0; rank < merges.size(); ++rank) {
-    auto [a, b] = merges[rank];
-    joined = tokens_[static_cast<size_t>(a)];
-    joined += tokens_[static_cast<size_t>(b)];
-    int32_t m = vocab_.Find(joined);
-    if (m < 0) {
-      return InvalidArgumentError(
-          fmt::format("model.merges[{}]: the merged token is not in model.vocab", rank));
+  size_t ends[kChunk];
+  std::string_view keys[kChunk];
+  int32_t found[kChunk];
+  for (size_t base = 0; base < merges.size(); base += kChunk) {
+    const size_t n = std::min(kChunk, merges.size() - base);
+    const std::pair<int32_t, int32_t>* chunk = merges.data() + base;
+    for (size_t i = 0; i < n; ++i) {
+      __builtin_prefetch(&tokens_[static_cast<size_t>(chunk[i].first)]);
+      __builtin_prefetch(&tokens_[static_cast<size_t>(chunk[i].second)]);
     }
-    merged_by_rank_[rank] = m;
-    uint64_t key = (static_cast<uint64_t>(a) << kIdBits) | static_cast<uint64_t>(b);
-    uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
-    bloom_.Add(mixed);
-    uint64_t h = mixed >> shift_;
-    while (merge_slots_[h].pair_rank != kEmptySlot && (merge_slots_[h].pair_rank & kKeyMask) != key)
-      h = (h + 1) & merge_mask_;
-    // A repeated pair keeps the later rank, as HF's HashMap collect does.
-    merge_slots_[h] = MergeSlot{key | (static_cast<uint64_t>(rank) << (2 * kIdBits)), m, 0};
+    joined.clear();
+    for (size_t i = 0; i < n; ++i) {
+      joined += tokens_[static_cast<size_t>(chunk[i].first)];
+      joined += tokens_[static_cast<size_t>(chunk[i].second)];
+      ends[i] = joined.size();
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const size_t start = i == 0 ? 0 : ends[i - 1];
+      keys[i] = std::string_view(joined).substr(start, ends[i] - start);
+    }
+    vocab_.FindMany(keys, n, found);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t key = (static_cast<uint64_t>(chunk[i].first) << kIdBits) |
+                           static_cast<uint64_t>(chunk[i].second);
+      __builtin_prefetch(&merge_slots_[(key * 0x9E3779B97F4A7C15ull) >> shift_]);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const size_t rank = base + i;
+      auto [a, b] = chunk[i];
+      const int32_t m = found[i];
+      if (m < 0) {
+        return InvalidArgumentError(
+            fmt::format("model.merges[{}]: the merged token is not in model.vocab", rank));
+      }
+      merged_by_rank_[rank] = m;
+      uint64_t key = (static_cast<uint64_t>(a) << kIdBits) | static_cast<uint64_t>(b);
+      uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
+      bloom_.Add(mixed);
+      uint64_t h = mixed >> shift_;
+      while (merge_slots_[h].pair_rank != kEmptySlot &&
+             (merge_slots_[h].pair_rank & kKeyMask) != key)
+        h = (h + 1) & merge_mask_;
+      // A repeated pair keeps the later rank, as HF's HashMap collect does.
+      merge_slots_[h] = MergeSlot{key | (static_cast<uint64_t>(rank) << (2 * kIdBits)), m, 0};
+    }
   }
   merge_count_ = merges.size();
   merged_offset_ = -1;

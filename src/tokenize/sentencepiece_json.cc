@@ -252,7 +252,10 @@ Status LoadPieces(Tokenizer* t, const tokjson::Document& doc, const std::string&
   if (!st.ok()) return st.WithContext(name);
   const BpeModel& bpe = t->bpe_;
   EK_ASSIGN_OR_RETURN(auto pairs, tokjson::ReadMerges(
-                                      doc, [&bpe](std::string_view key) { return bpe.Find(key); },
+                                      doc,
+                                      [&bpe](const std::string_view* keys, size_t n, int32_t* ids) {
+                                        bpe.FindMany(keys, n, ids);
+                                      },
                                       /*byte_level=*/false));
   st = t->bpe_.InitMerges(pairs);
   if (!st.ok()) return st.WithContext(name);

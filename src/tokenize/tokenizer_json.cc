@@ -127,9 +127,9 @@ class TokenizerLoader {
                                    ignore_merges);
     if (!st.ok()) return st.WithContext(name_);
     const BpeModel& bpe = t_->bpe_;
-    EK_ASSIGN_OR_RETURN(auto pairs, tokjson::ReadMerges(doc, [&bpe](std::string_view bytes) {
-                          return bpe.Find(bytes);
-                        }));
+    EK_ASSIGN_OR_RETURN(
+        auto pairs, tokjson::ReadMerges(doc, [&bpe](const std::string_view* keys, size_t n,
+                                                    int32_t* ids) { bpe.FindMany(keys, n, ids); }));
     st = t_->bpe_.InitMerges(pairs);
     if (!st.ok()) return st.WithContext(name_);
     t_->vocab_size_ = doc.vocab_limit;

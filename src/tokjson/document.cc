@@ -1,9 +1,11 @@
 #include "tokjson/document.h"
 
 #include <fmt/core.h>
+#include <xxhash.h>
 
 #include <algorithm>
-#include <unordered_set>
+#include <unordered_map>
+#include <vector>
 
 #include "core/json_check.h"
 #include "tokjson/byte_level.h"
@@ -102,6 +104,35 @@ Status Document::CheckPieceDecoder(element d, const std::string& where) const {
                                 "Metaspace and a Sequence of these)");
 }
 
+namespace {
+
+// How many distinct keys `object` has (a JSON object may repeat one): an open-addressing
+// set of the keys' hashes, each hit compared by its bytes; no allocation per key.
+size_t DistinctKeys(simdjson::dom::object object, size_t count) {
+  struct Slot {
+    uint64_t hash = 0;
+    std::string_view key;
+    bool used = false;
+  };
+  size_t cap = 16;
+  while (cap < 2 * count + 1) cap <<= 1;
+  std::vector<Slot> slots(cap);
+  size_t distinct = 0;
+  for (auto field : object) {
+    const uint64_t h = XXH3_64bits(field.key.data(), field.key.size());
+    size_t pos = h & (cap - 1);
+    while (slots[pos].used && !(slots[pos].hash == h && slots[pos].key == field.key))
+      pos = (pos + 1) & (cap - 1);
+    if (!slots[pos].used) {
+      slots[pos] = Slot{h, field.key, true};
+      ++distinct;
+    }
+  }
+  return distinct;
+}
+
+}  // namespace
+
 Status Document::ReadVocab() {
   simdjson::dom::object vocab;
   if (model_["vocab"].get(vocab) != simdjson::SUCCESS) {
@@ -145,10 +176,7 @@ Status Document::ReadVocab() {
       vocab_bytes[i].clear();
     }
   }
-  std::unordered_set<std::string_view> keys;
-  keys.reserve(n);
-  for (auto field : vocab) keys.insert(field.key);
-  vocab_len = static_cast<int64_t>(keys.size());
+  vocab_len = static_cast<int64_t>(DistinctKeys(vocab, static_cast<size_t>(count)));
   in_vocab = has_id;
   vocab_limit = static_cast<int32_t>(n);
   id_limit = vocab_limit;
@@ -188,21 +216,44 @@ Status Document::ReadAddedTokens() {
   // The vocabulary ids the listed contents could take: a byte-level content's
   // bytes are looked up among the byte-level entries (the lowest id wins, as
   // in the tokenizer's vocabulary map), any other content among the keys
-  // outside the alphabet. One pass over the vocabulary for the few contents.
+  // outside the alphabet (the first in vocab_other's order). One pass over the
+  // vocabulary for the few contents, hashing only an entry of a length some
+  // content has (Gemma: 6,415 contents, 262,144 entries).
   std::unordered_map<std::string, int32_t> by_bytes;  // content's bytes -> id (-1: none)
+  std::unordered_map<std::string, int32_t> by_other;  // other content -> id (-1: none)
+  std::vector<char> bytes_len, other_len;             // [length]: a content has it
+  auto mark = [](std::vector<char>* lens, size_t len) {
+    if (lens->size() <= len) lens->resize(len + 1, 0);
+    (*lens)[len] = 1;
+  };
+  auto asked = [](const std::vector<char>& lens, size_t len) {
+    return len < lens.size() && lens[len];
+  };
   std::string bytes;
   for (const AddedToken& a : listed) {
-    if (!a.content.empty() && ByteLevelToBytes(a.content, &bytes)) by_bytes.emplace(bytes, -1);
+    if (a.content.empty()) continue;
+    if (ByteLevelToBytes(a.content, &bytes)) {
+      by_bytes.emplace(bytes, -1);
+      mark(&bytes_len, bytes.size());
+    } else {
+      by_other.emplace(a.content, -1);
+      mark(&other_len, a.content.size());
+    }
   }
   if (!by_bytes.empty()) {
     for (size_t id = 0; id < vocab_bytes.size(); ++id) {
-      if (!vocab_byte_level[id]) continue;
+      if (!vocab_byte_level[id] || !asked(bytes_len, vocab_bytes[id].size())) continue;
       auto it = by_bytes.find(vocab_bytes[id]);
       if (it != by_bytes.end() && it->second < 0) it->second = static_cast<int32_t>(id);
     }
   }
-  std::unordered_map<std::string, int32_t> by_other_key;
-  for (const auto& [id, key] : vocab_other) by_other_key.emplace(key, id);
+  if (!by_other.empty()) {
+    for (const auto& [id, key] : vocab_other) {
+      if (!asked(other_len, key.size())) continue;
+      auto it = by_other.find(key);
+      if (it != by_other.end() && it->second < 0) it->second = id;
+    }
+  }
 
   std::unordered_map<std::string, size_t> by_content;  // -> index in added_tokens
   int64_t max_added = -1;
@@ -216,8 +267,8 @@ Status Document::ReadAddedTokens() {
     int32_t model_id = -1;
     if (ByteLevelToBytes(a.content, &bytes)) {
       model_id = by_bytes.find(bytes)->second;  // every byte-level content is a key
-    } else if (auto k = by_other_key.find(a.content); k != by_other_key.end()) {
-      model_id = k->second;
+    } else {
+      model_id = by_other.find(a.content)->second;  // every other content is a key
     }
     if (model_id >= 0) {
       a.id = model_id;
@@ -239,55 +290,111 @@ Status Document::ReadAddedTokens() {
 Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(
     const Document& doc, const std::function<int32_t(std::string_view key)>& find,
     bool byte_level) {
+  return ReadMerges(
+      doc,
+      [&find](const std::string_view* keys, size_t n, int32_t* ids) {
+        for (size_t i = 0; i < n; ++i) ids[i] = find(keys[i]);
+      },
+      byte_level);
+}
+
+Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(const Document& doc,
+                                                            const FindManyFn& find_many,
+                                                            bool byte_level) {
   simdjson::dom::array merges;
   if (doc.model()["merges"].get(merges) != simdjson::SUCCESS) {
     return doc.Error("model.merges", "missing or not an array");
   }
   std::vector<std::pair<int32_t, int32_t>> pairs;
   pairs.reserve(merges.size());
+  // Merges are parsed a chunk at a time and their tokens looked up together; the
+  // errors are the same, in the same order, as one merge at a time.
+  constexpr size_t kChunk = 64;
+  struct Pending {
+    std::string_view a, b;      // as written
+    bool ok[2] = {true, true};  // byte-level: the side is a byte-level string
+  };
+  std::vector<Pending> pending;
+  pending.reserve(kChunk);
+  std::string raw, side;     // byte-level: every side's raw bytes, back to back
+  std::vector<size_t> ends;  // byte-level: where each side ends in `raw`
+  std::vector<std::string_view> keys;
+  std::vector<int32_t> ids;
+  auto resolve = [&]() -> Status {
+    keys.clear();
+    for (size_t j = 0; j < pending.size(); ++j) {
+      if (byte_level) {
+        for (size_t k = 2 * j; k < 2 * j + 2; ++k) {
+          const size_t start = k == 0 ? 0 : ends[k - 1];
+          keys.push_back(std::string_view(raw).substr(start, ends[k] - start));
+        }
+      } else {
+        keys.push_back(pending[j].a);
+        keys.push_back(pending[j].b);
+      }
+    }
+    ids.resize(keys.size());
+    find_many(keys.data(), keys.size(), ids.data());
+    for (size_t j = 0; j < pending.size(); ++j) {
+      const int32_t ia = pending[j].ok[0] ? ids[2 * j] : -1;
+      const int32_t ib = pending[j].ok[1] ? ids[2 * j + 1] : -1;
+      if (ia < 0 || ib < 0) {
+        return doc.Error(fmt::format("model.merges[{}]", pairs.size()),
+                         fmt::format("token '{}' is not {} in model.vocab",
+                                     ia < 0 ? std::string(pending[j].a) : std::string(pending[j].b),
+                                     byte_level ? "a byte-level token" : "a token"));
+      }
+      pairs.emplace_back(ia, ib);
+    }
+    pending.clear();
+    raw.clear();
+    ends.clear();
+    return Status::Ok();
+  };
   size_t idx = 0;
-  std::string ab, bb;
   for (element m : merges) {
     std::string_view a, b;
+    Status bad;
     if (m.is_string()) {
       std::string_view s = m.get_string().value_unsafe();
       size_t sp = s.find(' ');
       if (sp == std::string_view::npos) {
-        return doc.Error(fmt::format("model.merges[{}]", idx), "no space in merge");
+        bad = doc.Error(fmt::format("model.merges[{}]", idx), "no space in merge");
+      } else {
+        a = s.substr(0, sp);
+        b = s.substr(sp + 1);
       }
-      a = s.substr(0, sp);
-      b = s.substr(sp + 1);
     } else if (m.is_array()) {
       simdjson::dom::array pair = m.get_array().value_unsafe();
-      std::string_view* side[2] = {&a, &b};
+      std::string_view* half_of[2] = {&a, &b};
       size_t k = 0;
       for (element half : pair) {
-        if (k == 2 || half.get(*side[k]) != simdjson::SUCCESS) break;
+        if (k == 2 || half.get(*half_of[k]) != simdjson::SUCCESS) break;
         ++k;
       }
       if (k != 2 || pair.size() != 2) {
-        return doc.Error(fmt::format("model.merges[{}]", idx), "not a pair of strings");
+        bad = doc.Error(fmt::format("model.merges[{}]", idx), "not a pair of strings");
       }
     } else {
-      return doc.Error(fmt::format("model.merges[{}]", idx), "not a string or a pair");
+      bad = doc.Error(fmt::format("model.merges[{}]", idx), "not a string or a pair");
     }
-    int32_t ia, ib;
+    if (!bad.ok()) {
+      EK_RETURN_IF_ERROR(resolve());  // an earlier merge's unknown token comes first
+      return bad;
+    }
+    Pending p{a, b};
     if (byte_level) {
-      ia = ByteLevelToBytes(a, &ab) ? find(ab) : -1;
-      ib = ByteLevelToBytes(b, &bb) ? find(bb) : -1;
-    } else {
-      ia = find(a);
-      ib = find(b);
+      for (int k = 0; k < 2; ++k) {
+        p.ok[k] = ByteLevelToBytes(k == 0 ? a : b, &side);
+        if (p.ok[k]) raw += side;
+        ends.push_back(raw.size());
+      }
     }
-    if (ia < 0 || ib < 0) {
-      return doc.Error(fmt::format("model.merges[{}]", idx),
-                       fmt::format("token '{}' is not {} in model.vocab",
-                                   ia < 0 ? std::string(a) : std::string(b),
-                                   byte_level ? "a byte-level token" : "a token"));
-    }
-    pairs.emplace_back(ia, ib);
+    pending.push_back(p);
     ++idx;
+    if (pending.size() == kChunk) EK_RETURN_IF_ERROR(resolve());
   }
+  EK_RETURN_IF_ERROR(resolve());
   return pairs;
 }
 

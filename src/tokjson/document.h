@@ -117,5 +117,11 @@ std::string TypeOf(simdjson::dom::element e);
 Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(
     const Document& doc, const std::function<int32_t(std::string_view key)>& find,
     bool byte_level = true);
+// The same, the tokens looked up a batch at a time: `find_many(keys, n, ids)` sets ids[i]
+// for keys[i] (a loader's lookups overlap their cache misses; tokenize::BytesToId::FindMany).
+using FindManyFn = std::function<void(const std::string_view* keys, size_t n, int32_t* ids)>;
+Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(const Document& doc,
+                                                            const FindManyFn& find_many,
+                                                            bool byte_level = true);
 
 }  // namespace ek::tokjson

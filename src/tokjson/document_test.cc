@@ -1,5 +1,6 @@
 #include "tokjson/document.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
@@ -24,6 +25,18 @@ std::string ErrorOf(std::string_view json) {
   auto doc = Document::Parse(json, "m/tokenizer.json");
   EXPECT_FALSE(doc.ok());
   return doc.ok() ? "" : doc.status().message();
+}
+
+TEST(TokenizerJson, VocabLenCountsDistinctKeys) {
+  // A JSON object may repeat a key: vocab_len (where added tokens' ids start) counts it
+  // once, over enough keys that the set probes past collisions.
+  std::string vocab = "{";
+  for (int i = 0; i < 1500; ++i) vocab += fmt::format("{}\"k{}\":{}", i ? "," : "", i % 1000, i);
+  vocab += "}";
+  auto doc = Document::Parse(Json(vocab), "t.json");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  EXPECT_EQ(doc->vocab_len, 1000);
+  EXPECT_EQ(doc->vocab_limit, 1500);
 }
 
 TEST(TokenizerJson, TheVocabularyByIdInItsTwoSpellings) {
@@ -210,6 +223,66 @@ TEST(TokenizerJson, MergesAreIdPairsThroughTheCallersVocabulary) {
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(ReadMerges(*none, find).status().message(),
             "t.json: model.merges: missing or not an array");
+}
+
+TEST(TokenizerJson, MergesLookedUpInBatchesReportTheFirstBadMergeInOrder) {
+  // ReadMerges looks tokens up 64 merges at a time; which error comes first must not
+  // depend on where the batches break.
+  auto find = [](std::string_view bytes) -> int32_t {
+    if (bytes == "a") return 0;
+    if (bytes == "b") return 1;
+    return -1;
+  };
+  int calls = 0;
+  auto find_many = [&](const std::string_view* keys, size_t n, int32_t* ids) {
+    ++calls;
+    for (size_t i = 0; i < n; ++i) ids[i] = find(keys[i]);
+  };
+  auto merges_of = [&](const std::vector<std::string>& items) {
+    std::string list = "[";
+    for (size_t i = 0; i < items.size(); ++i) list += (i ? "," : "") + items[i];
+    list += "]";
+    auto doc = Document::Parse(
+        Json(R"({"a":0,"b":1,"Ġa":2})", "[]", R"({"type":"ByteLevel"})", list), "t.json");
+    EXPECT_TRUE(doc.ok()) << doc.status().message();
+    auto one = ReadMerges(*doc, find);
+    auto many = ReadMerges(*doc, find_many);
+    EXPECT_EQ(one.ok(), many.ok());
+    if (one.ok() && many.ok()) EXPECT_EQ(*one, *many);
+    if (!one.ok() && !many.ok()) EXPECT_EQ(one.status().message(), many.status().message());
+    return many;
+  };
+  std::vector<std::string> good(150, "\"a b\"");
+  calls = 0;
+  auto all = merges_of(good);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  EXPECT_EQ(all->size(), 150u);
+  EXPECT_EQ(calls, 3);  // 64 + 64 + 22
+  // An unknown token before a malformed merge in a later position of the same batch,
+  // and in an earlier batch: the unknown token is named.
+  for (size_t bad_at : {3u, 63u, 64u, 100u}) {
+    std::vector<std::string> items = good;
+    items[bad_at] = "\"a c\"";
+    items[bad_at + 10] = "\"nospace\"";
+    EXPECT_EQ(merges_of(items).status().message(),
+              fmt::format("t.json: model.merges[{}]: token 'c' is not a byte-level token in "
+                          "model.vocab",
+                          bad_at));
+    // A malformed merge before an unknown token: the malformed one.
+    items = good;
+    items[bad_at] = "7";
+    items[bad_at + 10] = "\"a c\"";
+    EXPECT_EQ(merges_of(items).status().message(),
+              fmt::format("t.json: model.merges[{}]: not a string or a pair", bad_at));
+  }
+  // The right-hand token is named when it is the one outside the table or the vocabulary.
+  std::vector<std::string> items = good;
+  items[70] = "\"a ☃\"";
+  EXPECT_EQ(merges_of(items).status().message(),
+            "t.json: model.merges[70]: token '☃' is not a byte-level token in model.vocab");
+  items[70] = "\"b d\"";
+  EXPECT_EQ(merges_of(items).status().message(),
+            "t.json: model.merges[70]: token 'd' is not a byte-level token in model.vocab");
 }
 
 TEST(VocabHash, IsXxh3OverIdLengthAndBytesPerId) {
