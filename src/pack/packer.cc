@@ -13,6 +13,7 @@
 #include <bit>
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <memory>
 
 #include "core/clock.h"
@@ -196,7 +197,7 @@ class Packer {
   }
 
   // A record's error: fatal (with how to get past it), or listed in skipped.jsonl.
-  Status Fail(const RecRef& ref, size_t input_no, TaskOut::Failure& f) {
+  Status Fail(const RecRef& ref, size_t input_no, const TaskOut::Failure& f) {
     Status st = f.error.WithContext(ingest::Where(ref.rec));
     if (!opt_.skip_bad) {
       return Status(st.code(), st.message() + SkipHint(f.reason, opt_.record.invalid_utf8));
@@ -353,14 +354,29 @@ class Packer {
     return writers_[static_cast<size_t>(ref.owner)]->Add(ids, mask, n);
   }
 
+  // One batch of pass 2: its records, their encoding (on the pool) and where they came from.
+  struct Batch {
+    std::vector<RecRef> refs;
+    std::vector<TaskOut> outs;
+    size_t tasks = 0;
+    size_t src = 0, input_no = 0;
+    uint32_t round_no = 0;
+    uint64_t records_read = 0;     // records read up to this batch's end (progress)
+    std::future<size_t> encoding;  // last member: destroyed first, waiting for the pool
+  };
+
   // Pass 2: render + tokenize in parallel, route in record order.
   // Sources one after another: each its whole passes, then (weights) its remainder.
   // Records a repeated pass meets again are rendered again (the same ids); a record
   // skipped is listed once, in its first pass.
+  // With more than one worker, a batch is encoded on the pool while this thread routes
+  // and writes the one before it. The next batch is read only once the one before is
+  // encoded (a streaming source may reuse its buffer); routing reads no record's bytes.
   Status Pass2() {
     uint64_t global_index = 0, good_index = 0;
     source_records_.assign(sources_.size(), 0);
     source_tokens_done_.assign(sources_.size(), 0);
+    const bool overlap = encoder_->workers() > 1;
     for (size_t src = 0; src < sources_.size(); ++src) {
       const SourceTake& take = takes_[src];
       const uint32_t rounds = take.passes + (take.remainder.empty() ? 0 : 1);
@@ -369,39 +385,46 @@ class Packer {
         uint64_t local = 0;                            // the record's index within its source
         for (size_t input_no : source_inputs_[src]) {
           const std::string& path = inputs_[input_no];
-          cur_source_ = src;
           uint64_t in_input = 0;
           EK_ASSIGN_OR_RETURN(auto source, ingest::Open(path, OpenOptionsFor(input_no)));
           std::vector<ingest::SourceRecord> batch;
-          while (true) {
+          Batch slots[2];  // after `source`: destroyed first, an encoding finished first
+          Batch* pending = nullptr;  // encoded or being encoded, not yet routed
+          for (size_t turn = 0;; ++turn) {
+            if (pending && pending->encoding.valid()) pending->tasks = pending->encoding.get();
             EK_ASSIGN_OR_RETURN(bool more, source->Next(&batch));
-            if (!more) break;
-            refs_.clear();
-            for (const auto& r : batch) {
-              RecRef ref{r, input_base_[input_no] + in_input++, -1, true};
-              ++global_index;
-              const bool taken = !partial || std::binary_search(take.remainder.begin(),
-                                                                take.remainder.end(), local);
-              ++local;
-              if (IsBad(ref.index) || !taken) {
-                ref.needed = false;  // skipped in pass 1 (listed already), or not in the remainder
-              } else if (opt_.shard != ShardMode::kBalanced) {
-                ref.owner = OwnerOf(opt_.shard, good_index++, packable_, opt_.world);
-                ref.needed = ref.owner >= lo_ && ref.owner <= hi_;
+            if (more) {
+              Batch& b = slots[turn % 2];
+              b.refs.clear();
+              b.src = src;
+              b.input_no = input_no;
+              b.round_no = round_no;
+              for (const auto& r : batch) {
+                RecRef ref{r, input_base_[input_no] + in_input++, -1, true};
+                ++global_index;
+                const bool taken = !partial || std::binary_search(take.remainder.begin(),
+                                                                  take.remainder.end(), local);
+                ++local;
+                if (IsBad(ref.index) || !taken) {
+                  ref.needed = false;  // skipped in pass 1 (listed already), or not in the remainder
+                } else if (opt_.shard != ShardMode::kBalanced) {
+                  ref.owner = OwnerOf(opt_.shard, good_index++, packable_, opt_.world);
+                  ref.needed = ref.owner >= lo_ && ref.owner <= hi_;
+                }
+                b.refs.push_back(ref);
               }
-              refs_.push_back(ref);
+              b.records_read = global_index;
+              if (overlap) {
+                b.encoding = std::async(std::launch::async, [this, &b] {
+                  return encoder_->Run(b.refs, b.src, false, &b.outs);
+                });
+              } else {
+                b.tasks = encoder_->Run(b.refs, b.src, false, &b.outs);
+              }
             }
-            EK_RETURN_IF_ERROR(RouteBatch(src, round_no, input_no));
-            if (progress_) {
-              PackProgress p;
-              p.records_done = global_index;
-              p.records_total = reads_;
-              p.tokens = tokens_done_;
-              p.bytes = bytes_done_;
-              p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_)
-                              .count();
-              progress_(p);
-            }
+            if (pending) EK_RETURN_IF_ERROR(RoutePending(*pending));
+            if (!more) break;
+            pending = &slots[turn % 2];
           }
         }  // inputs of the source
       }    // rounds
@@ -409,19 +432,36 @@ class Packer {
     return Status::Ok();
   }
 
-  // Renders and tokenizes pass 2's batch in refs_, then routes its records in order.
-  Status RouteBatch(size_t src, uint32_t round_no, size_t input_no) {
-    std::vector<TaskOut> outs;
-    const size_t tasks = encoder_->Run(refs_, cur_source_, false, &outs);
+  // Routes an encoded batch, then reports progress.
+  Status RoutePending(const Batch& b) {
+    EK_RETURN_IF_ERROR(RouteBatch(b));
+    if (progress_) {
+      PackProgress p;
+      p.records_done = b.records_read;
+      p.records_total = reads_;
+      p.tokens = tokens_done_;
+      p.bytes = bytes_done_;
+      p.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count();
+      progress_(p);
+    }
+    return Status::Ok();
+  }
+
+  // Routes an encoded batch of pass 2, its records in order.
+  Status RouteBatch(const Batch& batch) {
+    const std::vector<RecRef>& refs = batch.refs;
+    const size_t tasks = batch.tasks;
+    const size_t src = batch.src;
     for (size_t task = 0; task < tasks; ++task) {
-      TaskOut& out = outs[task];
+      const TaskOut& out = batch.outs[task];
       m_.chat_records += out.chat;
       m_.template_drop_records += out.drop_records;
       m_.template_drop_parts += out.drop_parts;
-      size_t a = refs_.size() * task / tasks, b = refs_.size() * (task + 1) / tasks;
+      size_t a = refs.size() * task / tasks, b = refs.size() * (task + 1) / tasks;
       size_t next_err = 0;
       for (size_t i = a; i < b; ++i) {
-        const RecRef& ref = refs_[i];
+        const RecRef& ref = refs[i];
         if (!ref.needed) continue;
         if (next_err < out.errors.size() && out.errors[next_err].index == i) {
           if (prescreen_) {
@@ -430,7 +470,8 @@ class Packer {
                                              out.errors[next_err].error.message()));
           }
           // A later pass meets a record its first pass listed: skip it again, quietly.
-          if (round_no == 0) EK_RETURN_IF_ERROR(Fail(ref, input_no, out.errors[next_err]));
+          if (batch.round_no == 0)
+            EK_RETURN_IF_ERROR(Fail(ref, batch.input_no, out.errors[next_err]));
           ++next_err;
           continue;
         }

@@ -68,6 +68,8 @@ class RecordEncoder {
   // makes (valid UTF-8) but text over 4 GiB with offsets, checked here alike.
   size_t Run(const std::vector<RecRef>& refs, size_t source, bool screen,
              std::vector<TaskOut>* outs);
+  // The pool's workers (Run is not re-entrant: one batch at a time).
+  size_t workers() const { return pool_.size(); }
 
  private:
   struct WorkerScratch {
