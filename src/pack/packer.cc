@@ -388,7 +388,7 @@ class Packer {
           uint64_t in_input = 0;
           EK_ASSIGN_OR_RETURN(auto source, ingest::Open(path, OpenOptionsFor(input_no)));
           std::vector<ingest::SourceRecord> batch;
-          Batch slots[2];  // after `source`: destroyed first, an encoding finished first
+          Batch slots[2];            // after `source`: destroyed first, an encoding finished first
           Batch* pending = nullptr;  // encoded or being encoded, not yet routed
           for (size_t turn = 0;; ++turn) {
             if (pending && pending->encoding.valid()) pending->tasks = pending->encoding.get();
@@ -406,7 +406,8 @@ class Packer {
                                                                   take.remainder.end(), local);
                 ++local;
                 if (IsBad(ref.index) || !taken) {
-                  ref.needed = false;  // skipped in pass 1 (listed already), or not in the remainder
+                  ref.needed =
+                      false;  // skipped in pass 1 (listed already), or not in the remainder
                 } else if (opt_.shard != ShardMode::kBalanced) {
                   ref.owner = OwnerOf(opt_.shard, good_index++, packable_, opt_.world);
                   ref.needed = ref.owner >= lo_ && ref.owner <= hi_;

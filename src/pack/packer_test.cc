@@ -207,6 +207,48 @@ TEST_F(PackerTest, ReadsZstdInput) {
   EXPECT_NE(c.status().message().find("cut.jsonl.zst"), std::string::npos);
 }
 
+// Two workers encode a batch while the packer routes the one before. A zstd input is
+// read through a buffer the reader reuses, so its batches must be encoded before the
+// next is read: many small chunks, the blocks equal to one thread's, and a bad record
+// in a late batch named by its line, as one thread names it.
+TEST_F(PackerTest, OverlappedBatchesFromAStreamingSourcePackTheSameBlocks) {
+  auto texts = Texts(300);
+  std::string plain = WriteInput("o.jsonl", texts);
+  std::string body = *ReadFile(plain);
+  auto zst = [&](const std::string& name, const std::string& data) {
+    std::string comp(ZSTD_compressBound(data.size()), '\0');
+    comp.resize(ZSTD_compress(comp.data(), comp.size(), data.data(), data.size(), 3));
+    EXPECT_TRUE(WriteFileAtomic(dir_ + "/" + name, comp).ok());
+    return dir_ + "/" + name;
+  };
+  const std::string good = zst("o.jsonl.zst", body);
+  for (ShardMode mode : {ShardMode::kContiguous, ShardMode::kBalanced}) {
+    PackOptions one = Options({good}, "o1", 3, 16), two = Options({good}, "o2", 3, 16);
+    one.threads = 1;
+    two.threads = 2;
+    one.chunk_bytes = two.chunk_bytes = 300;  // a batch of a few records
+    one.shard = two.shard = mode;
+    auto a = Pack(one), b = Pack(two);
+    ASSERT_TRUE(a.ok() && b.ok()) << (a.ok() ? b.status().message() : a.status().message());
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ(ReadRank("o1", r), ReadRank("o2", r));
+      EXPECT_EQ(ReadDocs("o1", r), ReadDocs("o2", r));
+    }
+    EXPECT_EQ(a->total_tokens, b->total_tokens);
+  }
+  const std::string bad = zst("bad.jsonl.zst", body + "{\"text\": 7}\n" + body);
+  for (size_t threads : {1u, 2u}) {
+    PackOptions o = Options({bad}, "ob", 3, 16);
+    o.threads = threads;
+    o.chunk_bytes = 300;
+    auto m = Pack(o);
+    ASSERT_FALSE(m.ok());
+    EXPECT_NE(m.status().message().find("bad.jsonl.zst:301:"), std::string::npos)
+        << m.status().message();
+    EXPECT_FALSE(FileExists(o.out_dir + "/manifest.json"));
+  }
+}
+
 // The packer's shard rule (OwnerOf).
 TEST(ShardTest, ContiguousMatchesDatasetsFormula) {
   // 10 records over 4 shards: sizes 3,3,2,2 (first N % W get one more).
