@@ -103,11 +103,29 @@ class Packer {
   Result<Manifest> Run() {
     t_start_ = std::chrono::steady_clock::now();
     EK_RETURN_IF_ERROR(ResolveSources());
-    EK_RETURN_IF_ERROR(LoadModel());
-    EK_ASSIGN_OR_RETURN(encoder_,
-                        RecordEncoder::Create(opt_, sources_, tok_.get(), eos_id_, masks_, &m_));
-    RemoveStaleTemps(opt_.env, opt_.out_dir);  // before pass 1 may start skipped.jsonl
-    EK_RETURN_IF_ERROR(Pass1());
+    prescreen_ = weighted_ || (opt_.skip_bad && opt_.shard != ShardMode::kBalanced);
+    if (prescreen_ || opt_.threads == 1) {
+      EK_ASSIGN_OR_RETURN(tok_, tokenize::Tokenizer::FromFile(opt_.tokenizer_path));
+      EK_RETURN_IF_ERROR(LoadModel());
+      EK_ASSIGN_OR_RETURN(encoder_,
+                          RecordEncoder::Create(opt_, sources_, tok_.get(), eos_id_, masks_, &m_));
+      RemoveStaleTemps(opt_.env, opt_.out_dir);  // before pass 1 may start skipped.jsonl
+      EK_RETURN_IF_ERROR(Pass1());
+    } else {
+      // Pass 1 only hashes and counts here (no record is rendered), so the tokenizer
+      // loads on another thread meanwhile; the errors come in the same order as one
+      // after the other: the tokenizer's, the EOS and template's, then pass 1's.
+      auto loading = std::async(std::launch::async, [this] {
+        return tokenize::Tokenizer::FromFile(opt_.tokenizer_path);
+      });
+      RemoveStaleTemps(opt_.env, opt_.out_dir);
+      Status counted = Pass1();
+      EK_ASSIGN_OR_RETURN(tok_, loading.get());
+      EK_RETURN_IF_ERROR(LoadModel());
+      EK_ASSIGN_OR_RETURN(encoder_,
+                          RecordEncoder::Create(opt_, sources_, tok_.get(), eos_id_, masks_, &m_));
+      EK_RETURN_IF_ERROR(counted);
+    }
     EK_RETURN_IF_ERROR(PlanTakes());
     EK_RETURN_IF_ERROR(OpenWriters());
     EK_RETURN_IF_ERROR(Pass2());
@@ -162,9 +180,8 @@ class Packer {
     return Status::Ok();
   }
 
-  // The tokenizer, its EOS and the manifest's head.
+  // The tokenizer's EOS (tok_ loaded) and the manifest's head.
   Status LoadModel() {
-    EK_ASSIGN_OR_RETURN(tok_, tokenize::Tokenizer::FromFile(opt_.tokenizer_path));
     std::string eos_token;
     if (opt_.eos_token) {
       eos_token = *opt_.eos_token;
@@ -221,7 +238,6 @@ class Packer {
   // A weighted mixture tokenizes every record here (its plan needs each record's
   // tokens), so every failure is known before pass 2 too.
   Status Pass1() {
-    prescreen_ = weighted_ || (opt_.skip_bad && opt_.shard != ShardMode::kBalanced);
     source_tokens_.assign(sources_.size(), {});
     input_base_.assign(inputs_.size(), 0);
     uint64_t read_index = 0;

@@ -179,6 +179,40 @@ TEST_F(PackerTest, EdgeCases) {
   EXPECT_NE(f.status().message().find("2 record(s)"), std::string::npos) << f.status().message();
 }
 
+// With more than one thread the tokenizer loads while pass 1 counts the inputs; the
+// errors still come in the order of one after the other: the tokenizer's, the EOS's, then
+// an input's.
+TEST_F(PackerTest, ErrorsComeInTheSameOrderWhateverTheThreadCount) {
+  const std::string missing = dir_ + "/no-such-input.jsonl";
+  std::string good = WriteInput("g.jsonl", Texts(20));
+  ASSERT_TRUE(WriteFileAtomic(dir_ + "/broken.json", "{\"model\": 7").ok());
+  for (size_t threads : {1u, 2u}) {
+    SCOPED_TRACE(threads);
+    PackOptions bad_tok = Options({missing}, "e1", 2, 8);
+    bad_tok.threads = threads;
+    bad_tok.tokenizer_path = dir_ + "/broken.json";
+    auto a = Pack(bad_tok);
+    ASSERT_FALSE(a.ok());
+    EXPECT_NE(a.status().message().find("broken.json"), std::string::npos) << a.status().message();
+    PackOptions bad_eos = Options({missing}, "e2", 2, 8);
+    bad_eos.threads = threads;
+    bad_eos.eos_token = "<|not-a-token|>";
+    auto b = Pack(bad_eos);
+    ASSERT_FALSE(b.ok());
+    EXPECT_NE(b.status().message().find("EOS token '<|not-a-token|>'"), std::string::npos)
+        << b.status().message();
+    PackOptions bad_input = Options({good, missing}, "e3", 2, 8);
+    bad_input.threads = threads;
+    auto c = Pack(bad_input);
+    ASSERT_FALSE(c.ok());
+    EXPECT_NE(c.status().message().find("no-such-input.jsonl"), std::string::npos)
+        << c.status().message();
+    PackOptions fine = Options({good}, "e4", 2, 8);
+    fine.threads = threads;
+    EXPECT_TRUE(Pack(fine).ok());
+  }
+}
+
 TEST_F(PackerTest, TheDefaultShardModeIsBalanced) {
   PackOptions o;
   EXPECT_EQ(o.shard, ShardMode::kBalanced);
