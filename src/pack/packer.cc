@@ -104,28 +104,29 @@ class Packer {
     t_start_ = std::chrono::steady_clock::now();
     EK_RETURN_IF_ERROR(ResolveSources());
     prescreen_ = weighted_ || (opt_.skip_bad && opt_.shard != ShardMode::kBalanced);
-    if (prescreen_ || opt_.threads == 1) {
-      EK_ASSIGN_OR_RETURN(tok_, tokenize::Tokenizer::FromFile(opt_.tokenizer_path));
-      EK_RETURN_IF_ERROR(LoadModel());
-      EK_ASSIGN_OR_RETURN(encoder_,
-                          RecordEncoder::Create(opt_, sources_, tok_.get(), eos_id_, masks_, &m_));
-      RemoveStaleTemps(opt_.env, opt_.out_dir);  // before pass 1 may start skipped.jsonl
-      EK_RETURN_IF_ERROR(Pass1());
-    } else {
-      // Pass 1 only hashes and counts here (no record is rendered), so the tokenizer
-      // loads on another thread meanwhile; the errors come in the same order as one
-      // after the other: the tokenizer's, the EOS and template's, then pass 1's.
-      auto loading = std::async(std::launch::async, [this] {
-        return tokenize::Tokenizer::FromFile(opt_.tokenizer_path);
-      });
+    // Unless pass 1 screens records, it only hashes and counts the inputs, so with more
+    // than one thread the tokenizer loads on another thread meanwhile. The errors come
+    // in the same order either way: the tokenizer's, the EOS's and template's, then
+    // pass 1's.
+    const bool beside = !prescreen_ && opt_.threads != 1;
+    std::future<Result<std::unique_ptr<tokenize::Tokenizer>>> loading;
+    Status counted;
+    if (beside) {
+      loading = std::async(std::launch::async,
+                           [this] { return tokenize::Tokenizer::FromFile(opt_.tokenizer_path); });
       RemoveStaleTemps(opt_.env, opt_.out_dir);
-      Status counted = Pass1();
-      EK_ASSIGN_OR_RETURN(tok_, loading.get());
-      EK_RETURN_IF_ERROR(LoadModel());
-      EK_ASSIGN_OR_RETURN(encoder_,
-                          RecordEncoder::Create(opt_, sources_, tok_.get(), eos_id_, masks_, &m_));
-      EK_RETURN_IF_ERROR(counted);
+      counted = Pass1();
     }
+    EK_ASSIGN_OR_RETURN(
+        tok_, beside ? loading.get() : tokenize::Tokenizer::FromFile(opt_.tokenizer_path));
+    EK_RETURN_IF_ERROR(LoadModel());
+    EK_ASSIGN_OR_RETURN(encoder_,
+                        RecordEncoder::Create(opt_, sources_, tok_.get(), eos_id_, masks_, &m_));
+    if (!beside) {
+      RemoveStaleTemps(opt_.env, opt_.out_dir);  // before pass 1 may start skipped.jsonl
+      counted = Pass1();
+    }
+    EK_RETURN_IF_ERROR(counted);
     EK_RETURN_IF_ERROR(PlanTakes());
     EK_RETURN_IF_ERROR(OpenWriters());
     EK_RETURN_IF_ERROR(Pass2());
@@ -241,9 +242,10 @@ class Packer {
     source_tokens_.assign(sources_.size(), {});
     input_base_.assign(inputs_.size(), 0);
     uint64_t read_index = 0;
+    std::vector<RecRef> refs;
     for (size_t input_no = 0; input_no < inputs_.size(); ++input_no) {
       const std::string& path = inputs_[input_no];
-      cur_source_ = input_source_[input_no];
+      const size_t src = input_source_[input_no];
       input_base_[input_no] = read_index;
       InputInfo in;
       in.path = path;
@@ -273,19 +275,19 @@ class Packer {
           read_index += batch.size();
           continue;
         }
-        refs_.clear();
-        for (const auto& r : batch) refs_.push_back(RecRef{r, read_index++, -1, true});
+        refs.clear();
+        for (const auto& r : batch) refs.push_back(RecRef{r, read_index++, -1, true});
         std::vector<TaskOut> outs;
-        const size_t tasks = encoder_->Run(refs_, cur_source_, !weighted_, &outs);
+        const size_t tasks = encoder_->Run(refs, src, !weighted_, &outs);
         for (size_t task = 0; task < tasks; ++task) {
           TaskOut& out = outs[task];
           for (TaskOut::Failure& f : out.errors) {
-            EK_RETURN_IF_ERROR(Fail(refs_[f.index], input_no, f));
-            bad_.push_back(refs_[f.index].index);
+            EK_RETURN_IF_ERROR(Fail(refs[f.index], input_no, f));
+            bad_.push_back(refs[f.index].index);
           }
           if (weighted_) {  // each record's tokens, EOS included; 0 for a failed one
             for (size_t k = 0; k + 1 < out.offsets.size(); ++k) {
-              source_tokens_[cur_source_].push_back(
+              source_tokens_[src].push_back(
                   static_cast<uint32_t>(out.offsets[k + 1] - out.offsets[k]));
             }
           }
@@ -439,7 +441,7 @@ class Packer {
                 b.tasks = encoder_->Run(b.refs, b.src, false, &b.outs);
               }
             }
-            if (pending) EK_RETURN_IF_ERROR(RoutePending(*pending));
+            if (pending) EK_RETURN_IF_ERROR(RouteBatch(*pending));
             if (!more) break;
             pending = &slots[turn % 2];
           }
@@ -449,23 +451,7 @@ class Packer {
     return Status::Ok();
   }
 
-  // Routes an encoded batch, then reports progress.
-  Status RoutePending(const Batch& b) {
-    EK_RETURN_IF_ERROR(RouteBatch(b));
-    if (progress_) {
-      PackProgress p;
-      p.records_done = b.records_read;
-      p.records_total = reads_;
-      p.tokens = tokens_done_;
-      p.bytes = bytes_done_;
-      p.seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count();
-      progress_(p);
-    }
-    return Status::Ok();
-  }
-
-  // Routes an encoded batch of pass 2, its records in order.
+  // Routes an encoded batch of pass 2, its records in order, then reports progress.
   Status RouteBatch(const Batch& batch) {
     const std::vector<RecRef>& refs = batch.refs;
     const size_t tasks = batch.tasks;
@@ -502,6 +488,16 @@ class Packer {
         source_tokens_done_[src] += n;
         EK_RETURN_IF_ERROR(Route(ref, ids, mask, n));
       }
+    }
+    if (progress_) {
+      PackProgress p;
+      p.records_done = batch.records_read;
+      p.records_total = reads_;
+      p.tokens = tokens_done_;
+      p.bytes = bytes_done_;
+      p.seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count();
+      progress_(p);
     }
     return Status::Ok();
   }
@@ -619,14 +615,7 @@ class Packer {
     }
     for (int r = lo_; r <= hi_; ++r) m_.ranks.push_back(stats_[static_cast<size_t>(r)]);
     if (opt_.shard != ShardMode::kBalanced) {
-      m_.total_records = 0;
-      for (const auto& s : m_.ranks) {
-        m_.total_records += s.records;
-        m_.total_tokens += s.tokens;
-        m_.total_dropped_tokens += s.dropped_tokens;
-        m_.total_padding_tokens += s.padding_tokens;
-        m_.total_split_documents += s.split_documents;
-      }
+      m_.SumRankTotals();
     } else {
       m_.total_records = packed_;  // every record taken (a repeated one each time)
       for (const auto& s : stats_) {
@@ -650,14 +639,12 @@ class Packer {
   std::vector<size_t> input_source_;  // its source
   std::vector<std::vector<size_t>> source_inputs_;
   int lo_ = 0, hi_ = 0;  // the ranks written
-  // The model (LoadModel), the manifest being filled, the encoder and its batch.
+  // The model (LoadModel), the manifest being filled and the encoder.
   std::unique_ptr<tokenize::Tokenizer> tok_;
   int32_t eos_id_ = 0;
   bool masks_ = false;
   Manifest m_;
   std::unique_ptr<RecordEncoder> encoder_;
-  size_t cur_source_ = 0;  // the source of the records in `refs_`
-  std::vector<RecRef> refs_;
   SkipList skips_;
   // Pass 1 and the plan.
   bool prescreen_ = false;

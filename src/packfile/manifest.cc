@@ -49,6 +49,18 @@ std::string RankFileName(int rank) { return fmt::format("rank-{:05d}.i32", rank)
 std::string MaskFileName(int rank) { return fmt::format("rank-{:05d}.mask", rank); }
 std::string DocsFileName(int rank) { return fmt::format("rank-{:05d}.docs", rank); }
 
+void Manifest::SumRankTotals() {
+  total_records = total_tokens = total_dropped_tokens = 0;
+  total_padding_tokens = total_split_documents = 0;
+  for (const auto& r : ranks) {
+    total_records += r.records;
+    total_tokens += r.tokens;
+    total_dropped_tokens += r.dropped_tokens;
+    total_padding_tokens += r.padding_tokens;
+    total_split_documents += r.split_documents;
+  }
+}
+
 uint64_t Manifest::total_blocks() const {
   uint64_t n = 0;
   for (const auto& r : ranks) n += r.blocks;
@@ -453,8 +465,6 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts,
   // Totals over the whole pack: records and tokens by rank add up for
   // contiguous/strided; balanced parts each saw every record, so keep one copy.
   if (out.shard != ShardMode::kBalanced) {
-    out.total_records = out.total_tokens = out.total_dropped_tokens = 0;
-    out.total_padding_tokens = out.total_split_documents = 0;
     // Skips are whole-corpus in every part (--skip-bad screens every record before
     // sharding), so like balanced parts they are kept once; chat records are each part's.
     out.chat_records = 0;
@@ -480,13 +490,7 @@ Result<Manifest> MergeManifests(const std::vector<Manifest>& parts,
           routed ? static_cast<double>(src.tokens) / static_cast<double>(routed) : 0.0;
       if (src.weight == 0) src.target_share = src.realized_share;  // whole passes: exact
     }
-    for (const auto& r : out.ranks) {
-      out.total_records += r.records;
-      out.total_tokens += r.tokens;
-      out.total_dropped_tokens += r.dropped_tokens;
-      out.total_padding_tokens += r.padding_tokens;
-      out.total_split_documents += r.split_documents;
-    }
+    out.SumRankTotals();
   }
   return out;
 }

@@ -127,6 +127,9 @@ struct Manifest {
   uint64_t total_blocks() const;
   uint64_t min_blocks() const;
   uint64_t max_blocks() const;
+  // Contiguous/strided: the totals (records, tokens, dropped, padding, split documents)
+  // as the sums of `ranks`' counts. (Balanced counts its totals over the whole stream.)
+  void SumRankTotals();
 };
 
 // skipped.jsonl: one line per record --skip-bad skipped (docs/pack_format.md).
