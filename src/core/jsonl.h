@@ -69,6 +69,17 @@ class LineSplitter {
   uint64_t number_ = 1, base_ = 0;
 };
 
+// The complete lines at the front of `buffer` (what a pipe gave so far), each handed to
+// fn(TextLine) and then taken out of it; an unfinished last line stays for the next read.
+template <class Fn>
+void TakeCompleteLines(std::string* buffer, Fn fn) {
+  const size_t nl = buffer->rfind('\n');
+  if (nl == std::string::npos) return;
+  LineSplitter lines(std::string_view(*buffer).substr(0, nl + 1));
+  for (TextLine line; lines.Next(&line);) fn(line);
+  buffer->erase(0, nl + 1);
+}
+
 // Reads a file (mapped) or stdin ("-") as chunks of whole lines.
 class LineChunkReader {
  public:

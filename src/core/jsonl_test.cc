@@ -45,6 +45,24 @@ TEST(LineSplitter, YieldsNumberOffsetAndTextWithoutTheNewline) {
 }
 
 // Chunk by chunk, the lines keep their numbers and offsets in the whole file.
+TEST(TakeCompleteLines, HandsOverWholeLinesAndKeepsTheUnfinishedOne) {
+  std::string buffer = "a\n\nbc\nde";
+  std::vector<std::string> got;
+  auto take = [&] {
+    TakeCompleteLines(&buffer, [&](const TextLine& l) { got.emplace_back(l.text); });
+  };
+  take();
+  EXPECT_EQ(got, (std::vector<std::string>{"a", "", "bc"}));
+  EXPECT_EQ(buffer, "de");
+  take();  // no newline yet: nothing taken
+  EXPECT_EQ(got.size(), 3u);
+  EXPECT_EQ(buffer, "de");
+  buffer += "f\r\n";
+  take();
+  EXPECT_EQ(got.back(), "def\r");
+  EXPECT_EQ(buffer, "");
+}
+
 TEST(LineChunkReader, NextLinesNumbersLinesAcrossChunks) {
   std::string text;
   // Over 1 MiB: the reader reads 1 MiB at a time, so this is several chunks.

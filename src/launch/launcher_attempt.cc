@@ -199,14 +199,10 @@ Result<NodeRecord> Launcher::RunAttempt(int attempt, const ResumeChoice& resume)
   char buf[65536];
   bool pipe_open = true;
   auto flush_lines = [&](bool all) {
-    const size_t nl = pending.rfind('\n');
-    const size_t whole = nl == std::string::npos ? 0 : nl + 1;  // the lines complete so far
-    LineSplitter lines(std::string_view(pending).substr(0, whole));
-    for (TextLine line; lines.Next(&line);) {
+    TakeCompleteLines(&pending, [&](const TextLine& line) {
       if (line.text.starts_with("[rank ") || line.text.starts_with("[evenfix]"))
         say_(std::string(line.text));
-    }
-    pending.erase(0, whole);
+    });
     if (all && !pending.empty()) {
       if (pending.starts_with("[rank ")) say_(pending);
       pending.clear();

@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cmath>
-#include <string_view>
 
 #include "core/jsonl.h"
 
@@ -51,11 +50,7 @@ Status ChildLineStream::ReadLines(double deadline, std::vector<std::string>* lin
     ssize_t n = ::read(fd_, buf, sizeof buf);
     if (n > 0) {
       partial_.append(buf, static_cast<size_t>(n));
-      const size_t nl = partial_.rfind('\n');
-      const size_t whole = nl == std::string::npos ? 0 : nl + 1;  // the lines complete so far
-      LineSplitter split(std::string_view(partial_).substr(0, whole));
-      for (TextLine line; split.Next(&line);) lines->emplace_back(line.text);
-      partial_.erase(0, whole);
+      TakeCompleteLines(&partial_, [&](const TextLine& line) { lines->emplace_back(line.text); });
       continue;
     }
     if (n == 0) {
