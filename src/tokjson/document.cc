@@ -287,17 +287,6 @@ Status Document::ReadAddedTokens() {
   return Status::Ok();
 }
 
-Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(
-    const Document& doc, const std::function<int32_t(std::string_view key)>& find,
-    bool byte_level) {
-  return ReadMerges(
-      doc,
-      [&find](const std::string_view* keys, size_t n, int32_t* ids) {
-        for (size_t i = 0; i < n; ++i) ids[i] = find(keys[i]);
-      },
-      byte_level);
-}
-
 Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(const Document& doc,
                                                             const FindManyFn& find_many,
                                                             bool byte_level) {

@@ -111,14 +111,11 @@ Status UnsupportedField(std::string_view file, std::string_view where, std::stri
 std::string TypeOf(simdjson::dom::element e);
 
 // model.merges ("a b" strings or ["a", "b"] pairs, in rank order) as pairs of
-// ids: each token looked up through `find` (-1: not in the vocabulary), by its
-// byte-level raw bytes when `byte_level`, else by its text as written (the
+// ids: the tokens looked up a batch at a time through `find_many(keys, n, ids)`,
+// which sets ids[i] for keys[i] (-1: not in the vocabulary; a loader's lookups
+// overlap their cache misses: tokenize::BytesToId::FindMany), by their byte-level
+// raw bytes when `byte_level`, else by their text as written (the
 // SentencePiece-style vocabularies). Errors name model.merges[i].
-Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(
-    const Document& doc, const std::function<int32_t(std::string_view key)>& find,
-    bool byte_level = true);
-// The same, the tokens looked up a batch at a time: `find_many(keys, n, ids)` sets ids[i]
-// for keys[i] (a loader's lookups overlap their cache misses; tokenize::BytesToId::FindMany).
 using FindManyFn = std::function<void(const std::string_view* keys, size_t n, int32_t* ids)>;
 Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(const Document& doc,
                                                             const FindManyFn& find_many,
