@@ -10,7 +10,6 @@ namespace ek::pack {
 Result<std::unique_ptr<RankWriter>> RankWriter::Open(Env* env, const std::string& dir, int rank,
                                                      int seq_len, bool masks) {
   auto w = std::unique_ptr<RankWriter>(new RankWriter());
-  w->rank_ = rank;
   w->seq_len_ = static_cast<size_t>(seq_len);
   EK_ASSIGN_OR_RETURN(AtomicFile f, AtomicFile::Create(dir + "/" + RankFileName(rank), env));
   w->file_ = std::make_unique<AtomicFile>(std::move(f));

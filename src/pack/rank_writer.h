@@ -42,7 +42,6 @@ class RankWriter {
   Status Sync();
   Status Commit();
 
-  size_t partial_tokens() const { return partial_.size(); }
   uint64_t blocks() const { return blocks_; }
   uint64_t digest() const { return XXH3_64bits_digest(hash_); }
   bool has_mask() const { return mask_file_ != nullptr; }
@@ -56,7 +55,6 @@ class RankWriter {
 
  private:
   RankWriter() = default;
-  int rank_ = 0;
   size_t seq_len_ = 0;
   std::unique_ptr<AtomicFile> file_, mask_file_, docs_file_;
   XXH3_state_t* hash_ = nullptr;
