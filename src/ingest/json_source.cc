@@ -4,11 +4,13 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 #include <zlib.h>
 
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "core/file.h"
@@ -30,12 +32,60 @@ Result<size_t> JsonReadSome(int fd, char* buf, size_t n, const std::string& path
   return static_cast<size_t>(got);
 }
 
-bool JsonBlank(std::string_view line) {
-  for (char c : line) {
-    if (c != ' ' && c != '\t' && c != '\r') return false;
+bool BlankByte(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+// A line of JSON lines as a record: its text without the byte-order mark that may open
+// line 1, or nothing for a blank line. RecordCounter counts the same lines.
+std::optional<std::string_view> RecordText(const TextLine& line) {
+  std::string_view text = line.text;
+  if (line.number == 1 && text.substr(0, kUtf8Bom.size()) == kUtf8Bom)
+    text.remove_prefix(kUtf8Bom.size());
+  for (char c : text) {
+    if (!BlankByte(c)) return text;
   }
-  return true;
+  return std::nullopt;
 }
+
+// Counts RecordText's records of a text fed in pieces of any size (a line may span
+// pieces): for each line, is there a byte that is not blank, the byte-order mark of the
+// text's first three bytes set aside.
+class RecordCounter {
+ public:
+  void Feed(const char* p, size_t n) {
+    size_t i = 0;
+    while (bom_ && i < n && offset_ + i < kUtf8Bom.size()) {
+      if (p[i] == kUtf8Bom[offset_ + i]) {
+        ++i;
+        continue;
+      }
+      if (offset_ + i > 0) content_ = true;  // a part of the mark is text
+      bom_ = false;                          // and this byte is read below
+    }
+    while (i < n) {
+      if (content_) {  // the rest of this line does not matter
+        const void* nl = std::memchr(p + i, '\n', n - i);
+        if (!nl) break;
+        ++records_;
+        content_ = false;
+        i = static_cast<size_t>(static_cast<const char*>(nl) - p) + 1;
+        continue;
+      }
+      const char c = p[i++];
+      if (c != '\n' && !BlankByte(c)) content_ = true;
+    }
+    offset_ += n;
+  }
+  // The count, once every piece is fed.
+  uint64_t Finish() const {
+    const bool part_of_mark = bom_ && offset_ > 0 && offset_ < kUtf8Bom.size();
+    return records_ + (content_ || part_of_mark ? 1 : 0);
+  }
+
+ private:
+  uint64_t records_ = 0, offset_ = 0;
+  bool content_ = false;  // the current line has a byte that is not blank
+  bool bom_ = true;       // the bytes so far are the start of a byte-order mark
+};
 
 class GzipChunkReader final : public LineChunkReader {
  public:
@@ -124,11 +174,8 @@ class JsonLinesSource final : public RecordSource {
       EK_ASSIGN_OR_RETURN(bool more, reader_->NextLines(&lines_));
       if (!more) return false;
       for (TextLine line; lines_.Next(&line);) {
-        std::string_view text = line.text;
-        if (line.number == 1 && text.substr(0, kUtf8Bom.size()) == kUtf8Bom)
-          text.remove_prefix(kUtf8Bom.size());
-        if (JsonBlank(text)) continue;
-        out->push_back(SourceRecord{text, line.number, &path_, Unit::kLine});
+        if (std::optional<std::string_view> text = RecordText(line))
+          out->push_back(SourceRecord{*text, line.number, &path_, Unit::kLine});
       }
     }
     return true;
@@ -342,6 +389,35 @@ Result<std::unique_ptr<RecordSource>> OpenJsonLines(const std::string& path, Cod
     EK_ASSIGN_OR_RETURN(reader, LineChunkReader::Open(path, options.batch_bytes));
   }
   return std::unique_ptr<RecordSource>(new JsonLinesSource(std::move(reader), path, kind));
+}
+
+Result<InputIdentity> IdentifyPlainJsonLines(const std::string& path) {
+  struct stat st;
+  EK_ASSIGN_OR_RETURN(int fd, OpenFileForRead(path, &st));
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_64bits_reset(state);
+  RecordCounter counter;
+  InputIdentity id;
+  std::unique_ptr<char[]> buf(new char[kJsonReadBytes]);
+  Status status;
+  while (true) {
+    Result<size_t> n = JsonReadSome(fd, buf.get(), kJsonReadBytes, path);
+    if (!n.ok()) {
+      status = n.status();
+      break;
+    }
+    if (*n == 0) break;
+    XXH3_64bits_update(state, buf.get(), *n);
+    counter.Feed(buf.get(), *n);
+    id.size += *n;
+  }
+  id.xxh3 = XXH3_64bits_digest(state);
+  XXH3_freeState(state);
+  ::close(fd);
+  EK_RETURN_IF_ERROR(status);
+  id.records = static_cast<int64_t>(counter.Finish());
+  return id;
 }
 
 Result<std::unique_ptr<RecordSource>> OpenJsonArray(const std::string& path,

@@ -23,6 +23,10 @@ Result<std::unique_ptr<LineChunkReader>> OpenGzipLines(const std::string& path, 
 Result<std::unique_ptr<RecordSource>> OpenJsonLines(const std::string& path, Codec codec,
                                                     FileKind kind, const OpenOptions& options);
 
+// A plain (uncompressed) JSON-lines file's identity and record count (the lines
+// OpenJsonLines hands out) from one read of its bytes.
+Result<InputIdentity> IdentifyPlainJsonLines(const std::string& path);
+
 // One top-level JSON array of objects, streamed: each element is found by a scan that
 // tracks strings and nesting (the renderer parses it), so memory holds one batch, not
 // the file's parse tree. Elements are numbered 1.. (Unit::kElement); a malformed array

@@ -212,6 +212,7 @@ Result<InputIdentity> IdentifyInput(const std::string& path, const OpenOptions& 
         "them, once to pack); write it to a file first",
         path, path == "-" ? "standard input" : "a pipe or device"));
   }
+  if (s.codec == Codec::kPlain && !s.array) return IdentifyPlainJsonLines(path);
   InputIdentity id;
   EK_ASSIGN_OR_RETURN(id.xxh3, HashFile(path, &id.size));
   return id;

@@ -80,6 +80,9 @@ Result<std::unique_ptr<RecordSource>> Open(const std::string& path,
 struct InputIdentity {
   uint64_t size = 0;
   uint64_t xxh3 = 0;
+  // The records Open would hand out, where the read that hashed the bytes also told
+  // them (plain JSON lines: the non-blank lines); else -1.
+  int64_t records = -1;
 };
 Result<InputIdentity> IdentifyInput(const std::string& path, const OpenOptions& options = {});
 

@@ -276,6 +276,37 @@ TEST_F(IngestTest, IdentityIsTheSizeAndHashOfTheBytesOnDisk) {
   EXPECT_NE(p.status().message().find("a pipe or device cannot be packed"), std::string::npos);
 }
 
+// Plain JSON lines are counted by the read that hashes them (pass 1 of a pack); the count
+// is the records Open hands out, for blank and CR lines, byte-order marks whole and in
+// part, a last line without '\n', and lines across the 1 MiB reads. The compressed kinds
+// are hashed only.
+TEST_F(IngestTest, ThePlainJsonLinesIdentityCountsTheRecordsOpenReads) {
+  const std::string big(1u << 20, 'x');
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::vector<std::string> texts = {
+      "", "\n", " \t\r\n\n", kLines, std::string(kLines) + "\n", "{}", "{}\n\n{}", bom, bom + "\n",
+      bom + "{}", bom + " \n{}\n", "\xEF\xBB", "\xEF\xBB\n{}", "\xEF{}", " " + bom + "{}",
+      "{}\n" + bom + "\n",
+      // lines across the reads: a record and a blank line each ending past 1 MiB
+      "{\"text\": \"" + big + "\"}\n  \n{}", std::string((1u << 20) - 1, ' ') + "\n{}\n",
+      std::string((1u << 20) - 1, ' ') + "x", std::string(1u << 20, '\n') + "{}"};
+  for (size_t k = 0; k < texts.size(); ++k) {
+    const std::string path = Write("c" + std::to_string(k) + ".jsonl", texts[k]);
+    auto id = IdentifyInput(path);
+    ASSERT_TRUE(id.ok()) << k << ": " << id.status().message();
+    uint64_t size = 0;
+    EXPECT_EQ(id->xxh3, *HashFile(path, &size)) << k;
+    EXPECT_EQ(id->size, texts[k].size()) << k;
+    auto g = ReadAll(path, 64);
+    ASSERT_TRUE(g.ok()) << k << ": " << g.status().message();
+    EXPECT_EQ(id->records, static_cast<int64_t>(g->json.size())) << "text " << k;
+  }
+  EXPECT_EQ(IdentifyInput(Write("n.jsonl", kLines))->records, 3);
+  EXPECT_EQ(IdentifyInput(Write("z.jsonl.zst", ZstdOf(kLines)))->records, -1);
+  EXPECT_EQ(IdentifyInput(Write("g.jsonl.gz", GzipOf(kLines)))->records, -1);
+  EXPECT_EQ(IdentifyInput(Write("a.json", "[{}, {}]"))->records, -1);
+}
+
 // Each build checks its own answer for a table: without Arrow, a refusal saying how to
 // convert; with it, the file is read by Arrow (this one is not Parquet inside: an error
 // naming it, never the "built without" refusal).

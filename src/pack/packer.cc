@@ -254,6 +254,14 @@ class Packer {
       in.size = id.size;
       in.xxh3 = id.xxh3;
       m_.inputs.push_back(in);
+      // Plain JSON lines were counted by the read that hashed them: unless pass 1
+      // screens the records, that count is the pass.
+      if (!prescreen_ && id.records >= 0) {
+        m_.inputs[input_no].records = static_cast<uint64_t>(id.records);
+        m_.total_records += m_.inputs[input_no].records;
+        read_index += m_.inputs[input_no].records;
+        continue;
+      }
       // A table knows its row count (Parquet's footer, Arrow's batches): unless pass 1
       // screens the records, count without turning rows into JSON.
       EK_ASSIGN_OR_RETURN(ingest::FileKind kind, ingest::DetectKind(path));
