@@ -8,6 +8,10 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <cerrno>
 #include <cstring>
 
@@ -73,11 +77,30 @@ size_t FindLoneSurrogate(std::string_view s, std::string* fixed, size_t* replace
 
 }  // namespace
 
+bool HasUnicodeEscape(std::string_view line) {
+  const char* p = line.data();
+  const size_t n = line.size();
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128i backslash = _mm_set1_epi8('\\'), u = _mm_set1_epi8('u');
+  for (; i + 17 <= n; i += 16) {  // a backslash at i + k and a 'u' at i + k + 1
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i + 1));
+    if (_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, backslash), _mm_cmpeq_epi8(b, u))))
+      return true;
+  }
+#endif
+  for (; i + 1 < n; ++i) {
+    if (p[i] == '\\' && p[i + 1] == 'u') return true;
+  }
+  return false;
+}
+
 Status SanitizeJsonLine(std::string_view* line, InvalidUtf8Policy policy, std::string* storage,
                         size_t* replaced) {
   size_t bad = simdjson::validate_utf8(line->data(), line->size()) ? std::string_view::npos
                                                                    : FirstInvalidUtf8(*line);
-  bool maybe_surrogate = line->find("\\u") != std::string_view::npos;
+  bool maybe_surrogate = HasUnicodeEscape(*line);
   if (bad == std::string_view::npos && !maybe_surrogate) return Status::Ok();
   if (policy == InvalidUtf8Policy::kError) {
     if (bad != std::string_view::npos) {
@@ -122,25 +145,27 @@ class FdChunkReader final : public LineChunkReader {
   }
   Result<bool> Next(std::string_view* out) override {
     // Drop what was handed out last time.
-    buf_.erase(0, handed_);
-    handed_ = 0;
+    if (handed_ > 0) {
+      std::memmove(buf_.get(), buf_.get() + handed_, size_ - handed_);
+      size_ -= handed_;
+      handed_ = 0;
+    }
     while (!eof_) {
-      size_t nl = buf_.rfind('\n');
-      if (nl != std::string::npos && buf_.size() >= chunk_) break;
-      size_t old = buf_.size();
-      buf_.resize(old + (1u << 20));
+      const std::string_view have(buf_.get(), size_);
+      if (size_ >= chunk_ && have.rfind('\n') != std::string_view::npos) break;
+      Reserve(size_ + kRead);  // read(2) fills it: no zeros written first
       ssize_t n;
       do {
-        n = ::read(fd_, buf_.data() + old, 1u << 20);
+        n = ::read(fd_, buf_.get() + size_, kRead);
       } while (n < 0 && errno == EINTR);
       if (n < 0) return ErrnoError(path_, errno);
-      buf_.resize(old + static_cast<size_t>(n));
+      size_ += static_cast<size_t>(n);
       if (n == 0) eof_ = true;
     }
-    if (buf_.empty()) return false;
-    size_t nl = buf_.rfind('\n');
-    handed_ = eof_ || nl == std::string::npos ? buf_.size() : nl + 1;
-    *out = std::string_view(buf_.data(), handed_);
+    if (size_ == 0) return false;
+    const size_t nl = std::string_view(buf_.get(), size_).rfind('\n');
+    handed_ = eof_ || nl == std::string_view::npos ? size_ : nl + 1;
+    *out = std::string_view(buf_.get(), handed_);
     consumed_ += handed_;
     return true;
   }
@@ -149,11 +174,21 @@ class FdChunkReader final : public LineChunkReader {
   void set_total(uint64_t t) { total_ = t; }
 
  private:
+  static constexpr size_t kRead = 1u << 20;
+  void Reserve(size_t want) {
+    if (want <= cap_) return;
+    const size_t cap = std::max(want, cap_ * 2);
+    std::unique_ptr<char[]> bigger(new char[cap]);
+    if (size_) std::memcpy(bigger.get(), buf_.get(), size_);
+    buf_ = std::move(bigger);
+    cap_ = cap;
+  }
   int fd_;
   size_t chunk_;
   bool own_;
   uint64_t total_ = 0;
-  std::string buf_;
+  std::unique_ptr<char[]> buf_;  // [0, size_) read; of cap_
+  size_t size_ = 0, cap_ = 0;
   size_t handed_ = 0;
   uint64_t consumed_ = 0;
   bool eof_ = false;

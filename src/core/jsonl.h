@@ -20,6 +20,11 @@ enum class InvalidUtf8Policy {
   kReplace,  // U+FFFD for each bad sequence, as Python's errors="replace"
 };
 
+// Whether `line` holds the two bytes "\\u" (a JSON \u escape): sixteen positions a
+// step, where std::string_view::find stops at every backslash (code's escaped
+// newlines and quotes are most of them).
+bool HasUnicodeEscape(std::string_view line);
+
 // Checks a raw JSON line. Bad input under kError is an error "byte K: ...";
 // under kReplace a repaired copy is written to *storage and *line points at
 // it, and *replaced counts the replacements.

@@ -17,6 +17,37 @@ std::vector<TextLine> All(LineSplitter s) {
   return out;
 }
 
+// The sixteen-at-a-time search agrees with std::string_view::find on texts of backslashes,
+// 'u's and other bytes, every length to 70 (the vector steps, their edges and the tail).
+TEST(HasUnicodeEscape, AgreesWithFindAtEveryOffset) {
+  uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<unsigned>(state >> 33);
+  };
+  const char alphabet[] = {'\\', 'u', 'x', 'n', '"', 'U'};
+  size_t found = 0;
+  for (size_t len = 0; len <= 70; ++len) {
+    for (int trial = 0; trial < 200; ++trial) {
+      std::string s(len, 'a');
+      for (char& c : s) c = alphabet[next() % 6];
+      const bool want = std::string_view(s).find("\\u") != std::string_view::npos;
+      ASSERT_EQ(HasUnicodeEscape(s), want) << "'" << s << "'";
+      found += want;
+    }
+    // The pair alone at each place, and split by one byte.
+    for (size_t at = 0; at + 1 < len; ++at) {
+      std::string s(len, 'u');
+      s[at] = '\\';
+      ASSERT_TRUE(HasUnicodeEscape(s)) << len << " " << at;
+      s[at + 1] = 'x';
+      if (at + 2 < len) s[at + 2] = 'x';
+      ASSERT_FALSE(HasUnicodeEscape(s)) << len << " " << at;
+    }
+  }
+  EXPECT_GT(found, 1000u);
+}
+
 TEST(LineSplitter, YieldsNumberOffsetAndTextWithoutTheNewline) {
   auto v = All(LineSplitter("a\n\nbc\r\nd"));
   ASSERT_EQ(v.size(), 4u);
