@@ -85,6 +85,11 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
   return f;
 }
 
+size_t MappedFile::readable() const {
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  return (size_ + page - 1) / page * page;
+}
+
 MappedFile::MappedFile(MappedFile&& o) noexcept
     : addr_(o.addr_), size_(o.size_), path_(std::move(o.path_)) {
   o.addr_ = nullptr;

@@ -32,6 +32,9 @@ class MappedFile {
 
   std::string_view data() const { return {static_cast<const char*>(addr_), size_}; }
   size_t size() const { return size_; }
+  // The bytes that may be read from data(): the mapping's whole pages, where those past
+  // the end of the file read as zeros (a parser's padding can lie there).
+  size_t readable() const;
   const std::string& path() const { return path_; }
 
  private:

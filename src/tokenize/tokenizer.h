@@ -53,8 +53,10 @@ class Tokenizer {
  public:
   // Loads a tokenizer.json. Errors name the file and the JSON location.
   static Result<std::unique_ptr<Tokenizer>> FromFile(const std::string& path);
-  // `name` is used in error messages in place of a path.
-  static Result<std::unique_ptr<Tokenizer>> FromJson(std::string_view json, std::string_view name);
+  // `name` is used in error messages in place of a path; `readable`, as
+  // tokjson::Document::Parse's (a mapped file's pages), spares a copy of the text.
+  static Result<std::unique_ptr<Tokenizer>> FromJson(std::string_view json, std::string_view name,
+                                                     size_t readable = 0);
   ~Tokenizer();
 
   // Appends the ids of `text` to `ids`. `text` must be valid UTF-8 (an error

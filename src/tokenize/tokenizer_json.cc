@@ -87,8 +87,8 @@ class TokenizerLoader {
  public:
   TokenizerLoader(Tokenizer* t, std::string_view name) : t_(t), name_(name) {}
 
-  Status Load(std::string_view json) {
-    EK_ASSIGN_OR_RETURN(tokjson::Document doc, tokjson::Document::Parse(json, name_));
+  Status Load(std::string_view json, size_t readable) {
+    EK_ASSIGN_OR_RETURN(tokjson::Document doc, tokjson::Document::Parse(json, name_, readable));
     element trunc;
     if (doc.root()["truncation"].get(trunc) == simdjson::SUCCESS && !trunc.is_null()) {
       return Unsupported("truncation", "is set; evenkeel encodes whole records (set it to null)");
@@ -237,11 +237,11 @@ class TokenizerLoader {
   std::string name_;
 };
 
-Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json,
-                                                       std::string_view name) {
+Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json, std::string_view name,
+                                                       size_t readable) {
   std::unique_ptr<Tokenizer> t(new Tokenizer());
   TokenizerLoader loader(t.get(), name);
-  EK_RETURN_IF_ERROR(loader.Load(json));
+  EK_RETURN_IF_ERROR(loader.Load(json, readable));
   t->token_len_.resize(static_cast<size_t>(t->vocab_size_));
   for (int32_t id = 0; id < t->vocab_size_; ++id)
     t->token_len_[static_cast<size_t>(id)] = static_cast<uint32_t>(t->TokenLength(id));
@@ -250,7 +250,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json,
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path) {
   EK_ASSIGN_OR_RETURN(MappedFile f, MappedFile::Open(path));
-  return FromJson(f.data(), path);
+  return FromJson(f.data(), path, f.readable());
 }
 
 bool PreTokenizerSteps(simdjson::dom::element p,

@@ -1,10 +1,12 @@
 #include "tokenize/tokenizer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <thread>
 
+#include "core/file.h"
 #include "core/json_out.h"
 #include "tokenize/tiny_tokenizer_testing.h"
 #include "tokenize/unicode.h"
@@ -31,6 +33,27 @@ TEST(TokenizerTest, EncodesWithMergesAndAddedTokens) {
   EXPECT_EQ(Ids(tok, "a  <y>  b"), (std::vector<int32_t>{'a', 262, 'b'}));
   EXPECT_EQ(Ids(tok, ""), (std::vector<int32_t>{}));
   EXPECT_EQ(tok.vocab_size(), 263);
+}
+
+// A mapped tokenizer.json is parsed where it lies when its last page has room for the
+// parser's padding past the end, else copied: files ending at a page boundary, just short
+// of it and well before it (both ways of parsing) load alike.
+TEST(TokenizerTest, AFileEndingAnywhereInItsLastPageLoads) {
+  const std::string json = TinyJson();
+  const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  char tmpl[] = "/tmp/ek_tok_page.XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  for (size_t short_of : {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{65}, page / 2}) {
+    const size_t size = (json.size() / page + 2) * page - short_of;
+    std::string body = json + std::string(size - json.size(), ' ');  // JSON allows trailing space
+    const std::string path = dir + "/t" + std::to_string(short_of) + ".json";
+    ASSERT_TRUE(WriteFileAtomic(path, body).ok());
+    auto t = Tokenizer::FromFile(path);
+    ASSERT_TRUE(t.ok()) << short_of << ": " << t.status().message();
+    EXPECT_EQ(Ids(**t, "hello wo"), (std::vector<int32_t>{259, 260, 'o'})) << short_of;
+    ::unlink(path.c_str());
+  }
+  ::rmdir(dir.c_str());
 }
 
 TEST(TokenizerTest, NormalizesNfcBetweenAddedTokens) {

@@ -47,12 +47,17 @@ Status Document::Unsupported(std::string_view where, std::string_view what) cons
   return UnsupportedField(name_, where, what);
 }
 
-Result<Document> Document::Parse(std::string_view json, std::string_view name) {
+Result<Document> Document::Parse(std::string_view json, std::string_view name, size_t readable) {
   Document doc;
   doc.name_ = std::string(name);
   doc.parser_ = std::make_unique<simdjson::dom::parser>();
   {
-    simdjson::padded_string padded(json);
+    const bool in_place = !json.empty() && readable >= json.size() + simdjson::SIMDJSON_PADDING;
+    simdjson::padded_string copy;
+    if (!in_place) copy = simdjson::padded_string(json);
+    simdjson::padded_string_view padded =
+        in_place ? simdjson::padded_string_view(json.data(), json.size(), readable)
+                 : simdjson::padded_string_view(copy);
     if (auto err = doc.parser_->parse(padded).get(doc.root_); err) {
       std::string where = LocateJsonError(json);
       if (where.empty()) where = simdjson::error_message(err);

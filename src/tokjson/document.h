@@ -42,8 +42,10 @@ enum class Decoder {
 
 class Document {
  public:
-  // Parses `json`; `name` names the file in every error.
-  static Result<Document> Parse(std::string_view json, std::string_view name);
+  // Parses `json`; `name` names the file in every error. `readable`: the bytes that may
+  // be read from json.data(); with room for simdjson's padding past json's end, the text
+  // is parsed where it lies (a mapped file), else copied first.
+  static Result<Document> Parse(std::string_view json, std::string_view name, size_t readable = 0);
 
   const std::string& name() const { return name_; }
   // The whole document and its "model" object (an object, Parse checked), for
