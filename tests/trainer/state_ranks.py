@@ -5,6 +5,7 @@ state saved with evenkeel.state and loaded into another world size.
     python state_ranks.py resume WORLD DIR STEPS            # loads DIR/state (any world), trains to STEPS, dumps
     python state_ranks.py weights WORLD DIR STEPS           # as resume, then a fresh optimizer (weights-only resume)
 """
+import faulthandler
 import os
 import sys
 
@@ -58,6 +59,7 @@ def dump(model, opt, sched, path):
 
 
 def worker(rank, mode, world, out, steps, save_at):
+    faulthandler.enable(all_threads=True)  # a C++ abort in a rank prints where each thread was
     os.environ.update(MASTER_ADDR="127.0.0.1")
     dist.init_process_group("gloo", init_method=f"file://{out}/pg-{mode}-{world}-{steps}-{os.getppid()}", rank=rank, world_size=world)
     torch.manual_seed(7 + rank)
@@ -80,6 +82,13 @@ def worker(rank, mode, world, out, steps, save_at):
     dump(model, opt, sched, os.path.join(out, f"{mode}-{world}-{steps}.pt"))
     dist.barrier()
     dist.destroy_process_group()
+    # As evenkeel.train's __main__ does: everything this rank owes is written, so skip the
+    # interpreter's teardown. Under load (a parallel build beside the suite) a rank aborted
+    # there now and then, "terminate called without an active exception" with no Python
+    # frame left (faulthandler), after its dump and the barrier: torch's C++ teardown.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
