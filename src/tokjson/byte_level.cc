@@ -32,15 +32,30 @@ const ByteTable& Bytes() {
 }  // namespace
 
 bool ByteLevelToBytes(std::string_view s, std::string* out) {
-  out->clear();
+  // Every character stands for one byte, so the bytes are at most s.size(): written
+  // through a pointer (the loader decodes every vocabulary key and merge).
+  const ByteTable& table = Bytes();
+  out->resize(s.size());
+  char* o = out->data();
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
   size_t i = 0;
-  while (i < s.size()) {
+  while (i < n) {
+    const unsigned char b = p[i];
+    if (b >= '!' && b <= '~') {  // prints as itself: the commonest
+      *o++ = static_cast<char>(b);
+      ++i;
+      continue;
+    }
     uint32_t cp;
     i += DecodeUtf8(p + i, &cp);
-    if (cp >= 512 || Bytes().cp_to_byte[cp] < 0) return false;
-    out->push_back(static_cast<char>(Bytes().cp_to_byte[cp]));
+    if (cp >= 512 || table.cp_to_byte[cp] < 0) {
+      out->clear();
+      return false;
+    }
+    *o++ = static_cast<char>(table.cp_to_byte[cp]);
   }
+  out->resize(static_cast<size_t>(o - out->data()));
   return true;
 }
 
