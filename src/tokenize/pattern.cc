@@ -80,6 +80,13 @@ class Scanner {
     return i;
   }
   unsigned char byte(size_t i) const { return s_[i]; }
+  // Whether the eight bytes at i are all there and all ' '.
+  bool EightSpacesAt(size_t i) const {
+    if (i + 8 > n_) return false;
+    uint64_t w;
+    std::memcpy(&w, s_ + i, 8);
+    return w == 0x2020202020202020ull;
+  }
   // The class of an ASCII byte (b < 0x80).
   uint8_t AsciiClass(unsigned char b) const { return cls_.Of(b); }
 
@@ -98,14 +105,28 @@ inline bool IsAsciiLetter(unsigned char b) {
 // point is whitespace. `newline_rule` enables \s*[\r\n]+ (Llama 3 / Qwen).
 size_t MatchWhitespace(const Scanner& sc, size_t i, bool newline_rule) {
   size_t j = i, last_nl_end = 0, last_len = 0, count = 0;
-  while (j < sc.size()) {
+  const size_t n = sc.size();
+  while (j < n) {
+    if (const unsigned char b = sc.byte(j); b < 0x80) {  // ASCII: the class of the byte
+      if (sc.EightSpacesAt(j)) {                         // indentation, eight spaces a step
+        j += 8;
+        count += 8;
+        last_len = 1;
+        continue;
+      }
+      if (!(sc.AsciiClass(b) & kClassSpace)) break;
+      ++j;
+      last_len = 1;
+      ++count;
+      if (b == '\r' || b == '\n') last_nl_end = j;
+      continue;
+    }
     uint32_t cp;
     size_t len;
     if (!(sc.ClassAt(j, &cp, &len) & kClassSpace)) break;
     j += len;
     last_len = len;
     ++count;
-    if (IsNewline(cp)) last_nl_end = j;
   }
   // \s*[\r\n]+ : ends right after the last newline of the run.
   if (newline_rule && last_nl_end != 0) return last_nl_end;

@@ -167,6 +167,32 @@ TEST_P(DifferentialTest, FastMatcherAgreesWithOnigurumaOnAsciiRuns) {
   }
 }
 
+// Runs of whitespace (the matchers take eight spaces at a time and ASCII whitespace by its
+// byte): 1 to 24 spaces, tabs, newlines, carriage returns and Unicode spaces between words,
+// digits, punctuation, an apostrophe and the end of the text.
+TEST_P(DifferentialTest, FastMatcherAgreesWithOnigurumaOnWhitespaceRuns) {
+  auto fast = *CompileRegex(GetParam());
+  auto onig = *CompileOnigRegex(GetParam());
+  static const std::vector<uint32_t> kSpace = {' ',  ' ',  ' ',  ' ',    ' ',    ' ',   '\t',
+                                               '\n', '\r', '\v', 0x00A0, 0x3000, 0x0085};
+  static const std::vector<std::string> kBetween = {
+      "a", "Word", "7", "42", ".", "!?", "'s", "\xC3\xA9t\xC3\xA9", "{", "\xE4\xB8\xAD"};
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<size_t> run(1, 24), space(0, kSpace.size() - 1),
+      between(0, kBetween.size() - 1), all_spaces(0, 2);
+  for (int iter = 0; iter < 5000; ++iter) {
+    std::string text;
+    while (text.size() < 80) {
+      text += kBetween[between(rng)];
+      const bool plain = all_spaces(rng) != 0;  // mostly runs of ' ' alone
+      for (size_t k = run(rng); k > 0; --k) AppendUtf8(&text, plain ? ' ' : kSpace[space(rng)]);
+    }
+    if (iter % 2) text += kBetween[between(rng)];  // else the text ends in the run
+    auto a = Pieces(*fast, text), b = Pieces(*onig, text);
+    ASSERT_EQ(a, b) << "text: " << text;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(KnownRegexes, DifferentialTest,
                          ::testing::Values(kQwen2Regex, kLlama3Regex, kGpt2Regex));
 
