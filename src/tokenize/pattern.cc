@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "tokenize/ascii_block.h"
 #include "tokenize/unicode.h"
 
 namespace ek::tokenize {
@@ -172,14 +173,26 @@ class Cl100kPattern final : public Pattern {
 
   void FindMatches(std::string_view text, std::vector<Span>* out) const override {
     Scanner sc(text);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
     size_t i = 0, n = sc.size();
+    size_t bytewise_until = 0;  // a block there was not all ASCII
     while (i < n) {
+      if (blocks_ && i >= bytewise_until && i + 64 < n) {
+        if (const size_t next =
+                Cl100kAsciiBlock(bytes + i, max_digits_, static_cast<uint32_t>(i), out)) {
+          i += next;
+          continue;
+        }
+        bytewise_until = i + 64;  // or a block without a certain start: byte by byte past it
+      }
       size_t end = MatchAt(sc, i);
       out->push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(end)});
       i = end;
     }
   }
   std::string_view kind() const override { return name_; }
+  // Off: every match byte by byte (the differential tests compare both with Oniguruma).
+  void set_blocks(bool on) { blocks_ = on; }
   bool covers_all() const override { return true; }
 
  private:
@@ -247,6 +260,7 @@ class Cl100kPattern final : public Pattern {
 
   int max_digits_;
   std::string_view name_;
+  bool blocks_ = true;
 };
 
 class Gpt2Pattern final : public Pattern {
@@ -459,6 +473,14 @@ Result<std::unique_ptr<Pattern>> CompileRegex(std::string_view regex) {
   if (regex == kLlama3Regex) return std::unique_ptr<Pattern>(new Cl100kPattern(3, "llama3"));
   if (regex == kGpt2Regex) return std::unique_ptr<Pattern>(new Gpt2Pattern());
   return CompileOnigRegex(regex);
+}
+
+Result<std::unique_ptr<Pattern>> CompileRegexBytewise(std::string_view regex) {
+  const int digits = regex == kQwen2Regex ? 1 : regex == kLlama3Regex ? 3 : 0;
+  if (digits == 0) return CompileRegex(regex);
+  auto p = std::make_unique<Cl100kPattern>(digits, digits == 1 ? "qwen2" : "llama3");
+  p->set_blocks(false);
+  return std::unique_ptr<Pattern>(std::move(p));
 }
 
 std::unique_ptr<Pattern> MakeLiteralPattern(std::string literal) {

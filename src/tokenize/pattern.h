@@ -50,6 +50,9 @@ inline constexpr std::string_view kQwen2Regex =
 // Compiles `regex`: a hand-written matcher when it is one of the known
 // patterns above, else Oniguruma. Errors name the regex and the position.
 Result<std::unique_ptr<Pattern>> CompileRegex(std::string_view regex);
+// As CompileRegex, with the Llama 3 / Qwen2 matcher's 64-byte ASCII blocks
+// (ascii_block.h) off: every match byte by byte (for the differential tests).
+Result<std::unique_ptr<Pattern>> CompileRegexBytewise(std::string_view regex);
 // Always Oniguruma (for tests and for --slow-regex debugging).
 Result<std::unique_ptr<Pattern>> CompileOnigRegex(std::string_view regex);
 // `regex` with each \p{Category} widened by the code points that Unicode 16.0

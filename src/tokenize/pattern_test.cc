@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <random>
 
+#include "tokenize/ascii_block.h"
 #include "tokenize/unicode.h"
 
 namespace ek::tokenize {
@@ -190,6 +192,90 @@ TEST_P(DifferentialTest, FastMatcherAgreesWithOnigurumaOnWhitespaceRuns) {
     if (iter % 2) text += kBetween[between(rng)];  // else the text ends in the run
     auto a = Pieces(*fast, text), b = Pieces(*onig, text);
     ASSERT_EQ(a, b) << "text: " << text;
+  }
+}
+
+// Long, mostly ASCII texts, where the Llama 3 / Qwen2 matcher takes 64 bytes at a time
+// (ascii_block.cc): words of any case, contractions and near-contractions, digit runs,
+// punctuation runs with quotes, apostrophes and control bytes, whitespace runs with \r \n
+// and long indents, and now and then a non-ASCII character. The matcher with blocks and
+// without them must both agree with Oniguruma; the texts are long enough that most of
+// each is matched in blocks.
+TEST_P(DifferentialTest, FastMatcherAgreesWithOnigurumaOnLongAsciiTexts) {
+  auto fast = *CompileRegex(GetParam());
+  auto bytewise = *CompileRegexBytewise(GetParam());
+  auto onig = *CompileOnigRegex(GetParam());
+  static const std::vector<std::string> kParts = {"a",        "Zq",
+                                                  "word",     "Words",
+                                                  "ABC",      "x",
+                                                  "'s",       "'S",
+                                                  "'t",       "'re",
+                                                  "'RE",      "'Ve",
+                                                  "'ll",      "'lL",
+                                                  "'d",       "'m",
+                                                  "'x",       "'r",
+                                                  "'l",       "'",
+                                                  "''",       "0",
+                                                  "12",       "345",
+                                                  "6789",     "1234567",
+                                                  ".",        ",",
+                                                  "!",        "!!",
+                                                  "?!.",      "\"",
+                                                  "(",        ")",
+                                                  "{",        "}",
+                                                  "-",        "_",
+                                                  "/",        "\\",
+                                                  "#",        std::string(1, '\x01'),
+                                                  "\x7f",     " ",
+                                                  " ",        " ",
+                                                  "  ",       "   ",
+                                                  "    ",     "        ",
+                                                  "\t",       "\n",
+                                                  "\n",       "\r\n",
+                                                  "\n\n",     " \n",
+                                                  "\n ",      "\n    ",
+                                                  "\v",       "\f",
+                                                  "\t\t",     " \t ",
+                                                  "\xC3\xA9", "\xE4\xB8\xAD",
+                                                  "\xC2\xA0", "\xCC\x81"};
+  static const std::vector<std::string> kPartsAndBytes = [] {  // every ASCII byte alone too
+    std::vector<std::string> all = kParts;
+    for (int b = 0; b < 0x80; ++b) all.emplace_back(1, static_cast<char>(b));
+    return all;
+  }();
+  std::mt19937 rng(2026);
+  std::uniform_int_distribution<size_t> part(0, kPartsAndBytes.size() - 1), len(64, 700);
+  std::uniform_int_distribution<int> non_ascii(0, 49);
+  for (int iter = 0; iter < 4000; ++iter) {
+    std::string text;
+    const size_t want = len(rng);
+    while (text.size() < want) {
+      size_t k = part(rng);
+      while (kPartsAndBytes[k][0] & 0x80 && non_ascii(rng) != 0) k = part(rng);  // mostly ASCII
+      text += kPartsAndBytes[k];
+    }
+    auto want_pieces = Pieces(*onig, text);
+    ASSERT_EQ(Pieces(*fast, text), want_pieces) << "text: " << text;
+    ASSERT_EQ(Pieces(*bytewise, text), want_pieces) << "text: " << text;
+  }
+}
+
+// The block's two classifiers agree on every byte value at every place of a block (and
+// the byte-at-a-time one, which machines without SSE2 use, is the one the other is
+// checked against; the differential tests above run the vector one).
+TEST(AsciiBlockTest, TheClassifiersAgreeOnEveryByteAtEveryPlace) {
+  unsigned char block[64];
+  for (int b = 0; b < 256; ++b) {
+    for (int at = 0; at < 64; ++at) {
+      std::memset(block, 'a', sizeof block);
+      block[at] = static_cast<unsigned char>(b);
+      ASSERT_TRUE(AsciiBlockClassifiersAgree(block)) << "byte " << b << " at " << at;
+    }
+  }
+  std::mt19937 rng(5);
+  for (int iter = 0; iter < 20000; ++iter) {
+    for (unsigned char& c : block) c = static_cast<unsigned char>(rng() % 128);
+    ASSERT_TRUE(AsciiBlockClassifiersAgree(block));
   }
 }
 

@@ -1,0 +1,163 @@
+#include "tokenize/ascii_block.h"
+
+#include <cstring>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "tokenize/unicode.h"
+
+namespace ek::tokenize {
+
+namespace {
+
+// Bit k of each mask is byte k's class.
+struct Classes {
+  uint64_t high;     // not ASCII
+  uint64_t letter;   // A-Z a-z
+  uint64_t digit;    // 0-9
+  uint64_t space;    // whitespace but \r \n: \t \v \f ' '
+  uint64_t newline;  // \r \n
+  uint64_t blank;    // ' '
+  uint64_t apos;     // '
+};
+
+// The same, a byte at a time: where there is no SSE2, and to check the vector one.
+Classes ClassifyBytewise(const unsigned char* p) {
+  Classes c{};
+  for (int k = 0; k < 64; ++k) {
+    const unsigned char b = p[k];
+    const uint64_t m = uint64_t{1} << k;
+    if (b >= 0x80) c.high |= m;
+    if (static_cast<unsigned char>((b | 0x20) - 'a') < 26) c.letter |= m;
+    if (b >= '0' && b <= '9') c.digit |= m;
+    if (b == '\n' || b == '\r') c.newline |= m;
+    if (b == ' ') c.blank |= m;
+    if (b == ' ' || (b >= 0x09 && b <= 0x0D && b != '\n' && b != '\r')) c.space |= m;
+    if (b == '\'') c.apos |= m;
+  }
+  return c;
+}
+
+#if defined(__SSE2__)
+Classes Classify(const unsigned char* p) {
+  Classes c{};
+  const auto bit = [](__m128i m, int chunk) {
+    return static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(m))) << (16 * chunk);
+  };
+  const auto set = [](char x) { return _mm_set1_epi8(x); };
+  for (int chunk = 0; chunk < 4; ++chunk) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * chunk));
+    c.high |= bit(v, chunk);
+    // Signed compares: right for ASCII, and a block with any other byte is not used.
+    const __m128i lower = _mm_or_si128(v, set(0x20));
+    c.letter |=
+        bit(_mm_and_si128(_mm_cmpgt_epi8(lower, set('a' - 1)), _mm_cmpgt_epi8(set('z' + 1), lower)),
+            chunk);
+    c.digit |=
+        bit(_mm_and_si128(_mm_cmpgt_epi8(v, set('0' - 1)), _mm_cmpgt_epi8(set('9' + 1), v)), chunk);
+    const __m128i nl = _mm_or_si128(_mm_cmpeq_epi8(v, set('\n')), _mm_cmpeq_epi8(v, set('\r')));
+    c.newline |= bit(nl, chunk);
+    const __m128i blank = _mm_cmpeq_epi8(v, set(' '));
+    c.blank |= bit(blank, chunk);
+    const __m128i controls =  // 0x09..0x0D
+        _mm_and_si128(_mm_cmpgt_epi8(v, set(0x08)), _mm_cmpgt_epi8(set(0x0E), v));
+    c.space |= bit(_mm_or_si128(blank, _mm_andnot_si128(nl, controls)), chunk);
+    c.apos |= bit(_mm_cmpeq_epi8(v, set('\'')), chunk);
+  }
+  return c;
+}
+#else
+Classes Classify(const unsigned char* p) { return ClassifyBytewise(p); }
+#endif
+
+bool AsciiLetter(unsigned char b) { return static_cast<unsigned char>((b | 0x20) - 'a') < 26; }
+
+// The length of the contraction (?i:'s|'t|'re|'ve|'m|'ll|'d) at p (p[0] == '\''), or 0.
+int Contraction(const unsigned char* p) {
+  if (!AsciiLetter(p[1])) return 0;
+  const unsigned char a = p[1] | 0x20;
+  if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
+  if (!AsciiLetter(p[2])) return 0;
+  const unsigned char b = p[2] | 0x20;
+  if (((a == 'r' || a == 'v') && b == 'e') || (a == 'l' && b == 'l')) return 3;
+  return 0;
+}
+
+}  // namespace
+
+bool AsciiBlockClassifiersAgree(const unsigned char* p) {
+  const Classes a = Classify(p), b = ClassifyBytewise(p);
+  if (a.high != b.high) return false;
+  if (b.high) return true;  // the other masks are not used for such a block
+  return a.letter == b.letter && a.digit == b.digit && a.space == b.space &&
+         a.newline == b.newline && a.blank == b.blank && a.apos == b.apos;
+}
+
+size_t Cl100kAsciiBlock(const unsigned char* p, int max_digits, uint32_t base,
+                        std::vector<Span>* out) {
+  const Classes c = Classify(p);
+  if (c.high) return 0;
+  // x << 1 is "the byte before has x": bit 0 reads as nothing, as at the start of a text.
+  const uint64_t punct = ~(c.letter | c.digit | c.space | c.newline);  // apostrophes too
+  const uint64_t punct_start = punct & ~(punct << 1) & ~(c.blank << 1);
+  const uint64_t prefix = c.space | punct_start;
+  const uint64_t letter_start = c.letter & ~(c.letter << 1);
+  uint64_t starts =
+      1 | (letter_start & ~(prefix << 1)) | ((letter_start & (prefix << 1)) >> 1) | punct_start;
+  // Contractions: the letters after one start the next piece.
+  size_t cut = 61;  // a start below it is certain (a contraction at 60 reads byte 62)
+  for (uint64_t a = c.apos & punct_start; a; a &= a - 1) {
+    const auto k = static_cast<size_t>(__builtin_ctzll(a));
+    if (k >= cut) break;
+    if (const int len = Contraction(p + k)) {
+      if (AsciiLetter(p[k + static_cast<size_t>(len)])) starts |= uint64_t{1} << (k + len);
+    }
+  }
+  // Digits: every max_digits bytes of a run.
+  const uint64_t digit_start = c.digit & ~(c.digit << 1);
+  if (max_digits <= 1) {
+    starts |= c.digit;
+  } else {
+    uint64_t full = c.digit;  // a digit with max_digits - 1 digits before it
+    for (int d = 1; d < max_digits; ++d) full &= c.digit << d;
+    for (uint64_t at = digit_start; at; at = (at << max_digits) & full) starts |= at;
+  }
+  // Whitespace. Punctuation's piece takes the \r \n right after it: `s` marks where such a
+  // run begins; adding it to the newline mask carries through the run, clearing it.
+  const uint64_t s = c.newline & ~(c.newline << 1) & (punct << 1);
+  const uint64_t taken = c.newline & ~(c.newline + s);
+  const uint64_t ws = (c.space | c.newline) & ~taken;
+  starts |= ws & ~(ws << 1);               // a run's start
+  starts |= c.space & ws & ~(ws >> 1);     // its last byte (bit 63: past the cut)
+  for (uint64_t r = c.newline & ws; r;) {  // after the last \r \n of a run holding one
+    const auto q = static_cast<size_t>(__builtin_ctzll(r));
+    const uint64_t rest = ~ws >> q;  // the run ends at the first byte not in it
+    if (!rest) break;                // not in this block: past the cut below
+    const size_t end = q + static_cast<size_t>(__builtin_ctzll(rest));  // below 64
+    const uint64_t run = ((uint64_t{1} << end) - 1) & ~((uint64_t{1} << q) - 1);
+    const auto last = static_cast<size_t>(63 - __builtin_clzll(r & run));
+    if (last + 1 < end) starts |= uint64_t{1} << (last + 1);
+    r &= ~run;
+  }
+  // A run that reaches the block's end ends who knows where: its starts after the first
+  // are not certain.
+  if (ws >> 63) {
+    const uint64_t not_ws = ~ws;
+    const size_t run_start = not_ws ? static_cast<size_t>(64 - __builtin_clzll(not_ws)) : 0;
+    if (run_start < cut) cut = run_start;
+  }
+  starts &= (uint64_t{1} << cut) - 1;
+  starts &= ~uint64_t{1};
+  if (!starts) return 0;
+  size_t from = 0;
+  for (; starts; starts &= starts - 1) {
+    const auto at = static_cast<size_t>(__builtin_ctzll(starts));
+    out->push_back({base + static_cast<uint32_t>(from), base + static_cast<uint32_t>(at)});
+    from = at;
+  }
+  return from;
+}
+
+}  // namespace ek::tokenize

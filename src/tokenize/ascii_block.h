@@ -1,0 +1,44 @@
+// The Llama 3 / Qwen2 split (pattern.cc's Cl100kPattern) over 64 ASCII bytes at once:
+// each byte's class as a bit of six 64-bit masks, the pieces' starts from whole-mask
+// operations, the pieces read off with count-trailing-zeros. Branches follow blocks, not
+// bytes: the byte-at-a-time matcher mispredicts where one kind of piece follows another,
+// which in code and English prose is every few bytes. Private to src/tokenize.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tokenize/pattern.h"
+
+namespace ek::tokenize {
+
+// The pieces of the 64 bytes at p, where a piece starts at p and the 65th byte exists
+// (the block never ends the text). Appends, as spans offset by `base`, each piece whose
+// end is certain from these bytes alone, and returns the offset of the next piece's start
+// (1..63: it is certain, its end is not), or 0 when the block is not all ASCII or holds
+// no certain start after p (a run of 64 letters, say): the caller then matches byte by
+// byte. `max_digits`: \p{N}{1,max_digits} (Llama 3: 3, Qwen2: 1).
+//
+// Why the starts are the matcher's (the regex, leftmost-first, restarted at each piece's
+// end, has no lookbehind, so the pieces from p are those of the text from p):
+//   a letter run starts a piece, or its prefix does: the byte before it when that byte
+//     is whitespace other than \r \n, or punctuation that starts a piece itself;
+//   punctuation (anything not a letter, digit or whitespace) starts a piece where the
+//     byte before it is neither punctuation (a run is one piece) nor ' ' (` ?[^\s..]+`);
+//     its piece takes the \r \n right after the run;
+//   an apostrophe that starts a piece before s t m d / re ve ll (any case) is a
+//     contraction: the letters after it start the next piece;
+//   digits start a piece every max_digits bytes of their run;
+//   whitespace not taken by punctuation (its run of \r \n) starts a piece where its run
+//     does; a run holding \r or \n ends its first piece after the last of them; the last
+//     byte of a run is a piece of its own, or the prefix of the next one.
+// tokenize_test's DifferentialTest checks the matcher with and without blocks against
+// Oniguruma.
+size_t Cl100kAsciiBlock(const unsigned char* p, int max_digits, uint32_t base,
+                        std::vector<Span>* out);
+
+// For tests: whether the classifier the block uses (SSE2 where there is one) and the one
+// that takes a byte at a time give the 64 bytes at p the same classes.
+bool AsciiBlockClassifiersAgree(const unsigned char* p);
+
+}  // namespace ek::tokenize
