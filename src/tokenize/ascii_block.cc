@@ -72,6 +72,10 @@ Classes Classify(const unsigned char* p) {
 Classes Classify(const unsigned char* p) { return ClassifyBytewise(p); }
 #endif
 
+// A block with fewer ASCII bytes before its first other one is left to the byte-at-a-time
+// matcher: too few pieces to pay for the classifying.
+constexpr size_t kMinKnown = 16;
+
 bool AsciiLetter(unsigned char b) { return static_cast<unsigned char>((b | 0x20) - 'a') < 26; }
 
 // The length of the contraction (?i:'s|'t|'re|'ve|'m|'ll|'d) at p (p[0] == '\''), or 0.
@@ -96,23 +100,32 @@ bool AsciiBlockClassifiersAgree(const unsigned char* p) {
 }
 
 size_t Cl100kAsciiBlock(const unsigned char* p, int max_digits, uint32_t base,
-                        std::vector<Span>* out) {
-  const Classes c = Classify(p);
-  if (c.high) return 0;
+                        std::vector<Span>* out, size_t* bytewise) {
+  Classes c = Classify(p);
+  // Where no start is certain: past the block's last non-ASCII byte, or the whole block.
+  *bytewise = c.high ? static_cast<size_t>(64 - __builtin_clzll(c.high)) : 64;
+  // The bytes from the first non-ASCII one on are not classified: the block is the bytes
+  // before it, and they end as the block's end does, who knows where.
+  const size_t known = c.high ? static_cast<size_t>(__builtin_ctzll(c.high)) : 64;
+  if (known < kMinKnown) return 0;
+  const uint64_t valid = known == 64 ? ~uint64_t{0} : (uint64_t{1} << known) - 1;
+  for (uint64_t* m : {&c.letter, &c.digit, &c.space, &c.newline, &c.blank, &c.apos}) *m &= valid;
   // x << 1 is "the byte before has x": bit 0 reads as nothing, as at the start of a text.
-  const uint64_t punct = ~(c.letter | c.digit | c.space | c.newline);  // apostrophes too
+  const uint64_t punct = ~(c.letter | c.digit | c.space | c.newline) & valid;  // and '
   const uint64_t punct_start = punct & ~(punct << 1) & ~(c.blank << 1);
   const uint64_t prefix = c.space | punct_start;
   const uint64_t letter_start = c.letter & ~(c.letter << 1);
   uint64_t starts =
       1 | (letter_start & ~(prefix << 1)) | ((letter_start & (prefix << 1)) >> 1) | punct_start;
+  // A start below `cut` is certain: lookahead is two bytes (a contraction at known - 4
+  // reads the byte at known - 2), with a margin of one.
+  size_t cut = known - 3;
   // Contractions: the letters after one start the next piece.
-  size_t cut = 61;  // a start below it is certain (a contraction at 60 reads byte 62)
   for (uint64_t a = c.apos & punct_start; a; a &= a - 1) {
     const auto k = static_cast<size_t>(__builtin_ctzll(a));
     if (k >= cut) break;
-    if (const int len = Contraction(p + k)) {
-      if (AsciiLetter(p[k + static_cast<size_t>(len)])) starts |= uint64_t{1} << (k + len);
+    if (const auto len = static_cast<size_t>(Contraction(p + k)); len && k + len < known) {
+      if (AsciiLetter(p[k + len])) starts |= uint64_t{1} << (k + len);
     }
   }
   // Digits: every max_digits bytes of a run.
@@ -130,7 +143,7 @@ size_t Cl100kAsciiBlock(const unsigned char* p, int max_digits, uint32_t base,
   const uint64_t taken = c.newline & ~(c.newline + s);
   const uint64_t ws = (c.space | c.newline) & ~taken;
   starts |= ws & ~(ws << 1);               // a run's start
-  starts |= c.space & ws & ~(ws >> 1);     // its last byte (bit 63: past the cut)
+  starts |= c.space & ws & ~(ws >> 1);     // its last byte (at known - 1: past the cut)
   for (uint64_t r = c.newline & ws; r;) {  // after the last \r \n of a run holding one
     const auto q = static_cast<size_t>(__builtin_ctzll(r));
     const uint64_t rest = ~ws >> q;  // the run ends at the first byte not in it
@@ -143,8 +156,8 @@ size_t Cl100kAsciiBlock(const unsigned char* p, int max_digits, uint32_t base,
   }
   // A run that reaches the block's end ends who knows where: its starts after the first
   // are not certain.
-  if (ws >> 63) {
-    const uint64_t not_ws = ~ws;
+  if ((ws >> (known - 1)) & 1) {
+    const uint64_t not_ws = ~ws & valid;
     const size_t run_start = not_ws ? static_cast<size_t>(64 - __builtin_clzll(not_ws)) : 0;
     if (run_start < cut) cut = run_start;
   }

@@ -13,11 +13,13 @@
 namespace ek::tokenize {
 
 // The pieces of the 64 bytes at p, where a piece starts at p and the 65th byte exists
-// (the block never ends the text). Appends, as spans offset by `base`, each piece whose
-// end is certain from these bytes alone, and returns the offset of the next piece's start
-// (1..63: it is certain, its end is not), or 0 when the block is not all ASCII or holds
-// no certain start after p (a run of 64 letters, say): the caller then matches byte by
-// byte. `max_digits`: \p{N}{1,max_digits} (Llama 3: 3, Qwen2: 1).
+// (the block never ends the text); where a byte is not ASCII, of the bytes before it.
+// Appends, as spans offset by `base`, each piece whose end is certain from these bytes
+// alone, and returns the offset of the next piece's start (certain; its end is not), or 0
+// when there is no certain start after p (fewer than 16 ASCII bytes before a non-ASCII
+// one, a run of 64 letters): then *bytewise says how many bytes to match byte by byte
+// before the next block (past the block's last non-ASCII byte, or all 64).
+// `max_digits`: \p{N}{1,max_digits} (Llama 3: 3, Qwen2: 1).
 //
 // Why the starts are the matcher's (the regex, leftmost-first, restarted at each piece's
 // end, has no lookbehind, so the pieces from p are those of the text from p):
@@ -35,7 +37,7 @@ namespace ek::tokenize {
 // tokenize_test's DifferentialTest checks the matcher with and without blocks against
 // Oniguruma.
 size_t Cl100kAsciiBlock(const unsigned char* p, int max_digits, uint32_t base,
-                        std::vector<Span>* out);
+                        std::vector<Span>* out, size_t* bytewise);
 
 // For tests: whether the classifier the block uses (SSE2 where there is one) and the one
 // that takes a byte at a time give the 64 bytes at p the same classes.

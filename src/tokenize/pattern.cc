@@ -175,15 +175,16 @@ class Cl100kPattern final : public Pattern {
     Scanner sc(text);
     const auto* bytes = reinterpret_cast<const unsigned char*>(text.data());
     size_t i = 0, n = sc.size();
-    size_t bytewise_until = 0;  // a block there was not all ASCII
+    size_t bytewise_until = 0;  // where a block had no certain start, byte by byte up to here
     while (i < n) {
       if (blocks_ && i >= bytewise_until && i + 64 < n) {
-        if (const size_t next =
-                Cl100kAsciiBlock(bytes + i, max_digits_, static_cast<uint32_t>(i), out)) {
+        size_t bytewise;
+        if (const size_t next = Cl100kAsciiBlock(bytes + i, max_digits_, static_cast<uint32_t>(i),
+                                                 out, &bytewise)) {
           i += next;
           continue;
         }
-        bytewise_until = i + 64;  // or a block without a certain start: byte by byte past it
+        bytewise_until = i + bytewise;
       }
       size_t end = MatchAt(sc, i);
       out->push_back({static_cast<uint32_t>(i), static_cast<uint32_t>(end)});

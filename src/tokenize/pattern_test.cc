@@ -260,6 +260,37 @@ TEST_P(DifferentialTest, FastMatcherAgreesWithOnigurumaOnLongAsciiTexts) {
   }
 }
 
+// Blocks cut short by a non-ASCII character (the block is then the ASCII bytes before it):
+// every 16 to 90 ASCII bytes, a letter, mark, digit, punctuation or space that is not
+// ASCII, often right after a run of whitespace, newlines, digits or an apostrophe, which
+// it may continue (U+00A0 continues a whitespace run, U+0660 a digit run, U+00E9 a word).
+TEST_P(DifferentialTest, FastMatcherAgreesWithOnigurumaWhereBlocksMeetOtherBytes) {
+  auto fast = *CompileRegex(GetParam());
+  auto onig = *CompileOnigRegex(GetParam());
+  static const std::vector<std::string> kAscii = {
+      "a",    "Word", "x",  "'s", "'RE",  "'ll",  "'",   "7",    "12",
+      "345",  "6789", ".",  "!!", "\"",   "-",    " ",   " ",    "  ",
+      "    ", "\t",   "\n", "\n", "\r\n", "\n\n", " \n", "\n  ", "\n\t "};
+  static const std::vector<std::string> kOther = {
+      "\xC2\xA0", "\xE3\x80\x80", "\xC2\x85", "\xE2\x80\xA8", "\xC3\xA9",     "\xE4\xB8\xAD",
+      "\xCC\x81", "\xD9\xA0",     "\xC2\xB2", "\xE2\x80\x99", "\xE2\x80\x94", "\xF0\x9F\x98\x80"};
+  std::mt19937 rng(64);
+  std::uniform_int_distribution<size_t> ascii(0, kAscii.size() - 1), other(0, kOther.size() - 1),
+      gap(16, 90), tail(0, 4);
+  for (int iter = 0; iter < 6000; ++iter) {
+    std::string text;
+    for (int k = 0; k < 4; ++k) {
+      const size_t until = text.size() + gap(rng);
+      while (text.size() < until) text += kAscii[ascii(rng)];
+      for (size_t t = tail(rng); t > 0; --t) text += kAscii[ascii(rng) % 4 + 15];  // spaces
+      text += kOther[other(rng)];
+      if (tail(rng) == 0) text += kOther[other(rng)];
+    }
+    text += std::string(70, 'z');  // so the last character is in a block too
+    ASSERT_EQ(Pieces(*fast, text), Pieces(*onig, text)) << "text: " << text;
+  }
+}
+
 // The block's two classifiers agree on every byte value at every place of a block (and
 // the byte-at-a-time one, which machines without SSE2 use, is the one the other is
 // checked against; the differential tests above run the vector one).
