@@ -541,6 +541,22 @@ def seeds_template():
     return s
 
 
+def seeds_pattern():
+    # fuzz/fuzz_pattern.cc: the first byte picks the split (Qwen2, Llama 3, GPT-2; with and
+    # without the 64-byte ASCII blocks), the rest is the text
+    lines = td("tokenize", "tricky.jsonl").decode("utf-8").split("\n")
+    tricky = "".join(json.loads(line)["text"] for line in lines if line.strip())[:3000]
+    with open(os.path.join(ROOT, "src", "tokenize", "ascii_block.cc"), encoding="utf-8") as f:
+        code = f.read()[:3000]
+    prose = ("It's the user's run: they'll see    what's left.\n\n  Don't\tretry 12345 times!!\r\n"
+             "caf\u00e9 \u2019quoted\u2019 \u00a0 \u4e2d\u6587 12\u0660 ") * 4
+    s = {}
+    for sel in range(6):
+        for name, text in (("tricky", tricky), ("code", code), ("prose", prose)):
+            s["%s_%d" % (name, sel)] = bytes([sel]) + text.encode("utf-8")
+    return s
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
@@ -548,6 +564,7 @@ def main():
     args = ap.parse_args()
     readers = {
         "tokenizer": lambda: seeds_tokenizer(args.tokenizers),
+        "pattern": seeds_pattern,
         "jsonl": seeds_jsonl,
         "ingest": seeds_ingest,
         "pickle": lambda: seeds_fr("pickle"),
