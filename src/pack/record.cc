@@ -260,6 +260,26 @@ bool Holds(std::string_view text, std::string_view piece, size_t* from) {
   return escaped != piece && text.find(escaped) != std::string_view::npos;
 }
 
+// Whether `text` holds a message's content. A reasoning model's template re-spaces the
+// thinking it keeps (Qwen3 writes "<think>\n" + reasoning.strip("\n") + "\n</think>\n\n" +
+// answer.lstrip("\n")), so the content is looked for piece by piece between its <think> and
+// </think> tags, each piece trimmed, in order: thinking a template leaves out (Qwen3's of
+// the turns before the last question) is still missing.
+bool HoldsContent(std::string_view text, std::string_view content, size_t* from) {
+  size_t at = 0;
+  while (at <= content.size()) {
+    size_t tag = content.find("<think>", at), close = content.find("</think>", at);
+    size_t end = std::min(tag, close);
+    if (end == std::string_view::npos) end = content.size();
+    std::string_view piece = Trim(content.substr(at, end - at));
+    if (!piece.empty() && !Holds(text, piece, from)) return false;
+    if (end == content.size()) break;
+    at = end +
+         (end == tag ? std::string_view("<think>").size() : std::string_view("</think>").size());
+  }
+  return true;
+}
+
 // A tool's or tool call's function name: {"function": {"name"}} or {"name"}.
 const tmpl::Value* FunctionName(const tmpl::Value& v) {
   if (!v.is_dict()) return nullptr;
@@ -298,7 +318,7 @@ Status RecordRenderer::CheckDrops(RenderedRecord* out) const {
     const tmpl::Value* content = msg.Find("content");
     if (content && content->is_string()) {
       std::string_view c = Trim(content->str());
-      if (!c.empty() && !Holds(text, c, &from)) {
+      if (!c.empty() && !HoldsContent(text, c, &from)) {
         lost.push_back(
             fmt::format("message {} ({}): its content \"{}\" is not in the rendered text", i, role,
                         Excerpt(c)));

@@ -272,6 +272,48 @@ TEST(TemplateDropTest, ATemplateThatRendersToolsPassesEvenThroughTojson) {
   EXPECT_TRUE(Has(r.text, R"(get_weather({"city": "Oslo"}))")) << r.text;
 }
 
+// Like Qwen3's: an answer's thinking re-spaced ("<think>\n" + reasoning.strip("\n") +
+// "\n</think>\n\n" + answer.lstrip("\n")) in the last turn, left out in the turns before.
+const char* kReasoningJinja =
+    "{% set ns = namespace(last=0) %}{% for m in messages %}{% if m.role == 'user' %}"
+    "{% set ns.last = loop.index0 %}{% endif %}{% endfor %}"
+    "{% for m in messages %}<{{ m.role }}>{% if '</think>' in m.content %}"
+    "{% set answer = m.content.split('</think>')[-1].lstrip('\n') %}"
+    "{% if loop.index0 > ns.last %}<think>\n"
+    "{{ m.content.split('</think>')[0].split('<think>')[-1].strip('\n') }}\n</think>\n\n"
+    "{% endif %}{{ answer }}{% else %}{{ m.content }}{% endif %}{% endfor %}";
+
+TEST(TemplateDropTest, ThinkingATemplateRespacesIsNotADropButThinkingItLeavesOutIs) {
+  RecordOptions opt;
+  opt.chat = ChatMode::kJinja;
+  opt.jinja = ShapeJinja(kReasoningJinja);
+  RenderedRecord r;
+  const std::string turn =
+      R"({"role": "user", "content": "Sum up: notes\n"}, )"
+      R"({"role": "assistant", "content": "<think>\nLet me look. Notes\n\n</think>\n\nThey say: fixes.\n"})";
+  Status st = RenderShaped(opt, R"({"messages": [)" + turn + "]}", &r);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(r.text,
+            "<user>Sum up: notes\n<assistant><think>\nLet me look. Notes\n</think>\n\nThey say: "
+            "fixes.\n");
+  EXPECT_EQ(r.dropped_parts, 0u);
+  // A turn before the last question loses its thinking: named, unless allowed.
+  const std::string two =
+      R"({"messages": [)" + turn +
+      R"(, {"role": "user", "content": "Again?"}, {"role": "assistant", "content": "Yes."}]})";
+  st = RenderShaped(opt, two, &r);
+  ASSERT_FALSE(st.ok());
+  EXPECT_TRUE(Has(st.message(), "message 1 (assistant): its content \"<think>")) << st.message();
+  opt.allow_template_drops = true;
+  ASSERT_TRUE(RenderShaped(opt, two, &r).ok());
+  EXPECT_EQ(r.dropped_parts, 1u);
+  // An answer a template leaves out is missing too, thinking kept or not.
+  opt.allow_template_drops = false;
+  opt.jinja = ShapeJinja(
+      "{% for m in messages %}<{{ m.role }}>{{ m.content.split('</think>')[0] }}{% endfor %}");
+  EXPECT_FALSE(RenderShaped(opt, R"({"messages": [)" + turn + "]}", &r).ok());
+}
+
 TEST(TemplateDropTest, RolesATemplateSkipsAreCaughtAsDroppedContent) {
   RecordOptions opt;
   opt.chat = ChatMode::kJinja;

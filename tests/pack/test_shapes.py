@@ -14,6 +14,7 @@ import os
 import random
 import re
 import subprocess
+import sys
 import zlib
 
 import numpy as np
@@ -343,6 +344,54 @@ def test_the_same_tool_records_under_qwen3_render_and_pass(tmp_path):
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["template_drops"] == {"records": 0, "parts": 0}
     expect_stream(read_rank(out), reference_ids("qwen3", rows), "qwen3 tools")
+
+
+def test_qwen3_thinking_its_template_respaces_packs_and_thinking_it_leaves_out_is_a_drop(tmp_path):
+    """Qwen3's template keeps the last answer's thinking but re-spaces it ("<think>\\n" +
+    reasoning.strip("\\n") + "\\n</think>\\n\\n" + answer.lstrip("\\n")): nothing is lost, the
+    pack passes with transformers' ids (the main job's sample conversations are such: the
+    check once refused them). The thinking of a turn before the last question, which the
+    template leaves out, is a drop named by message, unless --allow-template-drops."""
+    turn = [{"role": "user", "content": "Summarize this:\n\nGit v2.18.3 Release Notes\n"},
+            {"role": "assistant", "content": "<think>\nLet me look at this. Git v2.18.3 Release Notes\n\n"
+                                             "</think>\n\nGit v2.18.3 merges a security fix.\n"}]
+    rows = [{"messages": turn}] * 4
+    p, out = pack(tmp_path, "qwen3", rows)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["template_drops"] == {"records": 0, "parts": 0}
+    expect_stream(read_rank(out), reference_ids("qwen3", rows), "qwen3 thinking")
+    two = {"messages": turn + [{"role": "user", "content": "And in one word?"},
+                               {"role": "assistant", "content": "Security."}]}
+    p, _ = pack(tmp_path, "qwen3", [two], name="earlier")
+    assert p.returncode == BAD_INPUT, p.stderr
+    assert 'earlier.jsonl:1: message 1 (assistant): its content "<think>' in p.stderr, p.stderr
+    p, out = pack(tmp_path, "qwen3", [two] * 4, "--allow-template-drops", name="allowed")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["template_drops"] == {"records": 4, "parts": 4}
+    expect_stream(read_rank(out), reference_ids("qwen3", [two] * 4), "qwen3 earlier thinking")
+
+
+def test_the_main_jobs_pack_step_passes(tmp_path):
+    """scripts/main.sh's step 2 as it runs: the sample's first 4 short chat records sliced into
+    conversations, packed with Qwen3's tokenizer and template for a world of 4, balanced, one
+    128-token block a rank. Several carry thinking; the drop check once refused them, and the
+    main job failed at its second step with nothing in CI to say so."""
+    require(EVENKEEL)
+    chat = tmp_path / "chat.jsonl"
+    sample = os.path.join(ROOT, "testdata", "tokenize", "sample.jsonl")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "rehearsal_tools.py"), "slice", sample,
+                        str(chat), "4", "--max-chars", "650"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(line) for line in chat.read_text(encoding="utf-8").splitlines()]
+    assert any("<think>" in m["content"] for r in rows for m in r["messages"]), "the slice has no thinking"
+    out = tmp_path / "pack"
+    p = subprocess.run([EVENKEEL, "pack", "--tokenizer", os.path.join(MODELS["qwen3"], "tokenizer.json"),
+                        "--world", "4", "--seq-len", "128", "--shard", "balanced", "--out", str(out), "--json",
+                        str(chat)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    m = json.loads(p.stdout)
+    assert m["template_drops"] == {"records": 0, "parts": 0}
+    assert [r["blocks"] for r in m["ranks"]] == [1, 1, 1, 1], m["ranks"]
 
 
 def test_the_llama3_1_template_that_renders_tools_passes_like_transformers(tmp_path):
