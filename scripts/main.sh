@@ -13,7 +13,9 @@
 #   4. evenkeel launch: the gate (it refuses an unsafe run), then torchrun with the flight
 #      recorder on: 4 CPU ranks (gloo), FSDP2 per decoder layer, evenfix, everything
 #      (micro-batch, accumulation, schedule, saves, timeout) from the run file, and a
-#      restart from the last verified checkpoint if an attempt fails;
+#      restart from the last verified checkpoint if an attempt fails; 80 one-step epochs:
+#      with isolated documents (the run file's default) four conversations take twice the
+#      steps to memorize that cross attention takes (step 40: loss 1.26 isolated, 0.17 cross);
 #   5. verify the final checkpoint (bf16 safetensors) with `evenkeel ckpt verify`, fail
 #      unless the loss fell, load it with transformers and greedy-decode the prompt of the
 #      first training conversation: fail unless it reproduces the beginning of that
