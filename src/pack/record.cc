@@ -131,17 +131,28 @@ Status PrefixSpans(const tmpl::ChatTemplate& chat, const tmpl::Value& messages,
 }
 
 Status RecordRenderer::Render(std::string_view line, RenderedRecord* out, size_t* replaced) {
-  EK_RETURN_IF_ERROR(SanitizeJsonLine(&line, opt_.invalid_utf8, &fixed_, replaced));
-  padded_.assign(line);
-  padded_.resize(line.size() + simdjson::SIMDJSON_PADDING, ' ');
   out->text.clear();
   out->spans.clear();
   out->chat = false;
   out->completion_only = false;
   out->dropped_parts = 0;
   simdjson::dom::element root;
-  auto err = dom_.parse(padded_.data(), line.size(), false).get(root);
-  if (!err && !root.is_object()) err = simdjson::INCORRECT_TYPE;
+  // simdjson's parse checks the UTF-8 of the whole line, so a line with no \u escape (the
+  // lone surrogates SanitizeJsonLine looks for) that parses needs no check of its own; any
+  // other line takes the checked path, whose errors (the byte of the bad UTF-8 first) are
+  // those a line has always had.
+  auto parse = [this, &root](std::string_view json) {
+    padded_.assign(json);
+    padded_.resize(json.size() + simdjson::SIMDJSON_PADDING, ' ');
+    auto e = dom_.parse(padded_.data(), json.size(), false).get(root);
+    return !e && !root.is_object() ? simdjson::INCORRECT_TYPE : e;
+  };
+  simdjson::error_code err = simdjson::UNINITIALIZED;
+  if (!HasUnicodeEscape(line)) err = parse(line);
+  if (err) {
+    EK_RETURN_IF_ERROR(SanitizeJsonLine(&line, opt_.invalid_utf8, &fixed_, replaced));
+    err = parse(line);
+  }
   if (err) {
     std::string where = LocateJsonError(line);
     if (where.empty() && err == simdjson::INCORRECT_TYPE) where = "a record is a JSON object";

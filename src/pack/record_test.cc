@@ -100,6 +100,11 @@ TEST(RecordTest, BadRecordsSayWhy) {
   EXPECT_NE(st.message().find("byte 11: invalid UTF-8"), std::string::npos) << st.message();
   Render(opt, R"({"text": "a\ud800b"})", &st);
   EXPECT_NE(st.message().find("lone surrogate"), std::string::npos) << st.message();
+  // Bad UTF-8 in a line that is malformed too: the byte is named first, as it always was
+  // (a line is parsed before SanitizeJsonLine checks it, and checked when the parse fails).
+  Render(opt, "{\"text\": \"a\xff\"", &st);
+  EXPECT_NE(st.message().find("byte 11: invalid UTF-8"), std::string::npos) << st.message();
+  EXPECT_EQ(Render(opt, R"({"text": "a\ud83d\ude00"})"), "a\U0001F600");  // a pair is fine
   opt.chat = ChatMode::kChatml;
   Render(opt, R"({"messages": [{"role": "user", "content": 1}]})", &st);
   EXPECT_NE(st.message().find("messages[0].content is not a string"), std::string::npos)
