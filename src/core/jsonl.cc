@@ -298,8 +298,10 @@ Result<bool> LineChunkReader::NextLines(LineSplitter* lines) {
   return more;
 }
 
-Result<uint64_t> HashFile(const std::string& path, uint64_t* size) {
+Result<uint64_t> HashFile(const std::string& path, uint64_t* size,
+                          const std::function<void(std::string_view)>& each) {
   EK_ASSIGN_OR_RETURN(int fd, OpenFileForRead(path));
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   XXH3_state_t* st = XXH3_createState();
   XXH3_64bits_reset(st);
   std::string buf(1u << 20, '\0');
@@ -315,6 +317,7 @@ Result<uint64_t> HashFile(const std::string& path, uint64_t* size) {
     }
     if (n == 0) break;
     XXH3_64bits_update(st, buf.data(), static_cast<size_t>(n));
+    if (each) each(std::string_view(buf.data(), static_cast<size_t>(n)));
     *size += static_cast<uint64_t>(n);
   }
   uint64_t h = XXH3_64bits_digest(st);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -107,7 +108,9 @@ class LineChunkReader {
   std::string path_;
 };
 
-// xxh3-64 of a file's bytes, read in 1 MiB pieces; *size gets its length.
-Result<uint64_t> HashFile(const std::string& path, uint64_t* size);
+// xxh3-64 of a file's bytes, read in 1 MiB pieces; *size gets its length. `each`, when
+// given, sees every piece as it is hashed (a caller that learns more from the same read).
+Result<uint64_t> HashFile(const std::string& path, uint64_t* size,
+                          const std::function<void(std::string_view)>& each = {});
 
 }  // namespace ek

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <xxhash.h>
 #include <zlib.h>
 
 #include <array>
@@ -392,30 +391,11 @@ Result<std::unique_ptr<RecordSource>> OpenJsonLines(const std::string& path, Cod
 }
 
 Result<InputIdentity> IdentifyPlainJsonLines(const std::string& path) {
-  struct stat st;
-  EK_ASSIGN_OR_RETURN(int fd, OpenFileForRead(path, &st));
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  XXH3_state_t* state = XXH3_createState();
-  XXH3_64bits_reset(state);
   RecordCounter counter;
   InputIdentity id;
-  std::unique_ptr<char[]> buf(new char[kJsonReadBytes]);
-  Status status;
-  while (true) {
-    Result<size_t> n = JsonReadSome(fd, buf.get(), kJsonReadBytes, path);
-    if (!n.ok()) {
-      status = n.status();
-      break;
-    }
-    if (*n == 0) break;
-    XXH3_64bits_update(state, buf.get(), *n);
-    counter.Feed(buf.get(), *n);
-    id.size += *n;
-  }
-  id.xxh3 = XXH3_64bits_digest(state);
-  XXH3_freeState(state);
-  ::close(fd);
-  EK_RETURN_IF_ERROR(status);
+  EK_ASSIGN_OR_RETURN(id.xxh3, HashFile(path, &id.size, [&counter](std::string_view piece) {
+                        counter.Feed(piece.data(), piece.size());
+                      }));
   id.records = static_cast<int64_t>(counter.Finish());
   return id;
 }
