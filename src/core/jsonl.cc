@@ -177,7 +177,9 @@ class FdChunkReader final : public LineChunkReader {
   static constexpr size_t kRead = 1u << 20;
   void Reserve(size_t want) {
     if (want <= cap_) return;
-    const size_t cap = std::max(want, cap_ * 2);
+    // A chunk and one read's room at once: growing by doubling up to it touched
+    // (and copied) each smaller buffer on the way.
+    const size_t cap = std::max({want, cap_ * 2, chunk_ + kRead});
     std::unique_ptr<char[]> bigger(new char[cap]);
     if (size_) std::memcpy(bigger.get(), buf_.get(), size_);
     buf_ = std::move(bigger);

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <future>
 #include <memory>
+#include <thread>
 
 #include "core/clock.h"
 #include "core/file.h"
@@ -226,7 +227,13 @@ class Packer {
   // Each input opens with its source's split (a DatasetDict), else the pack-wide one.
   ingest::OpenOptions OpenOptionsFor(size_t input_no) const {
     const std::string& split = sources_[input_source_[input_no]].split;
-    return ingest::OpenOptions{split.empty() ? opt_.split : split, opt_.chunk_bytes};
+    return ingest::OpenOptions{split.empty() ? opt_.split : split, ChunkBytes()};
+  }
+
+  size_t ChunkBytes() const {
+    if (opt_.chunk_bytes) return opt_.chunk_bytes;
+    const size_t threads = opt_.threads ? opt_.threads : std::thread::hardware_concurrency();
+    return std::max<size_t>(size_t{1} << 20, threads * (size_t{512} << 10));
   }
 
   bool IsBad(uint64_t index) const { return std::binary_search(bad_.begin(), bad_.end(), index); }

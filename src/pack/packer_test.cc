@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <zstd.h>
 
+#include <filesystem>
 #include <map>
 #include <set>
 #include <tuple>
@@ -80,6 +81,25 @@ TEST_F(PackerTest, SameOutputWhateverTheThreadCount) {
     for (int r = 0; r < 4; ++r) EXPECT_EQ(ReadDocs("t1", r), ReadDocs("t2", r));
     for (int r = 0; r < 4; ++r) EXPECT_EQ(a->ranks[r].docs_xxh3, b->ranks[r].docs_xxh3);
   }
+}
+
+// The default batch (chunk_bytes 0: 1 MiB on one thread) cuts a 3 MB input into
+// several batches; the blocks are those of one batch holding it all.
+TEST_F(PackerTest, DefaultBatchesOfAnInputOfMegabytesPackAsOneBatch) {
+  auto texts = Texts(60000);
+  std::string in = WriteInput("a.jsonl", texts);
+  ASSERT_GT(std::filesystem::file_size(in), size_t{3} << 20);
+  PackOptions cut = Options({in}, "cut", 2, 16), whole = Options({in}, "whole", 2, 16);
+  cut.threads = whole.threads = 1;
+  whole.chunk_bytes = size_t{64} << 20;
+  auto a = Pack(cut), b = Pack(whole);
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(ReadRank("cut", r), ReadRank("whole", r));
+    EXPECT_EQ(ReadDocs("cut", r), ReadDocs("whole", r));
+    EXPECT_EQ(a->ranks[r].xxh3, b->ranks[r].xxh3);
+  }
+  EXPECT_EQ(a->total_records, 60000u);
 }
 
 TEST_F(PackerTest, NodeRangesAreByteIdenticalAndMerge) {
