@@ -25,6 +25,7 @@ constexpr size_t kShortWord = 48;
 
 void BytesToId::Build(const std::vector<std::string>& keys, const std::vector<bool>& present) {
   keys_ = &keys;
+  keys_unique_ = true;
   size_t count = 0;
   for (size_t i = 0; i < keys.size(); ++i) count += present[i];
   size_t cap = PowerOfTwoAtLeast(count * 2 + 1);
@@ -50,7 +51,11 @@ void BytesToId::Build(const std::vector<std::string>& keys, const std::vector<bo
         if (slots_[pos].hash == h && keys[static_cast<size_t>(slots_[pos].id)] == keys[i]) break;
         pos = (pos + 1) & mask_;
       }
-      if (slots_[pos].id < 0) slots_[pos] = Slot{h, static_cast<int32_t>(i)};
+      if (slots_[pos].id < 0) {
+        slots_[pos] = Slot{h, static_cast<int32_t>(i)};
+      } else {
+        keys_unique_ = false;
+      }
     }
   }
 }
@@ -154,11 +159,26 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   bloom_.Reset();
   // In chunks of merges, each stage's memory fetched ahead of the stage that reads it:
   // the two tokens, the merged token's vocabulary entry (FindMany), the merge's slot.
+  // Merged tokens come in id order: a merge makes the token the merge before it
+  // made (another way to the same token) or the id after that one (every merge of
+  // Qwen2/3 and Llama 3, all but 0.3% of Gemma 3's). With no key repeated in the
+  // vocabulary, a guess whose bytes are the pair's is the id a lookup would give,
+  // so only a merge that is neither is looked up.
   constexpr size_t kChunk = 64;
   std::string joined;
   size_t ends[kChunk];
   std::string_view keys[kChunk];
+  size_t asked[kChunk];
   int32_t found[kChunk];
+  int32_t last = -1;  // the merged token of the merge before
+  auto is_pair = [this](int32_t id, std::string_view a, std::string_view b) {
+    if (id < 0 || static_cast<size_t>(id) >= tokens_.size() || !present_[static_cast<size_t>(id)])
+      return false;
+    const std::string& t = tokens_[static_cast<size_t>(id)];
+    return t.size() == a.size() + b.size() && t.compare(0, a.size(), a) == 0 &&
+           t.compare(a.size(), b.size(), b) == 0;
+  };
+  const bool guess = vocab_.keys_unique();
   for (size_t base = 0; base < merges.size(); base += kChunk) {
     const size_t n = std::min(kChunk, merges.size() - base);
     const std::pair<int32_t, int32_t>* chunk = merges.data() + base;
@@ -167,16 +187,34 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
       __builtin_prefetch(&tokens_[static_cast<size_t>(chunk[i].second)]);
     }
     joined.clear();
+    size_t m = 0;  // merges of the chunk looked up together (no guessing)
     for (size_t i = 0; i < n; ++i) {
-      joined += tokens_[static_cast<size_t>(chunk[i].first)];
-      joined += tokens_[static_cast<size_t>(chunk[i].second)];
-      ends[i] = joined.size();
+      const std::string& a = tokens_[static_cast<size_t>(chunk[i].first)];
+      const std::string& b = tokens_[static_cast<size_t>(chunk[i].second)];
+      if (!guess) {
+        joined += a;
+        joined += b;
+        ends[m] = joined.size();
+        asked[m++] = i;
+        continue;
+      }
+      if (last >= 0 && is_pair(last, a, b)) {
+        found[i] = last;
+      } else if (last >= 0 && is_pair(last + 1, a, b)) {
+        found[i] = last + 1;
+      } else {  // looked up at once: the next merge's guess starts from it
+        joined.assign(a).append(b);
+        found[i] = vocab_.Find(joined);
+      }
+      last = found[i];
     }
-    for (size_t i = 0; i < n; ++i) {
-      const size_t start = i == 0 ? 0 : ends[i - 1];
-      keys[i] = std::string_view(joined).substr(start, ends[i] - start);
+    for (size_t j = 0; j < m; ++j) {
+      const size_t start = j == 0 ? 0 : ends[j - 1];
+      keys[j] = std::string_view(joined).substr(start, ends[j] - start);
     }
-    vocab_.FindMany(keys, n, found);
+    int32_t looked[kChunk];
+    vocab_.FindMany(keys, m, looked);
+    for (size_t j = 0; j < m; ++j) found[asked[j]] = looked[j];
     for (size_t i = 0; i < n; ++i) {
       const uint64_t key = (static_cast<uint64_t>(chunk[i].first) << kIdBits) |
                            static_cast<uint64_t>(chunk[i].second);
@@ -447,7 +485,7 @@ void BpeModel::MergeLong(size_t n, std::vector<int32_t>* out, BpeScratch* s) con
     uint32_t rank = static_cast<uint32_t>(top >> 32);
     if (prev[pos] == kDead || next[pos] < 0) continue;
     size_t right = static_cast<size_t>(next[pos]);
-    int32_t merged;
+    int32_t merged = -1;
     if (RankMerged(sym[pos], sym[right], &merged) != rank) continue;  // stale
     sym[pos] = merged;
     prev[right] = kDead;

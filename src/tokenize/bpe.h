@@ -45,6 +45,9 @@ class BytesToId {
   // key's slot and then its entry prefetched before the next stage reads it), for the
   // loaders' hundreds of thousands of lookups of keys that are mostly present.
   void FindMany(const std::string_view* keys, size_t n, int32_t* ids) const;
+  // No two present keys are equal (Build saw none repeated): an id whose key
+  // equals `key` is then Find(key), with no lookup.
+  bool keys_unique() const { return keys_unique_; }
 
  private:
   struct Slot {
@@ -59,6 +62,7 @@ class BytesToId {
   // a slot in memory.
   Bloom bloom_;
   const std::vector<std::string>* keys_ = nullptr;
+  bool keys_unique_ = true;
 };
 
 // Per-thread working memory for BpeModel::EncodeWord; reuse it across calls.

@@ -54,6 +54,48 @@ TEST_F(BpeTest, LongWordsMatchShortAlgorithm) {
   EXPECT_EQ(Encode(w), expect);
 }
 
+// InitMerges guesses a merged token as the one the merge before made or the id
+// after it, and looks it up otherwise: merges of both kinds, and one whose token
+// is neither, give the ids a lookup gives.
+TEST(BpeInitTest, MergedTokensGuessedOrLookedUp) {
+  std::vector<std::string> tokens;
+  for (int b = 0; b < 256; ++b) tokens.emplace_back(1, static_cast<char>(b));
+  for (const char* t : {"xy", "xyz", "yz", "ab"}) tokens.emplace_back(t);  // 256..259
+  std::vector<std::pair<int32_t, int32_t>> merges = {
+      {'x', 'y'},  // 256: looked up (the first)
+      {256, 'z'},  // 257: the id after the merge before's
+      {'y', 'z'},  // 258: the id after
+      {'x', 258},  // 257 again: neither 258 nor 259, looked up
+      {'a', 'b'},  // 259: neither 257 nor 258, looked up
+  };
+  BpeModel m;
+  ASSERT_TRUE(m.Init(tokens, std::vector<bool>(tokens.size(), true), merges, false).ok());
+  BpeScratch s;
+  for (const auto& [word, id] : std::vector<std::pair<std::string, int32_t>>{
+           {"xy", 256}, {"xyz", 257}, {"yz", 258}, {"ab", 259}}) {
+    std::vector<int32_t> out;
+    m.EncodeWord(word, &out, &s);
+    EXPECT_EQ(out, std::vector<int32_t>{id}) << word;
+  }
+}
+
+// With a key repeated in the vocabulary a right guess is not enough (a lookup
+// gives the first id): every merged token is looked up.
+TEST(BpeInitTest, ARepeatedKeyTurnsGuessingOff) {
+  std::vector<std::string> tokens;
+  for (int b = 0; b < 256; ++b) tokens.emplace_back(1, static_cast<char>(b));
+  for (const char* t : {"ab", "cd", "ab"}) tokens.emplace_back(t);  // 256..258
+  BpeModel m;
+  // c+d makes 257, so a guess for a+b would be 258, the second "ab".
+  ASSERT_TRUE(
+      m.Init(tokens, std::vector<bool>(tokens.size(), true), {{'c', 'd'}, {'a', 'b'}}, false).ok());
+  EXPECT_EQ(m.Find("ab"), 256);
+  BpeScratch s;
+  std::vector<int32_t> out;
+  m.EncodeWord("ab", &out, &s);
+  EXPECT_EQ(out, std::vector<int32_t>{256});
+}
+
 TEST(BpeInitTest, MissingByteIsUnsupported) {
   BpeModel m;
   std::vector<std::string> tokens = {"a"};
