@@ -233,7 +233,7 @@ class Packer {
   size_t ChunkBytes() const {
     if (opt_.chunk_bytes) return opt_.chunk_bytes;
     const size_t threads = opt_.threads ? opt_.threads : std::thread::hardware_concurrency();
-    return std::max<size_t>(size_t{1} << 20, threads * (size_t{512} << 10));
+    return std::clamp<size_t>(threads * (size_t{512} << 10), size_t{1} << 20, size_t{8} << 20);
   }
 
   bool IsBad(uint64_t index) const { return std::binary_search(bad_.begin(), bad_.end(), index); }

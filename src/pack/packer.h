@@ -57,10 +57,11 @@ struct PackOptions {
   int rank_hi = -1;                      // -1: world - 1
   size_t threads = 0;                    // 0: all cores
   bool skip_bad = false;
-  // Bytes of input read (and encoded) a batch at a time. 0: 512 KiB a thread, at
-  // least 1 MiB: a batch's text, its ids and the reader's buffer stay small enough
+  // Bytes of input read (and encoded) a batch at a time. 0: 512 KiB a thread, from
+  // 1 MiB to 8 MiB: a batch's text, its ids and the reader's buffer stay small enough
   // to be touched once and reused (8 MiB batches on one core took twice the page
-  // faults), and each of many threads still gets records to encode.
+  // faults), each of many threads still gets records to encode, and 16 threads or
+  // more keep the 8 MiB (two batches in flight) that bounded pack's memory before.
   size_t chunk_bytes = 0;
   Env* env = Env::Default();  // every file written goes through it (tests inject faults)
 };
