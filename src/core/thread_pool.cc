@@ -2,8 +2,12 @@
 
 namespace ek {
 
+size_t ThreadPool::Workers(size_t threads) {
+  return threads ? threads : std::max(1u, std::thread::hardware_concurrency());
+}
+
 ThreadPool::ThreadPool(size_t threads) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = Workers(threads);
   for (size_t i = 0; i < threads; ++i) workers_.emplace_back([this, i] { Loop(i); });
 }
 

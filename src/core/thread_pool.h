@@ -15,8 +15,11 @@ namespace ek {
 
 class ThreadPool {
  public:
-  // `threads` workers; 0 means std::thread::hardware_concurrency().
+  // Workers(threads) workers.
   explicit ThreadPool(size_t threads);
+  // How many workers a pool asked for `threads` has: 0 means
+  // std::thread::hardware_concurrency() (at least one).
+  static size_t Workers(size_t threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

@@ -15,11 +15,11 @@
 #include <filesystem>
 #include <future>
 #include <memory>
-#include <thread>
 
 #include "core/clock.h"
 #include "core/file.h"
 #include "core/json_out.h"
+#include "core/thread_pool.h"
 #include "core/version.h"
 #include "ingest/arrow_source.h"
 #include "ingest/source.h"
@@ -230,10 +230,12 @@ class Packer {
     return ingest::OpenOptions{split.empty() ? opt_.split : split, ChunkBytes()};
   }
 
+  // PackOptions::chunk_bytes, 0 resolved for the encoder's pool (which pass 1 may run
+  // before: the pool's own rule, not the pool).
   size_t ChunkBytes() const {
     if (opt_.chunk_bytes) return opt_.chunk_bytes;
-    const size_t threads = opt_.threads ? opt_.threads : std::thread::hardware_concurrency();
-    return std::clamp<size_t>(threads * (size_t{512} << 10), size_t{1} << 20, size_t{8} << 20);
+    return std::clamp<size_t>(ThreadPool::Workers(opt_.threads) * (size_t{512} << 10),
+                              size_t{1} << 20, size_t{8} << 20);
   }
 
   bool IsBad(uint64_t index) const { return std::binary_search(bad_.begin(), bad_.end(), index); }
