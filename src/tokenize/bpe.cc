@@ -155,7 +155,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   merge_slots_.assign(cap, MergeSlot{});
   merge_mask_ = cap - 1;
   shift_ = 64 - __builtin_ctzll(cap);
-  merged_by_rank_.assign(merges.size(), -1);
+  std::vector<int32_t> merged_by_rank(merges.size(), -1);
   bloom_.Reset();
   // In chunks of merges, each stage's memory fetched ahead of the stage that reads it:
   // the two tokens, the merged token's vocabulary entry (FindMany), the merge's slot.
@@ -228,7 +228,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
         return InvalidArgumentError(
             fmt::format("model.merges[{}]: the merged token is not in model.vocab", rank));
       }
-      merged_by_rank_[rank] = m;
+      merged_by_rank[rank] = m;
       uint64_t key = (static_cast<uint64_t>(a) << kIdBits) | static_cast<uint64_t>(b);
       uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
       bloom_.Add(mixed);
@@ -241,20 +241,41 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     }
   }
   merge_count_ = merges.size();
-  merged_offset_ = -1;
-  pair_ranks_.clear();
-  if (!merges.empty() && merged_by_rank_[0] >= 0) {
-    const int32_t offset = merged_by_rank_[0];
-    bool follows = true;
-    for (size_t rank = 0; rank < merges.size() && follows; ++rank) {
-      follows = merged_by_rank_[rank] == offset + static_cast<int32_t>(rank);
+  // Codes, where the merged ids never decrease with the rank: merged id << shift
+  // | the merge's place among those making the same token. The shift is the
+  // fewest bits that place takes; code and pair must fit 64 bits.
+  code_shift_ = -1;
+  pair_codes_.clear();
+  std::vector<uint32_t> order_by_rank(merges.size());
+  for (size_t rank = 0; rank < merges.size(); ++rank)
+    order_by_rank[rank] = static_cast<uint32_t>(rank);
+  bool rising = !merges.empty();
+  uint32_t most_places = 1;  // the most merges making one token
+  for (size_t rank = 1, run = 1; rank < merges.size() && rising; ++rank) {
+    rising = merged_by_rank[rank] >= merged_by_rank[rank - 1];
+    run = merged_by_rank[rank] == merged_by_rank[rank - 1] ? run + 1 : 1;
+    most_places = std::max(most_places, static_cast<uint32_t>(run));
+  }
+  int shift = 0;
+  while ((uint32_t{1} << shift) < most_places) ++shift;
+  if (rising && ((static_cast<uint64_t>(merged_by_rank.back()) + 1) << shift) <=
+                    (uint64_t{1} << (64 - 2 * kIdBits))) {
+    for (size_t rank = 0, place = 0; rank < merges.size(); ++rank) {
+      place = rank > 0 && merged_by_rank[rank] == merged_by_rank[rank - 1] ? place + 1 : 0;
+      order_by_rank[rank] =
+          (static_cast<uint32_t>(merged_by_rank[rank]) << shift) | static_cast<uint32_t>(place);
     }
-    if (follows) {
-      pair_ranks_.resize(merge_slots_.size());
-      for (size_t i = 0; i < merge_slots_.size(); ++i) pair_ranks_[i] = merge_slots_[i].pair_rank;
-      merge_slots_ = {};
-      merged_offset_ = offset;
+    pair_codes_.resize(merge_slots_.size());
+    for (size_t i = 0; i < merge_slots_.size(); ++i) {
+      const uint64_t e = merge_slots_[i].pair_rank;
+      pair_codes_[i] =
+          e == kEmptySlot
+              ? e
+              : (e & kKeyMask) |
+                    (static_cast<uint64_t>(order_by_rank[e >> (2 * kIdBits)]) << (2 * kIdBits));
     }
+    merge_slots_ = {};
+    code_shift_ = shift;
   }
   // Dense table for pairs of byte tokens when those are ids 0..255 (the norm).
   // (Without byte tokens every byte_id_ is -1: the table still holds the ranks
@@ -274,7 +295,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     }
     byte_pair_dense_ = true;
   }
-  BuildAtoms(merges);
+  BuildAtoms(merges, order_by_rank);
   return Status::Ok();
 }
 
@@ -293,7 +314,8 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
 // neighbour rule holds because words are whole characters: the symbol before
 // c ends with the previous character's last byte, the one after starts with
 // the next one's first.
-void BpeModel::BuildAtoms(const std::vector<std::pair<int32_t, int32_t>>& merges) {
+void BpeModel::BuildAtoms(const std::vector<std::pair<int32_t, int32_t>>& merges,
+                          const std::vector<uint32_t>& order_by_rank) {
   atoms_.clear();
   for (int b = 0; b < 256; ++b) {
     if (byte_id_[b] < 0) return;  // not a byte-level vocabulary
@@ -309,7 +331,7 @@ void BpeModel::BuildAtoms(const std::vector<std::pair<int32_t, int32_t>>& merges
   std::vector<uint32_t> min_left(tokens_.size(), kNoMerge), min_right(tokens_.size(), kNoMerge);
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     auto [a, b] = merges[rank];
-    auto r = static_cast<uint32_t>(rank);
+    const uint32_t r = order_by_rank[rank];
     if ((last_byte(a) & 0xC0) == 0x80) {
       min_left[static_cast<size_t>(b)] = std::min(min_left[static_cast<size_t>(b)], r);
     }
@@ -333,16 +355,19 @@ void BpeModel::BuildAtoms(const std::vector<std::pair<int32_t, int32_t>>& merges
     while (n > 1) {
       uint32_t best = kNoMerge;
       size_t at = 0;
+      int32_t made = -1;
       for (size_t i = 0; i + 1 < n; ++i) {
-        uint32_t r = Rank(sym[i], sym[i + 1]);
+        int32_t merged = -1;
+        uint32_t r = RankMerged(sym[i], sym[i + 1], &merged);
         if (r < best) {
           best = r;
           at = i;
+          made = merged;
         }
       }
       if (best == kNoMerge) break;
       most = std::max(most, best);
-      sym[at] = merged_by_rank_[best];
+      sym[at] = made;
       for (size_t i = at + 1; i + 1 < n; ++i) sym[i] = sym[i + 1];
       --n;
       left_edge = std::min(left_edge, min_left[static_cast<size_t>(sym[0])]);

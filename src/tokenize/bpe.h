@@ -112,17 +112,21 @@ class BpeModel {
   size_t id_limit() const { return tokens_.size(); }
   size_t vocab_count() const { return vocab_count_; }
   size_t merge_count() const { return merge_count_; }
+  // The merge table holds codes (8-byte slots: merged ids never fall with the rank).
+  bool merge_codes() const { return code_shift_ >= 0; }
 
  private:
   static constexpr uint32_t kNoMerge = 0xFFFFFFFFu;
-  // The rank of merging (left, right), or kNoMerge. Pairs of single bytes,
-  // the first merges of every word, come from a dense 256 KB table.
+  // The order of merging (left, right), or kNoMerge: what merges are compared
+  // by, lower first. It is the merge's rank, or with 8-byte slots its code
+  // (code_shift_), which sorts as the rank does. Pairs of single bytes, the
+  // first merges of every word, come from a dense 512 KB table.
   uint32_t Rank(int32_t left, int32_t right) const {
     int32_t merged;
     return RankMerged(left, right, &merged);
   }
   // Rank, and (when there is a merge) the merged token's id, which the table's
-  // slot holds beside the pair: one memory access for both.
+  // slot holds beside the pair, or its code: one memory access for both.
   uint32_t RankMerged(int32_t left, int32_t right, int32_t* merged) const {
     if (left < 256 && right < 256 && byte_pair_dense_) {
       const uint64_t e =
@@ -134,13 +138,13 @@ class BpeModel {
     uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
     if (!bloom_.MayHold(mixed)) return kNoMerge;
     uint64_t h = mixed >> shift_;
-    if (merged_offset_ >= 0) {  // pair and rank only: the merged id follows from the rank
+    if (code_shift_ >= 0) {  // pair and code only: the merged id is the code's top bits
       while (true) {
-        const uint64_t e = pair_ranks_[h];
+        const uint64_t e = pair_codes_[h];
         if ((e & kKeyMask) == key) {
-          const auto rank = static_cast<uint32_t>(e >> (2 * kIdBits));
-          *merged = static_cast<int32_t>(rank) + merged_offset_;
-          return rank;
+          const auto code = static_cast<uint32_t>(e >> (2 * kIdBits));
+          *merged = static_cast<int32_t>(code >> code_shift_);
+          return code;
         }
         if (e == kEmptySlot) return kNoMerge;
         h = (h + 1) & merge_mask_;
@@ -161,8 +165,8 @@ class BpeModel {
   void PrefetchPair(int32_t left, int32_t right) const {
     uint64_t key = (static_cast<uint64_t>(left) << kIdBits) | static_cast<uint64_t>(right);
     const uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> shift_;
-    if (merged_offset_ >= 0) {
-      __builtin_prefetch(pair_ranks_.data() + h);
+    if (code_shift_ >= 0) {
+      __builtin_prefetch(pair_codes_.data() + h);
     } else {
       __builtin_prefetch(merge_slots_.data() + h);
     }
@@ -173,10 +177,12 @@ class BpeModel {
   // provably forms before any merge joins it to a neighbour starts as that
   // token (atoms_). Returns the count, in scratch->sym.
   size_t FirstSymbols(std::string_view word, BpeScratch* s) const;
-  // Fills atoms_ (byte-level vocabularies, after the merges are known).
-  void BuildAtoms(const std::vector<std::pair<int32_t, int32_t>>& merges);
+  // Fills atoms_ (byte-level vocabularies, after the merges are known);
+  // order_by_rank: each merge's order (Rank's value).
+  void BuildAtoms(const std::vector<std::pair<int32_t, int32_t>>& merges,
+                  const std::vector<uint32_t>& order_by_rank);
 
-  // A merge slot packs left id, right id (20 bits each) and rank (24 bits).
+  // A merge slot packs left id, right id (20 bits each) and rank or code (24 bits).
   static constexpr int kIdBits = 20;
   static constexpr uint64_t kKeyMask = (1ull << (2 * kIdBits)) - 1;
   static constexpr uint64_t kEmptySlot = ~0ull;
@@ -193,15 +199,17 @@ class BpeModel {
   // Over the merge pairs' mixed keys (InitMerges fills it): most pairs a word
   // looks up have no merge, and most of those end here.
   Bloom bloom_;
-  std::vector<int32_t> merged_by_rank_;
-  // When every merge of rank r makes the token r + merged_offset_ (Qwen2/3,
-  // DeepSeek: ids in merge order after the 256 bytes), merge_slots_ is empty
-  // and pair_ranks_ holds each slot's pair_rank alone: 8 bytes, not 16, so the
-  // table (2 MB for Qwen3, probed at random by every merge of a word the piece
-  // cache misses) takes half the cache lines. Else -1.
-  std::vector<uint64_t, HugeFriendlyAllocator<uint64_t>> pair_ranks_;
-  int32_t merged_offset_ = -1;
-  std::vector<uint64_t> byte_pair_rank_;  // rank | merged id << 32
+  // When the merged ids never decrease with the rank (every merge of Qwen2/3,
+  // Llama 3, DeepSeek: tokens in merge order after the 256 bytes, some made by
+  // more than one merge), merge_slots_ is empty and pair_codes_ holds each
+  // slot's pair and code: 8 bytes, not 16, so the table (probed at random by
+  // every merge of a word the piece cache misses: 4 MB for Llama 3, not 8)
+  // takes half the cache lines. A merge's code is its merged id shifted left by
+  // code_shift_, plus how many merges of lower rank make the same token: it
+  // sorts as the rank does, and its top bits are the merged id. Else -1.
+  std::vector<uint64_t, HugeFriendlyAllocator<uint64_t>> pair_codes_;
+  int code_shift_ = -1;
+  std::vector<uint64_t> byte_pair_rank_;  // order | merged id << 32
   // Atoms: for each code point below U+10000 encoded in 2 or 3 bytes, the id of
   // its one-token form when that token is certain to form first (BuildAtoms
   // says when), else -1. Empty when no character qualifies.

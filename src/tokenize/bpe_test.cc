@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -94,6 +96,74 @@ TEST(BpeInitTest, ARepeatedKeyTurnsGuessingOff) {
   std::vector<int32_t> out;
   m.EncodeWord("ab", &out, &s);
   EXPECT_EQ(out, std::vector<int32_t>{256});
+}
+
+// Where merged ids never fall with the rank, the table holds codes (merged id and
+// place among the merges making it) instead of ranks. A random model whose tokens
+// are each made by one to four merges, numbered in merge order (codes) and in
+// reverse (ranks), must encode every word the same, through MergeShort and the heap.
+// (It fails with too narrow a shift. The place bits order two merges making one
+// token, which matters only where such pairs overlap, as ab+a and a+ba in "aba";
+// random words rarely get there: the real files' parity suites cover that.)
+TEST(BpeInitTest, CodesEncodeAsRanks) {
+  std::mt19937 rng(7);
+  std::vector<std::string> made;                            // non-byte tokens in merge order
+  std::vector<std::pair<std::string, std::string>> splits;  // the merges, in rank order
+  std::vector<size_t> made_by;                              // each merge's token in `made`
+  auto is_token = [&](const std::string& t) {
+    return t.size() == 1 || std::find(made.begin(), made.end(), t) != made.end();
+  };
+  const std::string alphabet = "ab";  // two letters: pairs making one token overlap (aa+a, a+aa)
+  while (made.size() < 300) {
+    std::string t;
+    for (size_t n = 2 + rng() % 8; t.size() < n;) t += alphabet[rng() % alphabet.size()];
+    if (is_token(t)) continue;
+    std::vector<size_t> cuts;
+    for (size_t c = 1; c < t.size(); ++c) {
+      if (is_token(t.substr(0, c)) && is_token(t.substr(c))) cuts.push_back(c);
+    }
+    if (cuts.empty()) continue;
+    std::shuffle(cuts.begin(), cuts.end(), rng);
+    cuts.resize(std::min<size_t>(cuts.size(), 1 + rng() % 4));
+    for (size_t c : cuts) {
+      splits.emplace_back(t.substr(0, c), t.substr(c));
+      made_by.push_back(made.size());
+    }
+    made.push_back(t);
+  }
+  // Model 0: made[k] has id 256 + k (ids rise with the rank); model 1: 256 + (N-1-k).
+  const size_t n = made.size();
+  auto id_of = [&](int model, const std::string& t) -> int32_t {
+    if (t.size() == 1) return static_cast<unsigned char>(t[0]);
+    const auto k = static_cast<size_t>(std::find(made.begin(), made.end(), t) - made.begin());
+    return static_cast<int32_t>(256 + (model == 0 ? k : n - 1 - k));
+  };
+  BpeModel models[2];
+  for (int model = 0; model < 2; ++model) {
+    std::vector<std::string> tokens(256 + n);
+    for (int b = 0; b < 256; ++b)
+      tokens[static_cast<size_t>(b)] = std::string(1, static_cast<char>(b));
+    for (const auto& t : made) tokens[static_cast<size_t>(id_of(model, t))] = t;
+    std::vector<std::pair<int32_t, int32_t>> merges;
+    for (const auto& [l, r] : splits) merges.emplace_back(id_of(model, l), id_of(model, r));
+    ASSERT_TRUE(
+        models[model].Init(tokens, std::vector<bool>(tokens.size(), true), merges, false).ok());
+  }
+  ASSERT_TRUE(models[0].merge_codes());
+  ASSERT_FALSE(models[1].merge_codes());
+  BpeScratch s;
+  for (int i = 0; i < 3000; ++i) {
+    std::string w;
+    for (size_t len = 2 + rng() % (i % 10 == 0 ? 120 : 40); w.size() < len;) {
+      w += alphabet[rng() % alphabet.size()];
+    }
+    std::vector<int32_t> got[2];
+    for (int model = 0; model < 2; ++model) models[model].EncodeWord(w, &got[model], &s);
+    for (int32_t& id : got[1]) {
+      if (id >= 256) id = static_cast<int32_t>(256 + (n - 1 - static_cast<size_t>(id - 256)));
+    }
+    ASSERT_EQ(got[0], got[1]) << w;
+  }
 }
 
 TEST(BpeInitTest, MissingByteIsUnsupported) {
