@@ -151,25 +151,19 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   if (merges.size() >= (1u << 24) - 1) {
     return UnsupportedError(fmt::format("model.merges: {} merges (at most 16M)", merges.size()));
   }
-  size_t cap = PowerOfTwoAtLeast(merges.size() + merges.size() / 4 + 1);
-  merge_slots_.assign(cap, MergeSlot{});
-  merge_mask_ = cap - 1;
-  shift_ = 64 - __builtin_ctzll(cap);
+  // First each merge's token, in chunks of merges, each stage's memory fetched
+  // ahead of the stage that reads it: the two tokens, then the merged token's
+  // vocabulary entry (FindMany). Merged tokens come in id order: a merge makes the
+  // token the merge before it made (another way to the same token) or the id after
+  // that one (every merge of Qwen2/3 and Llama 3, all but 0.3% of Gemma 3's). With
+  // no key repeated in the vocabulary, a guess whose bytes are the pair's is the id
+  // a lookup would give, so only a merge that is neither is looked up.
   std::vector<int32_t> merged_by_rank(merges.size(), -1);
-  bloom_.Reset();
-  // In chunks of merges, each stage's memory fetched ahead of the stage that reads it:
-  // the two tokens, the merged token's vocabulary entry (FindMany), the merge's slot.
-  // Merged tokens come in id order: a merge makes the token the merge before it
-  // made (another way to the same token) or the id after that one (every merge of
-  // Qwen2/3 and Llama 3, all but 0.3% of Gemma 3's). With no key repeated in the
-  // vocabulary, a guess whose bytes are the pair's is the id a lookup would give,
-  // so only a merge that is neither is looked up.
   constexpr size_t kChunk = 64;
   std::string joined;
   size_t ends[kChunk];
   std::string_view keys[kChunk];
   size_t asked[kChunk];
-  int32_t found[kChunk];
   int32_t last = -1;  // the merged token of the merge before
   auto is_pair = [this](int32_t id, std::string_view a, std::string_view b) {
     if (id < 0 || static_cast<size_t>(id) >= tokens_.size() || !present_[static_cast<size_t>(id)])
@@ -182,6 +176,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   for (size_t base = 0; base < merges.size(); base += kChunk) {
     const size_t n = std::min(kChunk, merges.size() - base);
     const std::pair<int32_t, int32_t>* chunk = merges.data() + base;
+    int32_t* found = merged_by_rank.data() + base;
     for (size_t i = 0; i < n; ++i) {
       __builtin_prefetch(&tokens_[static_cast<size_t>(chunk[i].first)]);
       __builtin_prefetch(&tokens_[static_cast<size_t>(chunk[i].second)]);
@@ -216,36 +211,19 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     vocab_.FindMany(keys, m, looked);
     for (size_t j = 0; j < m; ++j) found[asked[j]] = looked[j];
     for (size_t i = 0; i < n; ++i) {
-      const uint64_t key = (static_cast<uint64_t>(chunk[i].first) << kIdBits) |
-                           static_cast<uint64_t>(chunk[i].second);
-      __builtin_prefetch(&merge_slots_[(key * 0x9E3779B97F4A7C15ull) >> shift_]);
-    }
-    for (size_t i = 0; i < n; ++i) {
-      const size_t rank = base + i;
-      auto [a, b] = chunk[i];
-      const int32_t m = found[i];
-      if (m < 0) {
+      if (found[i] < 0) {
         return InvalidArgumentError(
-            fmt::format("model.merges[{}]: the merged token is not in model.vocab", rank));
+            fmt::format("model.merges[{}]: the merged token is not in model.vocab", base + i));
       }
-      merged_by_rank[rank] = m;
-      uint64_t key = (static_cast<uint64_t>(a) << kIdBits) | static_cast<uint64_t>(b);
-      uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
-      bloom_.Add(mixed);
-      uint64_t h = mixed >> shift_;
-      while (merge_slots_[h].pair_rank != kEmptySlot &&
-             (merge_slots_[h].pair_rank & kKeyMask) != key)
-        h = (h + 1) & merge_mask_;
-      // A repeated pair keeps the later rank, as HF's HashMap collect does.
-      merge_slots_[h] = MergeSlot{key | (static_cast<uint64_t>(rank) << (2 * kIdBits)), m, 0};
     }
   }
   merge_count_ = merges.size();
   // Codes, where the merged ids never decrease with the rank: merged id << shift
   // | the merge's place among those making the same token. The shift is the
-  // fewest bits that place takes; code and pair must fit 64 bits.
+  // fewest bits that place takes; code and pair must fit 64 bits. Only the table
+  // of the kind chosen is built (its memory is fresh: with huge pages, the first
+  // touch of each 2 MiB is slow on virtual machines).
   code_shift_ = -1;
-  pair_codes_.clear();
   std::vector<uint32_t> order_by_rank(merges.size());
   for (size_t rank = 0; rank < merges.size(); ++rank)
     order_by_rank[rank] = static_cast<uint32_t>(rank);
@@ -265,17 +243,53 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
       order_by_rank[rank] =
           (static_cast<uint32_t>(merged_by_rank[rank]) << shift) | static_cast<uint32_t>(place);
     }
-    pair_codes_.resize(merge_slots_.size());
-    for (size_t i = 0; i < merge_slots_.size(); ++i) {
-      const uint64_t e = merge_slots_[i].pair_rank;
-      pair_codes_[i] =
-          e == kEmptySlot
-              ? e
-              : (e & kKeyMask) |
-                    (static_cast<uint64_t>(order_by_rank[e >> (2 * kIdBits)]) << (2 * kIdBits));
-    }
-    merge_slots_ = {};
     code_shift_ = shift;
+  }
+  const size_t cap = PowerOfTwoAtLeast(merges.size() + merges.size() / 4 + 1);
+  merge_mask_ = cap - 1;
+  shift_ = 64 - __builtin_ctzll(cap);
+  merge_slots_ = {};
+  pair_codes_ = {};
+  if (code_shift_ >= 0) {
+    pair_codes_.assign(cap, kEmptySlot);
+  } else {
+    merge_slots_.assign(cap, MergeSlot{});
+  }
+  bloom_.Reset();
+  // Then the slots, a chunk's fetched ahead. A repeated pair keeps the later
+  // rank, as HF's HashMap collect does.
+  for (size_t base = 0; base < merges.size(); base += kChunk) {
+    const size_t n = std::min(kChunk, merges.size() - base);
+    const std::pair<int32_t, int32_t>* chunk = merges.data() + base;
+    uint64_t mixed[kChunk];
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t key = (static_cast<uint64_t>(chunk[i].first) << kIdBits) |
+                           static_cast<uint64_t>(chunk[i].second);
+      mixed[i] = key * 0x9E3779B97F4A7C15ull;
+      if (code_shift_ >= 0) {
+        __builtin_prefetch(&pair_codes_[mixed[i] >> shift_]);
+      } else {
+        __builtin_prefetch(&merge_slots_[mixed[i] >> shift_]);
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const size_t rank = base + i;
+      const uint64_t key = (static_cast<uint64_t>(chunk[i].first) << kIdBits) |
+                           static_cast<uint64_t>(chunk[i].second);
+      bloom_.Add(mixed[i]);
+      uint64_t h = mixed[i] >> shift_;
+      if (code_shift_ >= 0) {
+        while (pair_codes_[h] != kEmptySlot && (pair_codes_[h] & kKeyMask) != key)
+          h = (h + 1) & merge_mask_;
+        pair_codes_[h] = key | (static_cast<uint64_t>(order_by_rank[rank]) << (2 * kIdBits));
+      } else {
+        while (merge_slots_[h].pair_rank != kEmptySlot &&
+               (merge_slots_[h].pair_rank & kKeyMask) != key)
+          h = (h + 1) & merge_mask_;
+        merge_slots_[h] = MergeSlot{key | (static_cast<uint64_t>(rank) << (2 * kIdBits)),
+                                    merged_by_rank[rank], 0};
+      }
+    }
   }
   // Dense table for pairs of byte tokens when those are ids 0..255 (the norm).
   // (Without byte tokens every byte_id_ is -1: the table still holds the ranks
