@@ -61,7 +61,19 @@ class PieceCache {
   static constexpr size_t kMaxCapacity = size_t{1} << 20;
   static constexpr size_t kMaxArena = size_t{32} << 20;
 
-  PieceCache() : table_(kFirstCapacity), mask_(kFirstCapacity - 1) {}
+  // The table's and the arena's largest sizes are reserved at once and grow in
+  // place: address space only, until used. Memory first touched is slow to fault
+  // in on virtual machines (with huge pages, most of all where freed memory goes
+  // back to the host), and growing into new blocks touched 42 MB for a 32 MB table.
+  PieceCache()
+      : table_(static_cast<Entry*>(AllocHugeFriendly(kMaxCapacity * sizeof(Entry)))),
+        mask_(kFirstCapacity - 1) {
+    std::fill(table_, table_ + kFirstCapacity, Entry{});
+    arena_.reserve(kMaxArena);
+  }
+  ~PieceCache() { FreeHugeFriendly(table_, kMaxCapacity * sizeof(Entry)); }
+  PieceCache(const PieceCache&) = delete;
+  PieceCache& operator=(const PieceCache&) = delete;
 
   // The key of `key`. Where 16 bytes from its start can be read (up to
   // `readable_end`, the end of the text it is part of), a short key is two
@@ -95,7 +107,7 @@ class PieceCache {
   }
 
   // Starts loading the slot where the key of hash h is first looked for.
-  void Prefetch(uint64_t h) const { __builtin_prefetch(table_.data() + (h & mask_)); }
+  void Prefetch(uint64_t h) const { __builtin_prefetch(table_ + (h & mask_)); }
 
   // Writes the cached ids of `key` (PieceKey k) at `o` and returns how many, or
   // -1 if it is not cached. `o` has room for key.size() + 2 ids (a key has two
@@ -126,8 +138,8 @@ class PieceCache {
   }
 
   void Insert(std::string_view key, const PieceKey& k, const int32_t* ids, uint32_t n) {
-    if (used_ * 2 >= table_.size()) {
-      if (table_.size() < kMaxCapacity) {
+    if (used_ * 2 >= mask_ + 1) {
+      if (mask_ + 1 < kMaxCapacity) {
         Grow();
       } else {
         Clear();
@@ -206,24 +218,29 @@ class PieceCache {
     std::memcpy(key + 16, arena_.data() + e.rest, e.key_len - 16);
     return XXH3_64bits(key, e.key_len);
   }
-  using Table = std::vector<Entry, HugeFriendlyAllocator<Entry>>;
+  // Fourfold, in place: the live entries are set aside, and the larger table
+  // (the old one and the memory after it) cleared and refilled.
   void Grow() {
-    Table old(std::min(table_.size() * 4, kMaxCapacity));
-    old.swap(table_);
-    mask_ = table_.size() - 1;
-    for (const Entry& e : old) {
-      if (e.key_len == 0) continue;
+    const size_t cap = mask_ + 1, grown = std::min(cap * 4, kMaxCapacity);
+    std::vector<Entry> live;
+    live.reserve(used_);
+    for (size_t i = 0; i < cap; ++i) {
+      if (table_[i].key_len != 0) live.push_back(table_[i]);
+    }
+    std::fill(table_, table_ + grown, Entry{});
+    mask_ = grown - 1;
+    for (const Entry& e : live) {
       size_t pos = HashOf(e) & mask_;
       while (table_[pos].key_len != 0) pos = (pos + 1) & mask_;
       table_[pos] = e;
     }
   }
   void Clear() {
-    std::fill(table_.begin(), table_.end(), Entry{});
+    std::fill(table_, table_ + mask_ + 1, Entry{});
     arena_.clear();
     used_ = 0;
   }
-  Table table_;
+  Entry* table_;  // kMaxCapacity entries reserved, the first mask_ + 1 in use
   size_t mask_;
   std::vector<char, HugeFriendlyAllocator<char>> arena_;
   size_t used_ = 0;
