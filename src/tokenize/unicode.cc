@@ -7,6 +7,8 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ek::tokenize {
@@ -57,7 +59,13 @@ CharClasses::CharClasses() {
   }
   for (const Range& r : kNfcQcNoMaybe) {
     for (uint32_t cp = r.lo; cp <= r.hi; ++cp) {
-      if (!(flat[cp] & kClassPost9)) flat[cp] |= kClassNfcQc;
+      if (flat[cp] & kClassPost9) continue;
+      flat[cp] |= kClassNfcQc;
+      // No decomposition: Maybe, not No (a No character has a canonical one).
+      const utf8proc_property_t* prop = utf8proc_get_property(static_cast<utf8proc_int32_t>(cp));
+      if (prop->combining_class == 0 && prop->decomp_seqindex == UINT16_MAX) {
+        flat[cp] |= kClassNfcMaybeStarter;
+      }
     }
   }
   for (int i = 0; i < 128; ++i) ascii_[i] = flat[i];
@@ -70,6 +78,28 @@ CharClasses::CharClasses() {
     index_[block] = it->second;
   }
 }
+
+namespace {
+
+// Whether NFC joins `prev` and `cp` (a kClassNfcMaybeStarter character right
+// after it): the two characters through the tables, the answer kept per thread
+// (a text in Bengali asks about the same few dozen pairs over and over).
+bool JoinsPrevious(uint32_t prev, uint32_t cp) {
+  thread_local std::unordered_map<uint64_t, bool> known;
+  const uint64_t key = (static_cast<uint64_t>(prev) << 21) | cp;
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  std::string two;
+  AppendUtf8(&two, prev);
+  AppendUtf8(&two, cp);
+  std::string nfc;
+  AppendNfcWhole(two, &nfc);
+  const bool joins = nfc != two;
+  if (known.size() >= 4096) known.clear();
+  known.emplace(key, joins);
+  return joins;
+}
+
+}  // namespace
 
 size_t NfcQuickEnd(std::string_view sv, size_t from) {
   const auto* s = reinterpret_cast<const unsigned char*>(sv.data());
@@ -100,7 +130,20 @@ size_t NfcQuickEnd(std::string_view sv, size_t from) {
     const size_t start = i;
     i += DecodeUtf8(s + i, &cp);
     uint8_t c = cls.Of(cp);
-    if (c & kClassNfcQc) return start;
+    if (c & kClassNfcQc) {
+      // A Maybe of class 0 (no decomposition) can join only the character right
+      // before it (any character between would block it): where the two do not
+      // compose, the text is NFC through it, as text passing the check is. At
+      // `from` the character before may be one the caller changed: stop there.
+      if (!(c & kClassNfcMaybeStarter) || start == from) return start;
+      size_t p = start - 1;
+      while (p > 0 && (s[p] & 0xC0) == 0x80) --p;
+      uint32_t prev;
+      DecodeUtf8(s + p, &prev);
+      if (JoinsPrevious(prev, cp)) return start;
+      last_ccc = 0;
+      continue;
+    }
     if (!(c & kClassCombining)) {
       last_ccc = 0;
       continue;

@@ -21,6 +21,10 @@ inline constexpr uint8_t kClassSpace = 4;      // \s: Unicode White_Space (Onigu
 inline constexpr uint8_t kClassCombining = 8;  // canonical combining class != 0
 inline constexpr uint8_t kClassNfcQc = 16;     // NFC_Quick_Check = No or Maybe
 inline constexpr uint8_t kClassPost9 = 32;     // assigned after Unicode 9.0 (inert in HF's NFC)
+// NFC_Quick_Check = Maybe with combining class 0 and no decomposition (Indic vowel signs and
+// length marks, Hangul vowel and final jamo): it joins only the character right before it,
+// and only where the two compose.
+inline constexpr uint8_t kClassNfcMaybeStarter = 64;
 
 // Two-stage table over all of Unicode, built once (thread-safe). The regex
 // classes follow Unicode 16.0, as the Oniguruma 6.9.10 inside Hugging Face

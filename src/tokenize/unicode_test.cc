@@ -120,6 +120,54 @@ TEST(NfcTest, StretchesNormalizeAsTheWholeText) {
   }
 }
 
+// The quick check passes a Maybe of class 0 with no decomposition (kClassNfcMaybeStarter:
+// Bengali's AA sign, Hangul's vowel and final jamo, ...) where it does not compose with the
+// character before it. Every such character in the BMP and the SMP, after each of the 256
+// code points around it (where the characters it composes with live), Hangul syllables and
+// leading jamo, a combining mark and the text's start: AppendNfc equals the whole text
+// through the tables, and the quick check passes exactly where the pair does not join.
+TEST(NfcTest, MaybeStartersPassWhereTheyDoNotJoin) {
+  const CharClasses& cls = CharClasses::Get();
+  size_t maybes = 0, passed = 0, stopped = 0;
+  for (uint32_t m = 0x300; m < 0x30000; ++m) {
+    if (!(cls.Of(m) & kClassNfcMaybeStarter)) continue;
+    ++maybes;
+    std::vector<uint32_t> before = {0xAC00, 0xAC01, 0x1100, 0x0301, 'a'};
+    for (uint32_t p = m > 128 ? m - 128 : 0; p < m + 128; ++p) {
+      if ((p < 0xD800 || p > 0xDFFF) && p != 0) before.push_back(p);
+    }
+    for (uint32_t p : before) {
+      std::string pair, text = "x";
+      AppendUtf8(&pair, p);
+      AppendUtf8(&pair, m);
+      text += pair;
+      text += "y";
+      std::string whole, stretches, two;
+      AppendNfcWhole(text, &whole);
+      AppendNfc(text, &stretches);
+      ASSERT_EQ(stretches, whole) << std::hex << "U+" << p << " U+" << m;
+      AppendNfcWhole(pair, &two);
+      const bool joins = two != pair;
+      // The quick check stops at m (or before it) exactly where the pair joins, or
+      // where p stops it itself.
+      const bool p_passes =
+          IsNfcQuick(std::string_view(pair).substr(0, pair.size() - (m < 0x800     ? 2
+                                                                     : m < 0x10000 ? 3
+                                                                                   : 4)));
+      if (p_passes) {
+        EXPECT_EQ(IsNfcQuick(text), !joins) << std::hex << "U+" << p << " U+" << m;
+        (joins ? stopped : passed) += 1;
+      }
+    }
+    std::string alone;
+    AppendUtf8(&alone, m);
+    EXPECT_FALSE(IsNfcQuick(alone)) << "at the start, nothing to ask";  // conservative
+  }
+  EXPECT_GT(maybes, 40u);
+  EXPECT_GT(passed, 1000u);
+  EXPECT_GT(stopped, 20u);  // Bengali E + AA, Hangul L + V and LV + T, ...
+}
+
 TEST(NfcTest, QuickCheckAndCompose) {
   EXPECT_TRUE(IsNfcQuick("plain ascii"));
   EXPECT_TRUE(IsNfcQuick("café 中文 한국어"));
