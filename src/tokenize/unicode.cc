@@ -69,6 +69,11 @@ CharClasses::CharClasses() {
     }
   }
   for (int i = 0; i < 128; ++i) ascii_[i] = flat[i];
+  for (uint32_t cp = 0; cp < 0x10000; ++cp) {
+    if (cp % 64 == 0) nfc_inert_[cp / 64] = 0;
+    if (!(flat[cp] & (kClassCombining | kClassNfcQc)))
+      nfc_inert_[cp / 64] |= uint64_t{1} << (cp % 64);
+  }
   // Deduplicate 256-entry leaves.
   std::map<std::string, uint16_t> uniq;
   for (uint32_t block = 0; block < 0x1100; ++block) {
@@ -125,6 +130,22 @@ size_t NfcQuickEnd(std::string_view sv, size_t from) {
       i += 3;
       last_ccc = 0;
       continue;
+    }
+    // Other characters of two and three bytes (valid UTF-8: the bytes are there) that
+    // are inert: one bit each, with no general decoding.
+    if (s[i] < 0xE0) {
+      if (cls.NfcInert((static_cast<uint32_t>(s[i] & 0x1F) << 6) | (s[i + 1] & 0x3F))) {
+        i += 2;
+        last_ccc = 0;
+        continue;
+      }
+    } else if (s[i] < 0xF0) {
+      if (cls.NfcInert((static_cast<uint32_t>(s[i] & 0x0F) << 12) |
+                       (static_cast<uint32_t>(s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F))) {
+        i += 3;
+        last_ccc = 0;
+        continue;
+      }
     }
     uint32_t cp;
     const size_t start = i;

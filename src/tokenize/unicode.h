@@ -38,10 +38,15 @@ class CharClasses {
     if (cp >= 0x110000) return 0;
     return static_cast<uint8_t>(leaves_[(static_cast<size_t>(index_[cp >> 8]) << 8) | (cp & 0xFF)]);
   }
+  // NFC-inert: combining class 0 and NFC_Quick_Check = Yes (neither kClassCombining nor
+  // kClassNfcQc), for a code point below U+10000: one bit of an 8 KB map, which NFC's
+  // quick check reads instead of Of().
+  bool NfcInert(uint32_t cp) const { return (nfc_inert_[cp >> 6] >> (cp & 63)) & 1; }
 
  private:
   CharClasses();
   uint8_t ascii_[128];
+  uint64_t nfc_inert_[0x10000 / 64];
   uint16_t index_[0x1100];
   std::string leaves_;
 };

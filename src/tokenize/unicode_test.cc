@@ -92,6 +92,19 @@ TEST(NfcTest, QuickCheckSkipsCjkBecauseNoneNeedsNormalizing) {
   }
 }
 
+// The quick check reads two- and three-byte characters' inertness from a bitmap: it must
+// say what the classes say, for every code point of the BMP.
+TEST(NfcTest, InertBitsAreTheClasses) {
+  const CharClasses& cls = CharClasses::Get();
+  size_t inert = 0;
+  for (uint32_t cp = 0; cp < 0x10000; ++cp) {
+    const bool want = (cls.Of(cp) & (kClassNfcQc | kClassCombining)) == 0;
+    ASSERT_EQ(cls.NfcInert(cp), want) << std::hex << cp;
+    inert += want;
+  }
+  EXPECT_GT(inert, 60000u);
+}
+
 // AppendNfc normalizes only the stretches around what the quick check stops
 // at; the text whole through the tables must give the same. Random text of
 // characters that compose, reorder (marks of several classes, some passing
