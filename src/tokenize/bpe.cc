@@ -261,11 +261,10 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   for (size_t base = 0; base < merges.size(); base += kChunk) {
     const size_t n = std::min(kChunk, merges.size() - base);
     const std::pair<int32_t, int32_t>* chunk = merges.data() + base;
-    uint64_t mixed[kChunk];
+    uint64_t key[kChunk], mixed[kChunk];
     for (size_t i = 0; i < n; ++i) {
-      const uint64_t key = (static_cast<uint64_t>(chunk[i].first) << kIdBits) |
-                           static_cast<uint64_t>(chunk[i].second);
-      mixed[i] = key * 0x9E3779B97F4A7C15ull;
+      key[i] = PairKey(chunk[i].first, chunk[i].second);
+      mixed[i] = key[i] * 0x9E3779B97F4A7C15ull;
       if (code_shift_ >= 0) {
         __builtin_prefetch(&pair_codes_[mixed[i] >> shift_]);
       } else {
@@ -274,19 +273,17 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     }
     for (size_t i = 0; i < n; ++i) {
       const size_t rank = base + i;
-      const uint64_t key = (static_cast<uint64_t>(chunk[i].first) << kIdBits) |
-                           static_cast<uint64_t>(chunk[i].second);
       bloom_.Add(mixed[i]);
       uint64_t h = mixed[i] >> shift_;
       if (code_shift_ >= 0) {
-        while (pair_codes_[h] != kEmptySlot && (pair_codes_[h] & kKeyMask) != key)
+        while (pair_codes_[h] != kEmptySlot && (pair_codes_[h] & kKeyMask) != key[i])
           h = (h + 1) & merge_mask_;
-        pair_codes_[h] = key | (static_cast<uint64_t>(order_by_rank[rank]) << (2 * kIdBits));
+        pair_codes_[h] = key[i] | (static_cast<uint64_t>(order_by_rank[rank]) << (2 * kIdBits));
       } else {
         while (merge_slots_[h].pair_rank != kEmptySlot &&
-               (merge_slots_[h].pair_rank & kKeyMask) != key)
+               (merge_slots_[h].pair_rank & kKeyMask) != key[i])
           h = (h + 1) & merge_mask_;
-        merge_slots_[h] = MergeSlot{key | (static_cast<uint64_t>(rank) << (2 * kIdBits)),
+        merge_slots_[h] = MergeSlot{key[i] | (static_cast<uint64_t>(rank) << (2 * kIdBits)),
                                     merged_by_rank[rank], 0};
       }
     }

@@ -134,7 +134,7 @@ class BpeModel {
       *merged = static_cast<int32_t>(e >> 32);
       return static_cast<uint32_t>(e);
     }
-    uint64_t key = (static_cast<uint64_t>(left) << kIdBits) | static_cast<uint64_t>(right);
+    const uint64_t key = PairKey(left, right);
     uint64_t mixed = key * 0x9E3779B97F4A7C15ull;
     if (!bloom_.MayHold(mixed)) return kNoMerge;
     uint64_t h = mixed >> shift_;
@@ -163,8 +163,7 @@ class BpeModel {
   // Starts loading the merge slot where the pair (left, right) is first looked
   // for (pairs of byte tokens need none: their table is small and hot).
   void PrefetchPair(int32_t left, int32_t right) const {
-    uint64_t key = (static_cast<uint64_t>(left) << kIdBits) | static_cast<uint64_t>(right);
-    const uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> shift_;
+    const uint64_t h = (PairKey(left, right) * 0x9E3779B97F4A7C15ull) >> shift_;
     if (code_shift_ >= 0) {
       __builtin_prefetch(pair_codes_.data() + h);
     } else {
@@ -186,6 +185,10 @@ class BpeModel {
   static constexpr int kIdBits = 20;
   static constexpr uint64_t kKeyMask = (1ull << (2 * kIdBits)) - 1;
   static constexpr uint64_t kEmptySlot = ~0ull;
+  // A slot's pair bits: left id above right id.
+  static uint64_t PairKey(int32_t left, int32_t right) {
+    return (static_cast<uint64_t>(left) << kIdBits) | static_cast<uint64_t>(right);
+  }
   std::vector<std::string> tokens_;
   std::vector<bool> present_;
   BytesToId vocab_;
