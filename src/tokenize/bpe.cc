@@ -424,14 +424,14 @@ size_t BpeModel::FirstSymbols(std::string_view word, BpeScratch* s) const {
   return k;
 }
 
-void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* out,
-                          BpeScratch* scratch) const {
+void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* out, BpeScratch* scratch,
+                          bool not_a_key) const {
   size_t n = word.size();
   if (n == 1) {
     out->push_back(byte_id_[static_cast<unsigned char>(word[0])]);
     return;
   }
-  if (ignore_merges_) {
+  if (ignore_merges_ && !not_a_key) {
     int32_t id = vocab_.Find(word);
     if (id >= 0) {
       out->push_back(id);

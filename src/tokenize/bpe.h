@@ -88,8 +88,10 @@ class BpeModel {
                    bool byte_level = true);
   Status InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merges);
 
-  // Appends the ids of one pre-tokenized piece (non-empty raw bytes).
-  void EncodeWord(std::string_view word, std::vector<int32_t>* out, BpeScratch* scratch) const;
+  // Appends the ids of one pre-tokenized piece (non-empty raw bytes). `not_a_key`: the
+  // caller knows the word is no vocabulary key (ignore_merges then needs no lookup).
+  void EncodeWord(std::string_view word, std::vector<int32_t>* out, BpeScratch* scratch,
+                  bool not_a_key = false) const;
   // Merges the `n` >= 1 ids in scratch->sym (the word's first symbols) by rank
   // and appends the result: EncodeWord's second half.
   void MergeSymbols(size_t n, std::vector<int32_t>* out, BpeScratch* scratch) const;
@@ -114,6 +116,10 @@ class BpeModel {
   size_t merge_count() const { return merge_count_; }
   // The merge table holds codes (8-byte slots: merged ids never fall with the rank).
   bool merge_codes() const { return code_shift_ >= 0; }
+  // A word that is a vocabulary key is that one token (HF's ignore_merges).
+  bool ignore_merges() const { return ignore_merges_; }
+  // No two vocabulary entries have the same bytes (then Find(TokenBytes(id)) == id).
+  bool keys_unique() const { return vocab_.keys_unique(); }
 
  private:
   static constexpr uint32_t kNoMerge = 0xFFFFFFFFu;

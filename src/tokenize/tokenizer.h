@@ -89,6 +89,12 @@ class Tokenizer {
     plain_ = true;
     bpe_.UsePlainPath();
   }
+  // Where the model's ignore_merges makes every vocabulary key one token (Llama 3), a
+  // thread's piece cache takes in the vocabulary's keys of up to 16 bytes once it holds
+  // this many pieces (16,384; a short job, encoding a few texts, is spared the fill),
+  // and the pieces it misses then need no vocabulary lookup. For tests: 0 fills it at
+  // the first text. Call before the first Encode.
+  void FillCacheWithVocabAfter(size_t pieces) { fill_vocab_after_ = pieces; }
 
   // Appends the bytes of `ids` (not necessarily valid UTF-8: a token can hold
   // part of a character). Unknown ids are an error naming the position.
@@ -142,8 +148,10 @@ class Tokenizer {
 
   friend class TokenizerLoader;
   friend Status LoadPieces(Tokenizer* t, const tokjson::Document& doc, const std::string& name);
+  void FillCacheWithVocab(EncodeScratch& s) const;
   uint64_t generation_;
   bool plain_ = false;
+  size_t fill_vocab_after_ = size_t{1} << 14;
   BpeModel bpe_;
   std::vector<std::unique_ptr<PreStep>> steps_;
   bool nfc_ = false;

@@ -106,6 +106,38 @@ class PieceCache {
     return k;
   }
 
+  // Pieces cached (vocabulary entries HoldVocab put in included).
+  size_t used() const { return used_; }
+  // Puts in each (key, id) of `vocab` (keys of 2 to 16 bytes, no two equal) as that one
+  // id, where not cached already, and marks the cache as holding them: a key of up to
+  // 16 bytes that is not cached is then none of them. Clear() takes the mark away (the
+  // caller fills it again). For a model whose vocabulary keys encode as themselves
+  // (ignore_merges): a piece the cache misses needs no vocabulary lookup.
+  void HoldVocab(const std::vector<std::pair<std::string_view, int32_t>>& vocab) {
+    if (vocab.size() * 4 > kMaxCapacity) return;  // no room left for pieces: no mark
+    if ((used_ + vocab.size()) * 8 >= kMaxCapacity * 5 ||
+        arena_.size() + 20 * vocab.size() > kMaxArena) {
+      Clear();  // else Insert would clear it on the way
+    }
+    while (mask_ + 1 < kMaxCapacity && (used_ + vocab.size()) * 2 >= mask_ + 1) Grow();
+    const uint64_t clears = clears_;
+    constexpr size_t kChunk = 16;  // keys made and their slots fetched a chunk ahead
+    PieceKey keys[kChunk];
+    for (size_t base = 0; base < vocab.size(); base += kChunk) {
+      const size_t n = std::min(kChunk, vocab.size() - base);
+      for (size_t j = 0; j < n; ++j) {
+        keys[j] = Key(vocab[base + j].first);
+        Prefetch(keys[j].hash);
+      }
+      for (size_t j = 0; j < n; ++j) {
+        const auto& [key, id] = vocab[base + j];
+        if (!Has(key, keys[j])) Insert(key, keys[j], &id, 1);
+      }
+    }
+    holds_vocab_ = clears == clears_;  // (it grew no further and was not cleared: sizes above)
+  }
+  bool holds_vocab() const { return holds_vocab_; }
+
   // Starts loading the slot where the key of hash h is first looked for.
   void Prefetch(uint64_t h) const { __builtin_prefetch(table_ + (h & mask_)); }
 
@@ -137,8 +169,13 @@ class PieceCache {
     return true;
   }
 
+  // Whether `key` (PieceKey k) is cached.
+  bool Has(std::string_view key, const PieceKey& k) const { return Find(key, k) != nullptr; }
+
   void Insert(std::string_view key, const PieceKey& k, const int32_t* ids, uint32_t n) {
-    if (used_ * 2 >= mask_ + 1) {
+    if (mask_ + 1 < kMaxCapacity ? used_ * 2 >= mask_ + 1 : used_ * 8 >= (mask_ + 1) * 5) {
+      // Fourfold while it can; at the largest size, cleared at 5/8 full (not half: a
+      // vocabulary put in by HoldVocab takes up to 130,000 slots of it).
       if (mask_ + 1 < kMaxCapacity) {
         Grow();
       } else {
@@ -239,8 +276,12 @@ class PieceCache {
     std::fill(table_, table_ + mask_ + 1, Entry{});
     arena_.clear();
     used_ = 0;
+    holds_vocab_ = false;
+    ++clears_;
   }
   Entry* table_;  // kMaxCapacity entries reserved, the first mask_ + 1 in use
+  bool holds_vocab_ = false;
+  uint64_t clears_ = 0;
   size_t mask_;
   std::vector<char, HugeFriendlyAllocator<char>> arena_;
   size_t used_ = 0;

@@ -9,6 +9,7 @@
 #include "core/file.h"
 #include "core/json_out.h"
 #include "tokenize/tiny_tokenizer_testing.h"
+#include "tokenize/tokenizer_internal.h"
 #include "tokenize/unicode.h"
 
 namespace ek::tokenize {
@@ -222,6 +223,70 @@ TEST(TokenizerTest, ThreadsShareOneTokenizer) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(mismatches.load(), 0);
+}
+
+// ignore_merges: a piece that is a vocabulary key is that token, though no merge makes
+// it ("ello", and a key of 17 bytes, past what the cache holds inline). Once the piece
+// cache takes in the vocabulary (FillCacheWithVocabAfter(0): at the first text), the
+// pieces it misses skip the lookup of the whole piece; the ids must not change, for
+// keys, for pieces that are none, and for keys longer than 16 bytes (still looked up).
+TEST(TokenizerTest, IgnoreMergesKeysAreOneTokenWithTheVocabularyCached) {
+  std::string json = TinyJson();
+  auto replace = [&json](std::string_view from, std::string_view to) {
+    const size_t at = json.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    json.replace(at, from.size(), to);
+  };
+  replace(R"("ignore_merges":false)", R"("ignore_merges":true)");
+  replace(R"("Ġw":260})", R"("Ġw":260,"ello":263,"abcdefghijklmnopq":264})");
+  const std::vector<std::pair<std::string, std::vector<int32_t>>> cases = {
+      {"ello", {263}},
+      {"abcdefghijklmnopq", {264}},
+      {"ellox", {'e', 257, 'o', 'x'}},
+      {"hello ello", {259, ' ', 'e', 257, 'o'}},  // " ello" is no key
+      {"hello\nello", {259, '\n', 263}},
+      {"abcdefghijklmnop",
+       {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p'}},
+      {"he", {256}},
+  };
+  for (size_t after : {size_t{0}, size_t{1} << 14}) {
+    auto t = Tokenizer::FromJson(json, "tiny.json");
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    (*t)->FillCacheWithVocabAfter(after);
+    for (int pass = 0; pass < 2; ++pass) {  // the second from the cache
+      for (const auto& [text, ids] : cases) EXPECT_EQ(Ids(**t, text), ids) << after << " " << text;
+    }
+  }
+}
+
+// The piece cache's mark that it holds a vocabulary stays while pieces come and go,
+// and goes when the cache is cleared (full at its largest size).
+TEST(PieceCacheTest, HoldingTheVocabularyEndsWhenItIsCleared) {
+  PieceCache cache;
+  const std::vector<std::string> keys = {"ab", "hello", "0123456789abcdef"};
+  std::vector<std::pair<std::string_view, int32_t>> vocab;
+  for (size_t i = 0; i < keys.size(); ++i) vocab.emplace_back(keys[i], static_cast<int32_t>(i));
+  cache.HoldVocab(vocab);
+  ASSERT_TRUE(cache.holds_vocab());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    int32_t out[24];
+    ASSERT_EQ(cache.Write(keys[i], PieceCache::Key(keys[i]), out), 1) << keys[i];
+    EXPECT_EQ(out[0], static_cast<int32_t>(i));
+  }
+  bool cleared = false;
+  const int32_t ids[2] = {7, 8};
+  for (size_t i = 0; i < PieceCache::kMaxCapacity && !cleared; ++i) {
+    const std::string key = "piece" + std::to_string(i);
+    const size_t before = cache.used();
+    cache.Insert(key, PieceCache::Key(key), ids, 2);
+    cleared = cache.used() < before;
+    EXPECT_EQ(cache.holds_vocab(), !cleared) << i;
+  }
+  ASSERT_TRUE(cleared);
+  EXPECT_FALSE(cache.Has("hello", PieceCache::Key("hello")));
+  cache.HoldVocab(vocab);  // filled again
+  EXPECT_TRUE(cache.holds_vocab());
+  EXPECT_TRUE(cache.Has("hello", PieceCache::Key("hello")));
 }
 
 }  // namespace
