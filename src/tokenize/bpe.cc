@@ -294,14 +294,24 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   byte_pair_dense_ = false;
   bool bytes_low = true;
   for (int b = 0; b < 256; ++b) bytes_low &= byte_id_[b] < 256;
+  byte_pair_rank_ = {};
+  byte_pair_code_ = {};
   if (bytes_low) {
-    byte_pair_rank_.assign(1u << 16, kNoMerge);
+    if (code_shift_ >= 0) {
+      byte_pair_code_.assign(1u << 16, kNoMerge);
+    } else {
+      byte_pair_rank_.assign(1u << 16, kNoMerge);
+    }
     for (uint32_t l = 0; l < 256; ++l) {
       for (uint32_t r = 0; r < 256; ++r) {
         int32_t merged = -1;
         const uint32_t rank = RankMerged(static_cast<int32_t>(l), static_cast<int32_t>(r), &merged);
-        byte_pair_rank_[(l << 8) | r] =
-            rank | (static_cast<uint64_t>(static_cast<uint32_t>(merged)) << 32);
+        if (code_shift_ >= 0) {
+          byte_pair_code_[(l << 8) | r] = rank;  // the code (codes fit 24 bits: no kNoMerge)
+        } else {
+          byte_pair_rank_[(l << 8) | r] =
+              rank | (static_cast<uint64_t>(static_cast<uint32_t>(merged)) << 32);
+        }
       }
     }
     byte_pair_dense_ = true;

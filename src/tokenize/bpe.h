@@ -135,8 +135,13 @@ class BpeModel {
   // slot holds beside the pair, or its code: one memory access for both.
   uint32_t RankMerged(int32_t left, int32_t right, int32_t* merged) const {
     if (left < 256 && right < 256 && byte_pair_dense_) {
-      const uint64_t e =
-          byte_pair_rank_[(static_cast<size_t>(left) << 8) | static_cast<size_t>(right)];
+      const size_t at = (static_cast<size_t>(left) << 8) | static_cast<size_t>(right);
+      if (code_shift_ >= 0) {
+        const uint32_t code = byte_pair_code_[at];
+        *merged = static_cast<int32_t>(code >> code_shift_);  // (no merge: unused)
+        return code;
+      }
+      const uint64_t e = byte_pair_rank_[at];
       *merged = static_cast<int32_t>(e >> 32);
       return static_cast<uint32_t>(e);
     }
@@ -218,7 +223,10 @@ class BpeModel {
   // sorts as the rank does, and its top bits are the merged id. Else -1.
   std::vector<uint64_t, HugeFriendlyAllocator<uint64_t>> pair_codes_;
   int code_shift_ = -1;
-  std::vector<uint64_t> byte_pair_rank_;  // order | merged id << 32
+  std::vector<uint64_t> byte_pair_rank_;  // rank | merged id << 32
+  // With codes, the byte pairs' table holds the code alone (the merged id is its
+  // top bits): 256 KB, not 512, of the L2 cache the merge of a missed piece reads.
+  std::vector<uint32_t> byte_pair_code_;
   // Atoms: for each code point below U+10000 encoded in 2 or 3 bytes, the id of
   // its one-token form when that token is certain to form first (BuildAtoms
   // says when), else -1. Empty when no character qualifies.
