@@ -1,6 +1,7 @@
 #include "tokenize/unicode.h"
 
 #include <gtest/gtest.h>
+#include <utf8proc.h>
 
 #include <random>
 
@@ -41,6 +42,22 @@ TEST(CharClassesTest, FollowsUnicode16LikeHfOniguruma) {
   EXPECT_TRUE(c.Of(0x13460) & kClassLetter);  // Egyptian hieroglyph, new in Unicode 16.0
   EXPECT_TRUE(c.Of(0x1DF6) & kClassPost9);    // combining kavyka, new in 10.0
   EXPECT_FALSE(c.Of(0x1DF6) & kClassCombining);
+}
+
+// CharClasses asks utf8proc for combining classes in planes 0-3 and 14 only: its
+// combining bit must still be, for every code point, utf8proc's class != 0 (outside the
+// characters after Unicode 9.0, inert for HF's NFC).
+TEST(CharClassesTest, CombiningBitIsUtf8procsClassEverywhere) {
+  const CharClasses& cls = CharClasses::Get();
+  size_t marks = 0;
+  for (uint32_t cp = 0; cp < 0x110000; ++cp) {
+    const bool post9 = (cls.Of(cp) & kClassPost9) != 0;
+    const bool mark =
+        !post9 && utf8proc_get_property(static_cast<utf8proc_int32_t>(cp))->combining_class != 0;
+    ASSERT_EQ((cls.Of(cp) & kClassCombining) != 0, mark) << std::hex << cp;
+    marks += mark;
+  }
+  EXPECT_GT(marks, 800u);
 }
 
 TEST(NfcTest, CharactersAfterUnicode9AreInertAsInHf) {
