@@ -34,21 +34,29 @@ RankWriter::~RankWriter() {
   if (mask_hash_) XXH3_freeState(mask_hash_);
 }
 
+// The partial block is the tail of buf_ (partial_tokens_ ids): a document's ids are
+// copied once, into the output buffer, and a block is hashed and written from there.
 Status RankWriter::Add(const int32_t* t, const uint8_t* mask, size_t n) {
-  partial_docs_.push_back(static_cast<uint32_t>(partial_.size()));
+  partial_docs_.push_back(static_cast<uint32_t>(partial_tokens_));
   bool first = true;  // the block the document starts in
   while (n > 0) {
-    size_t take = std::min(n, seq_len_ - partial_.size());
-    partial_.insert(partial_.end(), t, t + take);
+    const size_t take = std::min(n, seq_len_ - partial_tokens_);
+    buf_.append(reinterpret_cast<const char*>(t), take * sizeof(int32_t));
+    int32_t top = partial_max_;
+    for (size_t i = 0; i < take; ++i) top = std::max(top, t[i]);
+    partial_max_ = top;
     if (mask_file_) partial_mask_.insert(partial_mask_.end(), mask, mask + take);
     t += take;
     mask += mask_file_ ? take : 0;
     n -= take;
-    if (partial_.size() == seq_len_) {
-      EK_RETURN_IF_ERROR(
-          WriteBlock(partial_.data(), partial_mask_.data(), partial_docs_, first && n > 0));
+    partial_tokens_ += take;
+    if (partial_tokens_ == seq_len_) {
+      partial_tokens_ = 0;  // the block is whole: Flush may write it
+      EK_RETURN_IF_ERROR(CloseBlock(buf_.size() - BlockBytes(static_cast<int>(seq_len_)),
+                                    partial_mask_.data(), partial_docs_, first && n > 0, SIZE_MAX,
+                                    partial_max_));
       first = false;
-      partial_.clear();
+      partial_max_ = -1;
       partial_mask_.clear();
       partial_docs_.clear();
     }
@@ -58,6 +66,18 @@ Status RankWriter::Add(const int32_t* t, const uint8_t* mask, size_t n) {
 
 Status RankWriter::WriteBlock(const int32_t* block, const uint8_t* mask,
                               const std::vector<uint32_t>& starts, bool split, size_t pad_from) {
+  if (partial_tokens_ != 0) {
+    return InternalError("RankWriter: a whole block written while Add's block is partial");
+  }
+  int32_t top = -1;
+  for (size_t i = 0; i < seq_len_; ++i) top = std::max(top, block[i]);
+  const size_t at = buf_.size();
+  buf_.append(reinterpret_cast<const char*>(block), BlockBytes(static_cast<int>(seq_len_)));
+  return CloseBlock(at, mask, starts, split, pad_from, top);
+}
+
+Status RankWriter::CloseBlock(size_t at, const uint8_t* mask, const std::vector<uint32_t>& starts,
+                              bool split, size_t pad_from, int32_t top) {
   const uint64_t base = blocks_ * seq_len_;
   auto entry = [&](uint64_t e) {
     char bytes[kDocEntryBytes];
@@ -73,13 +93,8 @@ Status RankWriter::WriteBlock(const int32_t* block, const uint8_t* mask,
   split_documents_ += split ? 1 : 0;
   // The largest id written (the manifest's tokenizer.max_id): EOS, padding and
   // all, since every token of every kept block passes here.
-  int32_t top = max_id_;
-  for (size_t i = 0; i < seq_len_; ++i) top = std::max(top, block[i]);
-  max_id_ = top;
-  const char* p = reinterpret_cast<const char*>(block);
-  size_t bytes = BlockBytes(static_cast<int>(seq_len_));
-  XXH3_64bits_update(hash_, p, bytes);
-  buf_.append(p, bytes);
+  max_id_ = std::max(max_id_, top);
+  XXH3_64bits_update(hash_, buf_.data() + at, BlockBytes(static_cast<int>(seq_len_)));
   if (mask_file_) {
     XXH3_64bits_update(mask_hash_, mask, seq_len_);
     mask_buf_.append(reinterpret_cast<const char*>(mask), seq_len_);
@@ -90,9 +105,11 @@ Status RankWriter::WriteBlock(const int32_t* block, const uint8_t* mask,
   return Status::Ok();
 }
 
+// Writes the whole blocks; a partial one (Add's) stays, moved to the buffer's front.
 Status RankWriter::Flush() {
-  EK_RETURN_IF_ERROR(file_->Write(buf_));
-  buf_.clear();
+  const size_t whole = buf_.size() - partial_tokens_ * sizeof(int32_t);
+  EK_RETURN_IF_ERROR(file_->Write(std::string_view(buf_.data(), whole)));
+  buf_.erase(0, whole);
   XXH3_64bits_update(docs_hash_, docs_buf_.data(), docs_buf_.size());
   EK_RETURN_IF_ERROR(docs_file_->Write(docs_buf_));
   docs_buf_.clear();

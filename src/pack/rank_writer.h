@@ -30,7 +30,8 @@ class RankWriter {
   RankWriter& operator=(const RankWriter&) = delete;
 
   // Stream mode (contiguous/strided): a document's tokens (and their mask bytes,
-  // when the pack has masks) accumulate, full blocks go out.
+  // when the pack has masks) accumulate, full blocks go out; a partial block at the
+  // end is not written. Not mixed with WriteBlock on one writer.
   Status Add(const int32_t* t, const uint8_t* mask, size_t n);
   // `starts`: the positions in the block where documents (or, bfd, the last
   // piece of a long one) begin, ascending; `split`: the block ends inside a
@@ -60,10 +61,15 @@ class RankWriter {
   XXH3_state_t* hash_ = nullptr;
   XXH3_state_t* docs_hash_ = nullptr;
   XXH3_state_t* mask_hash_ = nullptr;
-  std::vector<int32_t> partial_;
+  // A block of buf_ (from byte `at`, whole) is done: its documents, hashes, counts
+  // and mask; `top` is its largest id.
+  Status CloseBlock(size_t at, const uint8_t* mask, const std::vector<uint32_t>& starts, bool split,
+                    size_t pad_from, int32_t top);
+  size_t partial_tokens_ = 0;  // Add's partial block: the last ids in buf_, not yet written
+  int32_t partial_max_ = -1;
   std::vector<uint8_t> partial_mask_;
-  std::vector<uint32_t> partial_docs_;  // document starts in the partial block
-  std::string buf_, mask_buf_, docs_buf_;
+  std::vector<uint32_t> partial_docs_;     // document starts in the partial block
+  std::string buf_, mask_buf_, docs_buf_;  // buf_: whole blocks, then the partial one
   uint64_t blocks_ = 0, loss_tokens_ = 0, documents_ = 0, padding_tokens_ = 0, split_documents_ = 0;
   int32_t max_id_ = -1;
 };
