@@ -28,6 +28,15 @@ inline std::string ByteChar(int b) {
   return s;
 }
 
+// Replaces the first `from` in *json with `to`; false when there is none (a test's
+// edit of a tokenizer.json that no longer applies).
+inline bool ReplaceOnce(std::string* json, std::string_view from, std::string_view to) {
+  const size_t at = json->find(from);
+  if (at == std::string::npos) return false;
+  json->replace(at, from.size(), to);
+  return true;
+}
+
 // A tiny byte-level tokenizer: 256 byte tokens, "he"=256, "ll"=257, "hell"=258,
 // "hello"=259, "Ġw"=260; added tokens <|x|> (special) and <y> (lstrip, rstrip).
 inline std::string TinyJson(std::string_view normalizer = "{\"type\":\"NFC\"}",
