@@ -281,7 +281,7 @@ void Tokenizer::EncodeEach(size_t n, size_t bytes, const char* readable_end, Pie
   };
   if (s.out.size() < bytes + 2) s.out.resize(bytes + 2);
   if (!s.cache.holds_vocab() && s.cache.used() >= fill_vocab_after_ && bpe_.ignore_merges() &&
-      !plain_) {
+      !plain_ && !s.no_vocab_fill) {
     FillCacheWithVocab(s);
   }
   int32_t* const first = s.out.data();
@@ -318,7 +318,10 @@ void Tokenizer::EncodeEach(size_t n, size_t bytes, const char* readable_end, Pie
 // about nine in ten of them fail (Llama 3: 470,000 lookups over the 50 MB corpus).
 // Only with no key repeated: the id put in must be the one the lookup gives.
 void Tokenizer::FillCacheWithVocab(EncodeScratch& s) const {
-  if (!bpe_.keys_unique()) return;
+  if (!bpe_.keys_unique()) {
+    s.no_vocab_fill = true;
+    return;
+  }
   std::vector<std::pair<std::string_view, int32_t>> vocab;
   vocab.reserve(bpe_.id_limit());
   for (size_t id = 0; id < bpe_.id_limit(); ++id) {
@@ -327,7 +330,7 @@ void Tokenizer::FillCacheWithVocab(EncodeScratch& s) const {
     const std::string& key = bpe_.TokenBytes(i);
     if (key.size() >= 2 && key.size() <= 16) vocab.emplace_back(key, i);
   }
-  s.cache.HoldVocab(vocab);
+  if (!s.cache.HoldVocab(vocab)) s.no_vocab_fill = true;
 }
 
 // EncodePlain for a pre-tokenizer of one split (OnlySplit): each match is a

@@ -113,8 +113,10 @@ class PieceCache {
   // 16 bytes that is not cached is then none of them. Clear() takes the mark away (the
   // caller fills it again). For a model whose vocabulary keys encode as themselves
   // (ignore_merges): a piece the cache misses needs no vocabulary lookup.
-  void HoldVocab(const std::vector<std::pair<std::string_view, int32_t>>& vocab) {
-    if (vocab.size() * 4 > kMaxCapacity) return;  // no room left for pieces: no mark
+  // Returns false, with no mark, for a vocabulary that would leave too little room for
+  // pieces (over a quarter of the largest table).
+  bool HoldVocab(const std::vector<std::pair<std::string_view, int32_t>>& vocab) {
+    if (vocab.size() * 4 > kMaxCapacity) return false;
     if ((used_ + vocab.size()) * 8 >= kMaxCapacity * 5 ||
         arena_.size() + 20 * vocab.size() > kMaxArena) {
       Clear();  // else Insert would clear it on the way
@@ -135,6 +137,7 @@ class PieceCache {
       }
     }
     holds_vocab_ = clears == clears_;  // (it grew no further and was not cleared: sizes above)
+    return true;
   }
   bool holds_vocab() const { return holds_vocab_; }
 
@@ -290,6 +293,9 @@ class PieceCache {
 struct EncodeScratch {
   uint64_t generation = 0;
   PieceCache cache;
+  // The vocabulary cannot go in the cache (Tokenizer::FillCacheWithVocab said so once):
+  // not asked again for each text.
+  bool no_vocab_fill = false;
   BpeScratch bpe;
   std::string norm;
   std::vector<AddedSplit> raw_splits, norm_splits;

@@ -262,7 +262,7 @@ TEST(PieceCacheTest, HoldingTheVocabularyEndsWhenItIsCleared) {
   const std::vector<std::string> keys = {"ab", "hello", "0123456789abcdef"};
   std::vector<std::pair<std::string_view, int32_t>> vocab;
   for (size_t i = 0; i < keys.size(); ++i) vocab.emplace_back(keys[i], static_cast<int32_t>(i));
-  cache.HoldVocab(vocab);
+  ASSERT_TRUE(cache.HoldVocab(vocab));
   ASSERT_TRUE(cache.holds_vocab());
   for (size_t i = 0; i < keys.size(); ++i) {
     int32_t out[24];
@@ -280,9 +280,27 @@ TEST(PieceCacheTest, HoldingTheVocabularyEndsWhenItIsCleared) {
   }
   ASSERT_TRUE(cleared);
   EXPECT_FALSE(cache.Has("hello", PieceCache::Key("hello")));
-  cache.HoldVocab(vocab);  // filled again
+  ASSERT_TRUE(cache.HoldVocab(vocab));  // filled again
   EXPECT_TRUE(cache.holds_vocab());
   EXPECT_TRUE(cache.Has("hello", PieceCache::Key("hello")));
+}
+
+// A vocabulary of over a quarter of the largest table is refused, with no mark (the
+// tokenizer then stops asking: EncodeScratch::no_vocab_fill).
+TEST(PieceCacheTest, AVocabularyTooLargeIsRefused) {
+  PieceCache cache;
+  std::vector<std::string> keys;
+  for (size_t i = 0; i <= PieceCache::kMaxCapacity / 4; ++i)
+    keys.push_back("k" + std::to_string(i));
+  std::vector<std::pair<std::string_view, int32_t>> vocab;
+  for (size_t i = 0; i < keys.size(); ++i) vocab.emplace_back(keys[i], static_cast<int32_t>(i));
+  EXPECT_FALSE(cache.HoldVocab(vocab));
+  EXPECT_FALSE(cache.holds_vocab());
+  EXPECT_EQ(cache.used(), 0u);
+  vocab.pop_back();
+  EXPECT_TRUE(cache.HoldVocab(vocab));
+  EXPECT_TRUE(cache.holds_vocab());
+  EXPECT_EQ(cache.used(), vocab.size());
 }
 
 }  // namespace
