@@ -6,7 +6,9 @@
 // (what `save_to_disk` writes) message by message from a plain file, never mapped, so
 // resident memory is a row group or a batch, whatever the file's size.
 //
-// A row becomes the JSON object of its columns (ingest/arrow_json.h).
+// A row becomes the JSON object of its columns (ingest/arrow_json.h). Built as the module
+// libevenkeel_arrow.so (arrow_module.h), whose one export hands these functions to
+// arrow_loader.cc.
 #include "ingest/arrow_source.h"
 
 #include <arrow/array.h>
@@ -39,6 +41,7 @@
 #include "core/json_fields.h"
 #include "core/json_out.h"
 #include "ingest/arrow_json.h"
+#include "ingest/arrow_module.h"
 
 namespace ek::ingest {
 
@@ -326,8 +329,8 @@ Result<std::vector<std::string>> DataFiles(const std::string& path, FileKind kin
                                            const OpenOptions& options) {
   if (kind == FileKind::kDatasetsDir) return DatasetFiles(path, options);
   if (kind != FileKind::kParquet && kind != FileKind::kArrow)
-    return InternalError(
-        fmt::format("{}: OpenArrowSource given a {} input", path, FileKindName(kind)));
+    return InternalError(fmt::format("{}: OpenArrowSource given an input of kind {} (not a table)",
+                                     path, static_cast<int>(kind)));
   return std::vector<std::string>{path};
 }
 
@@ -517,10 +520,6 @@ class TableSource final : public RecordSource {
   std::thread thread_;
 };
 
-}  // namespace
-
-bool ArrowAvailable() { return true; }
-
 Result<std::unique_ptr<RecordSource>> OpenArrowSource(const std::string& path, FileKind kind,
                                                       const OpenOptions& options) {
   EK_ASSIGN_OR_RETURN(std::vector<std::string> files, DataFiles(path, kind, options));
@@ -584,4 +583,13 @@ Result<InputIdentity> IdentifyArrowInput(const std::string& path, FileKind kind,
   return id;
 }
 
+constexpr ArrowModuleApi kApi = {kArrowModuleAbi, ArrowModuleSizes(), OpenArrowSource,
+                                 CountArrowRows, IdentifyArrowInput};
+
+}  // namespace
 }  // namespace ek::ingest
+
+extern "C" __attribute__((visibility("default"))) const ek::ingest::ArrowModuleApi*
+ek_arrow_module_api() {
+  return &ek::ingest::kApi;
+}

@@ -11,6 +11,7 @@ gives for the same file: `load_dataset("parquet" | "arrow", data_files=...)` or
 import json
 import os
 import random
+import shutil
 import subprocess
 
 import numpy as np
@@ -119,11 +120,11 @@ def write_table(kind, rows, tmp_path):
     return path, [], list(hf)
 
 
-def pack(tmp_path, name, inputs, *extra, model="qwen3"):
+def pack(tmp_path, name, inputs, *extra, model="qwen3", binary=EVENKEEL):
     require(EVENKEEL)
     require(tokenizer_json(model))
     out = tmp_path / name
-    cmd = [EVENKEEL, "pack", "--tokenizer", tokenizer_json(model), "--world", "1", "--seq-len", str(SEQ), "--out", str(out),
+    cmd = [str(binary), "pack", "--tokenizer", tokenizer_json(model), "--world", "1", "--seq-len", str(SEQ), "--out", str(out),
            "--json", *extra, *map(str, inputs)]
     return subprocess.run(cmd, capture_output=True, text=True), out
 
@@ -215,3 +216,41 @@ def test_a_dataset_dict_without_split_lists_its_splits(tmp_path):
     assert 'no split "test"; the DatasetDict has train, validation' in p.stderr, p.stderr
     p, out = pack(tmp_path, "out3", [path], "--split", "validation")
     assert p.returncode == 0, p.stderr
+
+
+def test_the_table_reader_is_a_module_opened_only_for_tables_and_found_beside_the_binary(tmp_path):
+    """Arrow and Parquet are read by libevenkeel_arrow.so, opened the first time an input is a
+    table: beside the executable first (a binary copied or installed with its module), else
+    where the build made it. A JSON-lines pack never opens it; a module that does not load is an
+    error naming it, never a fall-back to another copy."""
+    require(EVENKEEL)
+    module = os.path.join(os.path.dirname(os.path.dirname(EVENKEEL)), "ingest", "libevenkeel_arrow.so")
+    require(module)
+    rows = text_rows(60)
+    table, _, _ = write_table("parquet-zstd", rows, tmp_path)
+    write_jsonl(tmp_path / "data.jsonl", rows)
+    p, ref = pack(tmp_path, "ref", [table])
+    assert p.returncode == 0, p.stderr
+
+    installed = tmp_path / "installed"
+    installed.mkdir()
+    shutil.copy2(EVENKEEL, installed / "evenkeel")
+    shutil.copy2(module, installed / "libevenkeel_arrow.so")
+    p, out = pack(tmp_path, "installed-out", [table], binary=installed / "evenkeel")
+    assert p.returncode == 0, p.stderr
+    assert np.array_equal(ids_of(out), ids_of(ref))
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    shutil.copy2(EVENKEEL, broken / "evenkeel")
+    (broken / "libevenkeel_arrow.so").write_bytes(b"not an ELF file\n" * 64)
+    p, out = pack(tmp_path, "jsonl-out", [tmp_path / "data.jsonl"], binary=broken / "evenkeel")
+    assert p.returncode == 0, p.stderr  # JSON lines: the module is never opened
+    assert np.array_equal(ids_of(out), ids_of(ref))
+    p, _ = pack(tmp_path, "table-out", [table], binary=broken / "evenkeel")
+    assert p.returncode != 0
+    assert f"{table}: a parquet input" in p.stderr, p.stderr
+    assert f"cannot load {broken / 'libevenkeel_arrow.so'}" in p.stderr, p.stderr
+    # Nor does the binary itself name libarrow or libparquet (they would load at every start).
+    needed = subprocess.run(["readelf", "-d", EVENKEEL], capture_output=True, text=True, check=True).stdout
+    assert "NEEDED" in needed and "libarrow" not in needed and "libparquet" not in needed, needed
