@@ -7,7 +7,6 @@
 
 #include <fmt/core.h>
 #include <simdjson.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <bit>
@@ -198,10 +197,7 @@ class Packer {
     m_.evenkeel_version = kVersion;
     m_.created = UtcNowIso8601();
     m_.tokenizer_path = opt_.tokenizer_path;
-    {
-      EK_ASSIGN_OR_RETURN(MappedFile tf, MappedFile::Open(opt_.tokenizer_path));
-      m_.tokenizer_xxh3 = XXH3_64bits(tf.data().data(), tf.size());
-    }
+    m_.tokenizer_xxh3 = tok_->file_xxh3();  // of the bytes it loaded
     m_.tokenizer_vocab_xxh3 = tok_->VocabFingerprint();
     m_.vocab_size = tok_->vocab_size();
     m_.seq_len = opt_.seq_len;
