@@ -148,10 +148,23 @@ Status Tokenizer::Encode(std::string_view text, std::vector<int32_t>* ids) const
   return EncodeImpl(text, ids, nullptr);
 }
 
-size_t Tokenizer::TokenLength(int32_t id) const {
-  if (id < 0 || id >= vocab_size_ || join_with_space_) return 0;
-  if (auto it = decode_override_.find(id); it != decode_override_.end()) return it->second.size();
-  return static_cast<size_t>(id) < bpe_.id_limit() ? bpe_.TokenBytes(id).size() : 0;
+void Tokenizer::FinishDecoding() {
+  overrides_.assign(std::make_move_iterator(decode_override_.begin()),
+                    std::make_move_iterator(decode_override_.end()));
+  decode_override_.clear();
+  std::sort(overrides_.begin(), overrides_.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  overridden_.assign(static_cast<size_t>(vocab_size_), false);
+  for (const auto& [id, text] : overrides_) {
+    if (id >= 0 && id < vocab_size_) overridden_[static_cast<size_t>(id)] = true;
+  }
+  // Each id's length for the offsets (0: none, or no decoder's join).
+  token_len_.assign(static_cast<size_t>(vocab_size_), 0);
+  if (join_with_space_) return;
+  for (int32_t id = 0; id < vocab_size_; ++id) {
+    if (overridden_[static_cast<size_t>(id)] || static_cast<size_t>(id) < bpe_.id_limit())
+      token_len_[static_cast<size_t>(id)] = static_cast<uint32_t>(TokenText(id).size());
+  }
 }
 
 Status Tokenizer::EncodeWithOffsets(std::string_view text, std::vector<int32_t>* ids,
@@ -356,19 +369,9 @@ uint64_t Tokenizer::VocabFingerprint() const {
     for (const AddedToken& a : added_) added_text[a.id] = a.content;
   }
   if (!pieces_ && !join_with_space_) {
-    // Byte-level: each id's bytes as Decode gives them (an override, else the model's
-    // token), the overrides walked in id order beside the ids rather than looked up for
-    // each of 151,000 ids (a few milliseconds of every pack's start).
-    std::vector<std::pair<int32_t, const std::string*>> over;
-    over.reserve(decode_override_.size());
-    for (const auto& [id, text] : decode_override_) over.emplace_back(id, &text);
-    std::sort(over.begin(), over.end());
-    size_t k = 0;
+    // Byte-level: each id's bytes, as Decode gives them.
     for (int32_t id = 0; id < vocab_size_; ++id) {
-      while (k < over.size() && over[k].first < id) ++k;
-      if (!has_id_[static_cast<size_t>(id)]) continue;
-      hash.Add(id, k < over.size() && over[k].first == id ? std::string_view(*over[k].second)
-                                                          : std::string_view(bpe_.TokenBytes(id)));
+      if (has_id_[static_cast<size_t>(id)]) hash.Add(id, TokenText(id));
     }
     return hash.Digest();
   }
@@ -402,10 +405,8 @@ Status Tokenizer::Decode(std::span<const int32_t> ids, std::string* out) const {
         return InternalError(fmt::format("id {} has no token text", id));  // has_id_ said it exists
       }
       out->append(it->second);
-    } else if (auto it = decode_override_.find(id); it != decode_override_.end()) {
-      out->append(it->second);
     } else {
-      out->append(bpe_.TokenBytes(id));
+      out->append(TokenText(id));
     }
   }
   return Status::Ok();

@@ -25,6 +25,7 @@
 // special tokens (a packer appends EOS itself).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -134,7 +135,19 @@ class Tokenizer {
   template <class PieceAt>
   void EncodeEach(size_t n, size_t bytes, const char* readable_end, PieceAt piece,
                   std::vector<int32_t>* ids, EncodeScratch& s) const;
-  size_t TokenLength(int32_t id) const;
+  // The text id `id` (valid, no join_with_space_) decodes to on its own: its override (an
+  // added token, a vocabulary entry outside the byte-level alphabet), else the model's
+  // token. Decode, DecodePieces, the offsets' lengths and the fingerprint all read it.
+  std::string_view TokenText(int32_t id) const {
+    if (overridden_[static_cast<size_t>(id)]) {
+      auto it = std::lower_bound(overrides_.begin(), overrides_.end(), id,
+                                 [](const auto& o, int32_t v) { return o.first < v; });
+      return it->second;
+    }
+    return bpe_.TokenBytes(id);
+  }
+  // After the loaders: decode_override_ into overrides_ and overridden_, and token_len_.
+  void FinishDecoding();
   Status EncodeImpl(std::string_view text, std::vector<int32_t>* ids,
                     std::vector<uint32_t>* ends) const;
 
@@ -162,8 +175,12 @@ class Tokenizer {
   AddedTokenMatcher raw_matcher_;         // normalized == false
   AddedTokenMatcher normalized_matcher_;  // normalized == true
   // Decoding: model tokens decode to their bytes (bpe_), except these
-  // (added tokens, non-byte-level vocabulary entries).
+  // (added tokens, non-byte-level vocabulary entries): the loaders fill
+  // decode_override_, FinishDecoding moves it into overrides_ (sorted by id)
+  // and overridden_ (one flag an id), which TokenText reads.
   std::unordered_map<int32_t, std::string> decode_override_;
+  std::vector<std::pair<int32_t, std::string>> overrides_;
+  std::vector<bool> overridden_;
   std::vector<bool> has_id_;
   bool join_with_space_ = false;  // no decoder: HF joins token strings with ' '
   std::unordered_map<int32_t, std::string> raw_token_text_;  // only when join_with_space_

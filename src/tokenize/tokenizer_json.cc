@@ -243,9 +243,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json, st
   std::unique_ptr<Tokenizer> t(new Tokenizer());
   TokenizerLoader loader(t.get(), name);
   EK_RETURN_IF_ERROR(loader.Load(json, readable));
-  t->token_len_.resize(static_cast<size_t>(t->vocab_size_));
-  for (int32_t id = 0; id < t->vocab_size_; ++id)
-    t->token_len_[static_cast<size_t>(id)] = static_cast<uint32_t>(t->TokenLength(id));
+  t->FinishDecoding();
   return t;
 }
 

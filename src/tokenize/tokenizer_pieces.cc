@@ -181,11 +181,7 @@ Status Tokenizer::DecodePieces(std::span<const int32_t> ids, std::string* out) c
     }
     // An added token's content, else the vocabulary's key (Hugging Face's
     // simple_id_to_token, then the model's id_to_token).
-    if (auto it = decode_override_.find(id); it != decode_override_.end()) {
-      tokens.push_back(it->second);
-    } else {
-      tokens.push_back(bpe_.TokenBytes(id));
-    }
+    tokens.emplace_back(TokenText(id));
   }
   pieces_->decoder.Decode(std::move(tokens), out);
   return Status::Ok();
