@@ -1,5 +1,6 @@
 #include "template/template.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -23,6 +24,25 @@ std::string RJ(std::string_view src, std::string_view json) {
   auto v = ValueFromJsonText(json);
   if (!v.ok()) return "JSON ERROR";
   return R(src, v->dict());
+}
+
+// JSON objects as Python's json.loads makes them: a repeated key keeps its first place
+// and takes the last value, in small objects and in large ones (found through a hash map).
+TEST(Json, RepeatedKeysKeepTheirPlaceAndTakeTheLastValue) {
+  for (int n : {3, 40, 2000}) {
+    std::string json = "{";
+    for (int i = 0; i < n; ++i) json += fmt::format("\"k{}\": {}, ", i, i);
+    json += "\"k1\": \"again\", \"k0\": \"last\"}";
+    auto v = ValueFromJsonText(json);
+    ASSERT_TRUE(v.ok()) << n;
+    const Dict& d = v->dict();
+    ASSERT_EQ(d.items.size(), static_cast<size_t>(n)) << n;
+    EXPECT_EQ(d.items[0].first, "k0");
+    EXPECT_EQ(d.items[0].second.str(), "last");
+    EXPECT_EQ(d.items[1].second.str(), "again");
+    EXPECT_EQ(d.items[static_cast<size_t>(n) - 1].first, fmt::format("k{}", n - 1));
+    EXPECT_EQ(d.Find(fmt::format("k{}", n - 1))->integer(), n - 1);
+  }
 }
 
 TEST(Template, Basics) {
