@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 #include <simdjson.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <bit>
@@ -81,6 +82,20 @@ Result<std::string> EosFromConfig(const std::string& tokenizer_path) {
 
 namespace {
 
+// The tokenizer, and the xxh3 of the tokenizer.json bytes it was loaded from (the
+// manifest's tokenizer.xxh3): one mapping of the file serves both.
+struct LoadedTokenizer {
+  std::unique_ptr<tokenize::Tokenizer> tok;
+  uint64_t xxh3 = 0;
+};
+
+Result<LoadedTokenizer> LoadTokenizer(const std::string& path) {
+  EK_ASSIGN_OR_RETURN(MappedFile f, MappedFile::Open(path));
+  EK_ASSIGN_OR_RETURN(std::unique_ptr<tokenize::Tokenizer> tok,
+                      tokenize::Tokenizer::FromJson(f.data(), path, f.readable()));
+  return LoadedTokenizer{std::move(tok), XXH3_64bits(f.data().data(), f.size())};
+}
+
 // Removes hidden temp files that a killed run left behind.
 void RemoveStaleTemps(Env* env, const std::string& dir) {
   auto names = env->ListDir(dir);
@@ -109,16 +124,18 @@ class Packer {
     // in the same order either way: the tokenizer's, the EOS's and template's, then
     // pass 1's.
     const bool beside = !prescreen_ && opt_.threads != 1;
-    std::future<Result<std::unique_ptr<tokenize::Tokenizer>>> loading;
+    std::future<Result<LoadedTokenizer>> loading;
     Status counted;
     if (beside) {
-      loading = std::async(std::launch::async,
-                           [this] { return tokenize::Tokenizer::FromFile(opt_.tokenizer_path); });
+      loading =
+          std::async(std::launch::async, [this] { return LoadTokenizer(opt_.tokenizer_path); });
       RemoveStaleTemps(opt_.env, opt_.out_dir);
       counted = Pass1();
     }
-    EK_ASSIGN_OR_RETURN(
-        tok_, beside ? loading.get() : tokenize::Tokenizer::FromFile(opt_.tokenizer_path));
+    EK_ASSIGN_OR_RETURN(LoadedTokenizer loaded,
+                        beside ? loading.get() : LoadTokenizer(opt_.tokenizer_path));
+    tok_ = std::move(loaded.tok);
+    tokenizer_xxh3_ = loaded.xxh3;
     EK_RETURN_IF_ERROR(LoadModel());
     EK_ASSIGN_OR_RETURN(encoder_,
                         RecordEncoder::Create(opt_, sources_, tok_.get(), eos_id_, masks_, &m_));
@@ -197,7 +214,7 @@ class Packer {
     m_.evenkeel_version = kVersion;
     m_.created = UtcNowIso8601();
     m_.tokenizer_path = opt_.tokenizer_path;
-    m_.tokenizer_xxh3 = tok_->file_xxh3();  // of the bytes it loaded
+    m_.tokenizer_xxh3 = tokenizer_xxh3_;  // of the bytes tok_ was loaded from
     m_.tokenizer_vocab_xxh3 = tok_->VocabFingerprint();
     m_.vocab_size = tok_->vocab_size();
     m_.seq_len = opt_.seq_len;
@@ -654,6 +671,7 @@ class Packer {
   int lo_ = 0, hi_ = 0;  // the ranks written
   // The model (LoadModel), the manifest being filled and the encoder.
   std::unique_ptr<tokenize::Tokenizer> tok_;
+  uint64_t tokenizer_xxh3_ = 0;
   int32_t eos_id_ = 0;
   bool masks_ = false;
   Manifest m_;

@@ -3,6 +3,7 @@
 #include "pack/packer.h"
 
 #include <gtest/gtest.h>
+#include <xxhash.h>
 #include <zstd.h>
 
 #include <filesystem>
@@ -41,6 +42,22 @@ TEST_F(PackerTest, ContiguousAndStridedStreamsMatchReference) {
       EXPECT_EQ(m->ranks[r].blocks, stream.size() / 8);
     }
     EXPECT_TRUE(Inspect(o.out_dir, 2)->ok());
+  }
+}
+
+// The manifest's tokenizer.xxh3 is of the tokenizer.json bytes the pack was loaded from,
+// with the tokenizer loaded on the main thread (one thread) and beside pass 1 (two).
+TEST_F(PackerTest, TheManifestHashesTheTokenizerFileItLoaded) {
+  auto texts = Texts(23);
+  std::string in = WriteInput("a.jsonl", texts);
+  auto file = ReadFile(tok_path_);
+  ASSERT_TRUE(file.ok());
+  for (int threads : {1, 2}) {
+    PackOptions o = Options({in}, "h" + std::to_string(threads), 2, 8);
+    o.threads = threads;
+    auto m = Pack(o);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ(m->tokenizer_xxh3, XXH3_64bits(file->data(), file->size())) << threads;
   }
 }
 

@@ -108,9 +108,6 @@ class Tokenizer {
   // ids skipped): equal for two tokenizer.json files that give every id the same
   // token, whatever else differs in them (formatting, merges order, normalizer).
   uint64_t VocabFingerprint() const;
-  // xxh3-64 of the tokenizer.json bytes FromFile parsed (the manifest's "xxh3"; hashed
-  // while they are mapped, not read a second time), 0 for FromJson.
-  uint64_t file_xxh3() const { return file_xxh3_; }
   // One more than the largest id: every valid id is below it.
   int32_t vocab_size() const { return vocab_size_; }
   size_t model_vocab_count() const { return bpe_.vocab_count(); }
@@ -185,7 +182,6 @@ class Tokenizer {
   bool join_with_space_ = false;  // no decoder: HF joins token strings with ' '
   std::unordered_map<int32_t, std::string> raw_token_text_;  // only when join_with_space_
   int32_t vocab_size_ = 0;
-  uint64_t file_xxh3_ = 0;
   std::vector<uint32_t> token_len_;  // bytes of each id's token (0: none), for offsets
   std::unique_ptr<Pieces> pieces_;   // set: the SentencePiece-style family
 };

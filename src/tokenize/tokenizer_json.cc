@@ -5,7 +5,6 @@
 // parts are loaded by sentencepiece_json.cc.
 #include <fmt/core.h>
 #include <simdjson.h>
-#include <xxhash.h>
 
 #include <cstring>
 
@@ -249,9 +248,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view json, st
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::FromFile(const std::string& path) {
   EK_ASSIGN_OR_RETURN(MappedFile f, MappedFile::Open(path));
-  EK_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tok, FromJson(f.data(), path, f.readable()));
-  tok->file_xxh3_ = XXH3_64bits(f.data().data(), f.size());
-  return tok;
+  return FromJson(f.data(), path, f.readable());
 }
 
 bool PreTokenizerSteps(simdjson::dom::element p,
