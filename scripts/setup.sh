@@ -37,7 +37,9 @@ APT_PACKAGES=(build-essential cmake ninja-build pkg-config ccache git
   # A real SLURM (two slurmd on this machine) and munge for the launcher's SLURM test.
   slurmd slurmctld slurm-client munge
   # Chromium for the run report's browser tests (driven by puppeteer-core).
-  chromium)
+  chromium
+  # strace: tests/pack/test_inputs.py counts the bytes pack reads of each input.
+  strace)
 # The main job builds the binary and the Python module and trains on the CPU: the toolchain,
 # the libraries it links and Python; none of the test peers (clang, the corpus catalogs,
 # Prometheus, SLURM, chromium).

@@ -462,9 +462,15 @@ int RunPack(int argc, char** argv) {
   Progress progress("pack");
   auto on_progress = [&](const pack::PackProgress& p) {
     double rate = p.seconds > 0 ? p.tokens / p.seconds : 0;
-    progress.Update(p.records_done, p.records_total,
-                    fmt::format("records, {:.0f} records/s, {:.2f} M tokens/s",
-                                p.seconds > 0 ? p.records_done / p.seconds : 0, rate / 1e6));
+    const std::string speed =
+        fmt::format("{:.0f} records/s, {:.2f} M tokens/s",
+                    p.seconds > 0 ? p.records_done / p.seconds : 0, rate / 1e6);
+    if (p.records_total == 0 && p.input_bytes_total > 0) {  // read once: nothing counted first
+      progress.Update(p.input_bytes_done >> 20, std::max<uint64_t>(p.input_bytes_total >> 20, 1),
+                      fmt::format("MiB of input, {} records, {}", p.records_done, speed));
+    } else {
+      progress.Update(p.records_done, p.records_total, "records, " + speed);
+    }
   };
   auto m = pack::Pack(opt, on_progress);
   progress.Finish();

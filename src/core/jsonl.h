@@ -89,8 +89,10 @@ void TakeCompleteLines(std::string* buffer, Fn fn) {
 // Reads a file (mapped) or stdin ("-") as chunks of whole lines.
 class LineChunkReader {
  public:
+  // With `hash`, a plain file's reader hashes every byte it reads (Digest).
   static Result<std::unique_ptr<LineChunkReader>> Open(const std::string& path,
-                                                       size_t chunk_bytes = 8u << 20);
+                                                       size_t chunk_bytes = 8u << 20,
+                                                       bool hash = false);
   virtual ~LineChunkReader() = default;
   // Sets *chunk to the next run of whole lines (the last line of the input
   // may lack its '\n'); returns false at the end of input.
@@ -102,13 +104,17 @@ class LineChunkReader {
   // Total size when known (files), else 0; and bytes handed out so far.
   virtual uint64_t total_bytes() const = 0;
   virtual uint64_t consumed_bytes() const = 0;
+  // Once Next has returned false: the size and xxh3-64 of every byte read, for a
+  // plain file opened with `hash` (the same as HashFile's, from the one read); else
+  // false.
+  virtual bool Digest(uint64_t* /*size*/, uint64_t* /*xxh3*/) const { return false; }
   const std::string& path() const { return path_; }
 
  protected:
   std::string path_;
 };
 
-// xxh3-64 of a file's bytes, read in 1 MiB pieces; *size gets its length. `each`, when
+// xxh3-64 of a file's bytes, read in 256 KiB pieces; *size gets its length. `each`, when
 // given, sees every piece as it is hashed (a caller that learns more from the same read).
 Result<uint64_t> HashFile(const std::string& path, uint64_t* size,
                           const std::function<void(std::string_view)>& each = {});

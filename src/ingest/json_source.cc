@@ -176,16 +176,23 @@ class JsonLinesSource final : public RecordSource {
         if (std::optional<std::string_view> text = RecordText(line))
           out->push_back(SourceRecord{*text, line.number, &path_, Unit::kLine});
       }
+      records_ += out->size();
     }
     return true;
   }
   FileKind kind() const override { return kind_; }
   uint64_t consumed_bytes() const override { return reader_->consumed_bytes(); }
   uint64_t total_bytes() const override { return reader_->total_bytes(); }
+  bool Identity(InputIdentity* id) const override {
+    if (!reader_->Digest(&id->size, &id->xxh3)) return false;
+    id->records = static_cast<int64_t>(records_);
+    return true;
+  }
 
  private:
   std::unique_ptr<LineChunkReader> reader_;
   LineSplitter lines_;
+  uint64_t records_ = 0;  // handed out
   std::string path_;
   FileKind kind_;
 };
@@ -385,7 +392,8 @@ Result<std::unique_ptr<RecordSource>> OpenJsonLines(const std::string& path, Cod
   } else {
     // core's reader: plain, or zstd for a name ending in .zst (DetectKind has checked
     // that the name and the bytes agree).
-    EK_ASSIGN_OR_RETURN(reader, LineChunkReader::Open(path, options.batch_bytes));
+    EK_ASSIGN_OR_RETURN(reader, LineChunkReader::Open(path, options.batch_bytes,
+                                                      options.identify && codec == Codec::kPlain));
   }
   return std::unique_ptr<RecordSource>(new JsonLinesSource(std::move(reader), path, kind));
 }

@@ -218,4 +218,12 @@ Result<InputIdentity> IdentifyInput(const std::string& path, const OpenOptions& 
   return id;
 }
 
+Result<bool> ReadsItsIdentity(const std::string& path) {
+  EK_ASSIGN_OR_RETURN(Sniffed s, Sniff(path));
+  if (s.kind != FileKind::kJsonLines && s.kind != FileKind::kJson) return false;
+  if (s.codec != Codec::kPlain || s.array || path == "-") return false;
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
 }  // namespace ek::ingest

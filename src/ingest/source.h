@@ -58,7 +58,12 @@ std::string Where(const SourceRecord& r);
 struct OpenOptions {
   std::string split;  // a DatasetDict directory: the split to read ("" = the only one, else error)
   size_t batch_bytes = 8u << 20;  // about this much JSON text per Next()
+  // A plain JSON lines file: hash its bytes as they are read, for RecordSource::Identity
+  // (ReadsItsIdentity says which inputs can).
+  bool identify = false;
 };
+
+struct InputIdentity;
 
 class RecordSource {
  public:
@@ -69,6 +74,10 @@ class RecordSource {
   // Progress: input bytes consumed so far and in total (0 when unknown, e.g. stdin).
   virtual uint64_t consumed_bytes() const = 0;
   virtual uint64_t total_bytes() const = 0;
+  // Once Next has returned false, for a source opened with OpenOptions::identify that can:
+  // the input's identity from the one read that handed out its records (what
+  // IdentifyInput would say of the same bytes). False otherwise.
+  virtual bool Identity(InputIdentity* /*id*/) const { return false; }
 };
 
 // Opens `path` as its kind.
@@ -85,5 +94,10 @@ struct InputIdentity {
   int64_t records = -1;
 };
 Result<InputIdentity> IdentifyInput(const std::string& path, const OpenOptions& options = {});
+
+// Whether Open(path) with OpenOptions::identify gives the input's identity from its one
+// read (RecordSource::Identity): a regular file of plain, uncompressed JSON lines. Errors
+// as Open's for a path that is missing or of no known kind.
+Result<bool> ReadsItsIdentity(const std::string& path);
 
 }  // namespace ek::ingest

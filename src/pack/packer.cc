@@ -36,6 +36,7 @@ namespace ek::pack {
 static_assert(std::endian::native == std::endian::little, "block files are little-endian int32");
 
 int OwnerOf(ShardMode mode, uint64_t index, uint64_t total, int world) {
+  if (world == 1) return 0;  // (the total is not needed: a pack that reads once has none yet)
   uint64_t w = static_cast<uint64_t>(world);
   if (mode == ShardMode::kStrided) return static_cast<int>(index % w);
   // datasets: div = n // w, mod = n % w; shard r = [div*r + min(r, mod), +div + (r < mod)).
@@ -253,6 +254,21 @@ class Packer {
 
   bool IsBad(uint64_t index) const { return std::binary_search(bad_.begin(), bad_.end(), index); }
 
+  // Whether pass 2 can tell every input's size, hash and records from the one read that
+  // packs it, so that pass 1 reads nothing: nothing needs them first (no screening, no
+  // mixture's plan, no contiguous shards of a world over 1: those need the total of
+  // records up front), and every input is a plain JSON lines file. Reading once halves
+  // what a pack reads, and the manifest's hash is of the very bytes packed.
+  Result<bool> ReadsOnce() const {
+    if (prescreen_ || weighted_ || (opt_.shard == ShardMode::kContiguous && opt_.world > 1))
+      return false;
+    for (const std::string& path : inputs_) {
+      EK_ASSIGN_OR_RETURN(bool reads, ingest::ReadsItsIdentity(path));
+      if (!reads) return false;
+    }
+    return true;
+  }
+
   // Pass 1: sizes, hashes, record counts (sharding needs the total up front). With
   // --skip-bad and --shard contiguous or strided, the records are rendered here too
   // (not tokenized), so that a record's owner is computed over the records that are
@@ -263,6 +279,18 @@ class Packer {
   Status Pass1() {
     source_tokens_.assign(sources_.size(), {});
     input_base_.assign(inputs_.size(), 0);
+    EK_ASSIGN_OR_RETURN(read_once_, ReadsOnce());
+    if (read_once_) {  // pass 2 fills in each input's identity and where its records start
+      for (const std::string& path : inputs_) {
+        InputInfo in;
+        in.path = path;
+        std::error_code ec;
+        in.size = std::filesystem::file_size(path, ec);  // for progress until it is read
+        if (ec) in.size = 0;
+        m_.inputs.push_back(in);
+      }
+      return Status::Ok();
+    }
     uint64_t read_index = 0;
     std::vector<RecRef> refs;
     for (size_t input_no = 0; input_no < inputs_.size(); ++input_no) {
@@ -425,6 +453,13 @@ class Packer {
     source_records_.assign(sources_.size(), 0);
     source_tokens_done_.assign(sources_.size(), 0);
     const bool overlap = encoder_->workers() > 1;
+    uint64_t next_base = 0;  // read once: the global index of the next input's first record
+    input_bytes_total_ = 0;
+    for (size_t src = 0; src < sources_.size(); ++src) {
+      const SourceTake& t = takes_[src];
+      const uint64_t rounds = t.passes + (t.remainder.empty() ? 0 : 1);
+      for (size_t in : source_inputs_[src]) input_bytes_total_ += rounds * m_.inputs[in].size;
+    }
     for (size_t src = 0; src < sources_.size(); ++src) {
       const SourceTake& take = takes_[src];
       const uint32_t rounds = take.passes + (take.remainder.empty() ? 0 : 1);
@@ -434,7 +469,12 @@ class Packer {
         for (size_t input_no : source_inputs_[src]) {
           const std::string& path = inputs_[input_no];
           uint64_t in_input = 0;
-          EK_ASSIGN_OR_RETURN(auto source, ingest::Open(path, OpenOptionsFor(input_no)));
+          const bool identify = read_once_ && round_no == 0;
+          if (identify) input_base_[input_no] = next_base;
+          ingest::OpenOptions open = OpenOptionsFor(input_no);
+          open.identify = identify;
+          EK_ASSIGN_OR_RETURN(auto source, ingest::Open(path, open));
+          reading_ = source.get();
           std::vector<ingest::SourceRecord> batch;
           Batch slots[2];            // after `source`: destroyed first, an encoding finished first
           Batch* pending = nullptr;  // encoded or being encoded, not yet routed
@@ -475,9 +515,29 @@ class Packer {
             if (!more) break;
             pending = &slots[turn % 2];
           }
+          reading_ = nullptr;
+          input_bytes_done_ += source->consumed_bytes();
+          if (identify) EK_RETURN_IF_ERROR(IdentifiedByPass2(*source, input_no, &next_base));
         }  // inputs of the source
       }    // rounds
     }      // sources
+    return Status::Ok();
+  }
+
+  // Read once: input `input_no`'s size, hash and records, from the read that packed it.
+  Status IdentifiedByPass2(const ingest::RecordSource& source, size_t input_no,
+                           uint64_t* next_base) {
+    ingest::InputIdentity id;
+    if (!source.Identity(&id) || id.records < 0) {
+      return InternalError(
+          fmt::format("{}: read once, but its reader did not hash it", inputs_[input_no]));
+    }
+    InputInfo& in = m_.inputs[input_no];
+    in.size = id.size;
+    in.xxh3 = id.xxh3;
+    in.records = static_cast<uint64_t>(id.records);
+    m_.total_records += in.records;
+    *next_base += in.records;
     return Status::Ok();
   }
 
@@ -525,6 +585,8 @@ class Packer {
       p.records_total = reads_;
       p.tokens = tokens_done_;
       p.bytes = bytes_done_;
+      p.input_bytes_done = input_bytes_done_ + (reading_ ? reading_->consumed_bytes() : 0);
+      p.input_bytes_total = input_bytes_total_;
       p.seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start_).count();
       progress_(p);
@@ -679,6 +741,7 @@ class Packer {
   SkipList skips_;
   // Pass 1 and the plan.
   bool prescreen_ = false;
+  bool read_once_ = false;                            // ReadsOnce: pass 1 read nothing
   std::vector<uint64_t> bad_;                         // global indices of skipped records
   std::vector<std::vector<uint32_t>> source_tokens_;  // weighted: per record
   std::vector<uint64_t> input_base_;                  // the global index of its first record
@@ -691,6 +754,8 @@ class Packer {
   std::vector<RankInfo> stats_;
   std::unique_ptr<BalancedRouter> balanced_;
   uint64_t packed_ = 0, tokens_done_ = 0, bytes_done_ = 0;
+  uint64_t input_bytes_done_ = 0, input_bytes_total_ = 0;  // inputs finished; every round's
+  const ingest::RecordSource* reading_ = nullptr;          // the input being read
   std::vector<uint64_t> source_records_, source_tokens_done_;
 };
 

@@ -67,7 +67,10 @@ struct PackOptions {
 };
 
 struct PackProgress {
+  // records_total is 0 where the pack reads its inputs once (nothing counted them before
+  // pass 2): input_bytes_* then tell how far it is.
   uint64_t records_done = 0, records_total = 0, tokens = 0, bytes = 0;
+  uint64_t input_bytes_done = 0, input_bytes_total = 0;  // every round of every input
   double seconds = 0;
 };
 

@@ -250,3 +250,92 @@ def test_skip_bad_lists_every_skipped_record_and_they_take_no_share(records, tmp
                         "--skip-bad", str(dirty_src)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert f"skipped {len(want)} bad record(s) (" in p.stdout and "listed in skipped.jsonl" in p.stdout
+
+
+def input_bytes_read(log, paths):
+    """Bytes each of `paths` gave to read(2) in an `strace -f -e trace=openat,read,close`
+    log of one process: descriptors (its threads share them) followed from the open that
+    returned them to their close; a call another thread interrupted is joined to its
+    "resumed" line."""
+    import re
+    want = {os.path.abspath(p): 0 for p in paths}
+    fds = {}      # fd -> path, while open
+    waiting = {}  # pid -> the start of its unfinished call
+    for line in open(log, encoding="utf-8", errors="replace"):
+        pid, call = line.rstrip("\n").split(None, 1)
+        if call.endswith("<unfinished ...>"):
+            waiting[pid] = call[: -len("<unfinished ...>")]
+            continue
+        if call.startswith("<... ") and pid in waiting:
+            call = waiting.pop(pid) + call.split("resumed>", 1)[1]
+        if m := re.match(r'openat\([^,]+, "([^"]*)".*\)\s+= (\d+)$', call):
+            path = os.path.abspath(m.group(1))
+            if path in want:
+                fds[m.group(2)] = path
+        elif m := re.match(r"close\((\d+)", call):
+            fds.pop(m.group(1), None)
+        elif m := re.match(r"read\((\d+),.*\)\s+= (\d+)$", call):
+            if m.group(1) in fds:
+                want[fds[m.group(1)]] += int(m.group(2))
+    return want
+
+
+@pytest.mark.parametrize("shard,world", [("balanced", WORLD), ("strided", WORLD), ("contiguous", 1)])
+def test_a_pack_that_needs_no_count_first_reads_its_inputs_once(shard, world, records, tmp_path):
+    # Where nothing needs the records' total before packing (balanced and strided shards, a
+    # world of one), pass 2's read hashes and counts each plain JSON lines input: the input
+    # is read once, and the manifest says of it what a pack that reads it twice (contiguous
+    # shards of a world over one: pass 1 counts first) says. Blank lines, a byte-order
+    # mark, CRLF and a last line without its newline are in the inputs.
+    require(EVENKEEL)
+    import xxhash
+    body = lines_of(records[:200])
+    srcs = [write(tmp_path / "blank.jsonl", body.replace("\n", "\n \n\t\r\n", 9)),
+            write(tmp_path / "bom.jsonl", lines_of(records[200:])[:-1], "utf-8-sig"),
+            write(tmp_path / "crlf.jsonl", body.replace("\n", "\r\n"))]
+    twice = pack(srcs, tmp_path / "twice")  # contiguous, world 3: pass 1 counts
+    log = tmp_path / "strace.log"
+    cmd = ["strace", "-f", "-qq", "-e", "trace=openat,read,close", "-e", "signal=none", "-s", "0",
+           "-o", str(log), EVENKEEL, "pack", "--tokenizer", QWEN, "--world", str(world),
+           "--seq-len", str(SEQ), "--shard", shard, "--threads", "2", "--json",
+           "--out", str(tmp_path / "once"), *map(str, srcs)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    once = json.loads(p.stdout)
+    for src, got in zip(srcs, once["inputs"]):
+        data = open(src, "rb").read()
+        assert got["size"] == len(data)
+        assert got["xxh3"] == f"{xxhash.xxh3_64_intdigest(data):016x}"
+        assert got["records"] == sum(1 for ln in data.decode("utf-8-sig").split("\n")
+                                     if ln.strip(" \t\r"))
+    assert once["inputs"] == twice["inputs"]
+    assert once["totals"]["records"] == twice["totals"]["records"] == \
+        sum(x["records"] for x in once["inputs"])
+    read = input_bytes_read(log, srcs)
+    for src in srcs:
+        # Its kind is told from its first bytes (at most a page); then one whole read.
+        size = os.path.getsize(src)
+        assert size > 8192
+        assert size <= read[os.path.abspath(src)] <= size + 4096, (src, read)
+    # The same pack from the pass-1 path reads each input more than twice over.
+    log2 = tmp_path / "strace2.log"
+    p = subprocess.run(["strace", "-f", "-qq", "-e", "trace=openat,read,close", "-e", "signal=none",
+                        "-s", "0", "-o", str(log2), EVENKEEL, "pack", "--tokenizer", QWEN, "--world",
+                        str(WORLD), "--seq-len", str(SEQ), "--shard", "contiguous", "--out",
+                        str(tmp_path / "twice2"), *map(str, srcs)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    read2 = input_bytes_read(log2, srcs)
+    for src in srcs:
+        assert read2[os.path.abspath(src)] >= 2 * os.path.getsize(src), (src, read2)
+
+
+def test_a_missing_input_fails_a_pack_that_reads_once_before_anything_is_written(records, tmp_path):
+    src = write(tmp_path / "a.jsonl", lines_of(records))
+    missing = tmp_path / "gone.jsonl"
+    out = tmp_path / "out"
+    p = subprocess.run([EVENKEEL, "pack", "--tokenizer", QWEN, "--world", str(WORLD), "--seq-len",
+                        str(SEQ), "--out", str(out), str(src), str(missing)],
+                       capture_output=True, text=True)
+    assert p.returncode != 0
+    assert str(missing) in p.stderr
+    assert not out.exists() or not any(out.iterdir())
