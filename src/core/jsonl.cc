@@ -147,7 +147,7 @@ class FdChunkReader final : public LineChunkReader {
   }
   bool Digest(uint64_t* size, uint64_t* xxh3) const override {
     if (!hash_ || !eof_) return false;
-    *size = read_;
+    *size = consumed_;  // at the end every byte read has been handed out
     *xxh3 = XXH3_64bits_digest(hash_);
     return true;
   }
@@ -168,7 +168,6 @@ class FdChunkReader final : public LineChunkReader {
       } while (n < 0 && errno == EINTR);
       if (n < 0) return ErrnoError(path_, errno);
       if (hash_) XXH3_64bits_update(hash_, buf_.get() + size_, static_cast<size_t>(n));
-      read_ += static_cast<uint64_t>(n);
       size_ += static_cast<size_t>(n);
       if (n == 0) eof_ = true;
     }
@@ -199,7 +198,6 @@ class FdChunkReader final : public LineChunkReader {
   size_t chunk_;
   bool own_;
   XXH3_state_t* hash_;  // of every byte read, when asked
-  uint64_t read_ = 0;
   uint64_t total_ = 0;
   std::unique_ptr<char[]> buf_;  // [0, size_) read; of cap_
   size_t size_ = 0, cap_ = 0;
