@@ -8,7 +8,9 @@ of a seeded rank:
 - kill:    SIGKILL of the rank's trainer;
 - stop:    SIGSTOP of the rank (a hang: only the collective timeout ends it);
 - disk:    the checkpoint filesystem (a real 400 MB tmpfs) filled up, so the next save's
-           background write fails; the space comes back once that attempt has ended;
+           background write fails; every file on it is held by a hard link meanwhile, so that
+           nothing the trainer removes (a prune) frees space; the space comes back once that
+           attempt has ended;
 - corrupt: one byte of the newest checkpoint's training state flipped, then SIGKILL of the
            rank: the restart must skip that checkpoint for an older one.
 A fault fires once the current attempt's rank has finished its step, and the next fault
@@ -143,6 +145,36 @@ def _fill(mount: Path) -> Path:
     return filler
 
 
+def _hold(mount: Path) -> Path:
+    """Hard-links every file on the filesystem into .held (the trainer's checkpoint scan and
+    prune skip hidden names), so that removing a file frees no space while the disk fault
+    lasts. Refilling alone raced the trainer: a save that completed just before the fill
+    pruned an older checkpoint after it, and the next save fitted in the space that freed
+    between two 50 ms refills (seed 33 under load). Again, it holds the files made since."""
+    held = mount / ".held"
+    held.mkdir(exist_ok=True)
+    for root, dirs, files in os.walk(mount):
+        if Path(root) == mount:
+            dirs[:] = [d for d in dirs if d != held.name]
+        for name in files:
+            src = Path(root) / name
+            if src == mount / ".filler":
+                continue
+            try:
+                dst = held / str(src.stat().st_ino)
+                if not dst.exists():
+                    os.link(src, dst)
+            except (FileNotFoundError, FileExistsError):
+                pass  # removed or renamed meanwhile: a later call holds it under its new name
+    return held
+
+
+def _release(mount: Path) -> None:
+    """Gives back what the disk fault took: the filler and the held files."""
+    (mount / ".filler").unlink(missing_ok=True)
+    shutil.rmtree(mount / ".held", ignore_errors=True)
+
+
 def _corrupt_newest(ckpt: Path) -> Path:
     newest = sorted(ckpt.glob("step-*"))[-1]
     target = sorted((newest / "train_state").glob("*.distcp"))[-1]
@@ -176,12 +208,12 @@ def drive(proc: subprocess.Popen, faults: list[dict], hb_dir: Path, ckpt: Path, 
         pids = {b["pid"] for b in beats.values()}
         if old_pids:
             if filler is not None and not any(_alive(p) for p in old_pids):
-                filler.unlink()  # the operator frees the space once the attempt has failed
+                _release(ckpt)  # the operator frees the space once the attempt has failed
                 filler = None
             elif filler is not None:
-                # The disk stays full while the attempt lives. A save that completed before the
-                # fill prunes an older checkpoint after it, and the next save fitted in the space
-                # that freed: the fault never failed the attempt (seen under load, seeds 11 and 22).
+                # The disk stays full while the attempt lives: what was made since is held too,
+                # and anything freed meanwhile is taken back (seen under load, seeds 11 and 22).
+                _hold(ckpt)
                 _fill(ckpt)
             if any(_alive(p) for p in old_pids) or len(beats) < 4 or pids & old_pids:
                 continue
@@ -199,6 +231,7 @@ def drive(proc: subprocess.Popen, faults: list[dict], hb_dir: Path, ckpt: Path, 
         elif f["kind"] == "stop":
             os.kill(beat["pid"], signal.SIGSTOP)
         else:
+            _hold(ckpt)
             filler = _fill(ckpt)
         fired.append({**f, "seen": beat["step"], "pid": beat["pid"]})
         old_pids = pids
@@ -288,6 +321,33 @@ def chaos_launch(seed: int, tmp: Path, model: Path) -> dict:
                 "left": left, "session": session, "final": kept if final.is_dir() else None}
     finally:
         subprocess.run(["umount", "-l", str(ckpt)], check=False)
+
+
+def test_a_held_full_disk_frees_nothing_when_a_checkpoint_is_removed(tmp_path):
+    """The disk fault's harness: once held and filled, the filesystem gives no space back when
+    a checkpoint is removed (as a prune does), so the next save fails whatever the timing;
+    released, all of it is back."""
+    import errno
+
+    mount = tmp_path / "ckpt"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], check=True)
+    try:
+        old = mount / "step-00000002"
+        old.mkdir()
+        (old / "model.safetensors").write_bytes(b"\1" * (3 << 20))
+        _hold(mount)
+        _fill(mount)
+        shutil.rmtree(old)  # the prune
+        with pytest.raises(OSError) as e:
+            with open(mount / ".step-00000004.tmp-1", "wb", buffering=0) as f:
+                f.write(b"\0" * 4096)
+        assert e.value.errno == errno.ENOSPC
+        _release(mount)
+        assert not (mount / ".held").exists() and not (mount / ".filler").exists()
+        (mount / "after").write_bytes(b"\0" * (7 << 20))
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
