@@ -103,10 +103,24 @@ Result<std::unique_ptr<RecordEncoder>> RecordEncoder::Create(const PackOptions& 
   return enc;
 }
 
+void TaskOut::Reset() {
+  std::vector<int32_t> kept_ids = std::move(ids);
+  std::vector<uint8_t> kept_mask = std::move(mask);
+  std::vector<uint64_t> kept_offsets = std::move(offsets);
+  *this = TaskOut();
+  ids = std::move(kept_ids);
+  mask = std::move(kept_mask);
+  offsets = std::move(kept_offsets);
+  ids.clear();
+  mask.clear();
+  offsets.clear();
+}
+
 size_t RecordEncoder::Run(const std::vector<RecRef>& refs, size_t source, bool screen,
                           std::vector<TaskOut>* outs) {
   const size_t tasks = std::min<size_t>(refs.size(), pool_.size() * 8);
-  outs->assign(tasks, TaskOut());
+  outs->resize(tasks);
+  for (TaskOut& out : *outs) out.Reset();
   pool_.ParallelFor(tasks, [&](size_t task, size_t worker) {
     size_t a = refs.size() * task / tasks, b = refs.size() * (task + 1) / tasks;
     TaskOut& out = (*outs)[task];

@@ -237,5 +237,28 @@ TEST(MaskFromSpansTest, ATokenIsMarkedWhenItOverlapsASpan) {
   EXPECT_EQ(mask, (std::vector<uint8_t>{0, 0, 0, 0, 0}));
 }
 
+// A batch's TaskOut is reused: Reset empties every field as a new one has it, and the id,
+// mask and offset vectors keep their memory.
+TEST(TaskOutTest, ResetEmptiesEveryFieldAndKeepsTheVectorsMemory) {
+  TaskOut out;
+  out.ids.assign(1000, 7);
+  out.mask.assign(1000, 1);
+  out.offsets.assign(100, 3);
+  out.chat = 2;
+  out.errors.push_back({1, InvalidArgumentError("x"), "tokenize"});
+  out.replaced = 3;
+  out.drop_records = 4;
+  out.drop_parts = 5;
+  const int32_t* ids = out.ids.data();
+  out.Reset();
+  EXPECT_TRUE(out.ids.empty() && out.mask.empty() && out.offsets.empty() && out.errors.empty());
+  EXPECT_EQ(out.chat + out.replaced + out.drop_records + out.drop_parts, 0u);
+  EXPECT_GE(out.ids.capacity(), 1000u);
+  EXPECT_GE(out.mask.capacity(), 1000u);
+  EXPECT_GE(out.offsets.capacity(), 100u);
+  out.ids.push_back(1);
+  EXPECT_EQ(out.ids.data(), ids);  // the same memory, no reallocation
+}
+
 }  // namespace
 }  // namespace ek::pack
