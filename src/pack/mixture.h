@@ -43,6 +43,9 @@ struct SourceTake {
   std::vector<uint64_t> remainder;   // then these records once more, ascending
   uint64_t records = 0, tokens = 0;  // what the source gives in all
   double target_share = 0, realized_share = 0;
+
+  // The reads of the source pass 2 makes: its whole passes, and one more for the remainder.
+  uint32_t rounds() const { return passes + (remainder.empty() ? 0 : 1); }
 };
 
 // Every source must have the same kind (all weights or all epochs) and at least one

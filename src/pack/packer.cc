@@ -390,7 +390,7 @@ class Packer {
       packable_ += takes_[s].passes * good + takes_[s].remainder.size();
       uint64_t records = 0;
       for (size_t in : source_inputs_[s]) records += m_.inputs[in].records;
-      reads_ += (takes_[s].passes + (takes_[s].remainder.empty() ? 0 : 1)) * records;
+      reads_ += takes_[s].rounds() * records;
     }
     return Status::Ok();
   }
@@ -456,13 +456,12 @@ class Packer {
     uint64_t next_base = 0;  // read once: the global index of the next input's first record
     input_bytes_total_ = 0;
     for (size_t src = 0; src < sources_.size(); ++src) {
-      const SourceTake& t = takes_[src];
-      const uint64_t rounds = t.passes + (t.remainder.empty() ? 0 : 1);
-      for (size_t in : source_inputs_[src]) input_bytes_total_ += rounds * m_.inputs[in].size;
+      for (size_t in : source_inputs_[src])
+        input_bytes_total_ += uint64_t{takes_[src].rounds()} * m_.inputs[in].size;
     }
     for (size_t src = 0; src < sources_.size(); ++src) {
       const SourceTake& take = takes_[src];
-      const uint32_t rounds = take.passes + (take.remainder.empty() ? 0 : 1);
+      const uint32_t rounds = take.rounds();
       for (uint32_t round_no = 0; round_no < rounds; ++round_no) {
         const bool partial = round_no == take.passes;  // the remainder's round
         uint64_t local = 0;                            // the record's index within its source

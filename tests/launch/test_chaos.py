@@ -145,7 +145,7 @@ def _fill(mount: Path) -> Path:
     return filler
 
 
-def _hold(mount: Path) -> Path:
+def _hold(mount: Path) -> None:
     """Hard-links every file on the filesystem into .held (the trainer's checkpoint scan and
     prune skip hidden names), so that removing a file frees no space while the disk fault
     lasts. Refilling alone raced the trainer: a save that completed just before the fill
@@ -166,7 +166,6 @@ def _hold(mount: Path) -> Path:
                     os.link(src, dst)
             except (FileNotFoundError, FileExistsError):
                 pass  # removed or renamed meanwhile: a later call holds it under its new name
-    return held
 
 
 def _release(mount: Path) -> None:
