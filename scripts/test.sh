@@ -18,6 +18,21 @@ t0=$(date +%s)
 bash scripts/setup.sh
 t1=$(date +%s); stage "setup and build" "$t0"
 status=0
+# What failed, named again on the last lines (CI shows only the end of the output, and the
+# background stages' log is printed after the front stages): each failing stage, and for a
+# test stage the lines that name its failed tests, kept from its log in build/test-logs.
+failed=()
+logs=$ROOT/build/test-logs
+mkdir -p "$logs"
+# fail STAGE [LOG PATTERN]: records STAGE as failed, with LOG's lines matching PATTERN.
+fail() {
+  status=1
+  failed+=("$1")
+  if [ $# -ge 3 ] && [ -f "$2" ]; then
+    grep -E "$3" "$2" | tail -n 40 | sed "s|^|  $1: |" >>"$logs/failures.txt" || true
+  fi
+}
+: >"$logs/failures.txt"
 # The background stages (scripts/background_stage.sh) run from here on, beside the stages
 # in front: the sanitizer build at the lowest priority from the start; beside it the browser
 # tests and the corpus parity; once it is built, the unit tests under the sanitizers and
@@ -27,7 +42,7 @@ mkdir -p "$ROOT/build-san"
 setsid -w bash "$ROOT/scripts/background_stage.sh" "$ROOT" >"$ROOT/build-san/background.log" 2>&1 &
 bg_pid=$!
 trap 'kill -- -"$bg_pid" 2>/dev/null || true' EXIT
-bash scripts/lint.sh || status=1
+bash scripts/lint.sh 2>&1 | tee "$logs/lint.log" || fail lint "$logs/lint.log" "error|warning|^[-+]"
 tl=$(date +%s); stage lint "$t1"
 cd build
 # Tokenizer parity against Hugging Face (tests/CMakeLists.txt) is part of every test run;
@@ -41,7 +56,8 @@ fi
 # slow label (the 50 MB corpus parity, one test per tokenizer: half of ctest's CPU and no
 # real-time bound) runs in the background stages instead, in the time the slow pytest
 # suite waits; together the two runs are every test ctest knows.
-ctest --output-on-failure -LE slow -j"$(($(nproc) + 1))" || status=1
+ctest --output-on-failure -LE slow -j"$(($(nproc) + 1))" 2>&1 | tee "$logs/ctest.log" ||
+  fail ctest "$logs/ctest.log" '^[[:space:]]+[0-9]+ - |\*\*\*(Failed|Timeout|Exception)'
 t2=$(date +%s); stage ctest "$tl"
 cd "$ROOT"
 # (tests/watch runs under ctest as watch_e2e.) A suite folder that went missing fails the run.
@@ -56,10 +72,12 @@ done
 # a core idle. The slow set stays on one: its tests start four ranks each, which load both
 # cores already, and its hang and timeout tests measure real seconds.
 EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=10 \
-  -n 2 --dist loadfile -m "not slow" "${suites[@]}" || status=1
+  -n 2 --dist loadfile -m "not slow" "${suites[@]}" 2>&1 | tee "$logs/pytest-fast.log" ||
+  fail "pytest fast" "$logs/pytest-fast.log" '^(FAILED|ERROR) |^=* ?[0-9]+ (failed|passed|error).* in [0-9.]+s'
 t25=$(date +%s); stage "pytest fast" "$t2"
 EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=25 \
-  -m slow "${suites[@]}" || status=1
+  -m slow "${suites[@]}" 2>&1 | tee "$logs/pytest-slow.log" ||
+  fail "pytest slow" "$logs/pytest-slow.log" '^(FAILED|ERROR) |^=* ?[0-9]+ (failed|passed|error).* in [0-9.]+s'
 t3=$(date +%s); stage "pytest slow" "$t25"
 wait_s=$(date +%s)
 bg_status=0
@@ -67,9 +85,14 @@ wait "$bg_pid" || bg_status=$?
 t4=$(date +%s)
 echo "test: the background stages (build-san/background.log), awaited $((t4 - wait_s)) s:" >&2
 cat "$ROOT/build-san/background.log" >&2
-[ "$bg_status" = 0 ] || status=1
+[ "$bg_status" = 0 ] || fail "background stages" "$ROOT/build-san/background.log" \
+  'error|FAILED|Failed|\*\*\*|status [1-9]|result.*(crash|fail)'
 # Where the time went (CI shows the end of the output).
 echo "test: times: setup and build $((t1 - t0)) s, lint $((tl - t1)) s, ctest $((t2 - tl)) s," \
   "pytest $((t3 - t2)) s (fast $((t25 - t2)) s, slow $((t3 - t25)) s)," \
   "then waited $((t4 - wait_s)) s for the background stages, total $((t4 - t0)) s; status $status" >&2
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "test: failed: $(IFS=,; echo "${failed[*]}" | sed 's/,/, /g') (logs in build/test-logs):" >&2
+  cat "$logs/failures.txt" >&2
+fi
 exit $status
