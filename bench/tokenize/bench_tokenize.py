@@ -47,6 +47,7 @@ A missing tool is an error (exit 2); --tools leaves tools out.
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -76,13 +77,20 @@ def log(msg):
         print(f"bench_tokenize: {msg}", file=sys.stderr, flush=True)
 
 
-def run(cmd, cpu=None, env=None, stdout=subprocess.PIPE, what=None):
-    """Runs cmd (on CPU `cpu` only when given); dies naming it if it fails."""
+def run(cmd, cpu=None, env=None, stdout=subprocess.PIPE, what=None, cpu_times=None):
+    """Runs cmd (on CPU `cpu` only when given); dies naming it if it fails. With a dict as
+    `cpu_times`, puts the command's user and kernel CPU seconds in it ("user_seconds",
+    "sys_seconds"): on this VM the kernel's share moves from run to run with how fresh the
+    memory a run touches is (docs/tokenize.md, the seventh round), and a slow run shows it."""
     pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.PIPE,
                           env=env, preexec_fn=pin)
     seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if cpu_times is not None:
+        cpu_times.update(user_seconds=after.ru_utime - before.ru_utime, sys_seconds=after.ru_stime - before.ru_stime)
     if proc.returncode != 0:
         die(f"{what or ' '.join(cmd)} failed (exit {proc.returncode}):\n"
             + proc.stderr.decode("utf-8", "replace")[-3000:])
@@ -157,13 +165,14 @@ def bench_tokenize(a, tokenizer, threads, cpu):
 def bench_pack(a, tokenizer, threads, cpu):
     out = os.path.join(OUT, f"pack-{threads}")
     shutil.rmtree(out, ignore_errors=True)
+    cpu_times = {}
     _, seconds = run([a.evenkeel, "pack", "--tokenizer", tokenizer, "--world", "1", "--shard", "contiguous",
                       "--threads", str(threads), "--out", out, a.corpus], cpu, stdout=subprocess.DEVNULL,
-                     what="evenkeel pack")
+                     what="evenkeel pack", cpu_times=cpu_times)
     with open(os.path.join(out, "manifest.json")) as f:
         m = json.load(f)
     # Its token total counts the EOS after every record, so tokens/s is left to tokenize's.
-    return {"seconds": seconds, "eos": m["eos"]["id"], "seq_len": m["seq_len"], "dir": out}, None
+    return {"seconds": seconds, "eos": m["eos"]["id"], "seq_len": m["seq_len"], "dir": out, **cpu_times}, None
 
 
 def bench_encoder(a, tokenizer, threads, cpu):
@@ -230,7 +239,8 @@ def bench_family(a, family, tokenizer, tools, thread_counts, nbytes):
         cpu = a.pin1 if threads == 1 else None
         row = {"threads": threads, "pinned_cpu": cpu, "tools": {}}
         order = ["hf"] + [t for t in tools if t != "hf"]
-        best, checks = {}, {}  # per tool: the fastest run's result; the worst of every run's checks
+        # per tool: the fastest run's result; every run's seconds; the worst of every run's checks
+        best, every, checks = {}, {}, {}
         for round_no in range(a.repeat):
             for tool in order:
                 if round_no > 0 and tool in REFERENCES:
@@ -251,11 +261,15 @@ def bench_family(a, family, tokenizer, tools, thread_counts, nbytes):
                 elif tool == "encoder":
                     c["token_total_equals_hf"] = (c.get("token_total_equals_hf", True)
                                                   and r["tokens"] == int(ref[1].sum()))
+                every.setdefault(tool, []).append(r["seconds"])
                 if tool not in best or r["seconds"] < best[tool]["seconds"]:
                     best[tool] = r
         for tool in order:
             r = best[tool]
-            e = {"seconds": r["seconds"], "mb_per_s": nbytes / MB / r["seconds"]}
+            e = {"seconds": r["seconds"], "mb_per_s": nbytes / MB / r["seconds"], "runs_seconds": every[tool]}
+            for k in ("user_seconds", "sys_seconds"):
+                if k in r:
+                    e[k] = r[k]
             if r.get("tokens") is not None:
                 e.update(tokens=r["tokens"], tokens_per_s=r["tokens"] / r["seconds"])
             if "load_seconds" in r:
@@ -383,6 +397,10 @@ def print_table(report):
                                  + (f"{e['net_mb_per_s']:.1f} MB/s" if e["net_mb_per_s"] else "n/a"))
                 if tool == "pack":
                     notes.append("end to end")
+                    if "sys_seconds" in e:
+                        notes.append(f"cpu user {e['user_seconds']:.2f}s, kernel {e['sys_seconds']:.2f}s")
+                if len(e["runs_seconds"]) > 1:
+                    notes.append("runs " + " ".join(f"{x:.2f}" for x in e["runs_seconds"]))
                 if "load_seconds" in e:
                     notes.append(f"load {e['load_seconds']:.2f}s not timed")
                 mtok = f"{e['tokens_per_s'] / 1e6:7.2f}" if "tokens_per_s" in e else f"{'':>7}"
