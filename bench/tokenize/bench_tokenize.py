@@ -262,6 +262,8 @@ def bench_family(a, family, tokenizer, tools, thread_counts, nbytes):
                     c["token_total_equals_hf"] = (c.get("token_total_equals_hf", True)
                                                   and r["tokens"] == int(ref[1].sum()))
                 every.setdefault(tool, []).append(r["seconds"])
+                if "sys_seconds" in r:
+                    every.setdefault(tool + " kernel", []).append(r["sys_seconds"])
                 if tool not in best or r["seconds"] < best[tool]["seconds"]:
                     best[tool] = r
         for tool in order:
@@ -270,6 +272,8 @@ def bench_family(a, family, tokenizer, tools, thread_counts, nbytes):
             for k in ("user_seconds", "sys_seconds"):
                 if k in r:
                     e[k] = r[k]
+            if tool + " kernel" in every:
+                e["runs_sys_seconds"] = every[tool + " kernel"]
             if r.get("tokens") is not None:
                 e.update(tokens=r["tokens"], tokens_per_s=r["tokens"] / r["seconds"])
             if "load_seconds" in r:
@@ -400,7 +404,9 @@ def print_table(report):
                     if "sys_seconds" in e:
                         notes.append(f"cpu user {e['user_seconds']:.2f}s, kernel {e['sys_seconds']:.2f}s")
                 if len(e["runs_seconds"]) > 1:
-                    notes.append("runs " + " ".join(f"{x:.2f}" for x in e["runs_seconds"]))
+                    notes.append("runs " + " ".join(f"{x:.2f}" for x in e["runs_seconds"])
+                                 + (" (kernel " + " ".join(f"{x:.2f}" for x in e["runs_sys_seconds"]) + ")"
+                                    if "runs_sys_seconds" in e else ""))
                 if "load_seconds" in e:
                     notes.append(f"load {e['load_seconds']:.2f}s not timed")
                 mtok = f"{e['tokens_per_s'] / 1e6:7.2f}" if "tokens_per_s" in e else f"{'':>7}"
