@@ -71,13 +71,15 @@ done
 # its tests wait on the binary and on Hugging Face's tokenizer in turn, so one worker left
 # a core idle. The slow set stays on one: its tests start four ranks each, which load both
 # cores already, and its hang and timeout tests measure real seconds.
+# What names a pytest run's failures: its FAILED/ERROR lines and its count line.
+pytest_failed='^(FAILED|ERROR) |^=* ?[0-9]+ (failed|passed|error).* in [0-9.]+s'
 EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=10 \
   -n 2 --dist loadfile -m "not slow" "${suites[@]}" 2>&1 | tee "$logs/pytest-fast.log" ||
-  fail "pytest fast" "$logs/pytest-fast.log" '^(FAILED|ERROR) |^=* ?[0-9]+ (failed|passed|error).* in [0-9.]+s'
+  fail "pytest fast" "$logs/pytest-fast.log" "$pytest_failed"
 t25=$(date +%s); stage "pytest fast" "$t2"
 EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=25 \
   -m slow "${suites[@]}" 2>&1 | tee "$logs/pytest-slow.log" ||
-  fail "pytest slow" "$logs/pytest-slow.log" '^(FAILED|ERROR) |^=* ?[0-9]+ (failed|passed|error).* in [0-9.]+s'
+  fail "pytest slow" "$logs/pytest-slow.log" "$pytest_failed"
 t3=$(date +%s); stage "pytest slow" "$t25"
 wait_s=$(date +%s)
 bg_status=0

@@ -239,8 +239,8 @@ def bench_family(a, family, tokenizer, tools, thread_counts, nbytes):
         cpu = a.pin1 if threads == 1 else None
         row = {"threads": threads, "pinned_cpu": cpu, "tools": {}}
         order = ["hf"] + [t for t in tools if t != "hf"]
-        # per tool: the fastest run's result; every run's seconds; the worst of every run's checks
-        best, every, checks = {}, {}, {}
+        # per tool: every run's result, in order; the worst of every run's checks
+        every, checks = {}, {}
         for round_no in range(a.repeat):
             for tool in order:
                 if round_no > 0 and tool in REFERENCES:
@@ -261,19 +261,14 @@ def bench_family(a, family, tokenizer, tools, thread_counts, nbytes):
                 elif tool == "encoder":
                     c["token_total_equals_hf"] = (c.get("token_total_equals_hf", True)
                                                   and r["tokens"] == int(ref[1].sum()))
-                every.setdefault(tool, []).append(r["seconds"])
-                if "sys_seconds" in r:
-                    every.setdefault(tool + " kernel", []).append(r["sys_seconds"])
-                if tool not in best or r["seconds"] < best[tool]["seconds"]:
-                    best[tool] = r
+                every.setdefault(tool, []).append(r)
         for tool in order:
-            r = best[tool]
-            e = {"seconds": r["seconds"], "mb_per_s": nbytes / MB / r["seconds"], "runs_seconds": every[tool]}
-            for k in ("user_seconds", "sys_seconds"):
-                if k in r:
-                    e[k] = r[k]
-            if tool + " kernel" in every:
-                e["runs_sys_seconds"] = every[tool + " kernel"]
+            r = min(every[tool], key=lambda x: x["seconds"])  # the fastest run (the first of equals)
+            e = {"seconds": r["seconds"], "mb_per_s": nbytes / MB / r["seconds"],
+                 "runs_seconds": [x["seconds"] for x in every[tool]]}
+            if "sys_seconds" in r:
+                e.update(user_seconds=r["user_seconds"], sys_seconds=r["sys_seconds"],
+                         runs_sys_seconds=[x["sys_seconds"] for x in every[tool]])
             if r.get("tokens") is not None:
                 e.update(tokens=r["tokens"], tokens_per_s=r["tokens"] / r["seconds"])
             if "load_seconds" in r:
