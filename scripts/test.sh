@@ -24,12 +24,16 @@ status=0
 failed=()
 logs=$ROOT/build/test-logs
 mkdir -p "$logs"
-# fail STAGE [LOG PATTERN]: records STAGE as failed, with LOG's lines matching PATTERN.
+# fail STAGE [LOG PATTERN [DETAIL]]: records STAGE as failed, with LOG's lines matching
+# PATTERN, then (cut to 240 characters, the last 60) those matching DETAIL.
 fail() {
   status=1
   failed+=("$1")
   if [ $# -ge 3 ] && [ -f "$2" ]; then
     grep -E "$3" "$2" | tail -n 40 | sed "s|^|  $1: |" >>"$logs/failures.txt" || true
+    if [ $# -ge 4 ]; then
+      grep -E "$4" "$2" | cut -c1-240 | tail -n 60 | sed "s|^|  $1 | |" >>"$logs/failures.txt" || true
+    fi
   fi
 }
 : >"$logs/failures.txt"
@@ -73,13 +77,16 @@ done
 # cores already, and its hang and timeout tests measure real seconds.
 # What names a pytest run's failures: its FAILED/ERROR lines and its count line.
 pytest_failed='^(FAILED|ERROR) |^=* ?[0-9]+ (failed|passed|error).* in [0-9.]+s'
+# and the lines of their tracebacks that say why: a failed assertion's first line shows only
+# that a rank failed ("--- rank 0 (exit 1) ---"); the ranks' own errors follow it.
+pytest_why='^(_{3,} .* _{3,}$|E .*(--- rank|Error|Exception|Traceback|[Tt]imed? ?out|Killed|signal|error:|exit))|^[a-z_/]+\.py:[0-9]+: '
 EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=10 \
   -n 2 --dist loadfile -m "not slow" "${suites[@]}" 2>&1 | tee "$logs/pytest-fast.log" ||
-  fail "pytest fast" "$logs/pytest-fast.log" "$pytest_failed"
+  fail "pytest fast" "$logs/pytest-fast.log" "$pytest_failed" "$pytest_why"
 t25=$(date +%s); stage "pytest fast" "$t2"
 EVENKEEL=$ROOT/build/src/cli/evenkeel "$ROOT/.venv/bin/python" -m pytest -q -p no:cacheprovider --durations=25 \
   -m slow "${suites[@]}" 2>&1 | tee "$logs/pytest-slow.log" ||
-  fail "pytest slow" "$logs/pytest-slow.log" "$pytest_failed"
+  fail "pytest slow" "$logs/pytest-slow.log" "$pytest_failed" "$pytest_why"
 t3=$(date +%s); stage "pytest slow" "$t25"
 wait_s=$(date +%s)
 bg_status=0

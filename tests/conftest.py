@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 
+# tests/ (ports.py) and tests/trainer (packs.py, the helpers every suite shares).
 sys.path.insert(0, str(Path(__file__).resolve().parent / "trainer"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 # The venv's bin/ first on PATH, as in an activated environment: the gate's isolation probe
 # runs with the trainer's python, which for a run file without launch.python is the python

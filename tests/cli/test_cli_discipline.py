@@ -10,6 +10,7 @@ import time
 import urllib.request
 
 import pytest
+from ports import free_port
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EVENKEEL = os.environ.get("EVENKEEL", os.path.join(ROOT, "build", "src", "cli", "evenkeel"))
@@ -253,12 +254,6 @@ def test_a_missing_checkpoint_directory_is_bad_input_and_a_failed_check_a_no(tmp
 
 
 # ---- agent and watch ----
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def run_file(tmp_path):
     path = tmp_path / "run.toml"

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ports import free_port  # noqa: F401  (re-exported: the suites take it from here)
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "trainer" / "train.py"
@@ -109,12 +109,6 @@ def make_tiny_model(family: str, out: Path, seed: int = 0, **sizes) -> Path:
     sys.path.insert(0, str(REPO / "trainer"))
     import make_tiny_model as mtm
     return Path(mtm.make(family, str(TOKENIZER_DIRS[family]), str(out), seed=seed, **sizes))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def launched_pid(pid: int) -> int:

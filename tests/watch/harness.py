@@ -10,7 +10,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,8 @@ import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from ports import free_port
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(ROOT, "testdata", "triage")
@@ -48,12 +49,6 @@ def need(program: str) -> str:
     if not path:
         raise RuntimeError(f"{program} is not installed (apt install prometheus prometheus-alertmanager)")
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http_json(url: str, timeout: float = 2.0, headers: dict | None = None):
