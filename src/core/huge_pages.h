@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -33,6 +34,28 @@ inline void* AllocHugeFriendly(size_t bytes) {
 }
 
 inline void FreeHugeFriendly(void* p, size_t /*bytes*/) { std::free(p); }
+
+// `bytes` of fresh memory from the kernel, 2 MiB-aligned and advised as above, that
+// reads as zero until written (an anonymous mapping: no heap block that held something);
+// release with UnmapZeroed(p, bytes). For a table that grows in place into its reserved
+// space: the part never used needs no clearing.
+inline void* MapZeroed(size_t bytes) {
+  const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+  void* m = mmap(nullptr, rounded + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                 -1, 0);
+  if (m == MAP_FAILED) throw std::bad_alloc();
+  // Trimmed to a 2 MiB boundary at both ends, so every huge page of it can be one.
+  auto* base = static_cast<char*>(m);
+  const size_t lead = (kHugePage - reinterpret_cast<uintptr_t>(base) % kHugePage) % kHugePage;
+  if (lead) munmap(base, lead);
+  munmap(base + lead + rounded, kHugePage - lead);
+  (void)madvise(base + lead, rounded, MADV_HUGEPAGE);  // advice: failure changes nothing
+  return base + lead;
+}
+
+inline void UnmapZeroed(void* p, size_t bytes) {
+  munmap(p, (bytes + kHugePage - 1) & ~(kHugePage - 1));
+}
 
 // A std::allocator for vectors of such tables.
 template <class T>

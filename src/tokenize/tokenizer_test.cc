@@ -285,6 +285,33 @@ TEST(PieceCacheTest, HoldingTheVocabularyEndsWhenItIsCleared) {
   EXPECT_TRUE(cache.Has("hello", PieceCache::Key("hello")));
 }
 
+// The table grows in place into memory never written (PieceCache: only the old table is
+// cleared): through every size, each piece keeps its ids (short ones in the slot, long
+// ones and many ids in the arena) and a piece never put in is not found.
+TEST(PieceCacheTest, GrowingToTheLargestSizeKeepsEveryPieceAndFindsNoOther) {
+  PieceCache cache;
+  const size_t n = PieceCache::kMaxCapacity / 2;  // past two growths, short of a clear
+  auto key_of = [](size_t i) {
+    std::string k = "p" + std::to_string(i);
+    if (i % 7 == 0) k += std::string(20, 'x');  // over 16 bytes: its key in the arena
+    return k;
+  };
+  for (size_t i = 0; i < n; ++i) {
+    const std::string key = key_of(i);
+    const int32_t ids[4] = {static_cast<int32_t>(i), 1, 2, 3};
+    cache.Insert(key, PieceCache::Key(key), ids, i % 5 == 0 ? 4 : 1);
+  }
+  ASSERT_EQ(cache.used(), n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string key = key_of(i);
+    int32_t out[PieceCache::kMaxKey];
+    ASSERT_EQ(cache.Write(key, PieceCache::Key(key), out), i % 5 == 0 ? 4 : 1) << key;
+    ASSERT_EQ(out[0], static_cast<int32_t>(i)) << key;
+    const std::string absent = "q" + std::to_string(i);
+    ASSERT_FALSE(cache.Has(absent, PieceCache::Key(absent))) << absent;
+  }
+}
+
 // A vocabulary of over a quarter of the largest table is refused, with no mark (the
 // tokenizer then stops asking: EncodeScratch::no_vocab_fill).
 TEST(PieceCacheTest, AVocabularyTooLargeIsRefused) {
