@@ -114,8 +114,12 @@ int RunPlan(int argc, char** argv) {
   if (min_blocks >= 0) {
     manifest.world = run.world();
     manifest.seq_len = run.seq_len;
-    for (int r = 0; r < run.world(); ++r)
-      manifest.ranks.push_back({r, 0, 0, static_cast<uint64_t>(min_blocks), 0, 0, 0, ""});
+    for (int r = 0; r < run.world(); ++r) {
+      pack::RankInfo rank;  // by name: a positional list follows the struct's order silently
+      rank.rank = r;
+      rank.blocks = static_cast<uint64_t>(min_blocks);
+      manifest.ranks.push_back(std::move(rank));
+    }
     mp = &manifest;
   } else if (!run.pack_dir.empty()) {
     auto m = pack::ReadManifest(run.Resolve(run.pack_dir));

@@ -152,7 +152,9 @@ Read ReadAll(const std::string& path, FileKind kind, OpenOptions opt = {}) {
   EXPECT_EQ((*src)->consumed_bytes(), (*src)->total_bytes());
   auto rows = CountArrowRows(path, kind, opt);
   EXPECT_TRUE(rows.ok()) << rows.status().ToString();
-  if (rows.ok()) EXPECT_EQ(*rows, r.json.size());
+  if (rows.ok()) {
+    EXPECT_EQ(*rows, r.json.size());
+  }
   return r;
 }
 
