@@ -19,6 +19,9 @@ namespace ek {
 inline constexpr size_t kHugePage = size_t{2} << 20;
 inline constexpr size_t kHugeFrom = size_t{1} << 20;
 
+// `bytes` rounded up to whole huge pages.
+inline size_t HugePageRounded(size_t bytes) { return (bytes + kHugePage - 1) & ~(kHugePage - 1); }
+
 // Allocates `bytes` (see above); release with FreeHugeFriendly(p, bytes).
 inline void* AllocHugeFriendly(size_t bytes) {
   if (bytes < kHugeFrom) {
@@ -26,7 +29,7 @@ inline void* AllocHugeFriendly(size_t bytes) {
     if (!p) throw std::bad_alloc();
     return p;
   }
-  const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+  const size_t rounded = HugePageRounded(bytes);
   void* p = std::aligned_alloc(kHugePage, rounded);
   if (!p) throw std::bad_alloc();
   (void)madvise(p, rounded, MADV_HUGEPAGE);  // advice: failure changes nothing
@@ -40,7 +43,7 @@ inline void FreeHugeFriendly(void* p, size_t /*bytes*/) { std::free(p); }
 // release with UnmapZeroed(p, bytes). For a table that grows in place into its reserved
 // space: the part never used needs no clearing.
 inline void* MapZeroed(size_t bytes) {
-  const size_t rounded = (bytes + kHugePage - 1) & ~(kHugePage - 1);
+  const size_t rounded = HugePageRounded(bytes);
   void* m = mmap(nullptr, rounded + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
                  -1, 0);
   if (m == MAP_FAILED) throw std::bad_alloc();
@@ -53,9 +56,7 @@ inline void* MapZeroed(size_t bytes) {
   return base + lead;
 }
 
-inline void UnmapZeroed(void* p, size_t bytes) {
-  munmap(p, (bytes + kHugePage - 1) & ~(kHugePage - 1));
-}
+inline void UnmapZeroed(void* p, size_t bytes) { munmap(p, HugePageRounded(bytes)); }
 
 // A std::allocator for vectors of such tables.
 template <class T>
