@@ -11,6 +11,7 @@ only a server that names its port can take it.
 
 from __future__ import annotations
 
+import errno
 import random
 import socket
 from pathlib import Path
@@ -37,7 +38,7 @@ def _free(port: int) -> bool:
                     s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
                 s.bind((addr, port))
         except OSError as e:
-            if family == socket.AF_INET6 and e.errno in (97, 99):  # EAFNOSUPPORT, EADDRNOTAVAIL: no IPv6 here
+            if family == socket.AF_INET6 and e.errno in (errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL):  # no IPv6 here
                 continue
             return False
     return True
