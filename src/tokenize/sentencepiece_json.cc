@@ -250,13 +250,7 @@ Status LoadPieces(Tokenizer* t, const tokjson::Document& doc, const std::string&
   Status st = t->bpe_.InitVocab(std::move(texts), doc.in_vocab, ignore_merges,
                                 /*byte_level=*/false);
   if (!st.ok()) return st.WithContext(name);
-  const BpeModel& bpe = t->bpe_;
-  EK_ASSIGN_OR_RETURN(auto pairs, tokjson::ReadMerges(
-                                      doc,
-                                      [&bpe](const std::string_view* keys, size_t n, int32_t* ids) {
-                                        bpe.FindMany(keys, n, ids);
-                                      },
-                                      /*byte_level=*/false));
+  EK_ASSIGN_OR_RETURN(auto pairs, tokjson::ReadMerges(doc, /*byte_level=*/false));
   st = t->bpe_.InitMerges(pairs);
   if (!st.ok()) return st.WithContext(name);
   EK_RETURN_IF_ERROR(loader.ModelOptions(&t->bpe_, ignore_merges));

@@ -123,13 +123,12 @@ class TokenizerLoader {
           t_->raw_token_text_[static_cast<int32_t>(i)] = std::string(doc.vocab_key[i]);
       }
     }
+    // The merges first: they are looked up by the keys as written, among the byte-level
+    // ones, which the model then takes.
+    EK_ASSIGN_OR_RETURN(auto pairs, tokjson::ReadMerges(doc));
     Status st = t_->bpe_.InitVocab(std::move(doc.vocab_bytes), std::move(doc.vocab_byte_level),
                                    ignore_merges);
     if (!st.ok()) return st.WithContext(name_);
-    const BpeModel& bpe = t_->bpe_;
-    EK_ASSIGN_OR_RETURN(
-        auto pairs, tokjson::ReadMerges(doc, [&bpe](const std::string_view* keys, size_t n,
-                                                    int32_t* ids) { bpe.FindMany(keys, n, ids); }));
     st = t_->bpe_.InitMerges(pairs);
     if (!st.ok()) return st.WithContext(name_);
     t_->vocab_size_ = doc.vocab_limit;

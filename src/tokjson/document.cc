@@ -111,7 +111,8 @@ Status Document::CheckPieceDecoder(element d, const std::string& where) const {
 
 namespace {
 
-// How many distinct keys `object` has (a JSON object may repeat one): an open-addressing
+// How many distinct keys `object` has (a JSON object may repeat one), where some id has
+// two keys (else the key index counts them, BuildKeyIndex): an open-addressing
 // set of 8-byte slots (a key's place in the object + 1, 0 for none, beside 32 bits of its
 // hash), a slot whose hash bits match compared by the key's bytes; no allocation per key.
 // (Slots of 32 bytes at twice the count made 16 MB of fresh memory for Qwen3's 151,643
@@ -173,8 +174,10 @@ Status Document::ReadVocab() {
   vocab_byte_level.assign(n, false);
   vocab_key.assign(n, std::string_view());
   has_id.assign(n, false);
+  bool id_repeated = false;  // two keys on one id: the later wins, the earlier still counts
   for (auto field : vocab) {
     const size_t i = static_cast<size_t>(field.value.get_int64().value_unsafe());
+    id_repeated |= has_id[i];
     has_id[i] = true;
     vocab_key[i] = field.key;
     if (ByteLevelToBytes(field.key, &vocab_bytes[i])) {
@@ -188,11 +191,110 @@ Status Document::ReadVocab() {
       vocab_bytes[i].clear();
     }
   }
-  vocab_len = static_cast<int64_t>(DistinctKeys(vocab, static_cast<size_t>(count)));
   in_vocab = has_id;
+  const size_t distinct_by_id = BuildKeyIndex();
+  // With one key per id, the distinct keys are the index's; else the object's own count.
+  vocab_len = static_cast<int64_t>(id_repeated ? DistinctKeys(vocab, static_cast<size_t>(count))
+                                               : distinct_by_id);
   vocab_limit = static_cast<int32_t>(n);
   id_limit = vocab_limit;
   return Status::Ok();
+}
+
+size_t Document::BuildKeyIndex() {
+  size_t count = 0;
+  for (bool h : in_vocab) count += h;
+  size_t cap = 16;
+  while (cap < count + count / 2 + 1) cap <<= 1;
+  key_slots_.assign(cap, 0);
+  key_mask_ = cap - 1;
+  size_t distinct = 0;
+  // In id order (a repeated key keeps its lowest id), a chunk's slots fetched ahead.
+  constexpr size_t kChunk = 32;
+  uint64_t hash[kChunk];
+  for (size_t base = 0; base < vocab_key.size(); base += kChunk) {
+    const size_t m = std::min(kChunk, vocab_key.size() - base);
+    for (size_t j = 0; j < m; ++j) {
+      const std::string_view k = vocab_key[base + j];
+      hash[j] = in_vocab[base + j] ? XXH3_64bits(k.data(), k.size()) : 0;
+      __builtin_prefetch(&key_slots_[hash[j] & key_mask_]);
+    }
+    for (size_t j = 0; j < m; ++j) {
+      const size_t i = base + j;
+      if (!in_vocab[i]) continue;
+      const auto tag = static_cast<uint32_t>(hash[j] >> 32);
+      size_t pos = hash[j] & key_mask_;
+      bool seen = false;
+      for (uint64_t s; (s = key_slots_[pos]) != 0; pos = (pos + 1) & key_mask_) {
+        if (static_cast<uint32_t>(s) == tag && vocab_key[(s >> 32) - 1] == vocab_key[i]) {
+          seen = true;
+          break;
+        }
+      }
+      if (!seen) {
+        key_slots_[pos] = (static_cast<uint64_t>(i + 1) << 32) | tag;
+        ++distinct;
+      }
+    }
+  }
+  return distinct;
+}
+
+int32_t Document::FindKey(std::string_view key, uint64_t hash) const {
+  const auto tag = static_cast<uint32_t>(hash >> 32);
+  for (size_t pos = hash & key_mask_;; pos = (pos + 1) & key_mask_) {
+    const uint64_t s = key_slots_[pos];
+    if (s == 0) return -1;
+    if (static_cast<uint32_t>(s) == tag && vocab_key[(s >> 32) - 1] == key) {
+      return static_cast<int32_t>((s >> 32) - 1);
+    }
+  }
+}
+
+void Document::FindKeys(const std::string_view* keys, size_t n, int32_t* ids) const {
+  if (key_slots_.empty()) {
+    std::fill(ids, ids + n, -1);
+    return;
+  }
+  // Stages over a chunk, each fetching what the next reads: the slots, then the
+  // candidate's key view, then its bytes, then the comparison.
+  constexpr size_t kChunk = 64;
+  uint64_t hash[kChunk];
+  int32_t cand[kChunk];
+  for (size_t base = 0; base < n; base += kChunk) {
+    const size_t m = std::min(kChunk, n - base);
+    const std::string_view* k = keys + base;
+    for (size_t i = 0; i < m; ++i) {
+      hash[i] = XXH3_64bits(k[i].data(), k[i].size());
+      __builtin_prefetch(&key_slots_[hash[i] & key_mask_]);
+    }
+    for (size_t i = 0; i < m; ++i) {  // the first slot on the chain with the key's tag
+      const auto tag = static_cast<uint32_t>(hash[i] >> 32);
+      int32_t c = -1;
+      for (size_t pos = hash[i] & key_mask_;; pos = (pos + 1) & key_mask_) {
+        const uint64_t s = key_slots_[pos];
+        if (s == 0) break;
+        if (static_cast<uint32_t>(s) == tag) {
+          c = static_cast<int32_t>((s >> 32) - 1);
+          break;
+        }
+      }
+      cand[i] = c;
+      if (c >= 0) __builtin_prefetch(&vocab_key[static_cast<size_t>(c)]);
+    }
+    for (size_t i = 0; i < m; ++i) {
+      if (cand[i] >= 0) __builtin_prefetch(vocab_key[static_cast<size_t>(cand[i])].data());
+    }
+    for (size_t i = 0; i < m; ++i) {
+      if (cand[i] < 0) {
+        ids[base + i] = -1;
+      } else if (vocab_key[static_cast<size_t>(cand[i])] == k[i]) {
+        ids[base + i] = cand[i];
+      } else {
+        ids[base + i] = FindKey(k[i], hash[i]);  // another key with the same tag
+      }
+    }
+  }
 }
 
 Status Document::ReadAddedTokens() {
@@ -299,9 +401,7 @@ Status Document::ReadAddedTokens() {
   return Status::Ok();
 }
 
-Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(const Document& doc,
-                                                            const FindManyFn& find_many,
-                                                            bool byte_level) {
+Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(const Document& doc, bool byte_level) {
   simdjson::dom::array merges;
   if (doc.model()["merges"].get(merges) != simdjson::SUCCESS) {
     return doc.Error("model.merges", "missing or not an array");
@@ -311,45 +411,27 @@ Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(const Document& doc,
   // Merges are parsed a chunk at a time and their tokens looked up together; the
   // errors are the same, in the same order, as one merge at a time.
   constexpr size_t kChunk = 64;
-  struct Pending {
-    std::string_view a, b;      // as written
-    bool ok[2] = {true, true};  // byte-level: the side is a byte-level string
-  };
-  std::vector<Pending> pending;
-  pending.reserve(kChunk);
-  std::string raw, side;     // byte-level: every side's raw bytes, back to back
-  std::vector<size_t> ends;  // byte-level: where each side ends in `raw`
-  std::vector<std::string_view> keys;
-  std::vector<int32_t> ids;
+  std::string_view sides[2 * kChunk];  // as written: a, b of each pending merge
+  int32_t ids[2 * kChunk];
+  size_t pending = 0;
   auto resolve = [&]() -> Status {
-    keys.clear();
-    for (size_t j = 0; j < pending.size(); ++j) {
-      if (byte_level) {
-        for (size_t k = 2 * j; k < 2 * j + 2; ++k) {
-          const size_t start = k == 0 ? 0 : ends[k - 1];
-          keys.push_back(std::string_view(raw).substr(start, ends[k] - start));
-        }
-      } else {
-        keys.push_back(pending[j].a);
-        keys.push_back(pending[j].b);
+    doc.FindKeys(sides, 2 * pending, ids);
+    for (size_t j = 0; j < pending; ++j) {
+      int32_t side_id[2];
+      for (size_t k = 0; k < 2; ++k) {
+        const int32_t id = ids[2 * j + k];
+        side_id[k] =
+            id >= 0 && byte_level && !doc.vocab_byte_level[static_cast<size_t>(id)] ? -1 : id;
       }
-    }
-    ids.resize(keys.size());
-    find_many(keys.data(), keys.size(), ids.data());
-    for (size_t j = 0; j < pending.size(); ++j) {
-      const int32_t ia = pending[j].ok[0] ? ids[2 * j] : -1;
-      const int32_t ib = pending[j].ok[1] ? ids[2 * j + 1] : -1;
-      if (ia < 0 || ib < 0) {
+      if (side_id[0] < 0 || side_id[1] < 0) {
         return doc.Error(fmt::format("model.merges[{}]", pairs.size()),
                          fmt::format("token '{}' is not {} in model.vocab",
-                                     ia < 0 ? std::string(pending[j].a) : std::string(pending[j].b),
+                                     side_id[0] < 0 ? sides[2 * j] : sides[2 * j + 1],
                                      byte_level ? "a byte-level token" : "a token"));
       }
-      pairs.emplace_back(ia, ib);
+      pairs.emplace_back(side_id[0], side_id[1]);
     }
-    pending.clear();
-    raw.clear();
-    ends.clear();
+    pending = 0;
     return Status::Ok();
   };
   size_t idx = 0;
@@ -383,17 +465,10 @@ Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(const Document& doc,
       EK_RETURN_IF_ERROR(resolve());  // an earlier merge's unknown token comes first
       return bad;
     }
-    Pending p{a, b};
-    if (byte_level) {
-      for (int k = 0; k < 2; ++k) {
-        p.ok[k] = ByteLevelToBytes(k == 0 ? a : b, &side);
-        if (p.ok[k]) raw += side;
-        ends.push_back(raw.size());
-      }
-    }
-    pending.push_back(p);
+    sides[2 * pending] = a;
+    sides[2 * pending + 1] = b;
     ++idx;
-    if (pending.size() == kChunk) EK_RETURN_IF_ERROR(resolve());
+    if (++pending == kChunk) EK_RETURN_IF_ERROR(resolve());
   }
   EK_RETURN_IF_ERROR(resolve());
   return pairs;

@@ -19,7 +19,6 @@
 #include <simdjson.h>
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -72,6 +71,12 @@ class Document {
   // distinct key. Added tokens outside the vocabulary are numbered from it.
   int64_t vocab_len = 0;
 
+  // For each of keys[0, n), a key as written in model.vocab (raw, not decoded), the
+  // lowest id whose vocab_key it is, or -1, into ids. The lookups of a batch overlap
+  // their cache misses. Valid while vocab_key and in_vocab are (a loader moves
+  // neither away).
+  void FindKeys(const std::string_view* keys, size_t n, int32_t* ids) const;
+
   // added_tokens in file order, with the ids Hugging Face assigns when it
   // loads them (AddedVocabulary::add_tokens): content listed twice is one
   // token at the first one's place and id with the later flags; content that
@@ -95,6 +100,9 @@ class Document {
   Status CheckPieceDecoder(simdjson::dom::element d, const std::string& where) const;
   Status ReadVocab();
   Status ReadAddedTokens();
+  // Fills key_slots_ from vocab_key, in id order; returns how many distinct keys.
+  size_t BuildKeyIndex();
+  int32_t FindKey(std::string_view key, uint64_t hash) const;
 
   std::string name_;
   // The DOM the elements point into; on the heap, so a moved Document's
@@ -102,6 +110,13 @@ class Document {
   std::unique_ptr<simdjson::dom::parser> parser_;
   simdjson::dom::element root_;
   simdjson::dom::element model_;
+  // model.vocab's keys as written, by their XXH3: open addressing, 8-byte slots (the
+  // id + 1 above 32 bits of the hash; 0 is empty), at most 2/3 full. ReadMerges looks
+  // each merge's two sides up here as they are written: a byte-level side is not
+  // decoded first (the alphabet is one character per byte, so two keys are equal as
+  // written exactly when their bytes are), nor compared with a token's bytes.
+  std::vector<uint64_t> key_slots_;
+  uint64_t key_mask_ = 0;
 };
 
 // An error naming the file and the field: "FILE: WHERE: WHAT" (kInvalidArgument;
@@ -113,14 +128,12 @@ Status UnsupportedField(std::string_view file, std::string_view where, std::stri
 std::string TypeOf(simdjson::dom::element e);
 
 // model.merges ("a b" strings or ["a", "b"] pairs, in rank order) as pairs of
-// ids: the tokens looked up a batch at a time through `find_many(keys, n, ids)`,
-// which sets ids[i] for keys[i] (-1: not in the vocabulary; a loader's lookups
-// overlap their cache misses: tokenize::BytesToId::FindMany), by their byte-level
-// raw bytes when `byte_level`, else by their text as written (the
-// SentencePiece-style vocabularies). Errors name model.merges[i].
-using FindManyFn = std::function<void(const std::string_view* keys, size_t n, int32_t* ids)>;
+// ids: each side is the vocabulary's lowest id with that key as written
+// (Document::FindKeys, a batch of merges at a time). When `byte_level`, a side must
+// be a byte-level key (vocab_byte_level: the id a lookup of its decoded bytes among
+// the byte-level entries gives); else any key (the SentencePiece-style
+// vocabularies' texts). Errors name model.merges[i].
 Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(const Document& doc,
-                                                            const FindManyFn& find_many,
                                                             bool byte_level = true);
 
 }  // namespace ek::tokjson

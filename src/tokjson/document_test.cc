@@ -13,14 +13,6 @@
 namespace ek::tokjson {
 namespace {
 
-// A lookup of one key at a time as ReadMerges' batch lookup.
-template <class Find>
-FindManyFn OneAtATime(Find find) {
-  return [find](const std::string_view* keys, size_t n, int32_t* ids) {
-    for (size_t i = 0; i < n; ++i) ids[i] = find(keys[i]);
-  };
-}
-
 // A byte-level vocabulary written out by hand: printable ASCII bytes are
 // themselves in GPT-2's table, "Ġ" (U+0120) is the space.
 std::string Json(std::string_view vocab, std::string_view added = "[]",
@@ -192,25 +184,18 @@ TEST(TokenizerJson, EncodingPartsAreLeftToTheirReader) {
   simdjson::dom::element merges_json;
   ASSERT_EQ(moved.model()["merges"].get(merges_json), simdjson::SUCCESS);
   EXPECT_EQ(TypeOf(merges_json), "");  // not an object
-  auto find = [](std::string_view) { return 0; };
-  auto merges = ReadMerges(moved, OneAtATime(find));
+  auto merges = ReadMerges(moved);
   ASSERT_FALSE(merges.ok());
   EXPECT_EQ(merges.status().message(), "t.json: model.merges[0]: no space in merge");
 }
 
-TEST(TokenizerJson, MergesAreIdPairsThroughTheCallersVocabulary) {
-  // The caller's lookup is over raw bytes: "Ġa" reaches it as " a".
-  auto find = [](std::string_view bytes) -> int32_t {
-    if (bytes == "a") return 0;
-    if (bytes == " a") return 2;
-    if (bytes == "b") return 1;
-    return -1;
-  };
-  auto merges_of = [&](std::string_view merges) {
+TEST(TokenizerJson, MergesAreIdPairsOfTheVocabularysKeysAsWritten) {
+  // Byte-level: a side is a byte-level key ("Ġa" is " a"), not "☃", though it is a key.
+  auto merges_of = [&](std::string_view merges, bool byte_level = true) {
     auto doc = Document::Parse(
-        Json(R"({"a":0,"b":1,"Ġa":2})", "[]", R"({"type":"ByteLevel"})", merges), "t.json");
+        Json(R"({"a":0,"b":1,"Ġa":2,"☃":3})", "[]", R"({"type":"ByteLevel"})", merges), "t.json");
     EXPECT_TRUE(doc.ok()) << doc.status().message();
-    return ReadMerges(*doc, OneAtATime(find));
+    return ReadMerges(*doc, byte_level);
   };
   auto ok = merges_of(R"(["a b",["Ġa","a"]])");
   ASSERT_TRUE(ok.ok()) << ok.status().message();
@@ -227,25 +212,50 @@ TEST(TokenizerJson, MergesAreIdPairsThroughTheCallersVocabulary) {
             "t.json: model.merges[0]: token 'c' is not a byte-level token in model.vocab");
   EXPECT_EQ(merges_of(R"(["☃ a"])").status().message(),
             "t.json: model.merges[0]: token '☃' is not a byte-level token in model.vocab");
+  // " a" decodes "Ġa", but a side is looked up as written.
+  EXPECT_EQ(merges_of(R"([[" a","a"]])").status().message(),
+            "t.json: model.merges[0]: token ' a' is not a byte-level token in model.vocab");
+  // Texts (SentencePiece-style): any key.
+  auto texts = merges_of(R"(["☃ a"])", false);
+  ASSERT_TRUE(texts.ok()) << texts.status().message();
+  EXPECT_EQ(*texts, (std::vector<std::pair<int32_t, int32_t>>{{3, 0}}));
+  EXPECT_EQ(merges_of(R"(["a c"])", false).status().message(),
+            "t.json: model.merges[0]: token 'c' is not a token in model.vocab");
   auto none = Document::Parse(R"({"model":{"vocab":{"a":0}}})", "t.json");
   ASSERT_TRUE(none.ok());
-  EXPECT_EQ(ReadMerges(*none, OneAtATime(find)).status().message(),
-            "t.json: model.merges: missing or not an array");
+  EXPECT_EQ(ReadMerges(*none).status().message(), "t.json: model.merges: missing or not an array");
+}
+
+TEST(TokenizerJson, FindKeysGivesTheLowestIdOfEachKeyAsWritten) {
+  // A key repeated on two ids is the lower one's; with two keys on one id the later is
+  // its key (the earlier is no key); over enough keys that the index probes past
+  // collisions and its batches break.
+  std::string vocab = "{";
+  for (int i = 0; i < 3000; ++i) vocab += fmt::format("{}\"k{}\":{}", i ? "," : "", i, i);
+  vocab += R"(,"k7":3001,"dup":3003,"dup":3002,"early":3004,"late":3004})";
+  auto doc = Document::Parse(Json(vocab), "t.json");
+  ASSERT_TRUE(doc.ok()) << doc.status().message();
+  std::vector<std::string> asked = {"k7", "dup", "early", "late", "k2999", "k3000", "", "k"};
+  for (int i = 0; i < 3000; i += 7) asked.push_back(fmt::format("k{}", i));
+  std::vector<std::string_view> keys(asked.begin(), asked.end());
+  std::vector<int32_t> ids(keys.size(), -7);
+  doc->FindKeys(keys.data(), keys.size(), ids.data());
+  EXPECT_EQ(ids[0], 7);
+  EXPECT_EQ(ids[1], 3002);
+  EXPECT_EQ(ids[2], -1);
+  EXPECT_EQ(ids[3], 3004);
+  EXPECT_EQ(ids[4], 2999);
+  EXPECT_EQ(ids[5], -1);
+  EXPECT_EQ(ids[6], -1);
+  EXPECT_EQ(ids[7], -1);
+  for (size_t j = 8; j < keys.size(); ++j) EXPECT_EQ(ids[j], static_cast<int32_t>(7 * (j - 8)));
+  // Distinct keys: 3,000 + "dup" + "early" + "late" (k7 and dup repeat).
+  EXPECT_EQ(doc->vocab_len, 3003);
 }
 
 TEST(TokenizerJson, MergesLookedUpInBatchesReportTheFirstBadMergeInOrder) {
   // ReadMerges looks tokens up 64 merges at a time; which error comes first must not
   // depend on where the batches break.
-  auto find = [](std::string_view bytes) -> int32_t {
-    if (bytes == "a") return 0;
-    if (bytes == "b") return 1;
-    return -1;
-  };
-  int calls = 0;
-  auto find_many = [&](const std::string_view* keys, size_t n, int32_t* ids) {
-    ++calls;
-    for (size_t i = 0; i < n; ++i) ids[i] = find(keys[i]);
-  };
   auto merges_of = [&](const std::vector<std::string>& items) {
     std::string list = "[";
     for (size_t i = 0; i < items.size(); ++i) list += (i ? "," : "") + items[i];
@@ -253,14 +263,12 @@ TEST(TokenizerJson, MergesLookedUpInBatchesReportTheFirstBadMergeInOrder) {
     auto doc = Document::Parse(
         Json(R"({"a":0,"b":1,"Ġa":2})", "[]", R"({"type":"ByteLevel"})", list), "t.json");
     EXPECT_TRUE(doc.ok()) << doc.status().message();
-    return ReadMerges(*doc, find_many);
+    return ReadMerges(*doc);
   };
   std::vector<std::string> good(150, "\"a b\"");
-  calls = 0;
   auto all = merges_of(good);
   ASSERT_TRUE(all.ok()) << all.status().message();
   EXPECT_EQ(all->size(), 150u);
-  EXPECT_EQ(calls, 3);  // 64 + 64 + 22
   // An unknown token before a malformed merge in a later position of the same batch,
   // and in an earlier batch: the unknown token is named.
   for (size_t bad_at : {3u, 63u, 64u, 100u}) {
