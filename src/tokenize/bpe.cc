@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/prefetch.h"
 #include "core/utf8.h"
 
 namespace ek::tokenize {
@@ -173,14 +174,19 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
            t.compare(a.size(), b.size(), b) == 0;
   };
   const bool guess = vocab_.keys_unique();
+  // The tokens of a chunk's merges are fetched while the chunk before is read.
+  auto prefetch_chunk = [&](size_t base) {
+    for (size_t i = base; i < std::min(base + kChunk, merges.size()); ++i) {
+      Prefetch(&tokens_[static_cast<size_t>(merges[i].first)]);
+      Prefetch(&tokens_[static_cast<size_t>(merges[i].second)]);
+    }
+  };
+  prefetch_chunk(0);
   for (size_t base = 0; base < merges.size(); base += kChunk) {
     const size_t n = std::min(kChunk, merges.size() - base);
     const std::pair<int32_t, int32_t>* chunk = merges.data() + base;
     int32_t* found = merged_by_rank.data() + base;
-    for (size_t i = 0; i < n; ++i) {
-      __builtin_prefetch(&tokens_[static_cast<size_t>(chunk[i].first)]);
-      __builtin_prefetch(&tokens_[static_cast<size_t>(chunk[i].second)]);
-    }
+    prefetch_chunk(base + kChunk);
     joined.clear();
     size_t m = 0;  // merges of the chunk looked up together (no guessing)
     for (size_t i = 0; i < n; ++i) {
@@ -256,14 +262,12 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     merge_slots_.assign(cap, MergeSlot{});
   }
   bloom_.Reset();
-  // Then the slots, a chunk's fetched ahead. A repeated pair keeps the later
-  // rank, as HF's HashMap collect does.
-  for (size_t base = 0; base < merges.size(); base += kChunk) {
-    const size_t n = std::min(kChunk, merges.size() - base);
-    const std::pair<int32_t, int32_t>* chunk = merges.data() + base;
-    uint64_t key[kChunk], mixed[kChunk];
-    for (size_t i = 0; i < n; ++i) {
-      key[i] = PairKey(chunk[i].first, chunk[i].second);
+  // Then the slots, the next chunk's fetched while a chunk is filled in. A repeated
+  // pair keeps the later rank, as HF's HashMap collect does.
+  uint64_t pair_keys[2][kChunk], mixes[2][kChunk];
+  auto fetch_chunk = [&](size_t base, uint64_t* key, uint64_t* mixed) {
+    for (size_t i = 0; i < std::min(kChunk, merges.size() - std::min(base, merges.size())); ++i) {
+      key[i] = PairKey(merges[base + i].first, merges[base + i].second);
       mixed[i] = key[i] * 0x9E3779B97F4A7C15ull;
       if (code_shift_ >= 0) {
         __builtin_prefetch(&pair_codes_[mixed[i] >> shift_]);
@@ -271,6 +275,13 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
         __builtin_prefetch(&merge_slots_[mixed[i] >> shift_]);
       }
     }
+  };
+  fetch_chunk(0, pair_keys[0], mixes[0]);
+  for (size_t base = 0, c = 0; base < merges.size(); base += kChunk, c ^= 1) {
+    const size_t n = std::min(kChunk, merges.size() - base);
+    const uint64_t* key = pair_keys[c];
+    const uint64_t* mixed = mixes[c];
+    fetch_chunk(base + kChunk, pair_keys[c ^ 1], mixes[c ^ 1]);
     for (size_t i = 0; i < n; ++i) {
       const size_t rank = base + i;
       bloom_.Add(mixed[i]);
@@ -341,22 +352,27 @@ void BpeModel::BuildAtoms(const std::vector<std::pair<int32_t, int32_t>>& merges
   for (int b = 0; b < 256; ++b) {
     if (byte_id_[b] < 0) return;  // not a byte-level vocabulary
   }
-  auto first_byte = [&](int32_t id) {
-    return static_cast<unsigned char>(tokens_[static_cast<size_t>(id)].front());
-  };
-  auto last_byte = [&](int32_t id) {
-    return static_cast<unsigned char>(tokens_[static_cast<size_t>(id)].back());
-  };
+  // Each token's edges, in one pass over the tokens: the merges below ask for the
+  // tokens at random, and the 32-byte strings of 128,000 tokens are 4 MB, where these
+  // two bits a token are 128 KB.
+  // edges[id]: 1 when the token ends in a continuation byte, 2 when it starts with a lead byte.
+  std::vector<uint8_t> edges(tokens_.size(), 0);
+  for (size_t id = 0; id < tokens_.size(); ++id) {
+    const std::string& t = tokens_[id];
+    if (t.empty()) continue;
+    edges[id] = static_cast<uint8_t>(((static_cast<unsigned char>(t.back()) & 0xC0) == 0x80) |
+                                     (static_cast<unsigned char>(t.front()) >= 0xC0 ? 2 : 0));
+  }
   // min_left[t]: the lowest merge (x, t) with x ending in a continuation byte;
   // min_right[t]: the lowest (t, y) with y starting with a lead byte.
   std::vector<uint32_t> min_left(tokens_.size(), kNoMerge), min_right(tokens_.size(), kNoMerge);
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     auto [a, b] = merges[rank];
     const uint32_t r = order_by_rank[rank];
-    if ((last_byte(a) & 0xC0) == 0x80) {
+    if (edges[static_cast<size_t>(a)] & 1) {
       min_left[static_cast<size_t>(b)] = std::min(min_left[static_cast<size_t>(b)], r);
     }
-    if (first_byte(b) >= 0xC0) {
+    if (edges[static_cast<size_t>(b)] & 2) {
       min_right[static_cast<size_t>(a)] = std::min(min_right[static_cast<size_t>(a)], r);
     }
   }
