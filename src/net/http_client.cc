@@ -1,16 +1,16 @@
-// The only file that includes cpp-httplib's client (a large header).
+// What the client needs besides cpp-httplib: the URL's parts, the reason phrases, why a
+// connection fails, GET over Send. Built into ek_net and into the module
+// (http_module.h), whose Send explains httplib's errors with DescribeConnectFailure.
 #include "net/http_client.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <httplib.h>
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cmath>
 #include <cstring>
 
 namespace ek::net {
@@ -40,68 +40,6 @@ int TryConnect(const addrinfo* ai, double timeout_s) {
   return err;
 }
 
-// httplib's one-word error, in a person's words.
-std::string Explain(httplib::Error error, const std::string& url, double timeout_s) {
-  std::string where = AuthorityOf(url).authority;
-  switch (error) {
-    case httplib::Error::Connection:
-    case httplib::Error::ConnectionTimeout: {
-      std::string why = DescribeConnectFailure(url, timeout_s);
-      return why.empty() ? fmt::format("cannot connect to {} (a second attempt connected)", where)
-                         : why;
-    }
-    case httplib::Error::Read:
-      return fmt::format(
-          "{} accepted the connection but sent no complete response within {:.1f} s (read timed "
-          "out or "
-          "the connection was closed)",
-          where, timeout_s);
-    case httplib::Error::Write:
-      return fmt::format(
-          "{} accepted the connection but the request could not be sent within {:.1f} s (write "
-          "failed)",
-          where, timeout_s);
-    case httplib::Error::BindIPAddress:
-      return fmt::format("cannot bind a local address to reach {}", where);
-    case httplib::Error::SSLConnection:
-    case httplib::Error::SSLLoadingCerts:
-    case httplib::Error::SSLServerVerification:
-      return fmt::format("TLS with {} failed ({})", where, httplib::to_string(error));
-    default:
-      return fmt::format("request to {} failed ({})", where, httplib::to_string(error));
-  }
-}
-
-class HttplibClient : public HttpClient {
- public:
-  Result<HttpResponse> Send(const std::string& method, const std::string& url,
-                            const std::string& body, const HttpHeaders& headers,
-                            double timeout_s) override {
-    size_t a = url.find("://");
-    if (a == std::string::npos)
-      return InvalidArgumentError(fmt::format("{} {}: not a URL (no scheme)", method, url));
-    size_t slash = url.find('/', a + 3);
-    std::string base = url.substr(0, slash);
-    std::string path = slash == std::string::npos ? "/" : url.substr(slash);
-    httplib::Client client(base);
-    if (!client.is_valid())
-      return InvalidArgumentError(fmt::format("{} {}: unsupported URL", method, url));
-    auto sec = static_cast<time_t>(timeout_s);
-    auto usec = static_cast<time_t>((timeout_s - std::floor(timeout_s)) * 1e6);
-    client.set_connection_timeout(sec, usec);
-    client.set_read_timeout(sec, usec);
-    client.set_write_timeout(sec, usec);
-    httplib::Headers h;
-    for (const auto& [k, v] : headers) h.emplace(k, v);
-    httplib::Result res =
-        method == "POST" ? client.Post(path, h, body, "application/json") : client.Get(path, h);
-    if (!res)
-      return UnavailableError(
-          fmt::format("{} {}: {}", method, url, Explain(res.error(), url, timeout_s)));
-    return HttpResponse{res->status, std::move(res->body)};
-  }
-};
-
 }  // namespace
 
 Result<std::string> HttpClient::Get(const std::string& url, double timeout_s) {
@@ -114,8 +52,6 @@ Result<std::string> HttpClient::Get(const std::string& url, double timeout_s) {
   }
   return std::move(r.body);
 }
-
-std::unique_ptr<HttpClient> MakeHttpClient() { return std::make_unique<HttplibClient>(); }
 
 UrlAuthority AuthorityOf(std::string_view url) {
   size_t a = url.find("://");

@@ -4,6 +4,7 @@ mistyped flag, and the agent's HTTP server under idle and junk clients."""
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import time
@@ -129,6 +130,43 @@ def test_version():
     assert r.returncode == USAGE and one_error(r) == "evenkeel: error: unknown flag --foo"
     s = ek("version", "extra")
     assert s.returncode == USAGE and "unexpected argument 'extra'" in one_error(s)
+
+
+def test_the_http_client_is_a_module_opened_only_to_send_and_found_beside_the_binary(tmp_path):
+    """cpp-httplib, with the OpenSSL and brotli it brings, is in libevenkeel_http.so, opened the
+    first time a request is sent: beside the executable first (a binary copied or installed with
+    its module), else where the build made it. No other command loads it; a module that does
+    not load is an error naming it, never a fall-back to another copy."""
+    module = os.path.join(os.path.dirname(os.path.dirname(EVENKEEL)), "net", "libevenkeel_http.so")
+    assert os.path.exists(module), f"missing {module}: build first"
+    needed = subprocess.run(["readelf", "-d", EVENKEEL], capture_output=True, text=True, check=True).stdout
+    assert "NEEDED" in needed, needed
+    for lib in ("libcpp-httplib", "libssl", "libcrypto", "libbrotli"):
+        assert lib not in needed, needed
+    port = free_port()  # nothing listens there
+    url = f"http://127.0.0.1:{port}/metrics"
+    scrape = ["triage", "--source", "prometheus", url, "--windows", "1", "--interval", "0.2"]
+    refused = f"GET {url}: cannot connect to 127.0.0.1:{port}: Connection refused"
+
+    installed = tmp_path / "installed"
+    installed.mkdir()
+    shutil.copy2(EVENKEEL, installed / "evenkeel")
+    shutil.copy2(module, installed / "libevenkeel_http.so")
+    for binary in (EVENKEEL, installed / "evenkeel"):
+        p = subprocess.run([str(binary), *scrape], capture_output=True, text=True, timeout=60)
+        assert refused in p.stderr, p.stderr
+        assert p.returncode == 16, p.stderr  # UNKNOWN: no sample came
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    shutil.copy2(EVENKEEL, broken / "evenkeel")
+    (broken / "libevenkeel_http.so").write_bytes(b"not an ELF file\n" * 64)
+    p = subprocess.run([str(broken / "evenkeel"), "version"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == OK, p.stderr  # no request: the module is never opened
+    p = subprocess.run([str(broken / "evenkeel"), *scrape], capture_output=True, text=True, timeout=60)
+    assert f"GET {url}: evenkeel sends HTTP through its module: cannot load {broken / 'libevenkeel_http.so'}" \
+        in p.stderr, p.stderr
+    assert "Connection refused" not in p.stderr, p.stderr
 
 
 # ---- bad input 65, I/O 74, a verdict that says no 1 ----
