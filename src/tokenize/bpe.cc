@@ -74,48 +74,6 @@ int32_t BytesToId::Find(std::string_view key) const {
   }
 }
 
-void BytesToId::FindMany(const std::string_view* keys, size_t n, int32_t* ids) const {
-  if (slots_.empty()) {
-    std::fill(ids, ids + n, -1);
-    return;
-  }
-  constexpr size_t kChunk = 32;
-  uint64_t hash[kChunk];
-  int32_t cand[kChunk];
-  for (size_t base = 0; base < n; base += kChunk) {
-    const size_t m = std::min(kChunk, n - base);
-    const std::string_view* k = keys + base;
-    for (size_t i = 0; i < m; ++i) {
-      hash[i] = HashBytes(k[i]);
-      __builtin_prefetch(&slots_[hash[i] & mask_]);
-    }
-    // The first slot on the key's probe chain with its hash (the bloom filter is skipped:
-    // these keys are mostly present); its entry is compared in the next stage.
-    for (size_t i = 0; i < m; ++i) {
-      size_t pos = hash[i] & mask_;
-      int32_t c = -1;
-      while (slots_[pos].id >= 0) {
-        if (slots_[pos].hash == hash[i]) {
-          c = slots_[pos].id;
-          break;
-        }
-        pos = (pos + 1) & mask_;
-      }
-      cand[i] = c;
-      if (c >= 0) __builtin_prefetch(&(*keys_)[static_cast<size_t>(c)]);
-    }
-    for (size_t i = 0; i < m; ++i) {
-      if (cand[i] < 0) {
-        ids[base + i] = -1;
-      } else if ((*keys_)[static_cast<size_t>(cand[i])] == k[i]) {
-        ids[base + i] = cand[i];
-      } else {
-        ids[base + i] = Find(k[i]);  // another key with the same hash: the whole chain
-      }
-    }
-  }
-}
-
 Status BpeModel::Init(std::vector<std::string> tokens, std::vector<bool> present,
                       const std::vector<std::pair<int32_t, int32_t>>& merges, bool ignore_merges) {
   EK_RETURN_IF_ERROR(InitVocab(std::move(tokens), std::move(present), ignore_merges));
@@ -152,19 +110,15 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   if (merges.size() >= (1u << 24) - 1) {
     return UnsupportedError(fmt::format("model.merges: {} merges (at most 16M)", merges.size()));
   }
-  // First each merge's token, in chunks of merges, each stage's memory fetched
-  // ahead of the stage that reads it: the two tokens, then the merged token's
-  // vocabulary entry (FindMany). Merged tokens come in id order: a merge makes the
-  // token the merge before it made (another way to the same token) or the id after
-  // that one (every merge of Qwen2/3 and Llama 3, all but 0.3% of Gemma 3's). With
-  // no key repeated in the vocabulary, a guess whose bytes are the pair's is the id
-  // a lookup would give, so only a merge that is neither is looked up.
+  // First each merge's token, in chunks of merges, the tokens of a chunk fetched ahead.
+  // Merged tokens come in id order: a merge makes the token the merge before it made
+  // (another way to the same token) or the id after that one (every merge of Qwen2/3
+  // and Llama 3, all but 0.3% of Gemma 3's). With no key repeated in the vocabulary (no
+  // real file repeats one), a guess whose bytes are the pair's is the id a lookup would
+  // give, so only a merge that is neither is looked up.
   std::vector<int32_t> merged_by_rank(merges.size(), -1);
   constexpr size_t kChunk = 64;
   std::string joined;
-  size_t ends[kChunk];
-  std::string_view keys[kChunk];
-  size_t asked[kChunk];
   int32_t last = -1;  // the merged token of the merge before
   auto is_pair = [this](int32_t id, std::string_view a, std::string_view b) {
     if (id < 0 || static_cast<size_t>(id) >= tokens_.size() || !present_[static_cast<size_t>(id)])
@@ -187,35 +141,19 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
     const std::pair<int32_t, int32_t>* chunk = merges.data() + base;
     int32_t* found = merged_by_rank.data() + base;
     prefetch_chunk(base + kChunk);
-    joined.clear();
-    size_t m = 0;  // merges of the chunk looked up together (no guessing)
     for (size_t i = 0; i < n; ++i) {
       const std::string& a = tokens_[static_cast<size_t>(chunk[i].first)];
       const std::string& b = tokens_[static_cast<size_t>(chunk[i].second)];
-      if (!guess) {
-        joined += a;
-        joined += b;
-        ends[m] = joined.size();
-        asked[m++] = i;
-        continue;
-      }
-      if (last >= 0 && is_pair(last, a, b)) {
+      if (guess && last >= 0 && is_pair(last, a, b)) {
         found[i] = last;
-      } else if (last >= 0 && is_pair(last + 1, a, b)) {
+      } else if (guess && last >= 0 && is_pair(last + 1, a, b)) {
         found[i] = last + 1;
-      } else {  // looked up at once: the next merge's guess starts from it
+      } else {  // looked up: the next merge's guess starts from it
         joined.assign(a).append(b);
         found[i] = vocab_.Find(joined);
       }
       last = found[i];
     }
-    for (size_t j = 0; j < m; ++j) {
-      const size_t start = j == 0 ? 0 : ends[j - 1];
-      keys[j] = std::string_view(joined).substr(start, ends[j] - start);
-    }
-    int32_t looked[kChunk];
-    vocab_.FindMany(keys, m, looked);
-    for (size_t j = 0; j < m; ++j) found[asked[j]] = looked[j];
     for (size_t i = 0; i < n; ++i) {
       if (found[i] < 0) {
         return InvalidArgumentError(

@@ -44,10 +44,6 @@ class BytesToId {
   void Build(const std::vector<std::string>& keys_by_id, const std::vector<bool>& present);
   // Returns the id, or -1.
   int32_t Find(std::string_view key) const;
-  // Find for each of keys[0, n) into ids: the lookups of a batch are overlapped (each
-  // key's slot and then its entry prefetched before the next stage reads it), for the
-  // loaders' hundreds of thousands of lookups of keys that are mostly present.
-  void FindMany(const std::string_view* keys, size_t n, int32_t* ids) const;
   // No two present keys are equal (Build saw none repeated): an id whose key
   // equals `key` is then Find(key), with no lookup.
   bool keys_unique() const { return keys_unique_; }
@@ -104,9 +100,6 @@ class BpeModel {
   void UsePlainPath() { plain_ = true; }
 
   int32_t Find(std::string_view bytes) const { return vocab_.Find(bytes); }
-  void FindMany(const std::string_view* keys, size_t n, int32_t* ids) const {
-    vocab_.FindMany(keys, n, ids);
-  }
   // The token of one byte (a byte-level vocabulary's: InitVocab checked each).
   int32_t ByteId(unsigned char b) const { return byte_id_[b]; }
   const std::string& TokenBytes(int32_t id) const { return tokens_[static_cast<size_t>(id)]; }

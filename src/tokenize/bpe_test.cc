@@ -172,36 +172,5 @@ TEST(BpeInitTest, MissingByteIsUnsupported) {
   EXPECT_EQ(m.Init(tokens, {true}, {}, false).code(), StatusCode::kUnsupported);
 }
 
-TEST(BytesToIdTest, FindManyAgreesWithFind) {
-  // Present and absent keys, long ones (outside std::string's inline buffer), the empty
-  // key, holes in the ids, and batches longer than one chunk of the pipeline.
-  std::vector<std::string> keys;
-  std::vector<bool> present;
-  for (int i = 0; i < 3000; ++i) {
-    keys.push_back(i % 7 == 0 ? "a rather long key past the inline buffer " + std::to_string(i)
-                              : "k" + std::to_string(i));
-    present.push_back(i % 11 != 5);
-  }
-  BytesToId index;
-  index.Build(keys, present);
-  std::vector<std::string> asked;
-  for (int i = 0; i < 3000; i += 3) asked.push_back(keys[static_cast<size_t>(i)]);
-  for (int i = 0; i < 500; ++i) asked.push_back("absent" + std::to_string(i));
-  asked.emplace_back();
-  std::vector<std::string_view> views(asked.begin(), asked.end());
-  std::vector<int32_t> ids(views.size(), -2);
-  index.FindMany(views.data(), views.size(), ids.data());
-  size_t found = 0;
-  for (size_t i = 0; i < views.size(); ++i) {
-    EXPECT_EQ(ids[i], index.Find(views[i])) << views[i];
-    found += ids[i] >= 0;
-  }
-  EXPECT_GT(found, 800u);  // most of the vocabulary keys asked for are present
-  BytesToId empty;
-  int32_t none = -2;
-  empty.FindMany(views.data(), 1, &none);
-  EXPECT_EQ(none, -1);
-}
-
 }  // namespace
 }  // namespace ek::tokenize
