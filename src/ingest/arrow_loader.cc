@@ -2,14 +2,11 @@
 // libevenkeel_arrow.so (arrow_module.h says why it is one) and every call goes through the
 // functions it hands back. Looked for beside the running executable first (a binary
 // copied or installed together with its module), then where this build tree made it.
-#include <dlfcn.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <filesystem>
-#include <mutex>
 #include <string>
 
+#include "core/module.h"
 #include "ingest/arrow_module.h"
 #include "ingest/arrow_source.h"
 
@@ -23,60 +20,18 @@ namespace {
 
 constexpr const char* kModuleName = "libevenkeel_arrow.so";
 
-struct Loaded {
-  const ArrowModuleApi* api = nullptr;
-  Status status;
-};
-
-std::string BesideExecutable() {
-  std::error_code ec;
-  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return {};
-  return (exe.parent_path() / kModuleName).string();
-}
-
-Loaded Load() {
-  Loaded out;
-  std::string tried;
-  for (const std::string& path : {BesideExecutable(), std::string(EK_ARROW_MODULE_PATH)}) {
-    if (path.empty() || ::access(path.c_str(), F_OK) != 0) {
-      if (!path.empty()) tried += fmt::format("{}{} (absent)", tried.empty() ? "" : ", ", path);
-      continue;
-    }
-    // RTLD_LOCAL: libarrow's and libparquet's symbols (libparquet's vendored simdjson among
-    // them) stay out of the global scope the rest of the process binds against.
-    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      const char* why = ::dlerror();
-      out.status = UnavailableError(fmt::format("cannot load {}: {}", path, why ? why : "?"));
-      return out;
-    }
-    auto entry =
-        reinterpret_cast<const ArrowModuleApi* (*)()>(::dlsym(handle, "ek_arrow_module_api"));
-    const ArrowModuleApi* api = entry ? entry() : nullptr;
-    if (!api || api->abi != kArrowModuleAbi || api->sizes != ArrowModuleSizes()) {
-      out.status = UnavailableError(fmt::format(
-          "{} is not this evenkeel's table reader (another build's module): rebuild, or "
-          "put this build's {} beside the executable",
-          path, kModuleName));
-      return out;
-    }
-    out.api = api;  // never closed: its sources may outlive any caller's scope
-    return out;
-  }
-  out.status = UnavailableError(fmt::format("{} not found (looked for {})", kModuleName, tried));
-  return out;
-}
-
 Result<const ArrowModuleApi*> Api(const std::string& path, FileKind kind) {
-  static std::once_flag once;
-  static Loaded loaded;
-  std::call_once(once, [] { loaded = Load(); });
-  if (loaded.api) return loaded.api;
-  return Status(loaded.status.code(),
+  // RTLD_LOCAL (OpenModule) keeps libarrow's and libparquet's symbols (libparquet's vendored
+  // simdjson among them) out of the global scope the rest of the process binds against.
+  // Never closed: its sources may outlive any caller's scope.
+  auto api =
+      OpenModuleOnce<ArrowModuleApi>(kModuleName, EK_ARROW_MODULE_PATH, "ek_arrow_module_api",
+                                     kArrowModuleAbi, ArrowModuleSizes(), "table reader");
+  if (api.ok()) return api;
+  return Status(api.status().code(),
                 fmt::format("{}: a {} input, which evenkeel reads with Apache Arrow through its "
                             "module: {}",
-                            path, FileKindName(kind), loaded.status.message()));
+                            path, FileKindName(kind), api.status().message()));
 }
 
 }  // namespace
