@@ -1,7 +1,7 @@
 // The HTTP client's transport (cpp-httplib) is a module of its own, libevenkeel_http.so,
 // that http_loader.cc opens the first time a request is sent. Debian's libcpp-httplib
 // brings libssl, libcrypto and brotli with it, and loading them cost every evenkeel
-// process about 4 ms of start-up (their relocations and OpenSSL's initialisation),
+// process about 5 ms of start-up (their relocations and OpenSSL's initialisation),
 // though only the watcher and triage's Prometheus source ever send a request. Internal
 // to net.
 #pragma once

@@ -206,7 +206,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   // pair keeps the later rank, as HF's HashMap collect does.
   uint64_t pair_keys[2][kChunk], mixes[2][kChunk];
   auto fetch_chunk = [&](size_t base, uint64_t* key, uint64_t* mixed) {
-    for (size_t i = 0; i < std::min(kChunk, merges.size() - std::min(base, merges.size())); ++i) {
+    for (size_t i = 0; i < kChunk && base + i < merges.size(); ++i) {
       key[i] = PairKey(merges[base + i].first, merges[base + i].second);
       mixed[i] = key[i] * 0x9E3779B97F4A7C15ull;
       if (code_shift_ >= 0) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/json_check.h"
+#include "core/prefetch.h"
 #include "tokjson/byte_level.h"
 
 namespace ek::tokjson {
@@ -222,17 +223,10 @@ size_t Document::BuildKeyIndex() {
     for (size_t j = 0; j < m; ++j) {
       const size_t i = base + j;
       if (!in_vocab[i]) continue;
-      const auto tag = static_cast<uint32_t>(hash[j] >> 32);
-      size_t pos = hash[j] & key_mask_;
-      bool seen = false;
-      for (uint64_t s; (s = key_slots_[pos]) != 0; pos = (pos + 1) & key_mask_) {
-        if (static_cast<uint32_t>(s) == tag && vocab_key[(s >> 32) - 1] == vocab_key[i]) {
-          seen = true;
-          break;
-        }
-      }
-      if (!seen) {
-        key_slots_[pos] = (static_cast<uint64_t>(i + 1) << 32) | tag;
+      const size_t pos = KeySlot(vocab_key[i], hash[j]);
+      if (key_slots_[pos] == 0) {  // not seen before
+        key_slots_[pos] =
+            (static_cast<uint64_t>(i + 1) << 32) | static_cast<uint32_t>(hash[j] >> 32);
         ++distinct;
       }
     }
@@ -240,15 +234,18 @@ size_t Document::BuildKeyIndex() {
   return distinct;
 }
 
-int32_t Document::FindKey(std::string_view key, uint64_t hash) const {
+size_t Document::KeySlot(std::string_view key, uint64_t hash) const {
   const auto tag = static_cast<uint32_t>(hash >> 32);
-  for (size_t pos = hash & key_mask_;; pos = (pos + 1) & key_mask_) {
-    const uint64_t s = key_slots_[pos];
-    if (s == 0) return -1;
-    if (static_cast<uint32_t>(s) == tag && vocab_key[(s >> 32) - 1] == key) {
-      return static_cast<int32_t>((s >> 32) - 1);
-    }
+  size_t pos = hash & key_mask_;
+  for (uint64_t s; (s = key_slots_[pos]) != 0; pos = (pos + 1) & key_mask_) {
+    if (static_cast<uint32_t>(s) == tag && vocab_key[(s >> 32) - 1] == key) break;
   }
+  return pos;
+}
+
+int32_t Document::FindKey(std::string_view key, uint64_t hash) const {
+  const uint64_t s = key_slots_[KeySlot(key, hash)];
+  return s == 0 ? -1 : static_cast<int32_t>((s >> 32) - 1);
 }
 
 void Document::FindKeys(const std::string_view* keys, size_t n, int32_t* ids) const {
@@ -282,8 +279,8 @@ void Document::FindKeys(const std::string_view* keys, size_t n, int32_t* ids) co
       cand[i] = c;
       if (c >= 0) __builtin_prefetch(&vocab_key[static_cast<size_t>(c)]);
     }
-    for (size_t i = 0; i < m; ++i) {
-      if (cand[i] >= 0) __builtin_prefetch(vocab_key[static_cast<size_t>(cand[i])].data());
+    for (size_t i = 0; i < m; ++i) {  // only prefetches: the builtin would be deleted
+      if (cand[i] >= 0) Prefetch(vocab_key[static_cast<size_t>(cand[i])].data());
     }
     for (size_t i = 0; i < m; ++i) {
       if (cand[i] < 0) {

@@ -73,8 +73,7 @@ class Document {
 
   // For each of keys[0, n), a key as written in model.vocab (raw, not decoded), the
   // lowest id whose vocab_key it is, or -1, into ids. The lookups of a batch overlap
-  // their cache misses. Valid while vocab_key and in_vocab are (a loader moves
-  // neither away).
+  // their cache misses. Reads vocab_key (no loader moves it away).
   void FindKeys(const std::string_view* keys, size_t n, int32_t* ids) const;
 
   // added_tokens in file order, with the ids Hugging Face assigns when it
@@ -102,6 +101,8 @@ class Document {
   Status ReadAddedTokens();
   // Fills key_slots_ from vocab_key, in id order; returns how many distinct keys.
   size_t BuildKeyIndex();
+  // The slot holding `key` (XXH3 `hash`), else the empty slot that ends its chain.
+  size_t KeySlot(std::string_view key, uint64_t hash) const;
   int32_t FindKey(std::string_view key, uint64_t hash) const;
 
   std::string name_;
@@ -132,7 +133,8 @@ std::string TypeOf(simdjson::dom::element e);
 // (Document::FindKeys, a batch of merges at a time). When `byte_level`, a side must
 // be a byte-level key (vocab_byte_level: the id a lookup of its decoded bytes among
 // the byte-level entries gives); else any key (the SentencePiece-style
-// vocabularies' texts). Errors name model.merges[i].
+// vocabularies' texts). Reads vocab_byte_level: call it before a loader moves that
+// away. Errors name model.merges[i].
 Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(const Document& doc,
                                                             bool byte_level = true);
 
