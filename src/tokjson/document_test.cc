@@ -306,5 +306,23 @@ TEST(VocabHash, IsXxh3OverIdLengthAndBytesPerId) {
   EXPECT_EQ(VocabHash().Digest(), XXH3_64bits(nullptr, 0));
 }
 
+// Records gathered in a buffer hash as the bytes in order: across the buffer's edges,
+// and with a token larger than the buffer.
+TEST(VocabHash, BufferedRecordsHashAsTheirBytes) {
+  VocabHash hash;
+  std::string all;
+  uint32_t state = 7;
+  for (int32_t id = 0; id < 40000; ++id) {
+    state = state * 1664525u + 1013904223u;
+    std::string token((state >> 24) % 24, static_cast<char>('a' + id % 26));
+    if (id == 12345) token.assign(200000, 'z');
+    const uint32_t head[2] = {static_cast<uint32_t>(id), static_cast<uint32_t>(token.size())};
+    all.append(reinterpret_cast<const char*>(head), sizeof head);
+    all += token;
+    hash.Add(id, token);
+  }
+  EXPECT_EQ(hash.Digest(), XXH3_64bits(all.data(), all.size()));
+}
+
 }  // namespace
 }  // namespace ek::tokjson
