@@ -140,8 +140,10 @@ std::optional<std::string> TokenText(const Value& v) {
 
 }  // namespace
 
-Result<Dict> SpecialTokensFromConfig(const std::string& config_path) {
-  EK_ASSIGN_OR_RETURN(Value cfg, ReadConfig(config_path));
+namespace {
+
+// The special tokens of a parsed tokenizer_config.json (a dict).
+Dict SpecialTokensOf(const Value& cfg) {
   Dict out;
   for (const char* name : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
                            "cls_token", "mask_token"}) {
@@ -157,14 +159,28 @@ Result<Dict> SpecialTokensFromConfig(const std::string& config_path) {
   return out;
 }
 
-Result<ChatTemplate> ChatTemplate::FromText(std::string_view text, std::string name,
-                                            const std::string& config_path) {
+}  // namespace
+
+Result<Dict> SpecialTokensFromConfig(const std::string& config_path) {
+  EK_ASSIGN_OR_RETURN(Value cfg, ReadConfig(config_path));
+  return SpecialTokensOf(cfg);
+}
+
+Result<ChatTemplate> ChatTemplate::Compile(std::string_view text, std::string name,
+                                           Dict special_tokens) {
   if (size_t bad = FirstInvalidUtf8(text); bad != std::string_view::npos) {
     return InvalidArgumentError(fmt::format("{}: invalid UTF-8 at byte {}", name, bad));
   }
   ChatTemplate t;
   EK_ASSIGN_OR_RETURN(t.tmpl_, Template::Parse(text, std::move(name)));
   t.source_ = std::string(text);
+  t.special_tokens_ = std::move(special_tokens);
+  return t;
+}
+
+Result<ChatTemplate> ChatTemplate::FromText(std::string_view text, std::string name,
+                                            const std::string& config_path) {
+  EK_ASSIGN_OR_RETURN(ChatTemplate t, Compile(text, std::move(name), Dict()));
   if (!config_path.empty()) {
     EK_ASSIGN_OR_RETURN(t.special_tokens_, SpecialTokensFromConfig(config_path));
   }
@@ -185,14 +201,16 @@ Result<ChatTemplate> ChatTemplate::FromTokenizerConfig(const std::string& config
         fmt::format("{} has no chat_template; pass --chat-template FILE.jinja (or chatml, llama3)",
                     config_path));
   }
-  if (t->is_string()) return FromText(t->str(), config_path + ":chat_template", config_path);
+  // The config read once: its template and its special tokens.
+  if (t->is_string())
+    return Compile(t->str(), config_path + ":chat_template", SpecialTokensOf(cfg));
   if (t->is_list()) {
     for (const Value& entry : t->list()) {
       if (!entry.is_dict()) continue;
       const Value* name = entry.dict().Find("name");
       const Value* text = entry.dict().Find("template");
       if (name && name->is_string() && name->str() == "default" && text && text->is_string()) {
-        return FromText(text->str(), config_path + ":chat_template[default]", config_path);
+        return Compile(text->str(), config_path + ":chat_template[default]", SpecialTokensOf(cfg));
       }
     }
     return NotFoundError(

@@ -45,6 +45,9 @@ class ChatTemplate {
   const std::string& source() const { return source_; }
 
  private:
+  // The one place a template's text is checked and parsed, with its special tokens.
+  static Result<ChatTemplate> Compile(std::string_view text, std::string name, Dict special_tokens);
+
   Template tmpl_;
   Dict special_tokens_;
   std::string source_;
