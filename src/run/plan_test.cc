@@ -31,7 +31,12 @@ pack::Manifest ReportManifest() {
   pack::Manifest m;
   m.world = 16;
   m.seq_len = 2048;
-  for (int r = 0; r < 16; ++r) m.ranks.push_back({r, 0, 0, 30849, 0, 0, 0, ""});
+  for (int r = 0; r < 16; ++r) {
+    pack::RankInfo info;
+    info.rank = r;
+    info.blocks = 30849;
+    m.ranks.push_back(info);
+  }
   m.ranks[3].blocks = 30835;   // the short rank of the field report's deadlock
   m.ranks[11].blocks = 30888;  // 53 blocks more
   return m;
@@ -312,7 +317,12 @@ pack::Manifest TenBlocksEach(int world, int present) {
   pack::Manifest m;
   m.world = world;
   m.seq_len = 16;
-  for (int r = 0; r < present; ++r) m.ranks.push_back({r, 0, 0, 10, 0, 0, 0, ""});
+  for (int r = 0; r < present; ++r) {
+    pack::RankInfo info;
+    info.rank = r;
+    info.blocks = 10;
+    m.ranks.push_back(info);
+  }
   return m;
 }
 
