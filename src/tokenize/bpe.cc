@@ -116,7 +116,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   // and Llama 3, all but 0.3% of Gemma 3's). With no key repeated in the vocabulary (no
   // real file repeats one), a guess whose bytes are the pair's is the id a lookup would
   // give, so only a merge that is neither is looked up.
-  std::vector<int32_t> merged_by_rank(merges.size(), -1);
+  std::vector<int32_t, HugeFriendlyAllocator<int32_t>> merged_by_rank(merges.size(), -1);
   constexpr size_t kChunk = 64;
   std::string joined;
   int32_t last = -1;  // the merged token of the merge before
@@ -170,7 +170,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
   // of the kind chosen is built (its memory is fresh: with huge pages, the first
   // touch of each 2 MiB is slow on virtual machines).
   code_shift_ = -1;
-  std::vector<uint32_t> order_by_rank(merges.size());
+  std::vector<uint32_t, HugeFriendlyAllocator<uint32_t>> order_by_rank(merges.size());
   for (size_t rank = 0; rank < merges.size(); ++rank)
     order_by_rank[rank] = static_cast<uint32_t>(rank);
   bool rising = !merges.empty();
@@ -287,7 +287,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
 // c ends with the previous character's last byte, the one after starts with
 // the next one's first.
 void BpeModel::BuildAtoms(const std::vector<std::pair<int32_t, int32_t>>& merges,
-                          const std::vector<uint32_t>& order_by_rank) {
+                          std::span<const uint32_t> order_by_rank) {
   atoms_.clear();
   for (int b = 0; b < 256; ++b) {
     if (byte_id_[b] < 0) return;  // not a byte-level vocabulary

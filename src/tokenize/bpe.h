@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -186,7 +187,7 @@ class BpeModel {
   // Fills atoms_ (byte-level vocabularies, after the merges are known);
   // order_by_rank: each merge's order (Rank's value).
   void BuildAtoms(const std::vector<std::pair<int32_t, int32_t>>& merges,
-                  const std::vector<uint32_t>& order_by_rank);
+                  std::span<const uint32_t> order_by_rank);
 
   // A merge slot packs left id, right id (20 bits each) and rank or code (24 bits).
   static constexpr int kIdBits = 20;

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/huge_pages.h"
 #include "core/status.h"
 #include "tokjson/added_token.h"
 
@@ -63,7 +64,7 @@ class Document {
   int32_t vocab_limit = 0;
   std::vector<std::string> vocab_bytes;
   std::vector<bool> vocab_byte_level;
-  std::vector<std::string_view> vocab_key;
+  std::vector<std::string_view, HugeFriendlyAllocator<std::string_view>> vocab_key;
   std::unordered_map<int32_t, std::string> vocab_other;
   // in_vocab[id]: model.vocab has the id (vocab_limit entries).
   std::vector<bool> in_vocab;
@@ -116,7 +117,7 @@ class Document {
   // each merge's two sides up here as they are written: a byte-level side is not
   // decoded first (the alphabet is one character per byte, so two keys are equal as
   // written exactly when their bytes are), nor compared with a token's bytes.
-  std::vector<uint64_t> key_slots_;
+  std::vector<uint64_t, HugeFriendlyAllocator<uint64_t>> key_slots_;
   uint64_t key_mask_ = 0;
 };
 
@@ -127,6 +128,10 @@ Status UnsupportedField(std::string_view file, std::string_view where, std::stri
 
 // The "type" string of a JSON object ("" when absent or not an object).
 std::string TypeOf(simdjson::dom::element e);
+
+// Sizes `parser` for a document of `bytes` and advises its large buffers (tape, strings,
+// structural indexes) to be backed by transparent huge pages (Document::Parse does this).
+void AllocateParserHuge(simdjson::dom::parser* parser, size_t bytes);
 
 // model.merges ("a b" strings or ["a", "b"] pairs, in rank order) as pairs of
 // ids: each side is the vocabulary's lowest id with that key as written
