@@ -80,8 +80,9 @@ def log(msg):
 def run(cmd, cpu=None, env=None, stdout=subprocess.PIPE, what=None, cpu_times=None):
     """Runs cmd (on CPU `cpu` only when given); dies naming it if it fails. With a dict as
     `cpu_times`, puts the command's user and kernel CPU seconds in it ("user_seconds",
-    "sys_seconds"): on this VM the kernel's share moves from run to run with how fresh the
-    memory a run touches is (docs/tokenize.md, the seventh round), and a slow run shows it."""
+    "sys_seconds") and the times another task took its CPU ("preempted", involuntary context
+    switches): on this VM the kernel's share moves from run to run with how fresh the memory a
+    run touches is (docs/tokenize.md, the seventh round), and a slow run shows it."""
     # The child is pinned by inheriting this process's affinity, set just around its start
     # and put back at once, not by a preexec_fn: that makes Python fork (copying the page
     # tables of this process and the ids it holds) where it would otherwise vfork, which
@@ -102,7 +103,8 @@ def run(cmd, cpu=None, env=None, stdout=subprocess.PIPE, what=None, cpu_times=No
     proc = subprocess.CompletedProcess(cmd, child.returncode, out, err)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if cpu_times is not None:
-        cpu_times.update(user_seconds=after.ru_utime - before.ru_utime, sys_seconds=after.ru_stime - before.ru_stime)
+        cpu_times.update(user_seconds=after.ru_utime - before.ru_utime, sys_seconds=after.ru_stime - before.ru_stime,
+                         preempted=after.ru_nivcsw - before.ru_nivcsw)
     if proc.returncode != 0:
         die(f"{what or ' '.join(cmd)} failed (exit {proc.returncode}):\n"
             + proc.stderr.decode("utf-8", "replace")[-3000:])
@@ -280,7 +282,8 @@ def bench_family(a, family, tokenizer, tools, thread_counts, nbytes):
                  "runs_seconds": [x["seconds"] for x in every[tool]]}
             if "sys_seconds" in r:
                 e.update(user_seconds=r["user_seconds"], sys_seconds=r["sys_seconds"],
-                         runs_sys_seconds=[x["sys_seconds"] for x in every[tool]])
+                         runs_sys_seconds=[x["sys_seconds"] for x in every[tool]],
+                         runs_preempted=[x["preempted"] for x in every[tool]])
             if r.get("tokens") is not None:
                 e.update(tokens=r["tokens"], tokens_per_s=r["tokens"] / r["seconds"])
             if "load_seconds" in r:
@@ -412,7 +415,8 @@ def print_table(report):
                         notes.append(f"cpu user {e['user_seconds']:.2f}s, kernel {e['sys_seconds']:.2f}s")
                 if len(e["runs_seconds"]) > 1:
                     notes.append("runs " + " ".join(f"{x:.2f}" for x in e["runs_seconds"])
-                                 + (" (kernel " + " ".join(f"{x:.2f}" for x in e["runs_sys_seconds"]) + ")"
+                                 + (" (kernel " + " ".join(f"{x:.2f}" for x in e["runs_sys_seconds"])
+                                    + "; preempted " + " ".join(str(x) for x in e["runs_preempted"]) + ")"
                                     if "runs_sys_seconds" in e else ""))
                 if "load_seconds" in e:
                     notes.append(f"load {e['load_seconds']:.2f}s not timed")
