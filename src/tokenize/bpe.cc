@@ -106,7 +106,7 @@ Status BpeModel::InitVocab(std::vector<std::string> tokens, std::vector<bool> pr
   return Status::Ok();
 }
 
-Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merges) {
+Status BpeModel::InitMerges(std::span<const std::pair<int32_t, int32_t>> merges) {
   if (merges.size() >= (1u << 24) - 1) {
     return UnsupportedError(fmt::format("model.merges: {} merges (at most 16M)", merges.size()));
   }
@@ -286,7 +286,7 @@ Status BpeModel::InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merg
 // neighbour rule holds because words are whole characters: the symbol before
 // c ends with the previous character's last byte, the one after starts with
 // the next one's first.
-void BpeModel::BuildAtoms(const std::vector<std::pair<int32_t, int32_t>>& merges,
+void BpeModel::BuildAtoms(std::span<const std::pair<int32_t, int32_t>> merges,
                           std::span<const uint32_t> order_by_rank) {
   atoms_.clear();
   for (int b = 0; b < 256; ++b) {

@@ -86,7 +86,7 @@ class BpeModel {
   // caller gives the first symbols to MergeSymbols.
   Status InitVocab(std::vector<std::string> tokens, std::vector<bool> present, bool ignore_merges,
                    bool byte_level = true);
-  Status InitMerges(const std::vector<std::pair<int32_t, int32_t>>& merges);
+  Status InitMerges(std::span<const std::pair<int32_t, int32_t>> merges);
 
   // Appends the ids of one pre-tokenized piece (non-empty raw bytes). `not_a_key`: the
   // caller knows the word is no vocabulary key (ignore_merges then needs no lookup).
@@ -186,7 +186,7 @@ class BpeModel {
   size_t FirstSymbols(std::string_view word, BpeScratch* s) const;
   // Fills atoms_ (byte-level vocabularies, after the merges are known);
   // order_by_rank: each merge's order (Rank's value).
-  void BuildAtoms(const std::vector<std::pair<int32_t, int32_t>>& merges,
+  void BuildAtoms(std::span<const std::pair<int32_t, int32_t>> merges,
                   std::span<const uint32_t> order_by_rank);
 
   // A merge slot packs left id, right id (20 bits each) and rank or code (24 bits).

@@ -426,12 +426,12 @@ Status Document::ReadAddedTokens() {
   return Status::Ok();
 }
 
-Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(const Document& doc, bool byte_level) {
+Result<MergeList> ReadMerges(const Document& doc, bool byte_level) {
   simdjson::dom::array merges;
   if (doc.model()["merges"].get(merges) != simdjson::SUCCESS) {
     return doc.Error("model.merges", "missing or not an array");
   }
-  std::vector<std::pair<int32_t, int32_t>> pairs;
+  MergeList pairs;
   pairs.reserve(merges.size());
   // Merges are parsed a chunk at a time and their tokens looked up together; the
   // errors are the same, in the same order, as one merge at a time.

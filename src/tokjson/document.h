@@ -129,6 +129,10 @@ Status UnsupportedField(std::string_view file, std::string_view where, std::stri
 // The "type" string of a JSON object ("" when absent or not an object).
 std::string TypeOf(simdjson::dom::element e);
 
+// Merges as pairs of ids in rank order (a table of 2 MB for Llama 3's 280,000: huge pages).
+using MergeList =
+    std::vector<std::pair<int32_t, int32_t>, HugeFriendlyAllocator<std::pair<int32_t, int32_t>>>;
+
 // Sizes `parser` for a document of `bytes` and advises its large buffers (tape, strings,
 // structural indexes) to be backed by transparent huge pages (Document::Parse does this).
 void AllocateParserHuge(simdjson::dom::parser* parser, size_t bytes);
@@ -140,7 +144,6 @@ void AllocateParserHuge(simdjson::dom::parser* parser, size_t bytes);
 // the byte-level entries gives); else any key (the SentencePiece-style
 // vocabularies' texts). Reads vocab_byte_level: call it before a loader moves that
 // away. Errors name model.merges[i].
-Result<std::vector<std::pair<int32_t, int32_t>>> ReadMerges(const Document& doc,
-                                                            bool byte_level = true);
+Result<MergeList> ReadMerges(const Document& doc, bool byte_level = true);
 
 }  // namespace ek::tokjson
