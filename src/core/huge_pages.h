@@ -58,6 +58,20 @@ inline void* MapZeroed(size_t bytes) {
 
 inline void UnmapZeroed(void* p, size_t bytes) { munmap(p, HugePageRounded(bytes)); }
 
+// The first 2 MiB boundary at or after `p`.
+inline uintptr_t HugePageAbove(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) & ~(kHugePage - 1);
+}
+
+// Advises the whole huge pages within [p, p + bytes) of a block someone else allocated
+// (a library's buffer, not yet touched) MADV_HUGEPAGE; the parts before the first and
+// after the last 2 MiB boundary stay as they are. Advice: failure changes nothing.
+inline void AdviseHugePages(const void* p, size_t bytes) {
+  const uintptr_t begin = HugePageAbove(p);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kHugePage - 1);
+  if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
 // A std::allocator for vectors of such tables.
 template <class T>
 struct HugeFriendlyAllocator {

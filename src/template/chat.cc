@@ -138,10 +138,6 @@ std::optional<std::string> TokenText(const Value& v) {
   return std::nullopt;
 }
 
-}  // namespace
-
-namespace {
-
 // The special tokens of a parsed tokenizer_config.json (a dict).
 Dict SpecialTokensOf(const Value& cfg) {
   Dict out;

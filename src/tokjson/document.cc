@@ -1,11 +1,9 @@
 #include "tokjson/document.h"
 
 #include <fmt/core.h>
-#include <sys/mman.h>
 #include <xxhash.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <unordered_map>
 #include <vector>
 
@@ -64,15 +62,10 @@ void AllocateParserHuge(simdjson::dom::parser* parser, size_t bytes) {
   if (bytes < kHugePage || parser->allocate(bytes) != simdjson::SUCCESS ||
       parser->doc.allocate(bytes) != simdjson::SUCCESS)  // (parse allocates the document's)
     return;
-  auto advise = [](const void* p, size_t n) {
-    const auto begin = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) & ~(kHugePage - 1);
-    const auto end = (reinterpret_cast<uintptr_t>(p) + n) & ~(kHugePage - 1);
-    if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-  };
-  advise(parser->doc.tape.get(), bytes * sizeof(uint64_t));
-  advise(parser->doc.string_buf.get(), bytes);
+  AdviseHugePages(parser->doc.tape.get(), bytes * sizeof(uint64_t));
+  AdviseHugePages(parser->doc.string_buf.get(), bytes);
   if (parser->implementation)
-    advise(parser->implementation->structural_indexes.get(), bytes * sizeof(uint32_t));
+    AdviseHugePages(parser->implementation->structural_indexes.get(), bytes * sizeof(uint32_t));
 }
 
 Result<Document> Document::Parse(std::string_view json, std::string_view name, size_t readable) {

@@ -323,9 +323,8 @@ TEST(AllocateParserHuge, AdvisesTheTapeStringsAndStructuralIndexes) {
   simdjson::dom::parser parser;
   AllocateParserHuge(&parser, bytes);
   auto huge = [](const void* buffer) {
-    const auto page = (reinterpret_cast<uintptr_t>(buffer) + kHugePage - 1) & ~(kHugePage - 1);
-    return VmFlagsAt(reinterpret_cast<const void*>(page + kHugePage)).find(" hg") !=
-           std::string::npos;
+    return VmFlagsAt(reinterpret_cast<const void*>(HugePageAbove(buffer) + kHugePage))
+               .find(" hg") != std::string::npos;
   };
   ASSERT_NE(parser.doc.tape.get(), nullptr);
   ASSERT_NE(parser.doc.string_buf.get(), nullptr);
