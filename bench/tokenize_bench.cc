@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/file.h"
+#include "tokenize/pattern.h"
 #include "tokenize/tokenizer.h"
 
 namespace {
@@ -103,6 +104,35 @@ BENCHMARK(BM_Encode)
       b->Threads(1);
       if (cores > 1) b->Threads(cores);
     });
+
+// The Llama 3 pre-tokenizer alone (its hand-written matcher) over the corpus's texts:
+// all of them (0), the ASCII ones (1), the others (2).
+void BM_PreTokenize(benchmark::State& state) {
+  auto pattern = ek::tokenize::CompileRegex(ek::tokenize::kLlama3Regex);
+  if (!pattern.ok()) {
+    state.SkipWithError(pattern.status().message().c_str());
+    return;
+  }
+  std::vector<const std::string*> texts;
+  for (const std::string& t : Texts()) {
+    bool ascii = true;
+    for (char c : t) ascii &= static_cast<unsigned char>(c) < 0x80;
+    if (state.range(0) == 0 || (state.range(0) == 1) == ascii) texts.push_back(&t);
+  }
+  std::vector<ek::tokenize::Span> spans;
+  int64_t bytes = 0, pieces = 0;
+  for (auto _ : state) {
+    for (const std::string* t : texts) {
+      spans.clear();
+      (*pattern)->FindMatches(*t, &spans);
+      bytes += static_cast<int64_t>(t->size());
+      pieces += static_cast<int64_t>(spans.size());
+    }
+  }
+  state.SetBytesProcessed(bytes);
+  state.counters["pieces"] = static_cast<double>(pieces) / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_PreTokenize)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

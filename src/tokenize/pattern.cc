@@ -28,6 +28,10 @@ inline size_t AsciiLetterPrefix(const unsigned char* p) {
   return stop ? static_cast<size_t>(__builtin_ctzll(stop)) / 8 : 8;
 }
 
+inline bool IsAsciiLetter(unsigned char b) {
+  return static_cast<unsigned char>((b | 0x20) - 'a') < 26;
+}
+
 // Shared scanning helpers over valid UTF-8.
 class Scanner {
  public:
@@ -54,18 +58,24 @@ class Scanner {
     return i;
   }
   // End of the run of letters (\p{L}) starting at i: ASCII letters eight
-  // bytes at a time, then one code point through the class table.
+  // bytes at a time, other code points one at a time through the class table
+  // (a word in another script tries no ASCII step between its characters).
   size_t RunOfLetters(size_t i) const {
     while (i < n_) {
-      if (i + 8 <= n_) {
+      if (s_[i] < 0x80) {
+        if (i + 8 > n_) {
+          if (!IsAsciiLetter(s_[i])) break;
+          ++i;
+          continue;
+        }
         const size_t k = AsciiLetterPrefix(s_ + i);
         i += k;
         if (k == 8) continue;
-        if (i >= n_) break;
+        if (s_[i] < 0x80) break;  // (fewer than 8 letters: i < n_)
       }
       uint32_t cp;
-      size_t len;
-      if (!(ClassAt(i, &cp, &len) & kClassLetter)) break;
+      const size_t len = At(i, &cp);
+      if (!(cls_.Of(cp) & kClassLetter)) break;
       i += len;
     }
     return i;
@@ -98,9 +108,6 @@ class Scanner {
 };
 
 inline bool IsNewline(uint32_t cp) { return cp == '\r' || cp == '\n'; }
-inline bool IsAsciiLetter(unsigned char b) {
-  return static_cast<unsigned char>((b | 0x20) - 'a') < 26;
-}
 
 // Whitespace alternatives shared by all three patterns, at i where the code
 // point is whitespace. `newline_rule` enables \s*[\r\n]+ (Llama 3 / Qwen).
