@@ -2,7 +2,9 @@
 
 #include <cstring>
 
-#if defined(__SSE2__)
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__SSE2__)
 #include <emmintrin.h>
 #endif
 
@@ -87,6 +89,39 @@ uint64_t HighBytes(const unsigned char* p) { return ClassifyBytewise(p).high; }
 bool HighIn16(const unsigned char* p) { return (HighBytes(p) & 0xFFFF) != 0; }
 #endif
 
+#if defined(__x86_64__)
+// The same with AVX2, where the CPU has it: 32 bytes a step.
+__attribute__((target("avx2"))) Classes ClassifyAvx2(const unsigned char* p) {
+  Classes c{};
+  for (int half = 0; half < 2; ++half) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * half));
+    const auto bit = [half](__m256i m) __attribute__((target("avx2"))) {
+      return static_cast<uint64_t>(static_cast<uint32_t>(_mm256_movemask_epi8(m))) << (32 * half);
+    };
+    c.high |= bit(v);
+    const __m256i lower = _mm256_or_si256(v, _mm256_set1_epi8(0x20));
+    c.letter |= bit(_mm256_and_si256(_mm256_cmpgt_epi8(lower, _mm256_set1_epi8('a' - 1)),
+                                     _mm256_cmpgt_epi8(_mm256_set1_epi8('z' + 1), lower)));
+    c.digit |= bit(_mm256_and_si256(_mm256_cmpgt_epi8(v, _mm256_set1_epi8('0' - 1)),
+                                    _mm256_cmpgt_epi8(_mm256_set1_epi8('9' + 1), v)));
+    const __m256i nl = _mm256_or_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\n')),
+                                       _mm256_cmpeq_epi8(v, _mm256_set1_epi8('\r')));
+    c.newline |= bit(nl);
+    const __m256i blank = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(' '));
+    c.blank |= bit(blank);
+    const __m256i controls = _mm256_and_si256(_mm256_cmpgt_epi8(v, _mm256_set1_epi8(0x08)),
+                                              _mm256_cmpgt_epi8(_mm256_set1_epi8(0x0E), v));
+    c.space |= bit(_mm256_or_si256(blank, _mm256_andnot_si256(nl, controls)));
+    c.apos |= bit(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\'')));
+  }
+  return c;
+}
+const bool kHasAvx2 = __builtin_cpu_supports("avx2");
+Classes ClassifyFast(const unsigned char* p) { return kHasAvx2 ? ClassifyAvx2(p) : Classify(p); }
+#else
+Classes ClassifyFast(const unsigned char* p) { return Classify(p); }
+#endif
+
 // A block with fewer ASCII bytes before its first other one is left to the byte-at-a-time
 // matcher: too few pieces to pay for the classifying.
 constexpr size_t kMinKnown = 16;
@@ -107,11 +142,17 @@ int Contraction(const unsigned char* p) {
 }  // namespace
 
 bool AsciiBlockClassifiersAgree(const unsigned char* p) {
-  const Classes a = Classify(p), b = ClassifyBytewise(p);
-  if (a.high != b.high) return false;
-  if (b.high) return true;  // the other masks are not used for such a block
-  return a.letter == b.letter && a.digit == b.digit && a.space == b.space &&
-         a.newline == b.newline && a.blank == b.blank && a.apos == b.apos;
+  const Classes b = ClassifyBytewise(p);
+  auto agrees = [&b](const Classes& a) {
+    if (a.high != b.high) return false;
+    if (b.high) return true;  // the other masks are not used for such a block
+    return a.letter == b.letter && a.digit == b.digit && a.space == b.space &&
+           a.newline == b.newline && a.blank == b.blank && a.apos == b.apos;
+  };
+#if defined(__x86_64__)
+  if (kHasAvx2 && !agrees(ClassifyAvx2(p))) return false;
+#endif
+  return agrees(Classify(p)) && agrees(ClassifyFast(p));
 }
 
 size_t Cl100kAsciiBlock(const unsigned char* p, int max_digits, uint32_t base,
@@ -124,7 +165,7 @@ size_t Cl100kAsciiBlock(const unsigned char* p, int max_digits, uint32_t base,
     *bytewise = static_cast<size_t>(64 - __builtin_clzll(high));
     return 0;
   }
-  Classes c = Classify(p);
+  Classes c = ClassifyFast(p);
   // Where no start is certain: past the block's last non-ASCII byte, or the whole block.
   *bytewise = c.high ? static_cast<size_t>(64 - __builtin_clzll(c.high)) : 64;
   // The bytes from the first non-ASCII one on are not classified: the block is the bytes

@@ -39,8 +39,9 @@ namespace ek::tokenize {
 size_t Cl100kAsciiBlock(const unsigned char* p, int max_digits, uint32_t base,
                         std::vector<Span>* out, size_t* bytewise);
 
-// For tests: whether the classifier the block uses (SSE2 where there is one) and the one
-// that takes a byte at a time give the 64 bytes at p the same classes.
+// For tests: whether the vector classifiers (AVX2 where the CPU has it, which the block
+// then uses; SSE2) and the one that takes a byte at a time give the 64 bytes at p the same
+// classes.
 bool AsciiBlockClassifiersAgree(const unsigned char* p);
 
 }  // namespace ek::tokenize

@@ -291,9 +291,9 @@ TEST_P(DifferentialTest, FastMatcherAgreesWithOnigurumaWhereBlocksMeetOtherBytes
   }
 }
 
-// The block's two classifiers agree on every byte value at every place of a block (and
-// the byte-at-a-time one, which machines without SSE2 use, is the one the other is
-// checked against; the differential tests above run the vector one).
+// The block's classifiers agree on every byte value at every place of a block (the
+// byte-at-a-time one, which machines without SSE2 use, is the one the AVX2 and SSE2 ones
+// are checked against; the differential tests above run the one the CPU gets).
 TEST(AsciiBlockTest, TheClassifiersAgreeOnEveryByteAtEveryPlace) {
   unsigned char block[64];
   for (int b = 0; b < 256; ++b) {
