@@ -20,6 +20,7 @@
 #include "core/file.h"
 #include "tokenize/pattern.h"
 #include "tokenize/tokenizer.h"
+#include "tokenize/unicode.h"
 
 namespace {
 
@@ -133,6 +134,21 @@ void BM_PreTokenize(benchmark::State& state) {
   state.counters["pieces"] = static_cast<double>(pieces) / static_cast<double>(state.iterations());
 }
 BENCHMARK(BM_PreTokenize)->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
+
+// NFC's quick check alone (Qwen2/3's normalizer runs it on every text) over the corpus.
+void BM_NfcQuickCheck(benchmark::State& state) {
+  const auto& texts = Texts();
+  int64_t bytes = 0, passed = 0;
+  for (auto _ : state) {
+    for (const std::string& t : texts) {
+      passed += ek::tokenize::IsNfcQuick(t);
+      bytes += static_cast<int64_t>(t.size());
+    }
+  }
+  state.SetBytesProcessed(bytes);
+  state.counters["passed"] = static_cast<double>(passed) / static_cast<double>(state.iterations());
+}
+BENCHMARK(BM_NfcQuickCheck)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
