@@ -135,6 +135,7 @@ Status RecordRenderer::Render(std::string_view line, RenderedRecord* out, size_t
   out->spans.clear();
   out->chat = false;
   out->completion_only = false;
+  out->parsed_strings = false;
   out->dropped_parts = 0;
   simdjson::dom::element root;
   // simdjson's parse checks the UTF-8 of the whole line and refuses every lone surrogate
@@ -164,6 +165,7 @@ Status RecordRenderer::Render(std::string_view line, RenderedRecord* out, size_t
   EK_RETURN_IF_ERROR(NormalizeRecord(opt_.shape, opt_.text_field, root, &norm_));
   if (!norm_.chat) {
     out->text.swap(norm_.text);
+    out->parsed_strings = true;
     if (norm_.completion_start != std::string::npos && opt_.spans) {
       out->completion_only = true;
       if (norm_.completion_start < out->text.size())

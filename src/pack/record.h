@@ -71,6 +71,9 @@ struct RecordOptions {
 struct RenderedRecord {
   std::string text;   // valid UTF-8
   bool chat = false;  // rendered from messages (else: the text field)
+  // `text` is strings of the record as parsed (the text field, or prompt and completion):
+  // simdjson's parse checked their UTF-8, so the tokenizer need not check it again.
+  bool parsed_strings = false;
   // Chat records with `spans` on: sorted, disjoint byte ranges of `text` that
   // the assistant generates. From the template's {% generation %} blocks when
   // it has them (transformers' return_assistant_tokens_mask), else by

@@ -157,6 +157,8 @@ void RecordEncoder::Process(const RecRef& ref, size_t i, size_t source, size_t w
     } else if (st.ok()) {
       out.mask.resize(out.ids.size(), 1);
     }
+  } else if (st.ok() && rr.parsed_strings) {
+    tok_->EncodeChecked(rr.text, &out.ids);  // (0.9% of a one-core pack was the second check)
   } else if (st.ok()) {
     st = tok_->Encode(rr.text, &out.ids);
   }

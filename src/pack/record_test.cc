@@ -46,6 +46,8 @@ TEST(RecordTest, TextField) {
   opt.text_field = "content";
   EXPECT_EQ(Render(opt, R"({"content": "x"})"), "x");
   EXPECT_FALSE(RenderRecord(opt, R"({"content": "x"})").chat);
+  // The text is the parsed string: the tokenizer skips its UTF-8 check (EncodeChecked).
+  EXPECT_TRUE(RenderRecord(opt, R"({"content": "x"})").parsed_strings);
 }
 
 TEST(RecordTest, ChatmlAndLlama3MarkAssistantContentAndEndOfTurn) {
@@ -57,6 +59,7 @@ TEST(RecordTest, ChatmlAndLlama3MarkAssistantContentAndEndOfTurn) {
   RenderedRecord r = RenderRecord(opt, line);
   EXPECT_EQ(r.text, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n yo <|im_end|>\n");
   EXPECT_TRUE(r.chat);
+  EXPECT_FALSE(r.parsed_strings);  // rendered: the tokenizer checks it
   EXPECT_EQ(Covered(r), std::vector<std::string>{" yo <|im_end|>"});
   opt.chat = ChatMode::kLlama3;
   r = RenderRecord(opt, line);
@@ -139,6 +142,8 @@ TEST(RecordTest, ReplaceMode) {
                    "{\"text\": \"a\xff"
                    "b\"}"),
             "a\uFFFDb");
+  // Repaired, then parsed: valid UTF-8 still.
+  EXPECT_TRUE(RenderRecord(opt, "{\"text\": \"a\xff\"}").parsed_strings);
   EXPECT_EQ(Render(opt, R"({"text": "a\ud800b\ud83d\ude00"})"), "a\uFFFDb\U0001F600");
 }
 

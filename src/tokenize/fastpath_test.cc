@@ -88,7 +88,11 @@ void ExpectFastEqualsPlain(const std::string& family) {
     for (const std::string& text : texts) {
       a.clear();
       b.clear();
-      ASSERT_TRUE((*fast)->Encode(text, &a).ok());
+      if (pass == 0) {
+        ASSERT_TRUE((*fast)->Encode(text, &a).ok());
+      } else {  // the entry that skips the UTF-8 check (pack's, for parsed strings)
+        (*fast)->EncodeChecked(text, &a);
+      }
       ASSERT_TRUE((*plain)->Encode(text, &b).ok());
       ++compared;
       if (a != b && ++differ <= 5) ADD_FAILURE() << family << ": the fast path differs on " << text;

@@ -181,6 +181,22 @@ Status Tokenizer::EncodeImpl(std::string_view text, std::vector<int32_t>* ids,
   }
   if (text.empty()) return Status::Ok();
   if (pieces_) return EncodePieces(text, ids, ends);
+  EncodeChecked(text, ids, ends);
+  return Status::Ok();
+}
+
+void Tokenizer::EncodeChecked(std::string_view text, std::vector<int32_t>* ids) const {
+  if (text.empty()) return;
+  if (pieces_) {
+    // (EncodePieces has no failure of its own.)
+    (void)EncodePieces(text, ids, nullptr);
+    return;
+  }
+  EncodeChecked(text, ids, nullptr);
+}
+
+void Tokenizer::EncodeChecked(std::string_view text, std::vector<int32_t>* ids,
+                              std::vector<uint32_t>* ends) const {
   EncodeScratch& s = Scratch();
   // The model tokens of the piece [b, e) of text, appended from index `from`:
   // with offsets wanted, each advances by its byte length, clamped to the
@@ -200,7 +216,6 @@ Status Tokenizer::EncodeImpl(std::string_view text, std::vector<int32_t>* ids,
     if (ids->size() > from) ends->back() = static_cast<uint32_t>(e);
   };
   ForEachAddedSplit(raw_matcher_, text, &s.raw_splits, ids, ends, piece);
-  return Status::Ok();
 }
 
 void Tokenizer::EncodeNormalizable(std::string_view text, std::vector<int32_t>* ids,

@@ -65,6 +65,10 @@ class Tokenizer {
   // piece cache.
   Status Encode(std::string_view text, std::vector<int32_t>* ids) const;
   Result<std::vector<int32_t>> Encode(std::string_view text) const;
+  // Encode of text whose UTF-8 the caller has checked already (a string simdjson
+  // parsed: its parse checks the UTF-8 of the whole document): no second check.
+  // Invalid UTF-8 here is a caller's bug, with no error to say so.
+  void EncodeChecked(std::string_view text, std::vector<int32_t>* ids) const;
   // Encode that also appends, per token, the byte offset in `text` where the
   // token ends (the next token starts there; the first starts at 0). Added
   // tokens end where their match ends (stripped white space included); model
@@ -145,6 +149,8 @@ class Tokenizer {
   }
   // After the loaders: decode_override_ into overrides_ and overridden_, and token_len_.
   void FinishDecoding();
+  void EncodeChecked(std::string_view text, std::vector<int32_t>* ids,
+                     std::vector<uint32_t>* ends) const;
   Status EncodeImpl(std::string_view text, std::vector<int32_t>* ids,
                     std::vector<uint32_t>* ends) const;
 
