@@ -109,9 +109,9 @@ class PieceCache {
 
   // Pieces cached (vocabulary entries HoldVocab put in included).
   size_t used() const { return used_; }
-  // Puts in each (key, id) of `vocab` (keys of 2 to 16 bytes, no two equal) as that one
-  // id, where not cached already, and marks the cache as holding them: a key of up to
-  // 16 bytes that is not cached is then none of them. Clear() takes the mark away (the
+  // Puts in each (key, id) of `vocab` (keys of 2 to kMaxKey bytes, no two equal) as that
+  // one id, where not cached already, and marks the cache as holding them: a key that is
+  // not cached is then none of them. Clear() takes the mark away (the
   // caller fills it again). For a model whose vocabulary keys encode as themselves
   // (ignore_merges): a piece the cache misses needs no vocabulary lookup.
   // Returns false, with no mark, for a vocabulary that would leave too little room for

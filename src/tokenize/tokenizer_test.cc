@@ -233,11 +233,17 @@ TEST(TokenizerTest, ThreadsShareOneTokenizer) {
 TEST(TokenizerTest, IgnoreMergesKeysAreOneTokenWithTheVocabularyCached) {
   std::string json = TinyJson();
   ASSERT_TRUE(testing::ReplaceOnce(&json, R"("ignore_merges":false)", R"("ignore_merges":true)"));
-  ASSERT_TRUE(testing::ReplaceOnce(&json, R"("Ġw":260})",
-                                   R"("Ġw":260,"ello":263,"abcdefghijklmnopq":264})"));
+  // Keys of 4, 17 (past a slot's 16 bytes) and 100 bytes (past what the cache holds:
+  // looked up).
+  const std::string z100(100, 'z');
+  ASSERT_TRUE(testing::ReplaceOnce(
+      &json, R"("Ġw":260})",
+      R"("Ġw":260,"ello":263,"abcdefghijklmnopq":264,")" + z100 + R"(":265})"));
   const std::vector<std::pair<std::string, std::vector<int32_t>>> cases = {
       {"ello", {263}},
       {"abcdefghijklmnopq", {264}},
+      {z100, {265}},
+      {z100 + "z", std::vector<int32_t>(101, 'z')},
       {"ellox", {'e', 257, 'o', 'x'}},
       {"hello ello", {259, ' ', 'e', 257, 'o'}},  // " ello" is no key
       {"hello\nello", {259, '\n', 263}},
