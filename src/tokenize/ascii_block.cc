@@ -23,6 +23,7 @@ struct Classes {
   uint64_t newline;  // \r \n
   uint64_t blank;    // ' '
   uint64_t apos;     // '
+  uint64_t cont;     // 0x80-0xBF: a character's continuation byte
 };
 
 // The same, a byte at a time: where there is no SSE2, and to check the vector one.
@@ -38,6 +39,7 @@ Classes ClassifyBytewise(const unsigned char* p) {
     if (b == ' ') c.blank |= m;
     if (b == ' ' || (b >= 0x09 && b <= 0x0D && b != '\n' && b != '\r')) c.space |= m;
     if (b == '\'') c.apos |= m;
+    if (b >= 0x80 && b < 0xC0) c.cont |= m;
   }
   return c;
 }
@@ -67,26 +69,12 @@ Classes Classify(const unsigned char* p) {
         _mm_and_si128(_mm_cmpgt_epi8(v, set(0x08)), _mm_cmpgt_epi8(set(0x0E), v));
     c.space |= bit(_mm_or_si128(blank, _mm_andnot_si128(nl, controls)), chunk);
     c.apos |= bit(_mm_cmpeq_epi8(v, set('\'')), chunk);
+    c.cont |= bit(_mm_cmplt_epi8(v, set(static_cast<char>(0xC0))), chunk);
   }
   return c;
 }
-// The high mask alone, which says whether the rest is worth classifying.
-uint64_t HighBytes(const unsigned char* p) {
-  uint64_t high = 0;
-  for (int chunk = 0; chunk < 4; ++chunk) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * chunk));
-    high |= static_cast<uint64_t>(static_cast<uint16_t>(_mm_movemask_epi8(v))) << (16 * chunk);
-  }
-  return high;
-}
-// Whether one of the first 16 bytes is not ASCII.
-bool HighIn16(const unsigned char* p) {
-  return _mm_movemask_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))) != 0;
-}
 #else
 Classes Classify(const unsigned char* p) { return ClassifyBytewise(p); }
-uint64_t HighBytes(const unsigned char* p) { return ClassifyBytewise(p).high; }
-bool HighIn16(const unsigned char* p) { return (HighBytes(p) & 0xFFFF) != 0; }
 #endif
 
 #if defined(__x86_64__)
@@ -113,6 +101,7 @@ __attribute__((target("avx2"))) Classes ClassifyAvx2(const unsigned char* p) {
                                               _mm256_cmpgt_epi8(_mm256_set1_epi8(0x0E), v));
     c.space |= bit(_mm256_or_si256(blank, _mm256_andnot_si256(nl, controls)));
     c.apos |= bit(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('\'')));
+    c.cont |= bit(_mm256_cmpgt_epi8(_mm256_set1_epi8(static_cast<char>(0xC0)), v));
   }
   return c;
 }
@@ -139,15 +128,38 @@ int Contraction(const unsigned char* p) {
   return 0;
 }
 
+// Letters of other scripts: adds the bytes of each non-ASCII character of the block that
+// is a letter (\p{L}) to c->letter, up to the first that is not one or does not end in
+// the block, and returns where that one starts (64: none). A letter run is one piece
+// whatever its bytes, and the rules read a letter run's bytes only as a run, so a letter
+// of two, three or four bytes is as one of one (a prefix is the byte before a run: ASCII,
+// since the first non-letter of another script ends the block). An apostrophe before a
+// non-ASCII byte ends it too: (?i:'s) takes "'ſ" (U+017F folds to s), which the
+// byte-at-a-time matcher knows.
+size_t OtherLetters(const unsigned char* p, Classes* c) {
+  const uint64_t apos_stop = c->apos & (c->high >> 1);
+  const size_t limit = apos_stop ? static_cast<size_t>(__builtin_ctzll(apos_stop)) : 64;
+  const CharClasses& cls = CharClasses::Get();
+  for (uint64_t leads = c->high & ~c->cont; leads; leads &= leads - 1) {
+    const auto k = static_cast<size_t>(__builtin_ctzll(leads));
+    if (k >= limit) break;
+    const size_t len = p[k] >= 0xF0 ? 4 : p[k] >= 0xE0 ? 3 : 2;
+    if (k + len > 64) return k;
+    uint32_t cp;
+    DecodeUtf8(p + k, &cp);
+    if (!(cls.Of(cp) & kClassLetter)) return k;
+    c->letter |= ((uint64_t{1} << len) - 1) << k;
+  }
+  return limit;
+}
+
 }  // namespace
 
 bool AsciiBlockClassifiersAgree(const unsigned char* p) {
   const Classes b = ClassifyBytewise(p);
   auto agrees = [&b](const Classes& a) {
-    if (a.high != b.high) return false;
-    if (b.high) return true;  // the other masks are not used for such a block
-    return a.letter == b.letter && a.digit == b.digit && a.space == b.space &&
-           a.newline == b.newline && a.blank == b.blank && a.apos == b.apos;
+    return a.high == b.high && a.letter == b.letter && a.digit == b.digit && a.space == b.space &&
+           a.newline == b.newline && a.blank == b.blank && a.apos == b.apos && a.cont == b.cont;
   };
 #if defined(__x86_64__)
   if (kHasAvx2 && !agrees(ClassifyAvx2(p))) return false;
@@ -157,20 +169,13 @@ bool AsciiBlockClassifiersAgree(const unsigned char* p) {
 
 size_t Cl100kAsciiBlock(const unsigned char* p, int max_digits, uint32_t base,
                         std::vector<Span>* out, size_t* bytewise) {
-  // Text in other scripts has a non-ASCII byte among the first kMinKnown of most
-  // blocks: such a block is not classified (BM_PreTokenize/2: 59.2 -> 57.3 ms).
-  static_assert(kMinKnown == 16, "HighIn16 looks at kMinKnown bytes");
-  if (HighIn16(p)) {
-    const uint64_t high = HighBytes(p);
-    *bytewise = static_cast<size_t>(64 - __builtin_clzll(high));
-    return 0;
-  }
   Classes c = ClassifyFast(p);
   // Where no start is certain: past the block's last non-ASCII byte, or the whole block.
   *bytewise = c.high ? static_cast<size_t>(64 - __builtin_clzll(c.high)) : 64;
-  // The bytes from the first non-ASCII one on are not classified: the block is the bytes
-  // before it, and they end as the block's end does, who knows where.
-  const size_t known = c.high ? static_cast<size_t>(__builtin_ctzll(c.high)) : 64;
+  // The bytes from the first character on that is neither ASCII nor a letter are not
+  // classified: the block is the bytes before it, and they end as the block's end does,
+  // who knows where.
+  const size_t known = c.high ? OtherLetters(p, &c) : 64;
   if (known < kMinKnown) return 0;
   const uint64_t valid = known == 64 ? ~uint64_t{0} : (uint64_t{1} << known) - 1;
   for (uint64_t* m : {&c.letter, &c.digit, &c.space, &c.newline, &c.blank, &c.apos}) *m &= valid;
@@ -189,7 +194,7 @@ size_t Cl100kAsciiBlock(const unsigned char* p, int max_digits, uint32_t base,
     const auto k = static_cast<size_t>(__builtin_ctzll(a));
     if (k >= cut) break;
     if (const auto len = static_cast<size_t>(Contraction(p + k)); len && k + len < known) {
-      if (AsciiLetter(p[k + len])) starts |= uint64_t{1} << (k + len);
+      if ((c.letter >> (k + len)) & 1) starts |= uint64_t{1} << (k + len);  // (any script)
     }
   }
   // Digits: every max_digits bytes of a run.

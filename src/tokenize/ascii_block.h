@@ -1,4 +1,5 @@
-// The Llama 3 / Qwen2 split (pattern.cc's Cl100kPattern) over 64 ASCII bytes at once:
+// The Llama 3 / Qwen2 split (pattern.cc's Cl100kPattern) over 64 bytes at once (ASCII,
+// and letters of other scripts):
 // each byte's class as a bit of six 64-bit masks, the pieces' starts from whole-mask
 // operations, the pieces read off with count-trailing-zeros. Branches follow blocks, not
 // bytes: the byte-at-a-time matcher mispredicts where one kind of piece follows another,
@@ -13,11 +14,14 @@
 namespace ek::tokenize {
 
 // The pieces of the 64 bytes at p, where a piece starts at p and the 65th byte exists
-// (the block never ends the text); where a byte is not ASCII, of the bytes before it.
+// (the block never ends the text); where a character is neither ASCII nor a letter (or
+// does not end in the block, or an apostrophe comes right before a non-ASCII byte), of
+// the bytes before it. A letter of another script is a run of letter bytes: a run is one
+// piece whatever its bytes, and the rules below read letters only as runs.
 // Appends, as spans offset by `base`, each piece whose end is certain from these bytes
 // alone, and returns the offset of the next piece's start (certain; its end is not), or 0
-// when there is no certain start after p (fewer than 16 ASCII bytes before a non-ASCII
-// one, a run of 64 letters): then *bytewise says how many bytes to match byte by byte
+// when there is no certain start after p (fewer than 16 bytes before such a character, a
+// run of 64 letter bytes): then *bytewise says how many bytes to match byte by byte
 // before the next block (past the block's last non-ASCII byte, or all 64).
 // `max_digits`: \p{N}{1,max_digits} (Llama 3: 3, Qwen2: 1).
 //
