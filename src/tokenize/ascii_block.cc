@@ -128,15 +128,18 @@ int Contraction(const unsigned char* p) {
   return 0;
 }
 
-// Letters of other scripts: adds the bytes of each non-ASCII character of the block that
-// is a letter (\p{L}) to c->letter, up to the first that is not one or does not end in
-// the block, and returns where that one starts (64: none). A letter run is one piece
-// whatever its bytes, and the rules read a letter run's bytes only as a run, so a letter
-// of two, three or four bytes is as one of one (a prefix is the byte before a run: ASCII,
-// since the first non-letter of another script ends the block). An apostrophe before a
-// non-ASCII byte ends it too: (?i:'s) takes "'ſ" (U+017F folds to s), which the
-// byte-at-a-time matcher knows.
-size_t OtherLetters(const unsigned char* p, Classes* c) {
+// Characters of other scripts: adds the bytes of each non-ASCII character of the block
+// that is a letter (\p{L}) to c->letter, and leaves those of one that is neither a letter,
+// a number nor white space ("other": marks, punctuation, symbols, emoji) as punctuation,
+// up to the first that is a number or white space, or does not end in the block, and
+// returns where that one starts (64: none). The rules read letters and punctuation as
+// runs (a run is one piece whatever its bytes), except the prefix of a letter run, one
+// character, which Cl100kAsciiBlock finds for a character of more than one byte.
+// Numbers (\p{N}{1,3} counts characters) and white space (\s+(?!\S) leaves the last
+// character) of other scripts are left to the byte-at-a-time matcher. An apostrophe
+// before a non-ASCII byte ends the block too: (?i:'s) takes "'ſ" (U+017F folds to s),
+// which that matcher knows.
+size_t OtherChars(const unsigned char* p, Classes* c) {
   const uint64_t apos_stop = c->apos & (c->high >> 1);
   const size_t limit = apos_stop ? static_cast<size_t>(__builtin_ctzll(apos_stop)) : 64;
   const CharClasses& cls = CharClasses::Get();
@@ -147,8 +150,9 @@ size_t OtherLetters(const unsigned char* p, Classes* c) {
     if (k + len > 64) return k;
     uint32_t cp;
     DecodeUtf8(p + k, &cp);
-    if (!(cls.Of(cp) & kClassLetter)) return k;
-    c->letter |= ((uint64_t{1} << len) - 1) << k;
+    const uint8_t cl = cls.Of(cp);
+    if (cl & (kClassNumber | kClassSpace)) return k;
+    if (cl & kClassLetter) c->letter |= ((uint64_t{1} << len) - 1) << k;
   }
   return limit;
 }
@@ -175,7 +179,7 @@ size_t Cl100kAsciiBlock(const unsigned char* p, int max_digits, uint32_t base,
   // The bytes from the first character on that is neither ASCII nor a letter are not
   // classified: the block is the bytes before it, and they end as the block's end does,
   // who knows where.
-  const size_t known = c.high ? OtherLetters(p, &c) : 64;
+  const size_t known = c.high ? OtherChars(p, &c) : 64;
   if (known < kMinKnown) return 0;
   const uint64_t valid = known == 64 ? ~uint64_t{0} : (uint64_t{1} << known) - 1;
   for (uint64_t* m : {&c.letter, &c.digit, &c.space, &c.newline, &c.blank, &c.apos}) *m &= valid;
@@ -186,6 +190,15 @@ size_t Cl100kAsciiBlock(const unsigned char* p, int max_digits, uint32_t base,
   const uint64_t letter_start = c.letter & ~(c.letter << 1);
   uint64_t starts =
       1 | (letter_start & ~(prefix << 1)) | ((letter_start & (prefix << 1)) >> 1) | punct_start;
+  // A letter run after a character of other punctuation of more than one byte: its start
+  // moves to that character's first byte where the character starts a piece (a run of one
+  // character: a prefix).
+  for (uint64_t after = letter_start & (c.cont << 1) & valid; after; after &= after - 1) {
+    const auto at = static_cast<size_t>(__builtin_ctzll(after));
+    const uint64_t leads_before = ~c.cont & ((uint64_t{1} << at) - 1);
+    const auto lead = static_cast<size_t>(63 - __builtin_clzll(leads_before));
+    if ((punct_start >> lead) & 1) starts = (starts & ~(uint64_t{1} << at)) | (uint64_t{1} << lead);
+  }
   // A start below `cut` is certain: lookahead is two bytes (a contraction at known - 4
   // reads the byte at known - 2), with a margin of one.
   size_t cut = known - 3;

@@ -1,5 +1,5 @@
 // The Llama 3 / Qwen2 split (pattern.cc's Cl100kPattern) over 64 bytes at once (ASCII,
-// and letters of other scripts):
+// and the letters, marks and punctuation of other scripts):
 // each byte's class as a bit of six 64-bit masks, the pieces' starts from whole-mask
 // operations, the pieces read off with count-trailing-zeros. Branches follow blocks, not
 // bytes: the byte-at-a-time matcher mispredicts where one kind of piece follows another,
@@ -14,10 +14,11 @@
 namespace ek::tokenize {
 
 // The pieces of the 64 bytes at p, where a piece starts at p and the 65th byte exists
-// (the block never ends the text); where a character is neither ASCII nor a letter (or
-// does not end in the block, or an apostrophe comes right before a non-ASCII byte), of
-// the bytes before it. A letter of another script is a run of letter bytes: a run is one
-// piece whatever its bytes, and the rules below read letters only as runs.
+// (the block never ends the text); where a character is a number or white space of another
+// script (or does not end in the block, or an apostrophe comes right before a non-ASCII
+// byte), of the bytes before it. A letter of another script is a run of letter bytes, and
+// a mark, punctuation or symbol a run of punctuation bytes: a run is one piece whatever its
+// bytes, and the rules below read runs, except a letter run's prefix: one character.
 // Appends, as spans offset by `base`, each piece whose end is certain from these bytes
 // alone, and returns the offset of the next piece's start (certain; its end is not), or 0
 // when there is no certain start after p (fewer than 16 bytes before such a character, a
@@ -27,7 +28,7 @@ namespace ek::tokenize {
 //
 // Why the starts are the matcher's (the regex, leftmost-first, restarted at each piece's
 // end, has no lookbehind, so the pieces from p are those of the text from p):
-//   a letter run starts a piece, or its prefix does: the byte before it when that byte
+//   a letter run starts a piece, or its prefix does: the character before it when that
 //     is whitespace other than \r \n, or punctuation that starts a piece itself;
 //   punctuation (anything not a letter, digit or whitespace) starts a piece where the
 //     byte before it is neither punctuation (a run is one piece) nor ' ' (` ?[^\s..]+`);
