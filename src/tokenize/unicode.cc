@@ -78,7 +78,7 @@ CharClasses::CharClasses() {
       }
     }
   }
-  for (int i = 0; i < 128; ++i) ascii_[i] = flat[i];
+  std::memcpy(bmp_, flat.data(), sizeof bmp_);
   for (uint32_t cp = 0; cp < 0x10000; ++cp) {
     if (cp % 64 == 0) nfc_inert_[cp / 64] = 0;
     if (!(flat[cp] & (kClassCombining | kClassNfcQc)))

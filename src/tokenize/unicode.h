@@ -26,7 +26,8 @@ inline constexpr uint8_t kClassPost9 = 32;     // assigned after Unicode 9.0 (in
 // and only where the two compose.
 inline constexpr uint8_t kClassNfcMaybeStarter = 64;
 
-// Two-stage table over all of Unicode, built once (thread-safe). The regex
+// Classes of every code point: the BMP flat, the rest in a two-stage table; built once
+// (thread-safe). The regex
 // classes follow Unicode 16.0, as the Oniguruma 6.9.10 inside Hugging Face
 // tokenizers does; the NFC bits follow HF's Unicode 9.0 normalization tables
 // (tools/gen_unicode_tables.py explains both).
@@ -34,7 +35,7 @@ class CharClasses {
  public:
   static const CharClasses& Get();
   uint8_t Of(uint32_t cp) const {
-    if (cp < 0x80) return ascii_[cp];
+    if (cp < 0x10000) return bmp_[cp];
     if (cp >= 0x110000) return 0;
     return static_cast<uint8_t>(leaves_[(static_cast<size_t>(index_[cp >> 8]) << 8) | (cp & 0xFF)]);
   }
@@ -45,7 +46,10 @@ class CharClasses {
 
  private:
   CharClasses();
-  uint8_t ascii_[128];
+  // The classes of the BMP flat (64 KB): one load, where the two stages are two dependent
+  // ones (the 64-byte blocks look up each character of other scripts; BM_PreTokenize of
+  // the corpus's non-ASCII texts 40.2 -> 37.6 ms).
+  uint8_t bmp_[0x10000];
   uint64_t nfc_inert_[0x10000 / 64];
   uint16_t index_[0x1100];
   std::string leaves_;
