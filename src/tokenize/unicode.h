@@ -27,9 +27,8 @@ inline constexpr uint8_t kClassPost9 = 32;     // assigned after Unicode 9.0 (in
 inline constexpr uint8_t kClassNfcMaybeStarter = 64;
 
 // Classes of every code point: the BMP flat, the rest in a two-stage table; built once
-// (thread-safe). The regex
-// classes follow Unicode 16.0, as the Oniguruma 6.9.10 inside Hugging Face
-// tokenizers does; the NFC bits follow HF's Unicode 9.0 normalization tables
+// (thread-safe). The regex classes follow Unicode 16.0, as the Oniguruma 6.9.10 inside
+// Hugging Face tokenizers does; the NFC bits follow HF's Unicode 9.0 normalization tables
 // (tools/gen_unicode_tables.py explains both).
 class CharClasses {
  public:
