@@ -146,9 +146,8 @@ class PieceCache {
   void Prefetch(uint64_t h) const { __builtin_prefetch(table_ + (h & mask_)); }
 
   // Writes the cached ids of `key` (PieceKey k) at `o` and returns how many, or
-  // -1 if it is not cached. `o` has room for key.size() + 2 ids (a key has two
-  // bytes or more): an inline entry's three ids are copied whatever its count
-  // (no branch on it).
+  // -1 if it is not cached. `o` has room for key.size() + 2 ids (three at least):
+  // an inline entry's three ids are copied whatever its count (no branch on it).
   int Write(std::string_view key, const PieceKey& k, int32_t* o) const {
     const Entry* e = Find(key, k);
     if (!e) return -1;
