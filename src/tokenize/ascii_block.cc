@@ -105,7 +105,12 @@ __attribute__((target("avx2"))) Classes ClassifyAvx2(const unsigned char* p) {
   }
   return c;
 }
-const bool kHasAvx2 = __builtin_cpu_supports("avx2");
+// (__builtin_cpu_init first: this may initialize before libgcc's own constructor has run,
+// in the Python extension for one.)
+const bool kHasAvx2 = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") != 0;
+}();
 Classes ClassifyFast(const unsigned char* p) { return kHasAvx2 ? ClassifyAvx2(p) : Classify(p); }
 #else
 Classes ClassifyFast(const unsigned char* p) { return Classify(p); }
@@ -176,9 +181,9 @@ size_t Cl100kAsciiBlock(const unsigned char* p, int max_digits, uint32_t base,
   Classes c = ClassifyFast(p);
   // Where no start is certain: past the block's last non-ASCII byte, or the whole block.
   *bytewise = c.high ? static_cast<size_t>(64 - __builtin_clzll(c.high)) : 64;
-  // The bytes from the first character on that is neither ASCII nor a letter are not
-  // classified: the block is the bytes before it, and they end as the block's end does,
-  // who knows where.
+  // The bytes from the first character on that OtherChars stops at (a number or white
+  // space of another script, ...) are not classified: the block is the bytes before it,
+  // and they end as the block's end does, who knows where.
   const size_t known = c.high ? OtherChars(p, &c) : 64;
   if (known < kMinKnown) return 0;
   const uint64_t valid = known == 64 ? ~uint64_t{0} : (uint64_t{1} << known) - 1;
