@@ -180,24 +180,21 @@ Status Tokenizer::EncodeImpl(std::string_view text, std::vector<int32_t>* ids,
     size_t at = FirstInvalidUtf8(text);
     return InvalidArgumentError(fmt::format("invalid UTF-8 at byte {}", at));
   }
-  if (text.empty()) return Status::Ok();
-  if (pieces_) return EncodePieces(text, ids, ends);
   EncodeChecked(text, ids, ends);
   return Status::Ok();
 }
 
 void Tokenizer::EncodeChecked(std::string_view text, std::vector<int32_t>* ids) const {
-  if (text.empty()) return;
-  if (pieces_) {
-    // (EncodePieces has no failure of its own.)
-    (void)EncodePieces(text, ids, nullptr);
-    return;
-  }
   EncodeChecked(text, ids, nullptr);
 }
 
 void Tokenizer::EncodeChecked(std::string_view text, std::vector<int32_t>* ids,
                               std::vector<uint32_t>* ends) const {
+  if (text.empty()) return;
+  if (pieces_) {
+    EncodePieces(text, ids, ends);
+    return;
+  }
   EncodeScratch& s = Scratch();
   // The model tokens of the piece [b, e) of text, appended from index `from`:
   // with offsets wanted, each advances by its byte length, clamped to the

@@ -149,14 +149,15 @@ class Tokenizer {
   }
   // After the loaders: decode_override_ into overrides_ and overridden_, and token_len_.
   void FinishDecoding();
+  // EncodeImpl past its UTF-8 check: both families, offsets where `ends` is given.
   void EncodeChecked(std::string_view text, std::vector<int32_t>* ids,
                      std::vector<uint32_t>* ends) const;
   Status EncodeImpl(std::string_view text, std::vector<int32_t>* ids,
                     std::vector<uint32_t>* ends) const;
 
   // The SentencePiece-style family (tokenizer_pieces.cc).
-  Status EncodePieces(std::string_view text, std::vector<int32_t>* ids,
-                      std::vector<uint32_t>* ends) const;
+  void EncodePieces(std::string_view text, std::vector<int32_t>* ids,
+                    std::vector<uint32_t>* ends) const;
   void PiecesSegment(std::string_view seg, size_t base, std::vector<int32_t>* ids,
                      std::vector<uint32_t>* ends, EncodeScratch& s) const;
   void PiecesPlain(std::string_view norm, size_t off, size_t len, bool first, size_t base,

@@ -18,13 +18,12 @@
 
 namespace ek::tokenize {
 
-Status Tokenizer::EncodePieces(std::string_view text, std::vector<int32_t>* ids,
-                               std::vector<uint32_t>* ends) const {
+void Tokenizer::EncodePieces(std::string_view text, std::vector<int32_t>* ids,
+                             std::vector<uint32_t>* ends) const {
   EncodeScratch& s = Scratch();
   ForEachAddedSplit(raw_matcher_, text, &s.raw_splits, ids, ends, [&](size_t b, size_t e) {
     PiecesSegment(text.substr(b, e - b), b, ids, ends, s);
   });
-  return Status::Ok();
 }
 
 // One piece of the text between raw added tokens, at byte `base` of the text.
