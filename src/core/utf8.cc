@@ -76,13 +76,7 @@ size_t FirstInvalidUtf8(std::string_view sv) {
   size_t n = sv.size();
   size_t i = 0;
   while (i < n) {
-    // Skip ASCII eight bytes at a time.
-    while (i + 8 <= n) {
-      uint64_t w;
-      __builtin_memcpy(&w, s + i, 8);
-      if (w & 0x8080808080808080ull) break;
-      i += 8;
-    }
+    i = NextNonAscii(s, i, n);
     if (i >= n) break;
     size_t consumed;
     size_t len = WellFormedAt(s, n, i, &consumed);

@@ -7,6 +7,7 @@
 //   DecodeUtf8Checked one code point with validity: its length, or 0 at an
 //                    ill-formed sequence
 //   Utf8CharStart    the start of the character that ends at a byte offset
+//   NextNonAscii     the next byte that is not ASCII (16 bytes a step; inline)
 //   AppendUtf8       the encoding of one code point
 //   FirstInvalidUtf8 validation: the byte offset of the first bad byte
 //   ReplaceInvalidUtf8 Python's errors="replace"
@@ -14,8 +15,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 namespace ek {
 
@@ -77,6 +83,27 @@ size_t DecodeUtf8Checked(std::string_view s, size_t i, uint32_t* cp, size_t* bad
 
 // Appends the UTF-8 encoding of cp (cp < 0x110000).
 void AppendUtf8(std::string* out, uint32_t cp);
+
+// The first byte of s[i..n) that is not ASCII, or n: sixteen bytes a step (SSE2 movemask),
+// else eight. (NFC's quick check took eight ASCII bytes at a time, and then one byte at a
+// time up to a character that is not: BM_NfcQuickCheck 22.8 -> 15.7 ms on the 50 MB
+// corpus, two thirds of whose bytes are ASCII even in its other texts.)
+inline size_t NextNonAscii(const unsigned char* s, size_t i, size_t n) {
+#if defined(__SSE2__)
+  for (; i + 16 <= n; i += 16) {
+    const int high = _mm_movemask_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+    if (high != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(high)));
+  }
+#endif
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s + i, 8);
+    if (const uint64_t high = w & 0x8080808080808080ull; high != 0)
+      return i + static_cast<size_t>(__builtin_ctzll(high)) / 8;
+  }
+  while (i < n && s[i] < 0x80) ++i;
+  return i;
+}
 
 // Byte offset of the first byte that is not part of well-formed UTF-8, or npos.
 size_t FirstInvalidUtf8(std::string_view s);

@@ -2,10 +2,6 @@
 
 #include <utf8proc.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -113,31 +109,6 @@ bool JoinsPrevious(uint32_t prev, uint32_t cp) {
   if (known.size() >= 4096) known.clear();
   known.emplace(key, joins);
   return joins;
-}
-
-}  // namespace
-
-namespace {
-
-// The first byte of s[i..n) that is not ASCII, or n: sixteen bytes a step. (The
-// quick check took eight ASCII bytes at a time before, and then one byte at a
-// time up to a character that is not: BM_NfcQuickCheck 22.8 -> 15.7 ms on the
-// 50 MB corpus, two thirds of whose bytes are ASCII even in its other texts.)
-size_t NextNonAscii(const unsigned char* s, size_t i, size_t n) {
-#if defined(__SSE2__)
-  for (; i + 16 <= n; i += 16) {
-    const int high = _mm_movemask_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
-    if (high != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(high)));
-  }
-#endif
-  for (; i + 8 <= n; i += 8) {
-    uint64_t w;
-    std::memcpy(&w, s + i, 8);
-    if (const uint64_t high = w & 0x8080808080808080ull; high != 0)
-      return i + static_cast<size_t>(__builtin_ctzll(high)) / 8;
-  }
-  while (i < n && s[i] < 0x80) ++i;
-  return i;
 }
 
 }  // namespace
